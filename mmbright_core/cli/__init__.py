@@ -1,0 +1,52 @@
+"""The ``mmbright`` command line: one module per subcommand, registered here.
+
+Each subcommand module exposes ``register(subparsers)``, which adds its parser and sets
+``handler`` to a function ``(args) -> int``. Errors this package raises on purpose are
+printed to stderr as one message with exit status 2; nothing prints a traceback for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from mmbright_core.errors import MMBrightError
+
+_SUBCOMMANDS = ("eval", "data", "run", "compare")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the top-level parser with every available subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="mmbright",
+        description="Evaluate and analyse retrieval runs on the MM-BRIGHT benchmark.",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in _SUBCOMMANDS:
+        try:
+            module = importlib.import_module(f"mmbright_core.cli.{name}")
+        except ModuleNotFoundError as err:
+            if err.name != f"mmbright_core.cli.{name}":
+                raise
+            continue
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line and return its exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except MMBrightError as err:
+        print(f"mmbright {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""The one ranking rule: score descending, then doc id descending (trec_eval's order).
+
+trec_eval sorts a query's documents by score and breaks ties by comparing doc ids with
+``strcmp`` in descending order. Python compares ``str`` by code point, which orders UTF-8
+encoded ids exactly as ``strcmp`` orders their bytes, so the two agree on any id. Every
+place in the package that orders or cuts a run goes through this module (SPEC §4, and
+ranx's insertion-order tie-break as the peer pitfall this avoids).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+
+def ranked(scores: Mapping[str, float]) -> list[tuple[str, float]]:
+    """Return ``(doc_id, score)`` pairs in ranking order.
+
+    Args:
+        scores: doc_id -> score for one query.
+
+    Returns:
+        The pairs sorted by score descending, ties by doc id descending.
+    """
+    return sorted(scores.items(), key=lambda item: (item[1], item[0]), reverse=True)
+
+
+def rank_order(doc_ids: npt.NDArray[np.str_], scores: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
+    """Return the indices that put parallel arrays in ranking order.
+
+    Args:
+        doc_ids: The doc ids (a numpy unicode array).
+        scores: Their float64 scores.
+
+    Returns:
+        Indices ordering by score descending, ties by doc id descending.
+    """
+    # lexsort sorts ascending on the last key first; reversing an ascending
+    # (score, doc_id) sort gives descending on both, matching ``ranked``.
+    return np.lexsort((doc_ids, scores))[::-1]
+
+
+def top_k(
+    scores: Mapping[str, float], k: int, exclude: Collection[str] = ()
+) -> dict[str, float]:
+    """Cut one query's scores to its best ``k``, after removing excluded ids.
+
+    Exclusion happens before the cut, as the benchmark's protocol requires (SPEC §3), so
+    an excluded document never takes the place of a legitimate one.
+
+    Args:
+        scores: doc_id -> score for one query.
+        k: How many to keep.
+        exclude: Doc ids to remove first.
+
+    Returns:
+        A dict of at most ``k`` entries, in ranking order.
+    """
+    kept = ((d, s) for d, s in ranked(scores) if d not in exclude)
+    out: dict[str, float] = {}
+    for doc_id, score in kept:
+        if len(out) >= k:
+            break
+        out[doc_id] = score
+    return out
