@@ -1,0 +1,94 @@
+"""``mmbright stats`` and ``mmbright qrels``: look into a copy of MM-BRIGHT.
+
+``stats`` counts queries, corpus items, judgments and images per domain and task (SPEC §1);
+``qrels`` writes one task's judgments for one domain as TREC qrels, the protocol named.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from mmbright_core.data.ids import PROTOCOLS
+
+_SOURCE_HELP = "'demo', 'hf' (the pinned hub revision), 'hf@REVISION' or a folder"
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``stats`` and ``qrels`` subcommands to the ``mmbright`` parser."""
+    stats = subparsers.add_parser(
+        "stats",
+        help="count queries, corpus items, judgments and images per domain and task",
+        description="Count each task on each domain of a dataset copy, with a total per task.",
+    )
+    stats.add_argument("--source", required=True, help=_SOURCE_HELP)
+    stats.add_argument("--task", type=int, nargs="+", choices=(1, 2, 3, 4), help="default: all")
+    stats.add_argument("--domain", nargs="+", help="default: every domain of the source")
+    stats.add_argument("--protocol", choices=PROTOCOLS, default="paper", help="Task 4 protocol")
+    stats.add_argument(
+        "--format",
+        choices=("tsv", "json", "table"),
+        default="tsv",
+        help="tsv/json: one row per task and domain; table: SPEC §1's layout as TSV",
+    )
+    stats.set_defaults(handler=run_stats)
+
+    qrels = subparsers.add_parser(
+        "qrels",
+        help="write one task's judgments for one domain as TREC qrels",
+        description="Build a task's qrels under its protocol and write them as TREC qrels. "
+        "Queries with no judgment cannot appear in TREC qrels; their count goes to stderr.",
+    )
+    qrels.add_argument("--source", required=True, help=_SOURCE_HELP)
+    qrels.add_argument("--task", type=int, required=True, choices=(1, 2, 3, 4))
+    qrels.add_argument("--domain", required=True)
+    qrels.add_argument("--protocol", choices=PROTOCOLS, default="paper", help="Task 4 protocol")
+    qrels.add_argument("--out", metavar="FILE", help="destination (default: standard output)")
+    qrels.set_defaults(handler=run_qrels)
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    """Print the counts of ``mmbright stats``."""
+    from mmbright_core.data.sources import open_source
+    from mmbright_core.data.stats import STATS_COLUMNS, TASKS, collect_stats, spec_table
+
+    source = open_source(args.source)
+    rows = collect_stats(source, args.task or TASKS, args.domain, args.protocol)
+    if args.format == "json":
+        json.dump([asdict(r) for r in rows], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    if args.format == "table":
+        table = spec_table(rows)
+        columns = list(dict.fromkeys(k for line in table for k in line))
+        lines = [[str(line.get(c, "")) for c in columns] for line in table]
+    else:
+        columns = list(STATS_COLUMNS)
+        lines = [[str(v) for v in asdict(r).values()] for r in rows]
+    for line in [columns, *lines]:
+        sys.stdout.write("\t".join(line) + "\n")
+    return 0
+
+
+def run_qrels(args: argparse.Namespace) -> int:
+    """Write the qrels of ``mmbright qrels``."""
+    from mmbright_core.data.sources import open_source
+    from mmbright_core.io.qrels import write_qrels
+
+    data = open_source(args.source).judgments(args.task, args.domain, args.protocol)
+    if args.out:
+        write_qrels(args.out, data.qrels, format="trec")
+    else:
+        # write_qrels owns the TREC format and its checks; stream its file to stdout.
+        with tempfile.TemporaryDirectory() as folder:
+            written = write_qrels(Path(folder) / "qrels.txt", data.qrels, format="trec")
+            sys.stdout.write(written.read_text(encoding="utf-8"))
+    empty = len(data.report.empty_qrels)
+    if empty:
+        print(f"{empty} queries have no judgment and are not in the qrels", file=sys.stderr)
+    return 0

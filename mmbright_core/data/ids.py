@@ -1,0 +1,150 @@
+"""MM-BRIGHT's id conventions: path normalisation, list cells and source keys (SPEC §2-3).
+
+Passages are ``"<domain>/<hex key>_<n>.txt"`` (Biology: ``"<domain>/<key>_<n>_<chunk>.txt"``),
+images ``"<domain>/<domain>_<8-hex key>_<nnnn>/image_<k>.<ext>"``. A passage and an image come
+from the same source post when their keys are equal; Task 4 pairs them on that key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.types import Protocol4
+
+NO_IMAGE = "__NO_IMAGE__"
+"""The image part of a Task 4 text-only pair id."""
+
+PAIR_SEPARATOR = "|||"
+"""Joins a passage id and an image path into a Task 4 pair id."""
+
+NONE_MARKER = "N/A"
+"""The string ``negative_ids`` uses for "no negatives" (SPEC §2)."""
+
+PROTOCOLS: tuple[Protocol4, ...] = ("paper", "legacy")
+
+# SPEC §3: the paper's key is the hex run right after the domain folder; the January 2026
+# release required exactly one numeric segment, so Biology's chunked ids never matched.
+_PASSAGE_KEY = {
+    "paper": re.compile(r"/([0-9a-f]+)_"),
+    "legacy": re.compile(r"/([0-9a-f]+)_\d+\.txt$"),
+}
+
+
+def normalise_path(path: object) -> str:
+    """Return an image path as a string with Windows backslashes turned into ``/`` (SPEC §2)."""
+    return str(path).replace("\\", "/")
+
+
+def check_protocol(protocol: str) -> Protocol4:
+    """Return ``protocol`` if it names a Task 4 protocol, else raise UnknownNameError."""
+    if protocol not in _PASSAGE_KEY:
+        raise UnknownNameError("protocol", protocol, PROTOCOLS)
+    return protocol  # type: ignore[return-value]
+
+
+def passage_key(passage_id: str, protocol: Protocol4 = "paper") -> str | None:
+    """Return a passage's source key under a Task 4 protocol, or None when it has none.
+
+    Args:
+        passage_id: e.g. ``"biology/fec40b40_1635_4.txt"``.
+        protocol: ``"paper"`` (key after the domain folder) or ``"legacy"`` (the released
+            code's pattern, which gives chunked Biology ids no key).
+
+    Returns:
+        The hex key, e.g. ``"fec40b40"``, or None.
+    """
+    match = _PASSAGE_KEY[protocol].search(passage_id)
+    return match.group(1) if match else None
+
+
+def image_key(path: str, domain: str) -> str | None:
+    """Return an image's source key: the hex run of ``{domain}_<key>_<n>`` in its path, or None."""
+    match = re.search(rf"{re.escape(domain)}_([0-9a-f]+)_\d+", path)
+    return match.group(1) if match else None
+
+
+def pair_id(passage_id: str, image_path: str | None) -> str:
+    """Return the Task 4 doc id of a passage with an image, or its text-only variant."""
+    return f"{passage_id}{PAIR_SEPARATOR}{image_path if image_path else NO_IMAGE}"
+
+
+def split_pair_id(doc_id: str) -> tuple[str, str | None]:
+    """Split a Task 4 pair id into ``(passage id, image path or None)``.
+
+    Raises:
+        InputError: If ``doc_id`` is not a pair id.
+    """
+    passage_id, sep, image = doc_id.partition(PAIR_SEPARATOR)
+    if not sep:
+        raise InputError(
+            "not a Task 4 pair id",
+            expected=f"'<passage id>{PAIR_SEPARATOR}<image path or {NO_IMAGE}>'",
+            found=repr(doc_id),
+        )
+    return passage_id, None if image == NO_IMAGE else image
+
+
+def as_list(value: object, what: str) -> list[Any]:
+    """Return a list cell as a Python list: None -> [], numpy arrays and tuples -> list.
+
+    Args:
+        value: The cell as pyarrow or pandas delivers it.
+        what: The column name, for the error message.
+
+    Raises:
+        InputError: If the cell is neither null nor a sequence.
+    """
+    if value is None:
+        return []
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise InputError(
+        f"column {what!r} holds a {type(value).__name__}",
+        expected="a list (or null)",
+        found=repr(value)[:80],
+    )
+
+
+def as_str_list(value: object, what: str) -> list[str]:
+    """Return a list cell of ids as strings (ids are strings, SPEC §3)."""
+    return [str(item) for item in as_list(value, what)]
+
+
+def image_structs(value: object, what: str) -> list[tuple[str, str | None]]:
+    """Return ``positive_images``/``negative_images`` as ``(normalised path, source passage)``.
+
+    Args:
+        value: A list of ``{image_path, source_passage_id}`` structs (or bare path strings).
+        what: The column name, for the error message.
+
+    Raises:
+        InputError: If an entry is neither a struct with ``image_path`` nor a string.
+    """
+    out: list[tuple[str, str | None]] = []
+    for item in as_list(value, what):
+        if isinstance(item, str):
+            out.append((normalise_path(item), None))
+        elif isinstance(item, dict) and item.get("image_path") is not None:
+            source = item.get("source_passage_id")
+            out.append(
+                (normalise_path(item["image_path"]), None if source is None else str(source))
+            )
+        else:
+            raise InputError(
+                f"column {what!r} has an entry without an image path",
+                expected="a struct {image_path, source_passage_id}",
+                found=repr(item)[:80],
+            )
+    return out
+
+
+def without_none_marker(ids: Iterable[str]) -> frozenset[str]:
+    """Return ``negative_ids`` as a set, leaving out the ``"N/A"`` marker (SPEC §2-3)."""
+    return frozenset(i for i in ids if i != NONE_MARKER)

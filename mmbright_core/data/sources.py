@@ -1,0 +1,330 @@
+"""Where MM-BRIGHT is read from: the Hugging Face hub, a local folder, or the embedded demo.
+
+Every source reads one parquet file per config and domain (``{config}/{domain}.parquet``, SPEC
+§2) with pyarrow, never through ``datasets.load_dataset`` (which fails on
+``examples_multimodal`` and leaves ``.incomplete`` caches behind). Columns are projected, so
+text-only tasks read no image bytes, and image bytes are fetched one item at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from mmbright_core.data.ids import check_protocol, normalise_path
+from mmbright_core.data.images import image_problem
+from mmbright_core.data.layout import CONFIGS, DOMAINS, PINNED_REVISION, REPO_ID, parquet_name
+from mmbright_core.data.tasks import build_task
+from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.types import Protocol4, TaskData
+
+_TASKS = (1, 2, 3, 4)
+
+
+class _ImageIndex:
+    """Lazy access to one image config file: a path -> (row group, row) index, then bytes.
+
+    Only the ``path`` column is read up front; a lookup reads the ``bytes`` column of one row
+    group, and the last row group read is kept so that walking a file in order reads each
+    row group once.
+    """
+
+    def __init__(self, file: Path) -> None:
+        self._path = file
+        self._file = pq.ParquetFile(file)
+        self._where: dict[str, tuple[int, int]] = {}
+        self.paths: list[str] = []
+        for group in range(self._file.num_row_groups):
+            column = self._file.read_row_group(group, columns=["path"]).column("path")
+            for row, raw in enumerate(column.to_pylist()):
+                path = normalise_path(raw)
+                if path not in self._where:  # a repeated path keeps its first bytes
+                    self._where[path] = (group, row)
+                    self.paths.append(path)
+        self._cached: tuple[int, pa.ChunkedArray] | None = None
+
+    def get(self, path: str) -> bytes | None:
+        where = self._where.get(normalise_path(path))
+        if where is None:
+            return None
+        group, row = where
+        cached = self._cached  # one local read: callers may share the source across threads
+        if cached is None or cached[0] != group:
+            try:
+                cached = (group, self._file.read_row_group(group, columns=["bytes"])["bytes"])
+            except (pa.ArrowException, OSError) as err:
+                raise _unreadable(self._path, err) from err
+            self._cached = cached
+        value = cached[1][row].as_py()
+        return None if value is None else bytes(value)
+
+
+class Source:
+    """A copy of MM-BRIGHT: builds each task's data and serves image bytes lazily.
+
+    Subclasses say where ``{config}/{domain}.parquet`` lives (:meth:`_locate`) and which
+    domains exist. Tasks are cached per object, keyed by task, domain and protocol.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._tasks: dict[tuple[int, str, str, bool], TaskData] = {}
+        self._images: dict[tuple[str, str], _ImageIndex] = {}
+        self._problems: dict[tuple[str, str, str], str | None] = {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    def domains(self) -> tuple[str, ...]:
+        """Return the domains this source holds, sorted."""
+        raise NotImplementedError
+
+    def _locate(self, config: str, domain: str) -> Path:
+        """Return the local path of one config's file for one domain."""
+        raise NotImplementedError
+
+    def check_domain(self, domain: str) -> str:
+        """Return ``domain`` if this source holds it, else raise UnknownNameError."""
+        if domain not in self.domains():
+            raise UnknownNameError("domain", domain, self.domains())
+        return domain
+
+    def file(self, config: str, domain: str) -> Path:
+        """Return the local path of ``{config}/{domain}.parquet``, fetching it if needed."""
+        if config not in CONFIGS:
+            raise UnknownNameError("config", config, CONFIGS)
+        return self._locate(config, self.check_domain(domain))
+
+    def read_table(self, config: str, domain: str, columns: Sequence[str]) -> pa.Table:
+        """Read only ``columns`` of one config's file for one domain.
+
+        Raises:
+            InputError: If the file lacks a column or is not a readable parquet file.
+        """
+        path = self._checked_file(config, domain, columns)
+        try:
+            return pq.read_table(path, columns=list(columns))
+        except (pa.ArrowException, OSError) as err:
+            raise _unreadable(path, err) from err
+
+    def _checked_file(self, config: str, domain: str, columns: Sequence[str]) -> Path:
+        """Return the file after checking from its schema alone that it has ``columns``."""
+        path = self.file(config, domain)
+        try:
+            names = pq.read_schema(path).names
+        except (pa.ArrowException, OSError) as err:
+            raise _unreadable(path, err) from err
+        missing = [c for c in columns if c not in names]
+        if not missing:
+            return path
+        raise InputError(
+            f"the {config!r} file lacks column(s) {', '.join(missing)}",
+            source=str(path),
+            expected=f"the published columns {', '.join(CONFIGS[config])}",
+            found=", ".join(names),
+            hint="The file does not follow MM-BRIGHT's published schema",
+        )
+
+    def num_rows(self, config: str, domain: str) -> int:
+        """Return the number of rows of one config's file from its metadata, reading no data."""
+        path = self._checked_file(config, domain, ())
+        try:
+            return int(pq.read_metadata(path).num_rows)
+        except (pa.ArrowException, OSError) as err:
+            raise _unreadable(path, err) from err
+
+    def task(self, task: int, domain: str, protocol: str = "paper") -> TaskData:
+        """Return one task's queries, corpus, qrels and exclusions for one domain (SPEC §3).
+
+        Args:
+            task: 1, 2, 3 or 4.
+            domain: A domain of :meth:`domains`.
+            protocol: The Task 4 protocol, ``"paper"`` or ``"legacy"``; ignored by tasks 1-3.
+        """
+        return self._cached_task(task, domain, protocol, with_corpus=True)
+
+    def judgments(self, task: int, domain: str, protocol: str = "paper") -> TaskData:
+        """Return a task's data without reading its corpus (``corpus`` is empty).
+
+        Scoring needs queries, qrels and exclusions only; tasks 1-3 then read no passage
+        text and Task 4 reads passage ids alone.
+        """
+        key = (self._check_task(task), domain, _protocol_for(task, protocol), True)
+        if key in self._tasks:
+            return self._tasks[key]
+        return self._cached_task(task, domain, protocol, with_corpus=False)
+
+    def _cached_task(self, task: int, domain: str, protocol: str, *, with_corpus: bool) -> TaskData:
+        key = (
+            self._check_task(task),
+            self.check_domain(domain),
+            _protocol_for(task, protocol),
+            with_corpus,
+        )
+        if key not in self._tasks:
+            self._tasks[key] = build_task(self, task, domain, key[2], with_corpus=with_corpus)
+        return self._tasks[key]
+
+    @staticmethod
+    def _check_task(task: int) -> int:
+        if task not in _TASKS:
+            raise InputError("unknown task", expected="1, 2, 3 or 4", found=repr(task))
+        return task
+
+    def _image_index(self, config: str, domain: str) -> _ImageIndex:
+        key = (config, domain)
+        if key not in self._images:
+            path = self._checked_file(config, domain, ("path", "bytes"))
+            try:
+                self._images[key] = _ImageIndex(path)
+            except (pa.ArrowException, OSError) as err:
+                raise _unreadable(path, err) from err
+        return self._images[key]
+
+    def image_paths(self, config: str, domain: str) -> tuple[str, ...]:
+        """Return the normalised image paths of an image config, in file order, reading no bytes."""
+        return tuple(self._image_index(config, domain).paths)
+
+    def query_image_bytes(self, domain: str, path: str) -> bytes | None:
+        """Return one query image's bytes (``examples_images``), or None if absent."""
+        return self._image_index("examples_images", domain).get(path)
+
+    def document_image_bytes(self, domain: str, path: str) -> bytes | None:
+        """Return one corpus image's bytes (``document_images``), or None if absent."""
+        return self._image_index("document_images", domain).get(path)
+
+    def image_problem(self, config: str, domain: str, path: str) -> str | None:
+        """Return why an image of ``config`` cannot be decoded, or None; cached per path."""
+        key = (config, domain, normalise_path(path))
+        if key not in self._problems:
+            data = self._image_index(config, domain).get(key[2])
+            self._problems[key] = image_problem(data, key[2])
+        return self._problems[key]
+
+
+def _protocol_for(task: int, protocol: str) -> Protocol4:
+    """Check the protocol name; tasks 1-3 have one protocol, so they share one cache entry."""
+    checked = check_protocol(protocol)
+    return checked if task == 4 else "paper"
+
+
+def _unreadable(path: Path, err: Exception) -> InputError:
+    return InputError(
+        f"not a readable parquet file ({type(err).__name__}: {err})",
+        source=str(path),
+        hint="Re-download it or rebuild the folder",
+    )
+
+
+class FolderSource(Source):
+    """A local folder with the published layout ``{config}/{domain}.parquet``."""
+
+    def __init__(self, root: Path, name: str | None = None) -> None:
+        super().__init__(name or str(root))
+        self.root = root
+        found = {p.stem for config in CONFIGS for p in (root / config).glob("*.parquet")}
+        if not found:
+            raise InputError(
+                "no MM-BRIGHT parquet files in the folder",
+                source=str(root),
+                expected="files laid out as {config}/{domain}.parquet (documents/biology.parquet)",
+            )
+        self._domains = tuple(sorted(found))
+
+    def domains(self) -> tuple[str, ...]:
+        """Return the domains that have at least one file in the folder."""
+        return self._domains
+
+    def _locate(self, config: str, domain: str) -> Path:
+        path = self.root / parquet_name(config, domain)
+        if not path.is_file():
+            raise InputError(
+                f"missing file for config {config!r}, domain {domain!r}",
+                source=str(path),
+                hint=f"Copy {parquet_name(config, domain)} of the dataset into {self.root}",
+            )
+        return path
+
+
+class HubSource(Source):
+    """The Hugging Face dataset, fetched one parquet file at a time into the hub cache."""
+
+    def __init__(self, revision: str = PINNED_REVISION, repo_id: str = REPO_ID) -> None:
+        super().__init__(f"hf@{revision}")
+        self.revision = revision
+        self.repo_id = repo_id
+        self._paths: dict[tuple[str, str], Path] = {}
+
+    def domains(self) -> tuple[str, ...]:
+        """Return the 29 published domains (no network listing needed)."""
+        return DOMAINS
+
+    def _locate(self, config: str, domain: str) -> Path:
+        key = (config, domain)
+        if key not in self._paths:
+            self._paths[key] = self._download(parquet_name(config, domain))
+        return self._paths[key]
+
+    def _download(self, filename: str) -> Path:
+        import huggingface_hub
+        from huggingface_hub.utils import EntryNotFoundError
+
+        try:
+            local = huggingface_hub.hf_hub_download(
+                self.repo_id, filename, repo_type="dataset", revision=self.revision
+            )
+        except (EntryNotFoundError, OSError, ValueError) as err:
+            raise InputError(
+                f"cannot fetch {filename} ({type(err).__name__}: {err})",
+                source=f"{self.repo_id}@{self.revision}",
+                hint="Check the network (HF_HUB_OFFLINE=1 allows cached files only) and the "
+                "revision, or pass a local folder with the same layout",
+            ) from err
+        return Path(local)
+
+
+def _demo_root() -> Path:
+    return Path(__file__).parent / "demo"
+
+
+def open_source(spec: str, revision: str | None = None) -> Source:
+    """Open a copy of MM-BRIGHT.
+
+    Args:
+        spec: ``"demo"`` (the embedded demo dataset), ``"hf"`` or ``"hf@<revision>"`` (the hub
+            dataset, pinned to the benchmark's revision unless told otherwise), or a folder.
+        revision: A hub revision (``"hf"`` only).
+
+    Raises:
+        InputError: For a revision given twice or to a non-hub source, or a missing folder.
+    """
+    kind, _, at_revision = spec.partition("@") if spec.startswith("hf@") else (spec, "", "")
+    if at_revision and revision and at_revision != revision:
+        raise InputError("two different revisions", found=f"{spec!r} and revision={revision!r}")
+    if kind == "hf":
+        return HubSource(at_revision or revision or PINNED_REVISION)
+    if revision:
+        raise InputError(
+            "a revision applies to the hub source only",
+            found=f"{spec!r} with revision={revision!r}",
+        )
+    if kind == "demo":
+        root = _demo_root()
+        if not any(root.glob("*/*.parquet")):
+            raise InputError(
+                "the embedded demo dataset is missing",
+                source=str(root),
+                hint="Build it with the mmbright_core.data.demo_build module",
+            )
+        return FolderSource(root, name="demo")
+    root = Path(spec).expanduser()
+    if not root.is_dir():
+        raise InputError(
+            "unknown source",
+            expected="'demo', 'hf', 'hf@<revision>' or a folder with {config}/{domain}.parquet",
+            found=repr(spec),
+        )
+    return FolderSource(root)

@@ -1,0 +1,128 @@
+"""Per-domain, per-task counts of a dataset copy, in the terms of SPEC §1's table.
+
+Counting reads as little as it can: passages are counted from parquet metadata, judgments
+come from :meth:`Source.judgments`, and only the image tasks (3-4) decode corpus images.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import astuple, dataclass, fields
+
+from mmbright_core.data.sources import Source
+from mmbright_core.data.tasks import decodable_images, pair_corpus, read_passages
+from mmbright_core.types import Protocol4
+
+TASKS: tuple[int, ...] = (1, 2, 3, 4)
+
+
+@dataclass(frozen=True)
+class TaskStats:
+    """Counts for one task on one domain (or ``"total"`` over domains).
+
+    Attributes:
+        domain: The domain, or ``"total"``.
+        task: The task number.
+        queries: Queries of the task.
+        corpus: Retrievable items: passages (tasks 1-2), decodable images (3), pairs (4).
+        judgments: Qrels entries with relevance > 0.
+        empty_qrels: Queries with no judgment at all (left out of scoring).
+        query_images: Image references of the task's queries (none for Task 1).
+        corpus_images: Decodable corpus images (tasks 3-4; 0 for text corpora).
+        undecodable_images: Corpus images dropped as undecodable (tasks 3-4).
+    """
+
+    domain: str
+    task: int
+    queries: int
+    corpus: int
+    judgments: int
+    empty_qrels: int
+    query_images: int
+    corpus_images: int
+    undecodable_images: int
+
+
+STATS_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(TaskStats))
+
+
+def task_stats(source: Source, task: int, domain: str, protocol: str = "paper") -> TaskStats:
+    """Count one task on one domain.
+
+    Args:
+        source: The dataset copy.
+        task: 1, 2, 3 or 4.
+        domain: The domain.
+        protocol: The Task 4 protocol (``"paper"`` or ``"legacy"``).
+    """
+    data = source.judgments(task, domain, protocol)
+    images: list[str] = []
+    problems: dict[str, str] = {}
+    if task in (3, 4):
+        images, problems = decodable_images(source, domain)
+    if task in (1, 2):
+        corpus = source.num_rows("documents", domain)
+    elif task == 3:
+        corpus = len(images)
+    else:
+        ids, _ = read_passages(source, domain, text=False)
+        corpus = len(pair_corpus(ids, images, domain, data.protocol))
+        corpus += data.report.added_judged_pairs
+    return TaskStats(
+        domain=domain,
+        task=task,
+        queries=len(data.queries),
+        corpus=corpus,
+        judgments=sum(1 for judged in data.qrels.values() for rel in judged.values() if rel > 0),
+        empty_qrels=len(data.report.empty_qrels),
+        query_images=sum(len(q.images) for q in data.queries),
+        corpus_images=len(images),
+        undecodable_images=len(problems),
+    )
+
+
+def collect_stats(
+    source: Source,
+    tasks: Iterable[int] = TASKS,
+    domains: Sequence[str] | None = None,
+    protocol: Protocol4 = "paper",
+) -> list[TaskStats]:
+    """Count every (task, domain), then add one ``"total"`` row per task.
+
+    Args:
+        source: The dataset copy.
+        tasks: The tasks to count.
+        domains: The domains (default: all the source holds).
+        protocol: The Task 4 protocol.
+    """
+    chosen = tuple(domains) if domains else source.domains()
+    rows: list[TaskStats] = []
+    for task in tasks:
+        per_domain = [task_stats(source, task, d, protocol) for d in chosen]
+        sums = [sum(values) for values in zip(*(astuple(r)[2:] for r in per_domain), strict=True)]
+        rows.extend(per_domain)
+        rows.append(TaskStats("total", task, *sums))
+    return rows
+
+
+# SPEC §1's table: column title -> (task, field).
+SPEC_TABLE_COLUMNS: dict[str, tuple[int, str]] = {
+    "T1 q": (1, "queries"),
+    "passages": (1, "corpus"),
+    "T1 qrels": (1, "judgments"),
+    "T2-4 q": (2, "queries"),
+    "T2 qrels": (2, "judgments"),
+    "T3 images": (3, "corpus"),
+    "T3 qrels": (3, "judgments"),
+}
+
+
+def spec_table(rows: Iterable[TaskStats]) -> list[dict[str, str | int]]:
+    """Lay counts out as SPEC §1's table: one row per domain, its columns where counted."""
+    by_domain: dict[str, dict[str, str | int]] = {}
+    for row in rows:
+        line = by_domain.setdefault(row.domain, {"domain": row.domain})
+        for title, (task, name) in SPEC_TABLE_COLUMNS.items():
+            if row.task == task:
+                line[title] = getattr(row, name)
+    return list(by_domain.values())

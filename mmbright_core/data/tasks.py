@@ -1,0 +1,338 @@
+"""The four task protocols of MM-BRIGHT: queries, corpus, qrels and exclusions (SPEC §3).
+
+Task 1 pairs ``examples`` with ``documents``; Task 2 ``examples_multimodal`` with
+``documents``; Task 3 ``examples_multimodal`` with the decodable ``document_images``; Task 4
+``examples_multimodal`` with (passage, image) pairs joined on the source key. Each task reads
+only the columns it needs, so tasks 1-2 never open an image config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mmbright_core.data.ids import (
+    as_str_list,
+    image_key,
+    image_structs,
+    normalise_path,
+    pair_id,
+    passage_key,
+    without_none_marker,
+)
+from mmbright_core.errors import InputError
+from mmbright_core.types import Document, ImageRef, Protocol4, ProtocolReport, Query, TaskData
+
+if TYPE_CHECKING:
+    from mmbright_core.data.sources import Source
+
+# Per task: the query config and the columns its protocol uses (column projection keeps
+# text-only tasks away from anything large).
+_QUERY_COLUMNS: dict[int, tuple[str, tuple[str, ...]]] = {
+    1: ("examples", ("id", "query", "gold_ids", "negative_ids")),
+    2: ("examples_multimodal", ("id", "query", "gold_ids", "negative_ids", "image_paths")),
+    3: ("examples_multimodal", ("id", "query", "image_paths", "positive_images")),
+    4: (
+        "examples_multimodal",
+        ("id", "query", "gold_ids", "image_paths", "positive_images", "negative_images"),
+    ),
+}
+
+Pair = tuple[str, str | None]
+"""A Task 4 item: (passage id, image path or None for the text-only variant)."""
+
+
+@dataclass(frozen=True)
+class QueryRecord:
+    """One query row with its list cells cleaned (strings, normalised paths, no ``"N/A"``)."""
+
+    query: Query
+    gold_ids: tuple[str, ...] = ()
+    negative_ids: frozenset[str] = frozenset()
+    positive_images: tuple[str, ...] = ()
+    negative_images: tuple[str, ...] = ()
+
+
+def read_queries(source: Source, task: int, domain: str) -> list[QueryRecord]:
+    """Read a task's queries for one domain, projecting the columns its protocol needs.
+
+    Raises:
+        InputError: If a query id repeats within the domain.
+    """
+    config, columns = _QUERY_COLUMNS[task]
+    records: list[QueryRecord] = []
+    seen: set[str] = set()
+    for row in source.read_table(config, domain, columns).to_pylist():
+        query_id = str(row["id"])
+        if query_id in seen:
+            raise InputError(f"query id {query_id!r} repeats", source=f"{config}/{domain}.parquet")
+        seen.add(query_id)
+        paths = as_str_list(row.get("image_paths"), "image_paths")
+        query = Query(
+            query_id,
+            domain,
+            row["query"] or "",
+            tuple(ImageRef(normalise_path(p)) for p in paths),
+        )
+        records.append(
+            QueryRecord(
+                query,
+                tuple(as_str_list(row.get("gold_ids"), "gold_ids")),
+                without_none_marker(as_str_list(row.get("negative_ids"), "negative_ids")),
+                _unique(p for p, _ in image_structs(row.get("positive_images"), "positive_images")),
+                _unique(p for p, _ in image_structs(row.get("negative_images"), "negative_images")),
+            )
+        )
+    return records
+
+
+def _unique(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+def read_passages(source: Source, domain: str, *, text: bool) -> tuple[list[str], list[str]]:
+    """Return the domain's passage ids and, when ``text``, their contents (else ``[]``)."""
+    table = source.read_table("documents", domain, ("id", "content") if text else ("id",))
+    ids = [str(i) for i in table.column("id").to_pylist()]
+    texts = [t or "" for t in table.column("content").to_pylist()] if text else []
+    return ids, texts
+
+
+def decodable_images(source: Source, domain: str) -> tuple[list[str], dict[str, str]]:
+    """Split the domain's corpus images into decodable paths and path -> reason for the rest.
+
+    The official loader drops what Pillow cannot decode from the Task 3 corpus and the Task 4
+    pairs (SPEC §3); the reasons are kept for the report.
+    """
+    kept: list[str] = []
+    problems: dict[str, str] = {}
+    for path in source.image_paths("document_images", domain):
+        reason = source.image_problem("document_images", domain, path)
+        if reason is None:
+            kept.append(path)
+        else:
+            problems[path] = reason
+    return kept, problems
+
+
+def build_task(
+    source: Source,
+    task: int,
+    domain: str,
+    protocol: Protocol4 = "paper",
+    *,
+    with_corpus: bool = True,
+) -> TaskData:
+    """Build one task's data for one domain under the protocol of SPEC §3.
+
+    Args:
+        source: The dataset copy to read.
+        task: 1, 2, 3 or 4.
+        domain: The domain.
+        protocol: The Task 4 protocol; tasks 1-3 record ``"paper"``.
+        with_corpus: False leaves ``corpus`` empty and reads only what the judgments need.
+    """
+    records = read_queries(source, task, domain)
+    if task in (1, 2):
+        return _text_task(source, task, domain, records, with_corpus)
+    if task == 3:
+        return _image_task(source, domain, records, with_corpus)
+    return _pair_task(source, domain, protocol, records, with_corpus)
+
+
+def _finish(
+    task: int,
+    domain: str,
+    protocol: Protocol4,
+    records: Sequence[QueryRecord],
+    corpus: tuple[Document, ...],
+    qrels: dict[str, dict[str, int]],
+    excluded: dict[str, frozenset[str]],
+    **report: object,
+) -> TaskData:
+    empty = tuple(q for q, judged in qrels.items() if not judged)
+    return TaskData(
+        task,  # type: ignore[arg-type]
+        domain,
+        protocol,
+        tuple(r.query for r in records),
+        corpus,
+        qrels,
+        excluded,
+        ProtocolReport(empty_qrels=empty, **report),  # type: ignore[arg-type]
+    )
+
+
+def _text_task(
+    source: Source, task: int, domain: str, records: Sequence[QueryRecord], with_corpus: bool
+) -> TaskData:
+    # Tasks 1-2: gold_ids -> 1; each query's negative_ids (except "N/A") are excluded.
+    corpus: tuple[Document, ...] = ()
+    if with_corpus:
+        ids, texts = read_passages(source, domain, text=True)
+        corpus = tuple(Document(i, t) for i, t in zip(ids, texts, strict=True))
+    qrels = {r.query.query_id: dict.fromkeys(r.gold_ids, 1) for r in records}
+    excluded = {r.query.query_id: r.negative_ids for r in records}
+    return _finish(task, domain, "paper", records, corpus, qrels, excluded)
+
+
+def _image_task(
+    source: Source, domain: str, records: Sequence[QueryRecord], with_corpus: bool
+) -> TaskData:
+    # Task 3: positive image paths -> 1; negative_ids are passage ids, so nothing is excluded.
+    # The judgments do not depend on the corpus, so without it no image is read at all.
+    corpus: tuple[Document, ...] = ()
+    problems: dict[str, str] = {}
+    if with_corpus:
+        kept, problems = decodable_images(source, domain)
+        corpus = tuple(Document(p, image=ImageRef(p)) for p in kept)
+    qrels = {r.query.query_id: dict.fromkeys(r.positive_images, 1) for r in records}
+    excluded = {r.query.query_id: frozenset[str]() for r in records}
+    return _finish(
+        3, domain, "paper", records, corpus, qrels, excluded, undecodable_images=problems
+    )
+
+
+def _pair_task(
+    source: Source,
+    domain: str,
+    protocol: Protocol4,
+    records: Sequence[QueryRecord],
+    with_corpus: bool,
+) -> TaskData:
+    ids, texts = read_passages(source, domain, text=with_corpus)
+    images, problems = decodable_images(source, domain)
+    pairs = pair_corpus(ids, images, domain, protocol)
+    judged = judge_pairs(records, ids, images, {pair_id(*p) for p in pairs}, domain, protocol)
+    corpus: tuple[Document, ...] = ()
+    if with_corpus:
+        corpus = _pair_documents([*pairs, *judged.added], dict(zip(ids, texts, strict=True)))
+    return _finish(
+        4,
+        domain,
+        protocol,
+        records,
+        corpus,
+        judged.qrels,
+        judged.excluded,
+        orphan_positives=judged.orphan_positives,
+        unavailable_positives=judged.unavailable_positives,
+        undecodable_images=problems,
+        added_judged_pairs=len(judged.added),
+    )
+
+
+def _pair_documents(pairs: Sequence[Pair], text_of: dict[str, str]) -> tuple[Document, ...]:
+    refs: dict[str, ImageRef] = {}
+    return tuple(
+        Document(
+            pair_id(pid, image),
+            text_of[pid],
+            None if image is None else refs.setdefault(image, ImageRef(image)),
+        )
+        for pid, image in pairs
+    )
+
+
+def pair_corpus(
+    passage_ids: Sequence[str], images: Sequence[str], domain: str, protocol: Protocol4
+) -> list[Pair]:
+    """Return the Task 4 items: each passage text-only, then with each image of its key.
+
+    Args:
+        passage_ids: The domain's passages, in published order.
+        images: The domain's decodable corpus images (normalised paths).
+        domain: The domain (image keys are read from ``{domain}_<key>_<n>``).
+        protocol: Which passage-key rule joins passages to images (SPEC §3).
+    """
+    by_key: dict[str, list[str]] = {}
+    for path in images:
+        key = image_key(path, domain)
+        if key is not None:
+            by_key.setdefault(key, []).append(path)
+    pairs: list[Pair] = []
+    for pid in passage_ids:
+        pairs.append((pid, None))
+        key = passage_key(pid, protocol)
+        if key is not None:
+            pairs.extend((pid, image) for image in by_key.get(key, ()))
+    return pairs
+
+
+@dataclass(frozen=True)
+class PairJudgments:
+    """Task 4 judgments and what building them counted.
+
+    Attributes:
+        qrels: query_id -> pair id -> 2 (gold passage with a positive image) or 1 (text-only).
+        excluded: query_id -> pair ids made from its negative images, judged ones kept.
+        added: Judged pairs that the pair corpus lacked, to append to it before retrieval.
+        orphan_positives: Positive images with no gold passage of the same key (skipped).
+        unavailable_positives: Positive images with gold passages but no decodable corpus image.
+    """
+
+    qrels: dict[str, dict[str, int]]
+    excluded: dict[str, frozenset[str]]
+    added: tuple[Pair, ...]
+    orphan_positives: int
+    unavailable_positives: int
+
+
+def judge_pairs(
+    records: Sequence[QueryRecord],
+    passage_ids: Sequence[str],
+    images: Sequence[str],
+    corpus_pairs: set[str],
+    domain: str,
+    protocol: Protocol4,
+) -> PairJudgments:
+    """Grade Task 4 pairs and expand negative images into exclusions (SPEC §3).
+
+    Args:
+        records: The multimodal queries.
+        passage_ids: The domain's passages.
+        images: The decodable corpus images.
+        corpus_pairs: The pair ids the pair corpus already holds.
+        domain: The domain.
+        protocol: The passage-key rule, ``"paper"`` or ``"legacy"``.
+    """
+    passages = set(passage_ids)
+    available = set(images)
+    by_key: dict[str, list[str]] = {}
+    for pid in passage_ids:
+        key = passage_key(pid, protocol)
+        if key is not None:
+            by_key.setdefault(key, []).append(pid)
+    qrels: dict[str, dict[str, int]] = {}
+    excluded: dict[str, frozenset[str]] = {}
+    added: dict[Pair, None] = {}
+    orphans = unavailable = 0
+    for record in records:
+        judged: dict[Pair, int] = {(gold, None): 1 for gold in record.gold_ids}
+        for image in record.positive_images:
+            key = image_key(image, domain)
+            golds = [
+                g for g in record.gold_ids if key is not None and passage_key(g, protocol) == key
+            ]
+            if not golds:
+                orphans += 1  # its source post gave this query no gold passage
+            elif image not in available:
+                unavailable += 1  # undecodable or absent from document_images
+            else:
+                judged.update(((g, image), 2) for g in golds)
+        for pair in judged:
+            if pair[0] in passages and pair_id(*pair) not in corpus_pairs:
+                added[pair] = None
+        qid = record.query.query_id
+        qrels[qid] = {pair_id(*pair): rel for pair, rel in judged.items()}
+        positives = set(record.positive_images)
+        # An image both positive and negative counts as positive; judged pairs are never
+        # excluded; passage-level negative_ids exclude nothing in Task 4.
+        excluded[qid] = frozenset(
+            pair_id(pid, image)
+            for image in record.negative_images
+            if image not in positives
+            for pid in by_key.get(image_key(image, domain) or "", ())
+        ).difference(qrels[qid])
+    return PairJudgments(qrels, excluded, tuple(added), orphans, unavailable)

@@ -1,0 +1,14 @@
+"""Shared fixtures: the tiny MM-BRIGHT copy built once per test session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fixture_dataset import build_fixture
+
+
+@pytest.fixture(scope="session")
+def fixture_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding the fixture dataset in the published layout."""
+    return build_fixture(tmp_path_factory.mktemp("mmbright-fixture"))

@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mmbright_core.cli import main
+from mmbright_core.data.sources import FolderSource
+from mmbright_core.data.stats import TaskStats, collect_stats, spec_table
+from mmbright_core.io.qrels import read_qrels
+
+# domain, task, queries, corpus, judgments, empty_qrels, query_images, corpus_images, undecodable
+EXPECTED = [
+    TaskStats("academia", 1, 4, 7, 5, 0, 0, 0, 0),
+    TaskStats("biology", 1, 2, 4, 2, 0, 0, 0, 0),
+    TaskStats("total", 1, 6, 11, 7, 0, 0, 0, 0),
+    TaskStats("academia", 2, 3, 7, 4, 0, 7, 0, 0),
+    TaskStats("biology", 2, 2, 4, 2, 0, 2, 0, 0),
+    TaskStats("total", 2, 5, 11, 6, 0, 9, 0, 0),
+    TaskStats("academia", 3, 3, 6, 6, 1, 7, 6, 2),
+    TaskStats("biology", 3, 2, 2, 2, 0, 2, 2, 0),
+    TaskStats("total", 3, 5, 8, 8, 1, 9, 8, 2),
+    TaskStats("academia", 4, 3, 15, 7, 0, 7, 6, 2),
+    TaskStats("biology", 4, 2, 7, 4, 0, 2, 2, 0),
+    TaskStats("total", 4, 5, 22, 11, 0, 9, 8, 2),
+]
+
+
+def test_collect_stats_counts_by_hand(fixture_dir: Path) -> None:
+    assert collect_stats(FolderSource(fixture_dir)) == EXPECTED
+
+
+def test_legacy_stats_and_domain_filter(fixture_dir: Path) -> None:
+    rows = collect_stats(
+        FolderSource(fixture_dir), tasks=[4], domains=["biology"], protocol="legacy"
+    )
+    # Legacy: only the 4 text-only pairs; 2 judgments (rel 1), the images orphaned.
+    assert rows == [
+        TaskStats("biology", 4, 2, 4, 2, 0, 2, 2, 0),
+        TaskStats("total", 4, 2, 4, 2, 0, 2, 2, 0),
+    ]
+
+
+def test_spec_table_layout() -> None:
+    assert spec_table(EXPECTED)[0] == {
+        "domain": "academia",
+        "T1 q": 4,
+        "passages": 7,
+        "T1 qrels": 5,
+        "T2-4 q": 3,
+        "T2 qrels": 4,
+        "T3 images": 6,
+        "T3 qrels": 6,
+    }
+
+
+def test_stats_cli_tsv_json_and_table(
+    fixture_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["stats", "--source", str(fixture_dir), "--task", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split("\t") == [
+        "domain", "task", "queries", "corpus", "judgments", "empty_qrels",
+        "query_images", "corpus_images", "undecodable_images",
+    ]  # fmt: skip
+    assert lines[1:] == [
+        "academia\t3\t3\t6\t6\t1\t7\t6\t2",
+        "biology\t3\t2\t2\t2\t0\t2\t2\t0",
+        "total\t3\t5\t8\t8\t1\t9\t8\t2",
+    ]
+    assert main(["stats", "--source", str(fixture_dir), "--task", "1", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)[2] == {
+        "domain": "total", "task": 1, "queries": 6, "corpus": 11, "judgments": 7,
+        "empty_qrels": 0, "query_images": 0, "corpus_images": 0, "undecodable_images": 0,
+    }  # fmt: skip
+    main(["stats", "--source", str(fixture_dir), "--task", "1", "2", "--format", "table"])
+    table = capsys.readouterr().out.splitlines()
+    assert table == [
+        "domain\tT1 q\tpassages\tT1 qrels\tT2-4 q\tT2 qrels",
+        "academia\t4\t7\t5\t3\t4",
+        "biology\t2\t4\t2\t2\t2",
+        "total\t6\t11\t7\t5\t6",
+    ]
+
+
+def test_qrels_cli_writes_trec(
+    fixture_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "t4.qrels"
+    args = ["qrels", "--source", str(fixture_dir), "--task", "4", "--domain", "biology"]
+    assert main([*args, "--out", str(out)]) == 0
+    assert read_qrels(out) == {
+        "b1": {
+            "biology/fec40b40_1635_0.txt|||__NO_IMAGE__": 1,
+            "biology/fec40b40_1635_0.txt|||biology/biology_fec40b40_0001/image_1.png": 2,
+        },
+        "b2": {
+            "biology/abcdef12_77_0.txt|||__NO_IMAGE__": 1,
+            "biology/abcdef12_77_0.txt|||biology/biology_abcdef12_0002/image_1.jpg": 2,
+        },
+    }
+    assert main([*args, "--protocol", "legacy"]) == 0
+    assert capsys.readouterr().out == (
+        "b1 0 biology/fec40b40_1635_0.txt|||__NO_IMAGE__ 1\n"
+        "b2 0 biology/abcdef12_77_0.txt|||__NO_IMAGE__ 1\n"
+    )
+
+
+def test_qrels_cli_reports_empty_queries_and_bad_input(
+    fixture_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["qrels", "--source", str(fixture_dir), "--task", "3", "--domain", "academia"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.count("\n") == 6 and captured.out.startswith("a1 0 academia/")
+    assert captured.err == "1 queries have no judgment and are not in the qrels\n"
+    assert main(["qrels", "--source", str(fixture_dir), "--task", "1", "--domain", "gis"]) == 2
+    assert "unknown domain 'gis'" in capsys.readouterr().err
