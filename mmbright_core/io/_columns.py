@@ -1,0 +1,158 @@
+"""Columnar runs: parquet files, pandas DataFrames and pyarrow Tables.
+
+The three columns are ``query_id``, ``doc_id`` and ``score`` (STYLE.md's vocabulary).
+Ids must be strings; integer ids are accepted and written out in decimal, which loses
+nothing. Scores must be finite numbers. As for every other format, a doc id repeated
+within one query is an error (SPEC §4).
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from mmbright_core.errors import InputError
+from mmbright_core.io._json import show
+from mmbright_core.io._open import PARQUET_MAGIC
+
+_REQUIRED = ("query_id", "doc_id", "score")
+
+
+def read_parquet_table(data: bytes, name: str) -> pa.Table:
+    """Read parquet bytes into a Table, turning every failure into an ``InputError``."""
+    if data[:4] != PARQUET_MAGIC:
+        raise InputError(
+            "not a parquet file",
+            source=name,
+            expected="the parquet magic bytes 'PAR1'",
+            found=repr(data[:4]),
+            hint="Pass format='trec' or 'json' for text files",
+        )
+    try:
+        table = pq.read_table(io.BytesIO(data))
+        table.validate(full=True)  # checks, among others, that strings are valid UTF-8
+        return table
+    except (pa.ArrowException, OSError, ValueError, IndexError, KeyError) as err:
+        # pyarrow reports a corrupt or truncated file through several exception types.
+        raise InputError(
+            "corrupt or truncated parquet file",
+            source=name,
+            found=str(err)[:200] or type(err).__name__,
+            hint="Re-create the file",
+        ) from None
+
+
+def frame_to_run(frame: Any, name: str) -> dict[str, dict[str, float]]:
+    """Validate a DataFrame or Table with ``query_id, doc_id, score`` and build the run.
+
+    Raises:
+        InputError: A column is missing, has the wrong type, or holds a bad value.
+    """
+    table = _as_table(frame, name)
+    missing = [c for c in _REQUIRED if c not in table.column_names]
+    if missing:
+        raise InputError(
+            f"missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}",
+            source=name,
+            expected="columns query_id, doc_id, score",
+            found=f"columns {', '.join(table.column_names) or '(none)'}",
+            hint="Rename the columns (e.g. qid -> query_id, docno -> doc_id)",
+        )
+    query_ids = _ids(table.column("query_id"), "query_id", name)
+    doc_ids = _ids(table.column("doc_id"), "doc_id", name)
+    scores = _scores(table.column("score"), name)
+    run: dict[str, dict[str, float]] = {}
+    rows = zip(query_ids, doc_ids, scores, strict=True)
+    for row, (query_id, doc_id, score) in enumerate(rows, start=1):
+        docs = run.setdefault(query_id, {})
+        if doc_id in docs:
+            pairs = zip(query_ids, doc_ids, strict=True)
+            first = next(i for i, pair in enumerate(pairs, 1) if pair == (query_id, doc_id))
+            raise InputError(
+                f"row {row}: duplicate doc id {show(doc_id)} for query {show(query_id)}",
+                source=name,
+                expected="each doc id at most once per query",
+                found=f"a second row (the first is row {first})",
+                hint="Drop one (DataFrame.drop_duplicates); readers never keep the last one",
+            )
+        docs[doc_id] = score
+    return run
+
+
+def _as_table(frame: Any, name: str) -> pa.Table:
+    if isinstance(frame, pa.Table):
+        return frame
+    if isinstance(frame, pd.DataFrame):
+        try:
+            return pa.Table.from_pandas(frame, preserve_index=False)
+        except (pa.ArrowException, TypeError, ValueError) as err:
+            raise InputError(
+                "a column mixes value types",
+                source=name,
+                expected="string ids and numeric scores",
+                found=str(err)[:200],
+            ) from None
+    raise InputError(
+        "unsupported table",
+        source=name,
+        expected="a pandas DataFrame or pyarrow Table",
+        found=type(frame).__name__,
+    )
+
+
+def _ids(column: pa.ChunkedArray, label: str, name: str) -> list[str]:
+    kind = column.type
+    if pa.types.is_dictionary(kind):
+        column = column.cast(kind.value_type)
+        kind = kind.value_type
+    if pa.types.is_integer(kind):
+        column = column.cast(pa.string())
+    elif not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        raise InputError(
+            f"column {label} has the wrong type",
+            source=name,
+            expected="strings (or integers)",
+            found=str(kind),
+        )
+    _no_nulls(column, label, name)
+    return column.to_pylist()
+
+
+def _scores(column: pa.ChunkedArray, name: str) -> list[float]:
+    kind = column.type
+    if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)):
+        raise InputError(
+            "column score is not numeric",
+            source=name,
+            expected="a float or integer column",
+            found=str(kind),
+            hint="Convert it, e.g. with pandas.to_numeric, and check what did not convert",
+        )
+    _no_nulls(column, "score", name)
+    values = column.cast(pa.float64()).to_numpy()
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        raise InputError(
+            f"row {bad[0] + 1}: non-finite score",
+            source=name,
+            expected="finite scores",
+            found=repr(float(values[bad[0]])),
+        )
+    return values.tolist()  # Python floats, not numpy scalars
+
+
+def _no_nulls(column: pa.ChunkedArray, label: str, name: str) -> None:
+    if column.null_count:
+        row = int(pc.index(pc.is_null(column), True).as_py()) + 1
+        raise InputError(
+            f"row {row}: missing {label}",
+            source=name,
+            expected="a value in every row",
+            found="null (a missing value, or NaN in a DataFrame)",
+        )

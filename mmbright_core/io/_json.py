@@ -1,0 +1,139 @@
+"""JSON plumbing of the readers: duplicate keys kept visible, shapes checked by path.
+
+``json.loads`` keeps the last of two equal keys; the official harness's files are read
+with an ``object_pairs_hook`` instead, so a repeated query or doc id is an error naming
+its JSON path (SPEC §4: never keep the last one).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from mmbright_core.errors import InputError
+
+V = TypeVar("V")
+
+
+def show(value: str, limit: int = 60) -> str:
+    """Quote a found value for a message, cut to ``limit`` characters."""
+    return repr(value if len(value) <= limit else value[:limit] + "...")
+
+
+def finite_number(value: Any) -> float | None:
+    """Return a JSON number as a finite float, or ``None`` for anything else."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond the float range
+        return None
+    return number if math.isfinite(number) else None
+
+
+class JsonObject(list[tuple[str, Any]]):
+    """A JSON object kept as its ordered ``(key, value)`` pairs, duplicates included."""
+
+
+def parse_json(text: str, name: str) -> Any:
+    """Parse JSON keeping every object as a ``JsonObject`` so duplicate keys stay visible.
+
+    Raises:
+        InputError: The text is not valid JSON (with its line and column).
+    """
+    try:
+        return json.loads(text, object_pairs_hook=JsonObject)
+    except json.JSONDecodeError as err:
+        raise InputError(
+            f"invalid JSON at column {err.colno}",
+            source=name,
+            line=err.lineno,
+            expected="valid JSON",
+            found=err.msg,
+            hint="Check the file with `python -m json.tool`",
+        ) from None
+    except (ValueError, RecursionError) as err:  # too many digits, nesting too deep
+        raise InputError("unreadable JSON", source=name, found=str(err)[:200]) from None
+
+
+def json_path(*keys: str) -> str:
+    """Render a JSON path such as ``$["q1"]["d3"]``."""
+    return "$" + "".join(f"[{json.dumps(k, ensure_ascii=False)}]" for k in keys)
+
+
+def json_kind(value: Any) -> str:
+    """Name a parsed JSON value's type for a message."""
+    if isinstance(value, JsonObject):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a boolean)"
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return f"the string {show(value)}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value} (not a finite number)"
+    return f"the number {value!r}"
+
+
+def object_pairs(value: Any, name: str, keys: tuple[str, ...], expected: str) -> dict[str, Any]:
+    """Check that ``value`` is a JSON object without duplicate keys and return it as a dict.
+
+    Args:
+        value: The parsed value.
+        name: The source's name, for messages.
+        keys: The JSON path of ``value``.
+        expected: What the object should map, for messages.
+
+    Raises:
+        InputError: ``value`` is not an object, or repeats a key.
+    """
+    where = json_path(*keys)
+    if not isinstance(value, JsonObject):
+        raise InputError(
+            f"wrong JSON shape at {where}",
+            source=name,
+            expected=f"an object {expected}",
+            found=json_kind(value),
+        )
+    out: dict[str, Any] = {}
+    for key, item in value:
+        if key in out:
+            raise InputError(
+                f"duplicate key at {json_path(*keys, key)}",
+                source=name,
+                expected="each key once",
+                found=f"{show(key)} repeated",
+                hint="Remove the repeated entry; readers here never keep the last one",
+            )
+        out[key] = item
+    return out
+
+
+def nested_json(
+    text: str, name: str, leaf: Callable[[Any, str, tuple[str, str]], V], what: str
+) -> dict[str, dict[str, V]]:
+    """Parse ``{query_id: {doc_id: value}}`` JSON, checking shape, duplicates and leaves.
+
+    Args:
+        text: The JSON text.
+        name: The source's name, for messages.
+        leaf: Converts one value, given the source name and its ``(query_id, doc_id)``
+            path; raises ``InputError`` for a bad value.
+        what: What the values are ("score", "relevance"), for messages.
+
+    Returns:
+        The nested dict, in file order.
+    """
+    top = object_pairs(
+        parse_json(text, name), name, (), f"mapping each query id to an object of doc id -> {what}"
+    )
+    out: dict[str, dict[str, V]] = {}
+    for query_id, docs in top.items():
+        inner = object_pairs(docs, name, (query_id,), f"mapping each doc id to its {what}")
+        out[query_id] = {doc: leaf(value, name, (query_id, doc)) for doc, value in inner.items()}
+    return out

@@ -1,0 +1,76 @@
+"""Atomic file writes: a reader never sees a half-written file.
+
+The data goes to a temporary file in the destination's own folder (so the final rename
+stays on one file system), is flushed and fsynced, then moved over the destination with
+``os.replace``, which is atomic on POSIX and Windows. A crash or an error mid-write leaves
+the previous file, if any, untouched and removes the temporary file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+# mkstemp creates files readable by the owner only; a written file should get the same
+# permissions as one made by ``open(path, "w")``. The umask can only be read by setting it.
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically, creating parent folders as needed.
+
+    Args:
+        path: The destination file.
+        data: The complete new content.
+
+    Returns:
+        The destination as a ``Path``.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp_name, 0o666 & ~_UMASK)
+        os.replace(tmp_name, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    _fsync_dir(target.parent)
+    return target
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
+    """Write ``text`` to ``path`` atomically (UTF-8 by default, newlines kept as given).
+
+    Args:
+        path: The destination file.
+        text: The complete new content.
+        encoding: The text encoding.
+
+    Returns:
+        The destination as a ``Path``.
+    """
+    return atomic_write_bytes(path, text.encode(encoding))
+
+
+def _fsync_dir(folder: Path) -> None:
+    # The rename itself is durable only once the folder entry is synced; platforms
+    # that cannot open a folder (Windows) skip this step.
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,284 @@
+"""The official harness's output folders, so its results can be loaded and ours compared.
+
+Layout (SPEC §5): ``outputs/<subdir>/<domain>/scores.json`` holds ``{qid: {doc_id: score}}``
+(top 1000, exclusions applied) with ``metrics.json`` beside it (``results.json`` in older
+runs), and ``outputs/<subdir>/summary.json`` holds ``{"model", "task_type", "domains":
+{domain: metrics}, "aggregated": {metric: mean over domains}}``. Metric values are
+fractions rounded to 5 decimals; metric names are the official ones (``NDCG@10``...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.io._json import (
+    JsonObject,
+    finite_number,
+    json_kind,
+    json_path,
+    object_pairs,
+    parse_json,
+)
+from mmbright_core.io._open import decode, load
+from mmbright_core.io.atomic import atomic_write_text
+from mmbright_core.io.runs import read_run, run_json
+from mmbright_core.metrics import evaluate
+from mmbright_core.types import Qrels, Run
+
+OFFICIAL_KS: tuple[int, ...] = (1, 5, 10, 25, 50, 100)
+
+# Official metric name -> this package's measure, in the official file's key order.
+OFFICIAL_MEASURES: dict[str, str] = {
+    **{f"NDCG@{k}": f"nDCG@{k}" for k in OFFICIAL_KS},
+    **{f"MAP@{k}": f"AP@{k}" for k in OFFICIAL_KS},  # pytrec_eval map_cut
+    **{f"Recall@{k}": f"R@{k}" for k in OFFICIAL_KS},
+    **{f"P@{k}": f"P@{k}" for k in OFFICIAL_KS},
+    "MRR": "RR",  # recip_rank over the whole run, no cut-off
+    **{f"Oracle NDCG@{k}": f"OracleNDCG@{k}" for k in OFFICIAL_KS},
+}
+
+# The ``task_type`` each task's runs record in summary.json.
+TASK_TYPES: dict[int, str] = {
+    1: "text_text",
+    2: "multimodal_text",
+    3: "text_image",
+    4: "text_pair",
+}
+
+_SUBDIR_PREFIXES: dict[int, str] = {1: "run_", 2: "run_", 3: "multimodal_it2i_", 4: "it2it_"}
+_METRICS_FILES = ("metrics.json", "results.json")  # results.json: older runs
+
+
+@dataclass(frozen=True)
+class OfficialOutputs:
+    """One ``<subdir>`` of the official harness's outputs, as read back.
+
+    Attributes:
+        path: The ``<subdir>`` folder read.
+        model: The model name (from summary.json, else from the folder name).
+        task_type: The summary's ``task_type`` (``"text_text"``...), if there is a summary.
+        runs: domain -> the domain's run (scores.json).
+        metrics: domain -> official metric name -> value.
+        aggregated: official metric name -> mean over domains, from summary.json.
+    """
+
+    path: Path
+    model: str
+    task_type: str | None
+    runs: dict[str, dict[str, dict[str, float]]]
+    metrics: dict[str, dict[str, float]]
+    aggregated: dict[str, float] = field(default_factory=dict)
+
+
+def official_subdir(task: int, model: str) -> str:
+    """Return the folder name the official harness uses for a task and model.
+
+    Raises:
+        UnknownNameError: ``task`` is not 1-4.
+        InputError: ``model`` is empty or contains a path separator.
+    """
+    if task not in _SUBDIR_PREFIXES:
+        raise UnknownNameError("task", str(task), [str(t) for t in _SUBDIR_PREFIXES])
+    _check_name(model, "model name")
+    return f"{_SUBDIR_PREFIXES[task]}{model}"
+
+
+def official_metrics(qrels: Qrels, run: Run) -> dict[str, float]:
+    """Compute the official metrics.json content for one domain.
+
+    Averages over the queries present in both qrels and run, as the official harness
+    (pytrec_eval) does, and rounds each fraction to 5 decimals (SPEC §4, §5).
+
+    Returns:
+        Official metric name -> value, in the official key order.
+
+    Raises:
+        InputError: No judged query of the run can be evaluated.
+    """
+    result = evaluate(qrels, run, measures=tuple(OFFICIAL_MEASURES.values()), missing="skip")
+    if result.counts.evaluated == 0:
+        raise InputError(
+            "no query can be evaluated",
+            expected="at least one query with judgments that the run ranks",
+            found=f"{len(run)} run queries, {len(qrels)} qrels queries",
+            hint="Check that the run and the qrels come from the same task and domain",
+        )
+    return {name: round(result.aggregate[m], 5) for name, m in OFFICIAL_MEASURES.items()}
+
+
+def write_domain_outputs(
+    task_dir: str | os.PathLike[str], domain: str, run: Run, metrics: Mapping[str, float]
+) -> Path:
+    """Write ``<task_dir>/<domain>/scores.json`` and ``metrics.json``, each atomically.
+
+    Returns:
+        The domain folder.
+    """
+    _check_name(domain, "domain")
+    folder = Path(task_dir) / domain
+    atomic_write_text(folder / "scores.json", run_json(run, str(folder / "scores.json")))
+    atomic_write_text(folder / "metrics.json", _dump(dict(metrics)))
+    return folder
+
+
+def write_summary(
+    task_dir: str | os.PathLike[str],
+    model: str,
+    task_type: str,
+    domain_metrics: Mapping[str, Mapping[str, float]],
+) -> Path:
+    """Write ``<task_dir>/summary.json`` with per-domain metrics and their means.
+
+    As the official harness does, each metric is averaged over the domains that report it
+    and rounded to 5 decimals.
+
+    Returns:
+        The summary file.
+    """
+    values: dict[str, list[float]] = {}
+    for metrics in domain_metrics.values():
+        for name, value in metrics.items():
+            values.setdefault(name, []).append(value)
+    summary = {
+        "model": model,
+        "task_type": task_type,
+        "domains": {domain: dict(m) for domain, m in domain_metrics.items()},
+        "aggregated": {name: round(sum(v) / len(v), 5) for name, v in values.items()},
+    }
+    return atomic_write_text(Path(task_dir) / "summary.json", _dump(summary))
+
+
+def read_outputs(path: str | os.PathLike[str]) -> OfficialOutputs:
+    """Read one ``<subdir>`` of official outputs (or a folder holding exactly one).
+
+    Args:
+        path: The ``<subdir>`` folder, or the ``outputs`` folder above a single one.
+
+    Raises:
+        InputError: The folder holds no outputs, several candidates, or a malformed file;
+            the message names the path.
+    """
+    folder = _resolve_subdir(Path(path))
+    runs: dict[str, dict[str, dict[str, float]]] = {}
+    metrics: dict[str, dict[str, float]] = {}
+    for child in sorted(c for c in folder.iterdir() if c.is_dir()):
+        if (child / "scores.json").is_file():
+            runs[child.name] = read_run(child / "scores.json", format="json")
+        found = [child / n for n in _METRICS_FILES if (child / n).is_file()]
+        if found:
+            metrics[child.name] = _read_metrics(found[0])
+    summary = _read_summary(folder / "summary.json")
+    for domain, values in summary.get("domains", {}).items():
+        metrics.setdefault(domain, values)
+    return OfficialOutputs(
+        path=folder,
+        model=summary.get("model") or _model_from_folder(folder.name),
+        task_type=summary.get("task_type"),
+        runs=runs,
+        metrics=metrics,
+        aggregated=summary.get("aggregated", {}),
+    )
+
+
+def _resolve_subdir(path: Path) -> Path:
+    if not path.is_dir():
+        raise InputError(
+            "not a folder" if path.exists() else "folder not found",
+            source=str(path),
+            expected="an official outputs folder such as outputs/run_bm25",
+        )
+    if _holds_outputs(path):
+        return path
+    candidates = sorted(c for c in path.iterdir() if c.is_dir() and _holds_outputs(c))
+    if len(candidates) == 1:
+        return candidates[0]
+    raise InputError(
+        "no official outputs here" if not candidates else "several official output folders",
+        source=str(path),
+        expected="summary.json or <domain>/scores.json in the folder, or exactly one such folder",
+        found=", ".join(c.name for c in candidates) or "none",
+        hint="Pass one <subdir> folder, e.g. outputs/run_bm25" if candidates else None,
+    )
+
+
+def _holds_outputs(folder: Path) -> bool:
+    if (folder / "summary.json").is_file():
+        return True
+    return any(
+        (child / name).is_file()
+        for child in folder.iterdir()
+        if child.is_dir()
+        for name in ("scores.json", *_METRICS_FILES)
+    )
+
+
+def _read_json(path: Path) -> tuple[Any, str]:
+    loaded = load(path)
+    return parse_json(decode(loaded), loaded.name), loaded.name
+
+
+def _read_metrics(path: Path) -> dict[str, float]:
+    data, name = _read_json(path)
+    return _metric_values(data, name, ())
+
+
+def _metric_values(data: Any, name: str, keys: tuple[str, ...]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for metric, value in object_pairs(data, name, keys, "mapping metric names to values").items():
+        number = finite_number(value)
+        if number is None:
+            raise InputError(
+                f"bad metric value at {json_path(*keys, metric)}",
+                source=name,
+                expected="a finite number",
+                found=json_kind(value),
+            )
+        out[metric] = number
+    return out
+
+
+def _read_summary(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    data, name = _read_json(path)
+    top = object_pairs(data, name, (), 'with "model", "task_type", "domains", "aggregated"')
+    out: dict[str, Any] = {}
+    for key in ("model", "task_type"):
+        if key in top and not isinstance(top[key], str):
+            raise InputError(
+                f"bad value at {json_path(key)}",
+                source=name,
+                expected="a string",
+                found=json_kind(top[key]),
+            )
+        out[key] = top.get(key)
+    domains = object_pairs(top.get("domains", JsonObject()), name, ("domains",), "of domains")
+    out["domains"] = {d: _metric_values(m, name, ("domains", d)) for d, m in domains.items()}
+    out["aggregated"] = _metric_values(top.get("aggregated", JsonObject()), name, ("aggregated",))
+    return out
+
+
+def _model_from_folder(name: str) -> str:
+    for prefix in sorted(set(_SUBDIR_PREFIXES.values()) | {"multimodal_"}, key=len, reverse=True):
+        if name.startswith(prefix) and len(name) > len(prefix):
+            return name[len(prefix) :]
+    return name
+
+
+def _check_name(value: str, what: str) -> None:
+    if not value or value in (".", "..") or "/" in value or "\\" in value:
+        raise InputError(
+            f"invalid {what}",
+            expected="a plain name without path separators",
+            found=repr(value),
+        )
+
+
+def _dump(data: object) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

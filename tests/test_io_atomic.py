@@ -1,0 +1,40 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from mmbright_core.io import atomic
+from mmbright_core.io.atomic import atomic_write_bytes, atomic_write_text
+
+
+def test_creates_parents_and_writes(tmp_path: Path) -> None:
+    target = tmp_path / "a" / "b" / "out.txt"
+    assert atomic_write_text(target, "héllo\n") == target
+    assert target.read_bytes() == "héllo\n".encode()
+    assert os.listdir(target.parent) == ["out.txt"]
+
+
+def test_replaces_existing_file_with_default_permissions(tmp_path: Path) -> None:
+    target = tmp_path / "out.bin"
+    target.write_bytes(b"old")
+    atomic_write_bytes(target, b"new")
+    assert target.read_bytes() == b"new"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_failure_leaves_old_content_and_no_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+
+    def broken_replace(src: str, dst: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(atomic.os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write_text(target, "new")
+    assert target.read_text() == "old"
+    assert os.listdir(tmp_path) == ["out.txt"]
