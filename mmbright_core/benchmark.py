@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mmbright_core.data.sources import Source
-from mmbright_core.errors import UnknownNameError
+from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.metrics import evaluate
 from mmbright_core.ranking import top_k
 from mmbright_core.types import EvalResult, Missing, Protocol4, Run
@@ -56,6 +56,51 @@ def apply_protocol(
         depth: How many documents to keep per query.
     """
     return {qid: top_k(scores, depth, excluded.get(qid, ())) for qid, scores in run.items()}
+
+
+def runs_by_domain(
+    source: Source,
+    task: int,
+    run: Run,
+    *,
+    domains: Sequence[str] | None = None,
+    protocol: Protocol4 = "paper",
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Split one run over all domains into one run per domain, by the domains' query ids.
+
+    A run file may hold every domain's queries at once; each query is given to the domain
+    whose task queries include it. Queries no chosen domain knows are left out; evaluation
+    counts them as extra.
+
+    Args:
+        source: The dataset copy.
+        task: 1, 2, 3 or 4.
+        run: query_id -> doc_id -> score, over any number of domains.
+        domains: The domains to consider (default: every domain of the source).
+        protocol: The Task 4 protocol.
+
+    Returns:
+        domain -> its part of the run, for each domain with at least one query in the run.
+
+    Raises:
+        InputError: A query id belongs to more than one domain, so the split is ambiguous.
+    """
+    owner: dict[str, str] = {}
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for domain in domains if domains is not None else source.domains():
+        for query in source.judgments(task, domain, protocol).queries:
+            if query.query_id in run:
+                if query.query_id in owner:
+                    raise InputError(
+                        f"query id {query.query_id!r} belongs to two domains",
+                        expected="query ids unique across the domains scored",
+                        found=f"{owner[query.query_id]!r} and {domain!r}",
+                        hint="Score one domain at a time with --domain, or use an official "
+                        "outputs folder, which holds one run per domain",
+                    )
+                owner[query.query_id] = domain
+                out.setdefault(domain, {})[query.query_id] = dict(run[query.query_id])
+    return out
 
 
 def score_task(
