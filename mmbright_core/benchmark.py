@@ -9,8 +9,10 @@ domains scored. The result names the task protocol and the missing-query rule it
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from mmbright_core.data.sources import Source
 from mmbright_core.errors import InputError, UnknownNameError
@@ -58,49 +60,96 @@ def apply_protocol(
     return {qid: top_k(scores, depth, excluded.get(qid, ())) for qid, scores in run.items()}
 
 
-def runs_by_domain(
-    source: Source,
-    task: int,
-    run: Run,
-    *,
-    domains: Sequence[str] | None = None,
-    protocol: Protocol4 = "paper",
-) -> dict[str, dict[str, dict[str, float]]]:
-    """Split one run over all domains into one run per domain, by the domains' query ids.
+def task_query_ids(
+    source: Source, task: int, domains: Sequence[str] | None = None, protocol: Protocol4 = "paper"
+) -> dict[str, frozenset[str]]:
+    """Return domain -> the ids of the task's queries (no corpus is read)."""
+    chosen = domains if domains is not None else source.domains()
+    return {
+        d: frozenset(q.query_id for q in source.judgments(task, d, protocol).queries)
+        for d in chosen
+    }
 
-    A run file may hold every domain's queries at once; each query is given to the domain
-    whose task queries include it. Queries no chosen domain knows are left out; evaluation
-    counts them as extra.
+
+def runs_by_domain(
+    run: Run, known: Mapping[str, Collection[str]], name: str = "<run>"
+) -> dict[str, dict[str, dict[str, float]]]:
+    """File each query of a run over several domains under its domain.
+
+    Query ids repeat across domains, so a combined run may write them ``<domain>/<query id>``
+    (as ``mmbright run`` does in its ``run.trec``); a bare id goes to the one domain that has
+    it. Queries no domain knows are left out (evaluation counts them as extra).
 
     Args:
-        source: The dataset copy.
-        task: 1, 2, 3 or 4.
-        run: query_id -> doc_id -> score, over any number of domains.
-        domains: The domains to consider (default: every domain of the source).
-        protocol: The Task 4 protocol.
+        run: query_id -> doc_id -> score.
+        known: domain -> the task's query ids (:func:`task_query_ids`).
+        name: The run's name, for error messages.
 
     Returns:
         domain -> its part of the run, for each domain with at least one query in the run.
 
     Raises:
-        InputError: A query id belongs to more than one domain, so the split is ambiguous.
+        InputError: A bare id exists in several domains, or no query of the run is known.
     """
-    owner: dict[str, str] = {}
+    owners: dict[str, list[str]] = {}
+    for domain, ids in known.items():
+        for query_id in ids:
+            owners.setdefault(query_id, []).append(domain)
     out: dict[str, dict[str, dict[str, float]]] = {}
-    for domain in domains if domains is not None else source.domains():
-        for query in source.judgments(task, domain, protocol).queries:
-            if query.query_id in run:
-                if query.query_id in owner:
-                    raise InputError(
-                        f"query id {query.query_id!r} belongs to two domains",
-                        expected="query ids unique across the domains scored",
-                        found=f"{owner[query.query_id]!r} and {domain!r}",
-                        hint="Score one domain at a time with --domain, or use an official "
-                        "outputs folder, which holds one run per domain",
-                    )
-                owner[query.query_id] = domain
-                out.setdefault(domain, {})[query.query_id] = dict(run[query.query_id])
+    for query_id, docs in run.items():
+        domain, _, bare = query_id.partition("/")
+        if bare and bare in known.get(domain, ()):
+            out.setdefault(domain, {})[bare] = dict(docs)
+            continue
+        found = owners.get(query_id, [])
+        if len(found) > 1:
+            raise InputError(
+                f"query id {query_id!r} exists in several domains ({', '.join(sorted(found))})",
+                source=name,
+                hint="Write query ids as <domain>/<query id>, or score one domain with --domain",
+            )
+        if found:
+            out.setdefault(found[0], {})[query_id] = dict(docs)
+    if run and not out:
+        raise InputError(
+            "no query of the run belongs to this task",
+            source=name,
+            expected="query ids of the chosen task and domains (or <domain>/<query id>)",
+            found=", ".join(repr(q) for q in list(run)[:3]),
+            hint="Check the task number, the source and the domains",
+        )
     return out
+
+
+def load_task_runs(
+    source: Source,
+    task: int,
+    path: str | os.PathLike[str],
+    *,
+    domains: Sequence[str] | None = None,
+    protocol: Protocol4 = "paper",
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Read a run for a task: an official outputs folder, or a run file over any domains.
+
+    Args:
+        source: The dataset copy whose queries define the domains.
+        task: 1, 2, 3 or 4.
+        path: A ``<subdir>`` of official outputs (one ``scores.json`` per domain) or a run
+            file in any format :func:`mmbright_core.io.runs.read_run` reads.
+        domains: Keep only these domains (default: all the source holds).
+        protocol: The Task 4 protocol.
+
+    Returns:
+        domain -> run.
+    """
+    from mmbright_core.io.official import read_outputs
+    from mmbright_core.io.runs import read_run
+
+    chosen = set(domains if domains is not None else source.domains())
+    if Path(path).is_dir():
+        return {d: dict(r) for d, r in read_outputs(path).runs.items() if d in chosen}
+    known = task_query_ids(source, task, sorted(chosen), protocol)
+    return runs_by_domain(read_run(Path(path)), known, name=str(path))
 
 
 def score_task(

@@ -103,6 +103,7 @@ def test_eval_source_rejects_a_run_of_another_task_or_missing_options(
     ]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "has no query of task 1" in err and "run.trec" in err
+    assert "no query of the run belongs to this task" in err and "run.trec" in err
+    assert "'q-unknown'" in err
     assert main(["eval", "--source", str(fixture_dir), "--run", str(tmp_path / "run.trec")]) == 2
     assert "--source S --task N --run PATH" in capsys.readouterr().err

@@ -112,10 +112,8 @@ def score_benchmark(args: argparse.Namespace) -> TaskScores:
     Raises:
         InputError: Options are missing or contradictory, or the run is malformed.
     """
-    from mmbright_core.benchmark import runs_by_domain, score_task
+    from mmbright_core.benchmark import load_task_runs, score_task
     from mmbright_core.data.sources import open_source
-    from mmbright_core.io.official import read_outputs
-    from mmbright_core.io.runs import read_run
 
     if args.task is None or args.run is None or args.qrels is not None:
         raise InputError(
@@ -124,21 +122,7 @@ def score_benchmark(args: argparse.Namespace) -> TaskScores:
             found=f"--task {args.task}, --run {args.run}, --qrels {args.qrels}",
         )
     source = open_source(args.source)
-    path = Path(args.run)
-    if path.is_dir():
-        runs = read_outputs(path).runs
-    else:
-        runs = runs_by_domain(
-            source, args.task, read_run(_source(args.run)), domains=args.domain,
-            protocol=args.protocol,
-        )  # fmt: skip
-    if not runs and not args.domain:
-        raise InputError(
-            f"the run has no query of task {args.task} in {source.name}",
-            source=args.run,
-            hint="Check the task number and the source, or name domains with --domain "
-            "to score them as empty runs",
-        )
+    runs = load_task_runs(source, args.task, args.run, domains=args.domain, protocol=args.protocol)
     return score_task(
         source,
         args.task,

@@ -1,0 +1,162 @@
+"""The leaderboard (task x run x domain) and its check against the published numbers.
+
+Scores are reported as the benchmark does (SPEC §4): per-domain mean over queries, then the
+unweighted mean over domains, x100 with one decimal. Published numbers (SPEC §6) are kept as
+data in ``reference.json`` and each matching run is flagged ``OK`` / ``OKish`` / ``differs``,
+as pyserini's reproduction pages do.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+
+import pandas as pd
+
+from mmbright_core.errors import InputError
+
+AVERAGE = "Avg."
+OKISH_POINTS = 0.5
+"""Largest difference (x100 points) still called ``OKish``."""
+
+_KEYS = ["task", "run"]
+
+
+@dataclass(frozen=True)
+class ReferenceScore:
+    """One published score.
+
+    Attributes:
+        task: The task number.
+        model: The model name the score is reported under.
+        value: nDCG@10 x100, mean over the 29 domains, as published.
+        source: Key of ``reference.json``'s ``sources`` (``"paper"`` or ``"mteb"``).
+        citation: Where the number is published.
+        checkpoint: The checkpoint or configuration behind it, where known.
+    """
+
+    task: int
+    model: str
+    value: float
+    source: str
+    citation: str
+    checkpoint: str | None = None
+
+
+def load_reference() -> tuple[ReferenceScore, ...]:
+    """Load the published scores packaged with this module (``reference.json``)."""
+    text = resources.files("mmbright_core.analysis").joinpath("reference.json").read_text("utf-8")
+    data = json.loads(text)
+    sources = data["sources"]
+    return tuple(
+        ReferenceScore(
+            task=int(item["task"]),
+            model=str(item["model"]),
+            value=float(item["value"]),
+            source=str(item["source"]),
+            citation=str(sources[item["source"]]),
+            checkpoint=item.get("checkpoint"),
+        )
+        for item in data["scores"]
+    )
+
+
+def domain_scores(table: pd.DataFrame, measure: str = "nDCG@10") -> pd.DataFrame:
+    """Mean of a measure per (task, run, domain) over the queries that were scored.
+
+    Args:
+        table: A results table (:func:`mmbright_core.analysis.table.results_table`).
+        measure: The measure column.
+
+    Returns:
+        Columns ``task``, ``run``, ``domain``, ``value`` (a fraction) and ``queries`` (how many
+        queries entered the mean); domains where no query was scored are left out.
+    """
+    if measure not in table.columns:
+        raise InputError(
+            "the results table has no such measure",
+            expected=", ".join(c for c in table.columns if "@" in c or c in ("AP", "RR")),
+            found=measure,
+        )
+    scored = table.dropna(subset=[measure])
+    grouped = scored.groupby([*_KEYS, "domain"], sort=True)[measure]
+    out = grouped.agg(value="mean", queries="size").reset_index()
+    return out
+
+
+def leaderboard(table: pd.DataFrame, measure: str = "nDCG@10") -> pd.DataFrame:
+    """One row per (task, run): every domain and the macro average, x100 with one decimal.
+
+    The average is taken over the unrounded domain means, then rounded. A run missing some
+    domains is averaged over those it has; ``domains`` says how many that was.
+
+    Args:
+        table: A results table.
+        measure: The measure column.
+
+    Returns:
+        Index (task, run); columns the domains (sorted), ``Avg.`` and ``domains``.
+    """
+    per_domain = domain_scores(table, measure)
+    wide = per_domain.pivot(index=_KEYS, columns="domain", values="value")
+    wide.columns.name = None
+    board = (wide * 100).round(1)
+    board[AVERAGE] = (wide.mean(axis=1, skipna=True) * 100).round(1)
+    board["domains"] = wide.notna().sum(axis=1).astype(int)
+    return board
+
+
+def reproduction(
+    board: pd.DataFrame,
+    models: Mapping[str, str] | None = None,
+    reference: Sequence[ReferenceScore] | None = None,
+) -> pd.DataFrame:
+    """Match runs to published scores and flag how well each is reproduced.
+
+    ``OK``: equal at one decimal; ``OKish``: within ``OKISH_POINTS`` points; else ``differs``.
+
+    Args:
+        board: A leaderboard from :func:`leaderboard`.
+        models: run name -> model name of the reference; by default the run name itself.
+            Names match case-insensitively.
+        reference: The published scores; by default :func:`load_reference`.
+
+    Returns:
+        One row per (run, matching reference score): ``task``, ``run``, ``model``, ``ours``,
+        ``reported``, ``difference`` (ours - reported), ``status``, ``source``, ``citation``.
+    """
+    refs = load_reference() if reference is None else reference
+    by_name: dict[tuple[int, str], list[ReferenceScore]] = {}
+    for ref in refs:
+        by_name.setdefault((ref.task, ref.model.casefold()), []).append(ref)
+    rows = []
+    for (task, run), ours in board[AVERAGE].items():
+        model = (models or {}).get(run, run)
+        for ref in by_name.get((int(task), model.casefold()), []):
+            rows.append(_row(int(task), str(run), ref, float(ours)))
+    columns = ["task", "run", "model", "ours", "reported", "difference", "status", "source"]
+    return pd.DataFrame(rows, columns=[*columns, "citation"])
+
+
+def status(ours: float, reported: float) -> str:
+    """Flag a reproduced score (both x100): ``OK``, ``OKish`` or ``differs``."""
+    difference = abs(round(ours, 1) - round(reported, 1))
+    if difference < 1e-9:
+        return "OK"
+    return "OKish" if difference <= OKISH_POINTS + 1e-9 else "differs"
+
+
+def _row(task: int, run: str, ref: ReferenceScore, ours: float) -> dict[str, object]:
+    return {
+        "task": task,
+        "run": run,
+        "model": ref.model,
+        "ours": ours,
+        "reported": ref.value,
+        "difference": round(ours - ref.value, 2),
+        "status": status(ours, ref.value),
+        "source": ref.source,
+        "citation": ref.citation,
+    }

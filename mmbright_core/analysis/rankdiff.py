@@ -1,0 +1,181 @@
+"""How one query's ranking changed between two runs: moved documents, Kendall tau, RBO.
+
+Used to read the image effect (SPEC §6: adding query images often lowers scores): which
+relevant documents left the top k, which non-relevant ones came in, and how similar the two
+rankings are overall. Rankings follow the package's one rule (``mmbright_core.ranking``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from mmbright_core.errors import InputError
+from mmbright_core.ranking import ranked
+
+RBO_P = 0.9
+"""Persistence of rank-biased overlap: the top 10 carry about 86% of the weight."""
+
+CHANGE_ORDER = (
+    "relevant dropped",
+    "relevant entered",
+    "non-relevant entered",
+    "non-relevant dropped",
+    "kept",
+)
+
+
+@dataclass(frozen=True)
+class RankDiff:
+    """The top-k of two rankings of one query, side by side.
+
+    Attributes:
+        k: The cut-off compared.
+        docs: One row per document in the union of both top-k lists, with columns
+            ``doc_id``, ``relevance`` (NaN if unjudged), ``rank_a`` and ``rank_b`` (1-based
+            rank in each full run, NaN if absent), and ``change`` (one of ``CHANGE_ORDER``).
+        kendall_tau: Kendall tau-b over the union of the two top-k lists.
+        rbo: Rank-biased overlap of the two top-k lists (extrapolated, p = ``RBO_P``).
+    """
+
+    k: int
+    docs: pd.DataFrame
+    kendall_tau: float
+    rbo: float
+
+
+def kendall_tau_b(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
+    """Kendall tau-b of two paired rankings (ties allowed), as ``scipy.stats.kendalltau``.
+
+    Args:
+        x: Ranks (or scores) of n items in the first ranking.
+        y: Ranks of the same items in the second ranking.
+
+    Returns:
+        tau-b in [-1, 1]; NaN when either side is constant or n < 2.
+    """
+    a = np.asarray(x, dtype=np.float64)
+    b = np.asarray(y, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1:
+        raise InputError(
+            "Kendall tau needs two rankings of the same items", found=f"{a.shape}, {b.shape}"
+        )
+    upper = np.triu_indices(a.size, k=1)
+    da = np.sign(a[:, None] - a[None, :])[upper]
+    db = np.sign(b[:, None] - b[None, :])[upper]
+    untied_a = float(np.count_nonzero(da))
+    untied_b = float(np.count_nonzero(db))
+    if untied_a == 0 or untied_b == 0:
+        return math.nan
+    return float(np.sum(da * db)) / math.sqrt(untied_a * untied_b)
+
+
+def rbo(first: Sequence[str], second: Sequence[str], p: float = RBO_P) -> float:
+    """Extrapolated rank-biased overlap of two top lists (Webber, Moffat & Zobel 2010, eq. 32).
+
+    The overlap at each depth is weighted by ``p**d``; beyond the shorter list the overlap
+    is assumed to keep its last proportion, and beyond the longer one to stay constant.
+    Identical lists give 1, disjoint lists 0.
+
+    Args:
+        first: Doc ids in ranking order (no duplicates).
+        second: Doc ids in ranking order.
+        p: Persistence, in (0, 1).
+
+    Returns:
+        RBO in [0, 1]; NaN when both lists are empty.
+    """
+    if not 0.0 < p < 1.0:
+        raise InputError("RBO persistence must lie strictly between 0 and 1", found=str(p))
+    short, long = (first, second) if len(first) <= len(second) else (second, first)
+    s, n = len(short), len(long)
+    if n == 0:
+        return math.nan
+    if s == 0:
+        return 0.0
+    overlap = _overlaps(short, long)  # X_d for d = 1..n, the short list cut at s
+    depths = np.arange(1, n + 1, dtype=np.float64)
+    weights = p**depths
+    total = float(np.sum(overlap / depths * weights))
+    tail = depths[s:]
+    total += float(np.sum(overlap[s - 1] * (tail - s) / (s * tail) * weights[s:]))
+    last = ((overlap[-1] - overlap[s - 1]) / n + overlap[s - 1] / s) * p**n
+    return (1.0 - p) / p * total + float(last)
+
+
+def _overlaps(short: Sequence[str], long: Sequence[str]) -> npt.NDArray[np.float64]:
+    # X_d = |short[:min(d, s)] & long[:d]|, grown one depth at a time.
+    seen_short: set[str] = set()
+    seen_long: set[str] = set()
+    shared = 0
+    out = np.empty(len(long))
+    for depth, doc in enumerate(long):
+        item = short[depth] if depth < len(short) else None
+        if item is not None:
+            shared += (item in seen_long) + (item == doc)
+        shared += doc in seen_short
+        if item is not None:
+            seen_short.add(item)
+        seen_long.add(doc)
+        out[depth] = shared
+    return out
+
+
+def rank_diff(
+    qrels: Mapping[str, int],
+    run_a: Mapping[str, float],
+    run_b: Mapping[str, float],
+    k: int = 10,
+) -> RankDiff:
+    """Compare one query's rankings in runs A and B at cut-off ``k``.
+
+    Kendall tau is taken over the union of the two top-k lists using each document's rank
+    in the full run; a document absent from a run is tied below all of its ranked ones.
+
+    Args:
+        qrels: doc_id -> relevance for the query.
+        run_a: doc_id -> score in run A (e.g. text only).
+        run_b: doc_id -> score in run B (e.g. text + image).
+        k: Cut-off.
+
+    Returns:
+        The side-by-side table and the two similarity measures.
+    """
+    if k < 1:
+        raise InputError("the rank-diff cut-off must be positive", found=str(k))
+    order_a = [doc for doc, _ in ranked(run_a)]
+    order_b = [doc for doc, _ in ranked(run_b)]
+    rank_a = {doc: i + 1 for i, doc in enumerate(order_a)}
+    rank_b = {doc: i + 1 for i, doc in enumerate(order_b)}
+    union = list(dict.fromkeys(order_a[:k] + order_b[:k]))
+    docs = pd.DataFrame(
+        {
+            "doc_id": union,
+            "relevance": [float(qrels[d]) if d in qrels else math.nan for d in union],
+            "rank_a": [float(rank_a.get(d, math.nan)) for d in union],
+            "rank_b": [float(rank_b.get(d, math.nan)) for d in union],
+        }
+    )
+    docs["change"] = [_change(row, k) for row in docs.itertuples(index=False)]
+    docs = docs.sort_values(["rank_b", "rank_a"], na_position="last", kind="stable")
+    tau = kendall_tau_b(
+        docs["rank_a"].fillna(len(order_a) + 1), docs["rank_b"].fillna(len(order_b) + 1)
+    )
+    return RankDiff(k, docs.reset_index(drop=True), tau, rbo(order_a[:k], order_b[:k]))
+
+
+def _change(row: Any, k: int) -> str:
+    in_a = row.rank_a <= k  # NaN compares False: absent means not in the top k
+    in_b = row.rank_b <= k
+    relevant = row.relevance > 0
+    if in_a and in_b:
+        return "kept"
+    if in_a:
+        return "relevant dropped" if relevant else "non-relevant dropped"
+    return "relevant entered" if relevant else "non-relevant entered"

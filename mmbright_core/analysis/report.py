@@ -1,0 +1,204 @@
+"""A self-contained HTML report of a comparison: tables, interactive figures, query images.
+
+The file opens in a browser with no server and no network: plotly.js is inlined once, in
+front of the first figure, and query images are embedded as PNG thumbnails in ``data:``
+URIs. Every piece of text from the data (run names, domains, query text, doc ids) is
+HTML-escaped. Images that cannot be decoded (SVG, 1x1, corrupt, missing: SPEC §2) are
+shown as their reason, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from mmbright_core.analysis.compare import Comparison, image_effect, most_hurt
+from mmbright_core.analysis.rankdiff import RankDiff
+from mmbright_core.data.images import ImageDecodeError, decode_image
+from mmbright_core.errors import MissingDependencyError
+
+THUMBNAIL = (320, 320)
+TEXT_EXCERPT = 600
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:70em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}
+th,td{border:1px solid #ccc;padding:.2em .5em;text-align:right}
+th{background:#f3f3f3} td:first-child,th:first-child{text-align:left}
+.query{border-top:2px solid #888;margin-top:2em}.excerpt{white-space:pre-wrap;color:#444}
+.images img{max-height:240px;margin:.2em;border:1px solid #ddd}
+.problem{display:inline-block;padding:.5em;margin:.2em;background:#fee;border:1px solid #c99}
+"""
+
+
+@dataclass(frozen=True)
+class QueryDetail:
+    """What the report shows for one of the most-hurt queries, beyond its numbers.
+
+    Attributes:
+        text: The query text (an excerpt is shown).
+        images: ``(path, bytes or None)`` for each of the query's images, in order.
+        rank_diff: The query's top-k in both runs, if computed.
+    """
+
+    text: str = ""
+    images: Sequence[tuple[str, bytes | None]] = ()
+    rank_diff: RankDiff | None = None
+
+
+def comparison_report(
+    comparison: Comparison,
+    *,
+    title: str | None = None,
+    details: Mapping[tuple[str, str], QueryDetail] | None = None,
+    top: int = 10,
+) -> str:
+    """Render a comparison as one self-contained HTML document.
+
+    Args:
+        comparison: The comparison to report.
+        title: The page title; by default ``"<B> vs <A>: <measure>"``.
+        details: (domain, query_id) -> text, images and rank diff of the most-hurt queries.
+        top: How many of the most-hurt queries to show.
+
+    Returns:
+        The HTML text.
+    """
+    heading = title or f"{comparison.run_b} vs {comparison.run_a}: {comparison.measure}"
+    figures = _Figures()
+    parts = [
+        f"<h1>{_e(heading)}</h1>",
+        _settings(comparison),
+        "<h2>By domain and pooled</h2>",
+        _table(comparison.summary),
+        figures.domain_deltas(comparison),
+        "<h2>Per-query deltas</h2>",
+        figures.histogram(comparison),
+        "<h2>Image effect</h2>",
+    ]
+    for name, frame in image_effect(comparison).items():
+        if name == "domain":
+            continue
+        parts += [
+            f"<h3>By {_e(name)}</h3>",
+            _table(frame),
+            figures.breakdown(comparison, name, frame),
+        ]
+    parts += [f"<h2>Most hurt queries (top {top})</h2>"]
+    hurt = most_hurt(comparison, top)
+    parts.append(_table(hurt) if len(hurt) else "<p>No query lost against the baseline.</p>")
+    for row in hurt.itertuples(index=False):
+        detail = (details or {}).get((row.domain, row.query_id), QueryDetail())
+        parts.append(_query_section(row, detail))
+    return _page(heading, "\n".join(parts))
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{_e(title)}</title><style>{_STYLE}</style></head>\n"
+        f"<body>\n{body}\n</body></html>\n"
+    )
+
+
+def _settings(c: Comparison) -> str:
+    items = {
+        "baseline (A)": c.run_a,
+        "compared (B)": c.run_b,
+        "measure": c.measure,
+        "paired queries": len(c.per_query),
+        "scored in one run only (left out)": c.unpaired,
+        "seed": c.seed,
+        "resamples": c.n_resamples,
+        "delta": "B - A per query; Holm over the per-domain family; the pooled test is raw",
+    }
+    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in items.items())
+    return f"<table>{rows}</table>"
+
+
+def _format(value: object) -> str:
+    if isinstance(value, float):
+        return "–" if math.isnan(value) else f"{value:.4f}"
+    return str(value)
+
+
+def _table(frame: pd.DataFrame) -> str:
+    head = "".join(f"<th>{_e(c)}</th>" for c in frame.columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{_e(_format(v))}</td>" for v in row) + "</tr>"
+        for row in frame.itertuples(index=False)
+    )
+    return f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _query_section(row: Any, detail: QueryDetail) -> str:
+    head = f"{row.domain} / {row.query_id}: delta {row.delta:+.4f} ({row.a:.4f} → {row.b:.4f})"
+    parts = [f'<section class="query"><h3>{_e(head)}</h3>']
+    if detail.text:
+        excerpt = detail.text[:TEXT_EXCERPT] + ("…" if len(detail.text) > TEXT_EXCERPT else "")
+        parts.append(f'<p class="excerpt">{_e(excerpt)}</p>')
+    if detail.images:
+        parts.append('<div class="images">' + "".join(_image(p, d) for p, d in detail.images))
+        parts.append("</div>")
+    if detail.rank_diff is not None:
+        diff = detail.rank_diff
+        parts.append(
+            f"<p>Top {diff.k}: Kendall tau {_e(_format(diff.kendall_tau))}, "
+            f"RBO {_e(_format(diff.rbo))}</p>"
+        )
+        parts.append(_table(diff.docs))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _image(path: str, data: bytes | None) -> str:
+    try:
+        image = decode_image(data, path)
+    except ImageDecodeError as err:
+        return f'<span class="problem">{_e(path)}: {_e(err.reason)}</span>'
+    image.thumbnail(THUMBNAIL)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    encoded = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return f'<img src="data:image/png;base64,{encoded}" alt="{_e(path)}" title="{_e(path)}">'
+
+
+class _Figures:
+    """The dashboard's figures as HTML fragments; plotly.js goes in front of the first only."""
+
+    def __init__(self) -> None:
+        try:
+            from mmbright_core.ui import figures
+        except ModuleNotFoundError as err:
+            raise MissingDependencyError("the HTML report", "app", "plotly") from err
+        self._figures = figures
+        self._count = 0
+
+    def _html(self, figure: Any) -> str:
+        self._count += 1
+        html_text: str = figure.to_html(
+            full_html=False,
+            include_plotlyjs=self._count == 1,
+            div_id=f"figure-{self._count}",
+            config={"displaylogo": False},
+        )
+        return html_text
+
+    def domain_deltas(self, c: Comparison) -> str:
+        return self._html(self._figures.domain_deltas(c))
+
+    def histogram(self, c: Comparison) -> str:
+        return self._html(self._figures.delta_histogram(c))
+
+    def breakdown(self, c: Comparison, name: str, frame: pd.DataFrame) -> str:
+        return self._html(self._figures.breakdown_bars(frame, c, name))

@@ -1,0 +1,225 @@
+"""``mmbright compare``: paired comparison of two runs of one task, per domain and pooled.
+
+Both runs are scored the benchmark's way (exclusions before the top-1000 cut, SPEC §3) with
+per-query nDCG@10, paired on the queries both were scored on, and tested (randomisation test
+with a fixed seed, t-test, bootstrap interval, Holm over domains). The most-hurt queries of
+B against A are listed; ``--report`` also writes a self-contained HTML report with their
+query images and rank diffs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+import pandas as pd
+
+from mmbright_core.analysis.compare import Comparison, compare_runs, most_hurt
+from mmbright_core.analysis.rankdiff import rank_diff
+from mmbright_core.analysis.report import QueryDetail, comparison_report
+from mmbright_core.analysis.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+from mmbright_core.analysis.table import source_results_table
+from mmbright_core.benchmark import RUN_DEPTH, load_task_runs
+from mmbright_core.data.sources import Source, open_source
+from mmbright_core.io.atomic import atomic_write_text
+from mmbright_core.ranking import top_k
+from mmbright_core.types import Run
+
+MEASURE = "nDCG@10"
+_SUMMARY = [
+    "scope",
+    "queries",
+    "mean_a",
+    "mean_b",
+    "delta",
+    "ci_low",
+    "ci_high",
+    "wins",
+    "ties",
+    "losses",
+    "t",
+    "p_t",
+    "p_t_holm",
+    "p_perm",
+    "p_perm_holm",
+    "perm_exact",
+    "cohens_d",
+]
+_HURT = [
+    "domain",
+    "query_id",
+    "a",
+    "b",
+    "delta",
+    "n_images",
+    "n_decodable_images",
+    "query_chars",
+    "first_relevant_rank_a",
+    "first_relevant_rank_b",
+]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``compare`` subcommand to the ``mmbright`` parser."""
+    parser = subparsers.add_parser(
+        "compare",
+        help="paired comparison of two runs (delta, CI, p-values, most-hurt queries)",
+        description="Compare run B against run A on one task: per-domain and pooled mean "
+        f"{MEASURE} delta (B - A), bootstrap 95% CI, randomisation and t-test p-values (raw "
+        "and Holm over domains), wins/ties/losses, and the queries B lost most on.",
+    )
+    parser.add_argument(
+        "run_a", metavar="RUN_A", help="baseline: run file or official outputs folder"
+    )
+    parser.add_argument("run_b", metavar="RUN_B", help="compared run: run file or outputs folder")
+    parser.add_argument("--source", required=True, help="'demo', 'hf' or a dataset folder")
+    parser.add_argument("--task", type=int, required=True, choices=(1, 2, 3, 4), help="task number")
+    parser.add_argument(
+        "--domain",
+        dest="domains",
+        action="append",
+        metavar="D",
+        help="restrict to a domain (repeatable; default: every domain of the runs)",
+    )
+    parser.add_argument(
+        "--protocol",
+        choices=("paper", "legacy"),
+        default="paper",
+        help="Task 4 judgment protocol (default: paper)",
+    )
+    parser.add_argument("--format", choices=("tsv", "json"), default="tsv")
+    parser.add_argument("--report", metavar="HTML", help="also write a self-contained HTML report")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=DEFAULT_SEED,
+        help=f"seed of the randomisation test and bootstrap (default {DEFAULT_SEED})",
+    )
+    parser.add_argument(
+        "--resamples",
+        type=int,
+        default=DEFAULT_RESAMPLES,
+        help=f"resamples of both (default {DEFAULT_RESAMPLES})",
+    )
+    parser.add_argument(
+        "--top", type=int, default=10, help="most-hurt queries to list (default 10)"
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compare the two runs and print the result; return the exit status."""
+    source = open_source(args.source)
+    domains = [source.check_domain(d) for d in args.domains] if args.domains else None
+    names = _names(args.run_a, args.run_b)
+    runs = {
+        name: load_task_runs(source, args.task, path, domains=domains, protocol=args.protocol)
+        for name, path in zip(names, (args.run_a, args.run_b), strict=True)
+    }
+    chosen = domains or sorted({d for by_domain in runs.values() for d in by_domain})
+    table = source_results_table(
+        source, args.task, runs, domains=chosen, protocol=args.protocol, measures=[MEASURE]
+    )
+    comparison = compare_runs(
+        table, names[0], names[1], MEASURE, seed=args.seed, n_resamples=args.resamples
+    )
+    hurt = most_hurt(comparison, args.top)
+    if args.format == "json":
+        _print_json(comparison, hurt, sys.stdout)
+    else:
+        _print_tsv(comparison, hurt, sys.stdout)
+    if args.report:
+        details = _details(source, args.task, args.protocol, runs, hurt)
+        page = comparison_report(comparison, details=details, top=args.top)
+        atomic_write_text(args.report, page)
+        print(f"report written to {args.report}", file=sys.stderr)
+    return 0
+
+
+def _names(path_a: str, path_b: str) -> tuple[str, str]:
+    a, b = Path(path_a).name or path_a, Path(path_b).name or path_b
+    return (f"A:{a}", f"B:{b}") if a == b else (a, b)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.4f}"
+    return "nan" if value is pd.NA else str(value)
+
+
+def _print_tsv(comparison: Comparison, hurt: pd.DataFrame, out: IO[str]) -> None:
+    print(
+        f"# {comparison.run_b} vs {comparison.run_a}: {comparison.measure}, delta = B - A; "
+        f"seed {comparison.seed}, {comparison.n_resamples} resamples; "
+        f"{comparison.unpaired} queries scored in one run only",
+        file=out,
+    )
+    _print_rows(comparison.summary, _SUMMARY, out)
+    print(f"\n# most hurt queries (top {len(hurt)})", file=out)
+    _print_rows(hurt, _HURT, out)
+
+
+def _print_rows(frame: pd.DataFrame, columns: list[str], out: IO[str]) -> None:
+    print("\t".join(columns), file=out)
+    for row in frame[columns].itertuples(index=False):
+        print("\t".join(_cell(v) for v in row), file=out)
+
+
+def _records(frame: pd.DataFrame, columns: list[str]) -> list[dict[str, Any]]:
+    records = frame[columns].astype(object).to_dict(orient="records")
+    return [
+        {
+            k: None if v is pd.NA or (isinstance(v, float) and math.isnan(v)) else v
+            for k, v in r.items()
+        }
+        for r in records
+    ]
+
+
+def _print_json(comparison: Comparison, hurt: pd.DataFrame, out: IO[str]) -> None:
+    data = {
+        "run_a": comparison.run_a,
+        "run_b": comparison.run_b,
+        "measure": comparison.measure,
+        "seed": comparison.seed,
+        "n_resamples": comparison.n_resamples,
+        "unpaired": comparison.unpaired,
+        "summary": _records(comparison.summary, _SUMMARY),
+        "most_hurt": _records(hurt, _HURT),
+    }
+    json.dump(data, out, indent=2, allow_nan=False, default=_plain)
+    out.write("\n")
+
+
+def _plain(value: Any) -> Any:
+    # numpy scalars from pandas rows: hand JSON the Python number.
+    return value.item()
+
+
+def _details(
+    source: Source,
+    task: int,
+    protocol: str,
+    runs: Mapping[str, Mapping[str, Run]],
+    hurt: pd.DataFrame,
+) -> dict[tuple[str, str], QueryDetail]:
+    run_a, run_b = runs.values()
+    out = {}
+    for domain, query_id in zip(hurt["domain"], hurt["query_id"], strict=True):
+        data = source.judgments(task, domain, protocol)
+        query = next(q for q in data.queries if q.query_id == query_id)
+        excluded = data.excluded.get(query_id, ())
+        a = top_k(run_a.get(domain, {}).get(query_id, {}), RUN_DEPTH, excluded)
+        b = top_k(run_b.get(domain, {}).get(query_id, {}), RUN_DEPTH, excluded)
+        images = [(i.path, source.query_image_bytes(domain, i.path)) for i in query.images]
+        out[(domain, query_id)] = QueryDetail(
+            query.text, images, rank_diff(data.qrels.get(query_id, {}), a, b)
+        )
+    return out
