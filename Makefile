@@ -21,7 +21,7 @@ test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check mmbright_core tests benchmarks app.py pages
+	$(BIN)/ruff check mmbright_core tests benchmarks app.py app_pages
 	$(BIN)/mypy
 
 bench: $(STAMP)

@@ -52,12 +52,20 @@ def apply_protocol(
 ) -> dict[str, dict[str, float]]:
     """Drop each query's excluded ids from its ranking, then cut it to ``depth`` documents.
 
+    Only a ranking longer than ``depth`` is cut (and so ordered); the others keep their
+    entries as they are, since scoring orders them anyway.
+
     Args:
         run: query_id -> doc_id -> score.
         excluded: query_id -> doc ids to remove before the cut.
         depth: How many documents to keep per query.
     """
-    return {qid: top_k(scores, depth, excluded.get(qid, ())) for qid, scores in run.items()}
+    out: dict[str, dict[str, float]] = {}
+    for query_id, scores in run.items():
+        drop = excluded.get(query_id)
+        kept = {d: s for d, s in scores.items() if d not in drop} if drop else dict(scores)
+        out[query_id] = kept if len(kept) <= depth else top_k(kept, depth)
+    return out
 
 
 def task_query_ids(

@@ -9,6 +9,7 @@ ranx's insertion-order tie-break as the peer pitfall this avoids).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Collection, Mapping
 
 import numpy as np
@@ -58,10 +59,6 @@ def top_k(
     Returns:
         A dict of at most ``k`` entries, in ranking order.
     """
-    kept = ((d, s) for d, s in ranked(scores) if d not in exclude)
-    out: dict[str, float] = {}
-    for doc_id, score in kept:
-        if len(out) >= k:
-            break
-        out[doc_id] = score
-    return out
+    kept = [(d, s) for d, s in scores.items() if d not in exclude] if exclude else scores.items()
+    # nlargest with the ranking key keeps exactly the first k of ``ranked`` in O(n log k).
+    return dict(heapq.nlargest(k, kept, key=lambda item: (item[1], item[0])))

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from mmbright_core.benchmark import apply_protocol, score_task
+from mmbright_core.benchmark import apply_protocol, runs_by_domain, score_task
 from mmbright_core.data.sources import FolderSource, Source
-from mmbright_core.errors import UnknownNameError
+from mmbright_core.errors import InputError, UnknownNameError
 
 A1, A2, A3 = "academia/a1b2c3d4_101.txt", "academia/a1b2c3d4_102.txt", "academia/e5f6a7b8_201.txt"
 A_HARD, A_EMPTY = "academia/0123456789abcdef_301.txt", "academia/c0ffee00_401.txt"
@@ -98,3 +98,22 @@ def test_task4_protocol_is_recorded_and_unscored_domains_are_left_out(source: So
     assert legacy.protocol == "legacy" and legacy.macro["nDCG@10"] == 0.0
     with pytest.raises(UnknownNameError, match="domain"):
         score_task(source, 1, {"gis": {}})
+
+
+KNOWN = {"academia": {"a1", "a2"}, "biology": {"b1", "a2"}}
+
+
+def test_runs_by_domain_prefixed_and_bare_ids():
+    run = {"academia/a2": {"d": 1.0}, "b1": {"e": 2.0}, "zz": {"f": 3.0}}
+    out = runs_by_domain(run, KNOWN, "r.trec")
+    assert out == {"academia": {"a2": {"d": 1.0}}, "biology": {"b1": {"e": 2.0}}}
+
+
+def test_runs_by_domain_rejects_ambiguous_ids():
+    with pytest.raises(InputError, match="several domains"):
+        runs_by_domain({"a2": {"d": 1.0}}, KNOWN, "r.trec")
+
+
+def test_runs_by_domain_rejects_a_run_of_another_task():
+    with pytest.raises(InputError, match="no query of the run belongs to this task"):
+        runs_by_domain({"x9": {"d": 1.0}}, KNOWN, "r.trec")

@@ -178,7 +178,7 @@ class _Figures:
 
     def __init__(self) -> None:
         try:
-            from mmbright_core.ui import figures
+            from mmbright_core.analysis import figures
         except ModuleNotFoundError as err:
             raise MissingDependencyError("the HTML report", "app", "plotly") from err
         self._figures = figures

@@ -1,0 +1,75 @@
+"""Home: the runs of the chosen task, their headline numbers and the leaderboard."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from mmbright_core.analysis import figures
+from mmbright_core.analysis.leaderboard import leaderboard, load_reference, reproduction
+from mmbright_core.ui import loaders, render, runs_panel, state
+from mmbright_core.ui.sidebar import TASK_LABELS, selected_runs
+
+st.title("MM-BRIGHT failure analysis")
+spec = state.source_spec()
+task = state.current_task()
+protocol = state.current_protocol()
+if spec == state.DEFAULT_SOURCE:
+    st.info(render.SYNTHETIC_NOTE, icon=":material/science:")
+st.caption(f"Source: `{render.escape_md(spec)}` · {TASK_LABELS[task]} · protocol {protocol}")
+
+with st.expander("Add or remove runs", expanded=not state.task_runs()):
+    runs_panel.render_panel()
+
+chosen = {name: state.task_runs()[name] for name in selected_runs()}
+st.subheader("Headline numbers")
+table = render.attempt(loaders.table_for, spec, task, protocol, chosen) if chosen else None
+if table is None:
+    st.info("Choose runs in the sidebar (or add some above) to see their scores.")
+else:
+    board = leaderboard(table, loaders.MEASURE)
+    for row in loaders.headlines(table, board).itertuples(index=False):
+        st.markdown(f"**{render.escape_md(row.run)}** · {render.escape_md(chosen[row.run].origin)}")
+        macro, coverage, dropped, missing = st.columns(4)
+        macro.metric(
+            "nDCG@10 ×100 (macro)", f"{row.macro:.1f}", help=f"mean over {row.domains} domain(s)"
+        )
+        coverage.metric(
+            "Coverage", f"{100 * row.coverage:.1f}%", help="judged queries the run ranks"
+        )
+        dropped.metric("Dropped queries", int(row.dropped), help="no judgment at all (SPEC §4)")
+        missing.metric("Missing from run", int(row.missing), help="judged but not ranked")
+
+st.subheader("Leaderboard")
+boards = []
+for each_task in sorted({entry.task for entry in state.all_runs().values()}):
+    entries = state.task_runs(each_task)
+    if each_task == task:
+        entries = chosen
+    if entries:
+        board = render.attempt(loaders.board_for, spec, each_task, protocol, entries)
+        if board is not None and len(board):
+            boards.append(board)
+if boards:
+    board = pd.concat(boards)
+    left, right = st.columns([3, 1])
+    with left:
+        st.plotly_chart(figures.leaderboard_heatmap(board), key="leaderboard_heatmap")
+        render.csv_download(board.reset_index(), "leaderboard.csv", key="leaderboard_csv")
+    with right:
+        st.markdown("**Published (nDCG@10 ×100, Avg. over 29 domains)**")
+        reference = pd.DataFrame(
+            [(r.task, r.model, r.value, r.source) for r in load_reference() if r.task == task],
+            columns=["task", "model", "reported", "source"],
+        )
+        st.dataframe(reference, hide_index=True, key="reference_table", on_select="ignore")
+        matched = reproduction(board)
+        if len(matched):
+            st.markdown("**Runs matching a published model**")
+            st.dataframe(
+                matched.drop(columns="citation"), hide_index=True, key="reproduction_table"
+            )
+    if spec == state.DEFAULT_SOURCE:
+        st.caption("Demo averages cover the demo's few synthetic domains, not the 29 of the paper.")
+else:
+    st.info("No scored run to put on the leaderboard yet.")

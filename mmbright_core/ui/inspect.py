@@ -1,0 +1,126 @@
+"""State handling of the inspector: which query is shown and the walk over most-hurt queries.
+
+The inspected query lives in session state (:func:`state.inspect_target`) so other pages can
+set it before switching here; the inspector's own selectors are synced to it before they
+are drawn, and write it back from their callbacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import streamlit as st
+
+from mmbright_core.analysis.compare import most_hurt
+from mmbright_core.benchmark import apply_protocol
+from mmbright_core.data.sources import Source
+from mmbright_core.errors import MMBrightError
+from mmbright_core.types import Task
+from mmbright_core.ui import loaders, state, views
+from mmbright_core.ui.state import InspectTarget, RunEntry
+
+DOMAIN_KEY = "insp_domain"
+QUERY_KEY = "insp_query"
+PAIR_KEY = "compare_pair"
+"""The (A, B) runs last compared; the inspector walks their most-hurt queries."""
+
+
+def sync_target(
+    source: Source, task: Task, protocol: str, order: Sequence[tuple[str, str]] = ()
+) -> InspectTarget | None:
+    """Return a valid query to inspect and put it into the selectors before they are drawn.
+
+    An unknown or missing target falls back to the first of ``order`` (the most-hurt
+    queries), else to the first query of the first domain.
+    """
+    spec = state.source_spec()
+    target = state.inspect_target()
+    if target is None or not _valid(target, source, spec, task, protocol):
+        target = InspectTarget(*order[0]) if order else _first_query(source, spec, task, protocol)
+        if target is None:
+            return None
+        state.set_inspect_target(target.domain, target.query_id)
+    st.session_state[DOMAIN_KEY] = target.domain
+    st.session_state[QUERY_KEY] = target.query_id
+    return target
+
+
+def _valid(target: InspectTarget, source: Source, spec: str, task: Task, protocol: str) -> bool:
+    return target.domain in source.domains() and target.query_id in loaders.queries(
+        spec, task, target.domain, protocol
+    )
+
+
+def _first_query(source: Source, spec: str, task: Task, protocol: str) -> InspectTarget | None:
+    for domain in source.domains():
+        ids = list(loaders.queries(spec, task, domain, protocol))
+        if ids:
+            return InspectTarget(domain, ids[0])
+    return None
+
+
+def on_pick() -> None:
+    """Selector callback: inspect the chosen domain and query (first query on a new domain)."""
+    domain = str(st.session_state[DOMAIN_KEY])
+    ids = list(
+        loaders.queries(state.source_spec(), state.current_task(), domain, state.current_protocol())
+    )
+    query_id = st.session_state.get(QUERY_KEY)
+    if query_id not in ids:
+        query_id = ids[0] if ids else ""
+    state.set_inspect_target(domain, str(query_id))
+
+
+def compared_pair(runs: Mapping[str, RunEntry]) -> tuple[str, str] | None:
+    """The runs last compared (A, B), else the first two runs of the task."""
+    pair = st.session_state.get(PAIR_KEY)
+    if isinstance(pair, tuple) and all(name in runs for name in pair):
+        return pair
+    names = list(runs)
+    return (names[0], names[1]) if len(names) >= 2 else None
+
+
+def default_runs(runs: Mapping[str, RunEntry]) -> list[str]:
+    """The runs shown side by side at first: the compared pair, or the only run."""
+    pair = compared_pair(runs)
+    return list(pair) if pair else list(runs)[:1]
+
+
+def hurt_order(spec: str, task: Task, protocol: str) -> list[tuple[str, str]]:
+    """(domain, query_id) of the queries B lost most on against A, worst first."""
+    runs = state.task_runs()
+    pair = compared_pair(runs)
+    if pair is None:
+        return []
+    try:
+        comparison = loaders.comparison_for(spec, task, protocol, runs, *pair)
+    except MMBrightError:
+        return []  # the compare page shows the reason; the inspector still works
+    hurt = most_hurt(comparison, top=len(comparison.per_query))
+    return list(zip(hurt["domain"].astype(str), hurt["query_id"].astype(str), strict=True))
+
+
+def step(order: Sequence[tuple[str, str]], by: int) -> None:
+    """Button callback: move ``by`` places along the most-hurt queries."""
+    target = state.inspect_target()
+    current = (target.domain, target.query_id) if target else None
+    found = views.walk(order, current, by)
+    if found is not None:
+        state.set_inspect_target(*found)
+
+
+def order_caption(order: Sequence[tuple[str, str]], target: InspectTarget) -> str:
+    """Say where the shown query sits among the most-hurt queries."""
+    pair = compared_pair(state.task_runs())
+    names = f"{pair[1]} vs {pair[0]}" if pair else ""
+    key = (target.domain, target.query_id)
+    where = (
+        f"{order.index(key) + 1} of {len(order)}" if key in order else f"not among the {len(order)}"
+    )
+    return f"Most-hurt queries ({names}): {where}. Previous/next walk them, worst first."
+
+
+def scored(entry: RunEntry, target: InspectTarget, excluded: frozenset[str]) -> dict[str, float]:
+    """One query's ranking in a run as the benchmark scores it (exclusions, top-1000 cut)."""
+    scores = entry.runs.get(target.domain, {}).get(target.query_id, {})
+    return apply_protocol({target.query_id: scores}, {target.query_id: excluded})[target.query_id]

@@ -1,0 +1,138 @@
+"""Cached access to the core: sources and their indexes as resources, results as data.
+
+Sources (and the per-domain lookups built from them) are shared objects kept with
+``st.cache_resource``; computed results go through bounded ``st.cache_data``. Runs are never
+hashed by Streamlit (they can hold millions of scores): each cached function takes the runs'
+fingerprints, which name their content, and the runs themselves under an ``_``-prefixed
+argument that the cache skips.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+import streamlit as st
+
+from mmbright_core.analysis.compare import Comparison, compare_runs
+from mmbright_core.analysis.leaderboard import AVERAGE, leaderboard
+from mmbright_core.analysis.table import source_results_table
+from mmbright_core.data.ids import check_protocol
+from mmbright_core.data.sources import Source, open_source
+from mmbright_core.types import Document, Query, Task
+from mmbright_core.ui.state import RunEntry
+
+MEASURE = "nDCG@10"
+"""The benchmark's primary measure (SPEC §1), shown on every page."""
+
+
+@st.cache_resource(max_entries=4, show_spinner="Opening the data source…")
+def get_source(spec: str) -> Source:
+    """Open a data source once per spec and share it across sessions."""
+    return open_source(spec)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def queries(spec: str, task: Task, domain: str, protocol: str) -> dict[str, Query]:
+    """Return query_id -> query for one domain of a task (no corpus is read)."""
+    data = get_source(spec).judgments(task, domain, protocol)
+    return {q.query_id: q for q in data.queries}
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def qrels(spec: str, task: Task, domain: str, protocol: str) -> dict[str, dict[str, int]]:
+    """Return the task's qrels for one domain."""
+    return get_source(spec).judgments(task, domain, protocol).qrels
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def excluded(spec: str, task: Task, domain: str, protocol: str) -> dict[str, frozenset[str]]:
+    """Return query_id -> the doc ids the protocol excludes for one domain."""
+    return get_source(spec).judgments(task, domain, protocol).excluded
+
+
+@st.cache_resource(max_entries=8, show_spinner="Reading the corpus…")
+def documents(spec: str, task: Task, domain: str, protocol: str) -> dict[str, Document]:
+    """Return doc_id -> document of one domain's corpus (read only for the inspector)."""
+    data = get_source(spec).task(task, domain, protocol)
+    return {doc.doc_id: doc for doc in data.corpus}
+
+
+def _key(entries: Mapping[str, RunEntry]) -> tuple[tuple[str, str], ...]:
+    return tuple((name, entry.fingerprint) for name, entry in entries.items())
+
+
+def table_for(
+    spec: str, task: Task, protocol: str, entries: Mapping[str, RunEntry]
+) -> pd.DataFrame:
+    """The per-query results table (one row per run and query) of the given runs.
+
+    Each run is scored once and cached on its own (by name and fingerprint), so adding or
+    removing a run never rescores the others.
+    """
+    frames = [
+        _run_table(spec, task, protocol, name, entry.fingerprint, entry)
+        for name, entry in entries.items()
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+@st.cache_data(max_entries=64, show_spinner="Scoring…")
+def _run_table(
+    spec: str, task: Task, protocol: str, name: str, key: str, _entry: RunEntry
+) -> pd.DataFrame:
+    runs = {name: _entry.runs}
+    return source_results_table(
+        get_source(spec), task, runs, protocol=check_protocol(protocol), measures=(MEASURE,)
+    )
+
+
+def board_for(
+    spec: str, task: Task, protocol: str, entries: Mapping[str, RunEntry]
+) -> pd.DataFrame:
+    """The leaderboard of the given runs (domains, ``Avg.``, x100 with one decimal)."""
+    return leaderboard(table_for(spec, task, protocol, entries), MEASURE)
+
+
+def comparison_for(
+    spec: str, task: Task, protocol: str, entries: Mapping[str, RunEntry], run_a: str, run_b: str
+) -> Comparison:
+    """The paired comparison of two runs (CIs, Holm-corrected p-values)."""
+    return _comparison(spec, task, protocol, _key(entries), run_a, run_b, entries)
+
+
+@st.cache_data(max_entries=16, show_spinner="Comparing…")
+def _comparison(
+    spec: str,
+    task: Task,
+    protocol: str,
+    key: tuple[tuple[str, str], ...],
+    run_a: str,
+    run_b: str,
+    _entries: Mapping[str, RunEntry],
+) -> Comparison:
+    table = table_for(spec, task, protocol, _entries)
+    return compare_runs(table, run_a, run_b, MEASURE)
+
+
+def headlines(table: pd.DataFrame, board: pd.DataFrame) -> pd.DataFrame:
+    """The numbers shown per run: macro nDCG@10, coverage, dropped and missing queries.
+
+    Coverage is the share of judged queries the run ranks (SPEC §4: always show it,
+    whichever averaging rule is used); dropped queries have no judgment at all.
+
+    Args:
+        table: The results table of the runs.
+        board: Their leaderboard (for the macro average over domains, x100).
+    """
+    judged = table["n_judged"] > 0
+    counts = (
+        table.assign(judged=judged, answered=judged & table["covered"], dropped=~judged)
+        .groupby("run", sort=False)[["judged", "answered", "dropped"]]
+        .sum()
+    )
+    counts["coverage"] = counts["answered"] / counts["judged"].where(counts["judged"] > 0)
+    counts["missing"] = counts["judged"] - counts["answered"]
+    macro = board.reset_index().set_index("run")[[AVERAGE, "domains"]]
+    macro = macro.rename(columns={AVERAGE: "macro"})
+    return counts.join(macro).reset_index()

@@ -1,0 +1,151 @@
+"""Rendering helpers shared by the pages: error display, downloads, badges and image tiles.
+
+Text that comes from the data (query text, passages, ids) is always rendered through
+widgets that escape it (``st.text``, ``st.code``, dataframes, captions with Markdown
+escaped); nothing here passes data to ``unsafe_allow_html``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+import pandas as pd
+import streamlit as st
+
+from mmbright_core.data.images import ImageDecodeError, decode_image
+from mmbright_core.data.sources import Source
+from mmbright_core.errors import MMBrightError
+from mmbright_core.types import Document, Query
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+SYNTHETIC_NOTE = (
+    "The demo data is **synthetic**: made-up queries, passages and images in the published "
+    "layout, for trying the dashboard out. Its scores say nothing about any model; the "
+    "paper's numbers beside them are for the real benchmark."
+)
+
+PASSAGE_CHARS = 5_000
+"""Longest passage excerpt shown (one published passage has 25 M characters, SPEC §1)."""
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+
+
+def escape_md(text: object) -> str:
+    """Escape Markdown (and the HTML it would let through) in text shown inside Markdown."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
+
+
+def attempt(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
+    """Call the core; show its error message on the page and return None if it refuses.
+
+    Only the package's own errors (bad input, unknown names, missing extras) and file
+    system errors are shown this way; anything else is a bug and propagates.
+    """
+    try:
+        return fn(*args, **kwargs)
+    except (MMBrightError, OSError) as err:
+        st.error(str(err), icon=":material/error:")
+        return None
+
+
+def csv_download(
+    frame: pd.DataFrame, file_name: str, key: str, label: str = "Download CSV"
+) -> None:
+    """Offer a table as a CSV file (the current view, as filtered on the page)."""
+    st.download_button(
+        label,
+        frame.to_csv(index=False).encode("utf-8"),
+        file_name=file_name,
+        mime="text/csv",
+        key=key,
+        icon=":material/download:",
+    )
+
+
+def judgment_badge(relevance: float | None, excluded: bool = False) -> str:
+    """Return a Markdown badge naming a document's judgment for the query.
+
+    Args:
+        relevance: The qrels label, or None / NaN when the document is unjudged.
+        excluded: True when the protocol removes the document from the ranking.
+    """
+    if excluded:
+        return ":gray-badge[excluded]"
+    if relevance is None or (isinstance(relevance, float) and math.isnan(relevance)):
+        return ":orange-badge[unjudged]"
+    label = int(relevance)
+    if label >= 2:
+        return ":green-badge[relevant · 2]"
+    if label == 1:
+        return ":green-badge[relevant · 1]"
+    return ":red-badge[not relevant · 0]"
+
+
+def score_text(value: float | None) -> str:
+    """Format a per-query value for display: four decimals, or an en dash when absent."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value:.4f}"
+
+
+def points(value: float) -> str:
+    """Format a fraction as the benchmark reports it: x100 with one decimal (SPEC §4)."""
+    return "–" if math.isnan(value) else f"{100 * value:.1f}"
+
+
+def show_image(data: bytes | None, path: str, width: int | None = None) -> bool:
+    """Show one image, or a warning with its path and why it cannot be decoded.
+
+    Returns:
+        True when the image was shown.
+    """
+    try:
+        image = decode_image(data, path)
+    except ImageDecodeError as err:
+        st.warning(
+            f"Image cannot be shown: {err.path} ({err.reason})", icon=":material/broken_image:"
+        )
+        return False
+    st.image(image, caption=path, width=width or "content")
+    return True
+
+
+def show_query(source: Source, query: Query) -> None:
+    """Show a query's text (escaped) and every one of its images, problems included."""
+    st.text(query.text)
+    if not query.images:
+        st.caption("This query has no image.")
+    for ref in query.images:
+        show_image(source.query_image_bytes(query.domain, ref.path), ref.path)
+
+
+def show_document(source: Source, domain: str, doc_id: str, document: Document | None) -> None:
+    """Show a retrieved item: its passage text in an expander, its image, or both (Task 4)."""
+    if document is None:
+        st.caption(f"{doc_id} is not in the corpus.")
+        return
+    if document.text:
+        with st.expander("Passage text"):
+            st.text(
+                document.text[:PASSAGE_CHARS] + ("…" if len(document.text) > PASSAGE_CHARS else "")
+            )
+    if document.image is not None:
+        show_image(
+            source.document_image_bytes(domain, document.image.path), document.image.path, 240
+        )
+
+
+def show_hit(
+    source: Source, domain: str, hit: pd.Series, document: Document | None, key: str
+) -> None:
+    """Show one row of a query's top list: rank, score, judgment badge and the content."""
+    with st.container(border=True, key=key):
+        badge = judgment_badge(hit["relevance"])
+        st.markdown(f"**#{int(hit['rank'])}** · score {hit['score']:.4f} · {badge}")
+        st.caption(escape_md(hit["doc_id"]))
+        show_document(source, domain, str(hit["doc_id"]), document)

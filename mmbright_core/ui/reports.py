@@ -1,0 +1,64 @@
+"""The comparison report offered for download: the core's HTML report plus query details.
+
+The details (query text, image bytes, rank diff of the two runs) are gathered here for the
+most-hurt queries, then :func:`mmbright_core.analysis.report.comparison_report` renders
+everything, escaped and self-contained. No Streamlit call happens here, so the page can
+hand the function to a download button that runs it only when clicked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from mmbright_core.analysis.compare import Comparison, most_hurt
+from mmbright_core.analysis.rankdiff import rank_diff
+from mmbright_core.analysis.report import QueryDetail, comparison_report
+from mmbright_core.benchmark import apply_protocol
+from mmbright_core.data.sources import Source
+from mmbright_core.types import Task
+from mmbright_core.ui.state import RunEntry
+
+REPORT_QUERIES = 10
+"""How many of the most-hurt queries the report details."""
+
+
+def query_detail(
+    source: Source,
+    task: Task,
+    protocol: str,
+    runs: tuple[RunEntry, RunEntry],
+    domain: str,
+    query_id: str,
+) -> QueryDetail:
+    """Gather one query's text, image bytes and the rank diff of two runs (after exclusions)."""
+    data = source.judgments(task, domain, protocol)
+    query = next((q for q in data.queries if q.query_id == query_id), None)
+    if query is None:
+        return QueryDetail()
+    images = [(ref.path, source.query_image_bytes(domain, ref.path)) for ref in query.images]
+    a, b = (
+        apply_protocol({query_id: e.runs.get(domain, {}).get(query_id, {})}, data.excluded)[
+            query_id
+        ]
+        for e in runs
+    )
+    diff = rank_diff(data.qrels.get(query_id, {}), a, b, k=10)
+    return QueryDetail(text=query.text, images=images, rank_diff=diff)
+
+
+def comparison_html(
+    source: Source,
+    task: Task,
+    protocol: str,
+    entries: Mapping[str, RunEntry],
+    comparison: Comparison,
+) -> str:
+    """Render the comparison of two runs as one self-contained HTML document."""
+    pair = (entries[comparison.run_a], entries[comparison.run_b])
+    details = {
+        (row.domain, row.query_id): query_detail(
+            source, task, protocol, pair, row.domain, row.query_id
+        )
+        for row in most_hurt(comparison, REPORT_QUERIES).itertuples(index=False)
+    }
+    return comparison_report(comparison, details=details, top=REPORT_QUERIES)

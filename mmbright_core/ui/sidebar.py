@@ -1,0 +1,91 @@
+"""The sidebar every page shares: data source, task, protocol and the runs to show.
+
+It is drawn by the entry point on every rerun, so its widgets (and their session-state keys)
+live as long as the session, whichever page is open.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from mmbright_core.data.layout import PINNED_REVISION
+from mmbright_core.ui import state
+
+SOURCE_KINDS = ("Demo (synthetic)", "Local folder", "Hugging Face")
+TASK_LABELS = {
+    1: "Task 1: text → text",
+    2: "Task 2: text+image → text",
+    3: "Task 3: text+image → image",
+    4: "Task 4: text+image → text+image",
+}
+PROTOCOLS = ("paper", "legacy")
+
+
+def _source_spec(kind: str) -> str:
+    """Turn the source widgets into the spec ``open_source`` takes."""
+    if kind == SOURCE_KINDS[1]:
+        folder = st.sidebar.text_input(
+            "Folder with {config}/{domain}.parquet",
+            key=state.sticky("source_folder", ""),
+            on_change=state.remember,
+            args=("source_folder",),
+            placeholder="/data/mm-bright",
+        ).strip()
+        return folder or state.DEFAULT_SOURCE
+    if kind == SOURCE_KINDS[2]:
+        revision = st.sidebar.text_input(
+            "Revision",
+            key=state.sticky("source_revision", PINNED_REVISION),
+            on_change=state.remember,
+            args=("source_revision",),
+        )
+        return f"hf@{revision.strip() or PINNED_REVISION}"
+    return state.DEFAULT_SOURCE
+
+
+def render_sidebar() -> None:
+    """Draw the shared sidebar and store the choices in session state."""
+    st.sidebar.header("Data")
+    kind = st.sidebar.radio(
+        "Source",
+        SOURCE_KINDS,
+        key=state.sticky("source_kind", SOURCE_KINDS[0]),
+        on_change=state.remember,
+        args=("source_kind",),
+    )
+    st.session_state[state.SOURCE_KEY] = _source_spec(kind)
+    st.sidebar.selectbox(
+        "Task",
+        tuple(TASK_LABELS),
+        format_func=TASK_LABELS.__getitem__,
+        key=state.sticky(state.TASK_KEY, state.DEFAULT_TASK),
+        on_change=state.remember,
+        args=(state.TASK_KEY,),
+    )
+    st.sidebar.selectbox(
+        "Task 4 protocol",
+        PROTOCOLS,
+        key=state.sticky(state.PROTOCOL_KEY, state.DEFAULT_PROTOCOL),
+        on_change=state.remember,
+        args=(state.PROTOCOL_KEY,),
+        disabled=state.current_task() != 4,
+        help="paper: fixed passage key (default); legacy: the key of the published Tables 5-6",
+    )
+    names = tuple(state.task_runs())
+    st.sidebar.header("Runs")
+    if not names:
+        st.sidebar.caption("No run for this task yet: add some on the Home page.")
+    key = state.selected_key()
+    previous = state.remembered(key)
+    chosen = [n for n in previous if n in names] if isinstance(previous, list) else list(names)
+    chosen += [n for n in state.take_fresh_runs() if n in names and n not in chosen]
+    st.session_state[key] = chosen
+    state.remember(key)
+    st.sidebar.multiselect("Runs shown", names, key=key, on_change=state.remember, args=(key,))
+
+
+def selected_runs() -> list[str]:
+    """The names of the runs chosen in the sidebar for the current task."""
+    names = state.task_runs()
+    chosen = state.remembered(state.selected_key())
+    return [n for n in chosen if n in names] if isinstance(chosen, list) else []

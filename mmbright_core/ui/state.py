@@ -1,0 +1,200 @@
+"""The dashboard's session state: the chosen data, the loaded runs and the inspected query.
+
+Every page reads the same few keys, so they are named once here. Runs live in
+``st.session_state`` as :class:`RunEntry` values keyed by name; a failed load never touches
+the runs already there (the page shows the error and the user's other runs stay as they were).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+from mmbright_core.types import Run, Task
+
+SOURCE_KEY = "source_spec"
+TASK_KEY = "task"
+PROTOCOL_KEY = "protocol"
+RUNS_KEY = "runs"
+INSPECT_KEY = "inspect_query"
+FRESH_KEY = "fresh_runs"
+
+_KEEP = "keep_"
+
+DEFAULT_SOURCE = "demo"
+DEFAULT_TASK: Task = 1
+DEFAULT_PROTOCOL = "paper"
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    """One run the dashboard knows about, for one task.
+
+    Attributes:
+        name: The name shown everywhere (unique in the session).
+        source: The data source spec the run was loaded for (its queries and domains).
+        task: The task the run answers.
+        runs: domain -> query_id -> doc_id -> score.
+        origin: Where it came from, for the user ("demo", "upload: x.trec", ...).
+        fingerprint: A digest of the content; caches of scores are keyed on it.
+    """
+
+    name: str
+    source: str
+    task: Task
+    runs: Mapping[str, Run]
+    origin: str
+    fingerprint: str = field(default="")
+
+
+@dataclass(frozen=True)
+class InspectTarget:
+    """The query the inspector shows.
+
+    Attributes:
+        domain: The query's domain.
+        query_id: The query's id.
+    """
+
+    domain: str
+    query_id: str
+
+
+def fingerprint(*parts: str | bytes) -> str:
+    """Digest some identifying parts (file bytes, a path and mtime, a name) into a cache key."""
+    digest = hashlib.blake2b(digest_size=12)
+    for part in parts:
+        digest.update(part.encode() if isinstance(part, str) else part)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def init_state() -> None:
+    """Put the defaults into ``st.session_state`` on the first run of a session."""
+    defaults: dict[str, object] = {
+        SOURCE_KEY: DEFAULT_SOURCE,
+        RUNS_KEY: {},
+        FRESH_KEY: [],
+    }
+    for key, value in defaults.items():
+        st.session_state.setdefault(key, value)
+
+
+def source_spec() -> str:
+    """The data source spec: ``"demo"``, ``"hf"`` or a folder path."""
+    return str(st.session_state.get(SOURCE_KEY, DEFAULT_SOURCE))
+
+
+def current_task() -> Task:
+    """The task chosen in the sidebar."""
+    task: Task = st.session_state.get(_KEEP + TASK_KEY, DEFAULT_TASK)
+    return task
+
+
+def current_protocol() -> str:
+    """The Task 4 protocol chosen in the sidebar (``paper`` unless changed)."""
+    return str(st.session_state.get(_KEEP + PROTOCOL_KEY, DEFAULT_PROTOCOL))
+
+
+def set_task(task: Task) -> None:
+    """Choose the task (before the sidebar is drawn)."""
+    st.session_state[_KEEP + TASK_KEY] = task
+
+
+def sticky(key: str, default: object) -> str:
+    """Seed a widget from its remembered value and return its key.
+
+    Streamlit forgets a widget's value when a run does not draw it (switching pages
+    interrupts the run that drew the sidebar), so the sidebar's widgets keep their value
+    under a second key, copied back by :func:`remember` whenever they change.
+    """
+    st.session_state.setdefault(_KEEP + key, default)
+    st.session_state[key] = st.session_state[_KEEP + key]
+    return key
+
+
+def remember(key: str) -> None:
+    """Widget callback: remember the widget's new value (see :func:`sticky`)."""
+    st.session_state[_KEEP + key] = st.session_state[key]
+
+
+def remembered(key: str, default: object = None) -> object:
+    """The remembered value of a sticky widget."""
+    return st.session_state.get(_KEEP + key, default)
+
+
+def all_runs() -> dict[str, RunEntry]:
+    """Every run of the session, by name, whatever its task."""
+    runs: dict[str, RunEntry] = st.session_state.setdefault(RUNS_KEY, {})
+    return runs
+
+
+def task_runs(task: Task | None = None) -> dict[str, RunEntry]:
+    """The runs of one task (the current one by default) on the current source, by name.
+
+    Runs loaded for another source are kept but not offered: their queries and domains
+    belong to that source.
+    """
+    wanted = current_task() if task is None else task
+    spec = source_spec()
+    return {
+        name: entry
+        for name, entry in all_runs().items()
+        if entry.task == wanted and entry.source == spec
+    }
+
+
+def add_run(entry: RunEntry) -> None:
+    """Add or replace a run; the others are left untouched.
+
+    The run is also queued as fresh, so that the sidebar shows it selected on the next
+    rerun (a widget's value cannot change once it is drawn in the current one).
+    """
+    runs = dict(all_runs())
+    runs[entry.name] = entry
+    st.session_state[RUNS_KEY] = runs
+    st.session_state[FRESH_KEY] = [*st.session_state.get(FRESH_KEY, []), entry.name]
+
+
+def take_fresh_runs() -> list[str]:
+    """Return and forget the names of the runs added since the last call."""
+    fresh: list[str] = st.session_state.get(FRESH_KEY, [])
+    st.session_state[FRESH_KEY] = []
+    return fresh
+
+
+def remove_run(name: str) -> None:
+    """Forget one run by name (nothing happens if it is unknown)."""
+    runs = dict(all_runs())
+    runs.pop(name, None)
+    st.session_state[RUNS_KEY] = runs
+
+
+def unique_name(name: str) -> str:
+    """Return ``name``, or ``name (2)``, ``name (3)``... if the session already has it."""
+    taken = all_runs()
+    if name not in taken:
+        return name
+    n = 2
+    while f"{name} ({n})" in taken:
+        n += 1
+    return f"{name} ({n})"
+
+
+def selected_key(task: Task | None = None) -> str:
+    """The sidebar's run-selection key for a task (one per task, so each keeps its own)."""
+    return f"selected_runs_{current_task() if task is None else task}"
+
+
+def inspect_target() -> InspectTarget | None:
+    """The query the inspector should show, if one was chosen."""
+    target = st.session_state.get(INSPECT_KEY)
+    return target if isinstance(target, InspectTarget) else None
+
+
+def set_inspect_target(domain: str, query_id: str) -> None:
+    """Choose the query the inspector shows."""
+    st.session_state[INSPECT_KEY] = InspectTarget(domain, query_id)

@@ -1,0 +1,141 @@
+"""The tables the pages show, cut from the core's results: filters and one query's lists.
+
+Nothing here scores or orders a run by itself: filters select rows of the results table,
+and one query's ranking goes through the benchmark's protocol (exclusions, then the cut,
+``mmbright_core.benchmark``) and the package's one ranking rule (``mmbright_core.ranking``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping, Sequence
+
+import pandas as pd
+
+from mmbright_core.benchmark import apply_protocol
+from mmbright_core.ranking import ranked
+
+PER_QUERY_COLUMNS = (
+    "domain",
+    "query_id",
+    "n_images",
+    "n_decodable_images",
+    "n_judged",
+    "n_relevant",
+    "first_relevant_rank",
+    "covered",
+)
+
+
+def run_rows(table: pd.DataFrame, run: str, measure: str) -> pd.DataFrame:
+    """One run's rows of the results table, with the measure next to the query id."""
+    rows = table.loc[table["run"] == run]
+    columns = [*PER_QUERY_COLUMNS[:2], measure, *PER_QUERY_COLUMNS[2:]]
+    return rows[columns].reset_index(drop=True)
+
+
+def filter_rows(
+    rows: pd.DataFrame,
+    measure: str,
+    *,
+    domains: Collection[str] = (),
+    images: tuple[int, int] | None = None,
+    scores: tuple[float, float] | None = None,
+    scored_only: bool = True,
+) -> pd.DataFrame:
+    """Keep the rows matching the page's filters (an empty ``domains`` keeps every domain).
+
+    Args:
+        rows: One run's rows (:func:`run_rows`).
+        measure: The measure column the score range applies to.
+        domains: Domains to keep.
+        images: Inclusive range of the number of query images.
+        scores: Inclusive range of the measure.
+        scored_only: Drop queries the measure has no value for (unjudged or not ranked).
+    """
+    keep = pd.Series(True, index=rows.index)
+    if domains:
+        keep &= rows["domain"].isin(list(domains))
+    if images is not None:
+        keep &= rows["n_images"].between(*images)
+    if scored_only:
+        keep &= rows[measure].notna()
+    if scores is not None:
+        keep &= rows[measure].between(*scores) | (rows[measure].isna() & ~scored_only)
+    return rows.loc[keep].reset_index(drop=True)
+
+
+def ranking(
+    scores: Mapping[str, float],
+    qrels: Mapping[str, int],
+    excluded: Collection[str],
+    k: int = 10,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One query's top ``k`` as scored, and the excluded documents the run had put there.
+
+    Args:
+        scores: doc_id -> score of the run for the query.
+        qrels: doc_id -> relevance for the query.
+        excluded: Doc ids the protocol removes for the query.
+        k: How many to show.
+
+    Returns:
+        ``(top, removed)``: ``top`` has ``rank``, ``doc_id``, ``score``, ``relevance`` (NaN
+        when unjudged) for the ranking after exclusions; ``removed`` lists the excluded
+        documents that sat in the run's raw top ``k``, with their raw rank.
+    """
+    kept = ranked(apply_protocol({"q": scores}, {"q": excluded}, depth=k)["q"])
+    top = pd.DataFrame(
+        [(i, doc, score, _label(qrels, doc)) for i, (doc, score) in enumerate(kept, start=1)],
+        columns=["rank", "doc_id", "score", "relevance"],
+    )
+    raw = ranked(scores)[:k]
+    removed = pd.DataFrame(
+        [(i, doc, score) for i, (doc, score) in enumerate(raw, start=1) if doc in excluded],
+        columns=["raw_rank", "doc_id", "score"],
+    )
+    return top, removed
+
+
+def missed(
+    scores: Mapping[str, float],
+    qrels: Mapping[str, int],
+    excluded: Collection[str],
+    k: int = 10,
+) -> pd.DataFrame:
+    """The query's relevant documents that are not in the top ``k``, with their rank.
+
+    The rank is the document's position in the run after exclusions and the top-1000
+    cut (NaN when the run does not retrieve it).
+    """
+    order = {
+        doc: i
+        for i, (doc, _) in enumerate(ranked(apply_protocol({"q": scores}, {"q": excluded})["q"]), 1)
+    }
+    rows = [
+        (doc, label, float(order.get(doc, math.nan)))
+        for doc, label in qrels.items()
+        if label > 0 and order.get(doc, math.inf) > k
+    ]
+    frame = pd.DataFrame(rows, columns=["doc_id", "relevance", "rank"])
+    return frame.sort_values(["rank", "doc_id"], na_position="last", kind="stable").reset_index(
+        drop=True
+    )
+
+
+def walk(
+    order: Sequence[tuple[str, str]], current: tuple[str, str] | None, step: int
+) -> tuple[str, str] | None:
+    """The query ``step`` places from ``current`` in ``order`` (wrapping around).
+
+    A current query outside the list moves to the first (step > 0) or last one.
+    """
+    if not order:
+        return None
+    if current not in order:
+        return order[0] if step > 0 else order[-1]
+    return order[(order.index(current) + step) % len(order)]
+
+
+def _label(qrels: Mapping[str, int], doc: str) -> float:
+    return float(qrels[doc]) if doc in qrels else math.nan

@@ -1,0 +1,128 @@
+"""Turning what the user points at (uploads, folders, the demo's runs) into run entries.
+
+Reading is the core's job (``mmbright_core.io``); this module only names the runs, files
+each query under its domain and checks that a run belongs to the chosen task, so that a
+wrong file fails with one message instead of scoring zero everywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from pathlib import Path
+
+from mmbright_core.benchmark import runs_by_domain, task_query_ids
+from mmbright_core.data.sources import Source
+from mmbright_core.errors import InputError
+from mmbright_core.io.official import TASK_TYPES, read_outputs
+from mmbright_core.io.runs import read_run
+from mmbright_core.types import Task
+from mmbright_core.ui.state import RunEntry, fingerprint
+
+RUN_SUFFIXES = (".trec", ".run", ".txt", ".json", ".parquet", ".gz", ".tsv")
+"""File endings taken as runs when a folder of run files is loaded."""
+
+
+def entry_from_bytes(name: str, data: bytes, source: Source, task: Task, protocol: str) -> RunEntry:
+    """Read an uploaded run file (TREC, JSON or parquet) for the current task.
+
+    Raises:
+        InputError: The file is malformed or answers another task.
+    """
+    stream = io.BytesIO(data)
+    stream.name = name  # the reader names the file in its errors and detects the format
+    run = read_run(stream)
+    runs = runs_by_domain(run, task_query_ids(source, task, protocol=protocol), name)
+    return RunEntry(
+        Path(name).stem, source.name, task, runs, f"upload: {name}", fingerprint(name, data)
+    )
+
+
+def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) -> list[RunEntry]:
+    """Read every run in a folder: official outputs (SPEC §5) or run files.
+
+    Args:
+        folder: An official ``<subdir>``, an ``outputs`` folder holding several, or a
+            folder of TREC/JSON/parquet run files.
+        source: The data source (to file queries under domains).
+        task: The current task; runs of another task are refused.
+        protocol: The Task 4 protocol.
+
+    Raises:
+        InputError: Nothing readable is there, or a run answers another task.
+    """
+    root = Path(folder).expanduser()
+    if not root.is_dir():
+        raise InputError("no such folder", found=repr(folder))
+    official = (
+        [root] if _is_official(root) else [c for c in sorted(root.iterdir()) if _is_official(c)]
+    )
+    if official:
+        return [_official_entry(path, source.name, task) for path in official]
+    files = [p for p in sorted(root.iterdir()) if p.is_file() and p.name.endswith(RUN_SUFFIXES)]
+    if not files:
+        raise InputError(
+            "no run in the folder",
+            source=str(root),
+            expected="official outputs (<domain>/scores.json, summary.json) or run files "
+            f"ending in {', '.join(RUN_SUFFIXES)}",
+        )
+    return [entry_from_bytes(p.name, p.read_bytes(), source, task, protocol) for p in files]
+
+
+def _is_official(path: Path) -> bool:
+    return path.is_dir() and ((path / "summary.json").is_file() or any(path.glob("*/scores.json")))
+
+
+def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
+    outputs = read_outputs(path)
+    if outputs.task_type is not None and outputs.task_type != TASK_TYPES[task]:
+        other = {v: k for k, v in TASK_TYPES.items()}.get(outputs.task_type, outputs.task_type)
+        raise InputError(
+            f"these outputs answer task {other}, not task {task}",
+            source=str(outputs.path),
+            expected=f"task_type {TASK_TYPES[task]!r}",
+            found=repr(outputs.task_type),
+            hint="choose that task in the sidebar",
+        )
+    stamp = "|".join(
+        f"{p}:{p.stat().st_mtime_ns}" for p in sorted(outputs.path.glob("*/scores.json"))
+    )
+    return RunEntry(
+        outputs.model,
+        source,
+        task,
+        outputs.runs,
+        f"folder: {outputs.path}",
+        fingerprint(str(path), stamp),
+    )
+
+
+DEMO_RUNS = Path(__file__).resolve().parent.parent / "data" / "demo" / "runs"
+"""Where the demo's runs ship, in the official outputs layout (SPEC §5)."""
+
+_TASK_OF_TYPE: dict[str, Task] = {
+    task_type: task  # type: ignore[misc]  # TASK_TYPES is keyed by the four task numbers
+    for task, task_type in TASK_TYPES.items()
+}
+
+
+def _demo_outputs() -> list[Path]:
+    if not DEMO_RUNS.is_dir():
+        return []
+    return [c for c in sorted(DEMO_RUNS.iterdir()) if _is_official(c)]
+
+
+def demo_tasks() -> tuple[Task, ...]:
+    """The tasks the demo ships runs for, in order."""
+    found = {_TASK_OF_TYPE.get(read_outputs(path).task_type or "") for path in _demo_outputs()}
+    return tuple(sorted(t for t in found if t is not None))
+
+
+def demo_entries(task: Task) -> list[RunEntry]:
+    """The demo's runs of one task (none when the demo ships none for it)."""
+    entries = []
+    for path in _demo_outputs():
+        if _TASK_OF_TYPE.get(read_outputs(path).task_type or "") == task:
+            entries.append(dataclasses.replace(_official_entry(path, "demo", task), origin="demo"))
+    return entries

@@ -1,0 +1,105 @@
+"""The dashboard's glue without Streamlit running: filing runs, table views, the HTML report."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from mmbright_core.analysis.compare import compare_runs
+from mmbright_core.analysis.table import source_results_table
+from mmbright_core.data.sources import open_source
+from mmbright_core.errors import InputError
+from mmbright_core.ui import reports, views, workspace
+from mmbright_core.ui.render import escape_md, judgment_badge, points, score_text
+from mmbright_core.ui.state import RunEntry
+
+
+def test_upload_of_a_malformed_file_names_it(fixture_dir):
+    source = open_source(str(fixture_dir))
+    with pytest.raises(InputError, match=r"upload\.trec:1"):
+        workspace.entry_from_bytes("upload.trec", b"a1 Q0 d 1\n", source, 2, "paper")
+
+
+def test_upload_of_a_json_run(fixture_dir):
+    source = open_source(str(fixture_dir))
+    entry = workspace.entry_from_bytes(
+        "mine.json", b'{"academia/a1": {"x": 1.5}}', source, 2, "paper"
+    )
+    assert entry.name == "mine"
+    assert entry.runs == {"academia": {"a1": {"x": 1.5}}}
+
+
+def test_folder_without_runs_is_an_error(tmp_path, fixture_dir):
+    source = open_source(str(fixture_dir))
+    with pytest.raises(InputError, match="no run in the folder"):
+        workspace.entries_from_folder(str(tmp_path), source, 2, "paper")
+
+
+def _rows() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "domain": ["a", "a", "b", "b"],
+            "query_id": ["1", "2", "3", "4"],
+            "nDCG@10": [0.1, 0.9, math.nan, 0.5],
+            "n_images": [0, 3, 1, 6],
+        }
+    )
+
+
+def test_filter_rows_by_domain_images_and_score():
+    rows = _rows()
+    assert list(views.filter_rows(rows, "nDCG@10")["query_id"]) == ["1", "2", "4"]
+    assert list(views.filter_rows(rows, "nDCG@10", domains=["b"])["query_id"]) == ["4"]
+    assert list(views.filter_rows(rows, "nDCG@10", images=(1, 5))["query_id"]) == ["2"]
+    kept = views.filter_rows(rows, "nDCG@10", scores=(0.0, 0.5))
+    assert list(kept["query_id"]) == ["1", "4"]
+
+
+def test_ranking_applies_exclusions_before_the_cut():
+    scores = {"x": 3.0, "y": 2.0, "z": 1.0, "w": 1.0}
+    top, removed = views.ranking(scores, {"y": 1, "w": 0}, {"x"}, k=2)
+    # x is excluded; z and w tie at 1.0 and the larger id (z) ranks first.
+    assert list(top["doc_id"]) == ["y", "z"]
+    assert top["relevance"].tolist()[0] == 1.0 and math.isnan(top["relevance"].tolist()[1])
+    assert list(removed["doc_id"]) == ["x"] and removed["raw_rank"].tolist() == [1]
+
+
+def test_missed_lists_relevant_outside_the_top_with_ranks():
+    scores = {"a": 5.0, "b": 4.0, "c": 3.0}
+    out = views.missed(scores, {"c": 2, "q": 1, "a": 1}, set(), k=2)
+    assert list(out["doc_id"]) == ["c", "q"]
+    assert out["rank"].tolist()[0] == 3.0 and math.isnan(out["rank"].tolist()[1])
+
+
+def test_walk_wraps_and_enters_the_list():
+    order = [("a", "1"), ("a", "2"), ("b", "3")]
+    assert views.walk(order, ("b", "3"), 1) == ("a", "1")
+    assert views.walk(order, ("a", "1"), -1) == ("b", "3")
+    assert views.walk(order, ("z", "9"), 1) == ("a", "1")
+    assert views.walk([], None, 1) is None
+
+
+def test_render_helpers_escape_and_format():
+    assert escape_md("*x* <b>") == r"\*x\* \<b\>"
+    assert judgment_badge(2.0).startswith(":green-badge[relevant · 2")
+    assert "unjudged" in judgment_badge(math.nan)
+    assert "excluded" in judgment_badge(1.0, excluded=True)
+    assert points(0.12345) == "12.3" and points(math.nan) == "–"
+    assert score_text(None) == "–"
+
+
+def test_comparison_report_is_escaped_html(fixture_dir):
+    source = open_source(str(fixture_dir))
+    runs = {
+        "text": {"academia": {"a1": {"academia/a1b2c3d4_101.txt": 2.0, "<b>x</b>": 1.0}}},
+        "multi": {"academia": {"a1": {"<b>x</b>": 2.0, "academia/a1b2c3d4_101.txt": 1.0}}},
+    }
+    entries = {n: RunEntry(n, str(fixture_dir), 2, r, "test", n) for n, r in runs.items()}
+    table = source_results_table(source, 2, runs)
+    comparison = compare_runs(table, "text", "multi", n_resamples=200)
+    html = reports.comparison_html(source, 2, "paper", entries, comparison)
+    assert html.startswith("<!DOCTYPE html>")
+    assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
+    assert "How do I cite a preprint?" in html
