@@ -1,0 +1,296 @@
+"""The retriever contract, the registry of retrievers by name, and the run's configuration.
+
+A retriever turns one task's data for one domain into a run cut to the top ``k`` with the
+task's exclusions applied before the cut (SPEC §3). Backends live one per module and import
+their heavy packages (torch, open_clip, sentence-transformers, rapidocr) only when built, so
+``import mmbright_core.retrieval`` stays cheap and a missing extra raises
+:class:`~mmbright_core.errors.MissingDependencyError` rather than returning zeros.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import inspect
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from mmbright_core.errors import InputError, MissingDependencyError, UnknownNameError
+from mmbright_core.types import Query, TaskData
+
+#: The ``run`` subcommand's default cut (SPEC §3: runs keep the top 1,000 per query).
+DEFAULT_K = 1000
+
+
+@runtime_checkable
+class ImageSource(Protocol):
+    """Where a retriever reads image bytes; a data source satisfies it."""
+
+    def query_image_bytes(self, domain: str, path: str) -> bytes | None:
+        """Return a query image's raw file bytes, or None when the data has none."""
+
+    def document_image_bytes(self, domain: str, path: str) -> bytes | None:
+        """Return a corpus image's raw file bytes, or None when the data has none."""
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """A retrieval backend.
+
+    Attributes:
+        name: The registered name (``bm25``, ``clip``...).
+        tasks: The task numbers the backend can run.
+    """
+
+    name: str
+    tasks: frozenset[int]
+
+    def label(self) -> str:
+        """Return the short model name used in output folder names (SPEC §5)."""
+
+    def settings(self) -> dict[str, Any]:
+        """Return everything that changes the run: model, revision, checkpoint hash, options."""
+
+    def retrieve(
+        self, data: TaskData, source: ImageSource | None, k: int
+    ) -> dict[str, dict[str, float]]:
+        """Rank ``data.corpus`` for every query of ``data``.
+
+        Args:
+            data: One task's queries, corpus and exclusions for one domain.
+            source: Where image bytes come from (None for text-only backends and tasks).
+            k: How many documents to keep per query, after exclusions.
+
+        Returns:
+            query_id -> doc_id -> score, at most ``k`` entries per query.
+        """
+
+
+def check_task(retriever: Retriever, task: int) -> None:
+    """Raise :class:`InputError` unless ``retriever`` supports ``task``."""
+    if task not in retriever.tasks:
+        supported = ", ".join(str(t) for t in sorted(retriever.tasks))
+        raise InputError(
+            f"retriever {retriever.name!r} cannot run task {task}",
+            expected=f"one of tasks {supported}",
+            found=f"task {task}",
+            hint="Pick another retriever (see `mmbright run --help`).",
+        )
+
+
+def check_k(k: int) -> None:
+    """Raise :class:`InputError` unless ``k`` is a positive integer."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InputError("invalid cut-off k", expected="a positive integer", found=repr(k))
+
+
+def passage_id(doc_id: str) -> str:
+    """Return the passage part of a Task 4 pair id (``"<pid>|||<image>"``), or the id itself."""
+    return doc_id.split("|||", 1)[0]
+
+
+def query_texts(queries: tuple[Query, ...]) -> list[str]:
+    """Return the queries' texts in order."""
+    return [q.text for q in queries]
+
+
+# name -> (module, factory attribute). Modules are imported on first use only, so a backend's
+# heavy dependencies load when that backend is asked for (house style: heavy imports inside).
+_BUILTIN: dict[str, tuple[str, str]] = {
+    "bm25": ("mmbright_core.retrieval.bm25", "BM25Retriever"),
+    "dense": ("mmbright_core.retrieval.dense", "DenseRetriever"),
+    "clip": ("mmbright_core.retrieval.clip", "ClipRetriever"),
+    "ocr-bm25": ("mmbright_core.retrieval.ocr", "ocr_bm25"),
+    "ocr-dense": ("mmbright_core.retrieval.ocr", "ocr_dense"),
+    "random": ("mmbright_core.retrieval.random_rank", "RandomRetriever"),
+}
+_EXTRA: dict[str, Callable[..., Retriever]] = {}
+
+
+def register_retriever(name: str, factory: Callable[..., Retriever]) -> None:
+    """Register a retriever factory under ``name`` (replacing a previous one of that name).
+
+    Args:
+        name: The name ``get_retriever`` will answer to.
+        factory: A callable taking keyword options and returning a :class:`Retriever`.
+    """
+    _EXTRA[name] = factory
+
+
+def available_retrievers() -> tuple[str, ...]:
+    """Return every registered retriever name, sorted."""
+    return tuple(sorted({*_BUILTIN, *_EXTRA}))
+
+
+def _factory(name: str) -> Callable[..., Retriever]:
+    if name in _EXTRA:
+        return _EXTRA[name]
+    if name not in _BUILTIN:
+        raise UnknownNameError("retriever", name, available_retrievers())
+    module, attribute = _BUILTIN[name]
+    factory: Callable[..., Retriever] = getattr(importlib.import_module(module), attribute)
+    return factory
+
+
+def get_retriever(name: str, **options: Any) -> Retriever:
+    """Build the retriever registered as ``name`` with the given options.
+
+    Args:
+        name: A registered name (see :func:`available_retrievers`).
+        **options: Backend options (``model``, ``pretrained``, ``k1``...); None values are
+            dropped so that unset command-line flags keep the backend's defaults.
+
+    Returns:
+        The retriever.
+
+    Raises:
+        UnknownNameError: ``name`` is not registered (with close matches).
+        InputError: An option the backend does not accept.
+        MissingDependencyError: The backend's optional packages are not installed.
+    """
+    factory = _factory(name)
+    given = {key: value for key, value in options.items() if value is not None}
+    accepted = _accepted_options(factory)
+    unknown = sorted(set(given) - accepted) if accepted is not None else []
+    if unknown:
+        raise InputError(
+            f"retriever {name!r} does not take option(s) {', '.join(unknown)}",
+            expected=f"some of: {', '.join(sorted(accepted or ()))}",
+            found=", ".join(f"{key}={given[key]!r}" for key in unknown),
+        )
+    return factory(**given)
+
+
+def _accepted_options(factory: Callable[..., Retriever]) -> set[str] | None:
+    # None means "anything goes" (a factory that takes **kwargs validates by itself).
+    params = inspect.signature(factory).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return {p.name for p in params if p.kind is not inspect.Parameter.VAR_POSITIONAL}
+
+
+def require(module: str, what: str, extra: str) -> Any:
+    """Import ``module`` or raise :class:`MissingDependencyError` naming the pip extra.
+
+    Args:
+        module: The importable module name (``open_clip``).
+        what: What needs it, for the message (``the clip retriever``).
+        extra: The ``mmbright`` extra that installs it (``clip``).
+
+    Returns:
+        The imported module.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        if err.name is not None and err.name.split(".")[0] != module.split(".")[0]:
+            raise  # a real bug inside an installed package, not a missing one
+        raise MissingDependencyError(what, extra, module) from err
+
+
+def package_version() -> str:
+    """Return this package's installed version (recorded in every run's configuration)."""
+    try:
+        return importlib.metadata.version("mmbright")
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that determines a run's scores, stored beside its outputs (SPEC §7).
+
+    Two runs with equal configurations give equal scores; outputs are reused only when the
+    stored configuration equals the new one, never because a file exists.
+
+    Attributes:
+        retriever: The registered retriever name.
+        task: The task number.
+        protocol: The Task 4 judgment protocol (``paper`` elsewhere, where it has no effect).
+        source: The data source's name (including its revision where it has one).
+        k: The per-query cut.
+        model: The model name or path, if the backend has one.
+        revision: The model's revision or pretrained tag, if any.
+        checkpoint_sha256: sha256 of local weight files, if the model was loaded from disk.
+        image_policy: How several query images were used (``first``, ``concat``, ``all``).
+        no_image: What a query without a decodable image got (``white`` or ``text``).
+        truncation: The text truncation (tokens) applied to documents, if any.
+        fusion: How text and image embeddings were combined, if they were.
+        options: Every other setting, as sorted ``(name, value)`` pairs of JSON scalars.
+        package_version: The version of this package that made the run.
+    """
+
+    retriever: str
+    task: int
+    protocol: str
+    source: str
+    k: int
+    model: str | None = None
+    revision: str | None = None
+    checkpoint_sha256: str | None = None
+    image_policy: str | None = None
+    no_image: str | None = None
+    truncation: int | None = None
+    fusion: str | None = None
+    options: tuple[tuple[str, Any], ...] = field(default=())
+    package_version: str = field(default_factory=package_version)
+
+    @classmethod
+    def build(
+        cls, retriever: Retriever, *, task: int, protocol: str, source: str, k: int
+    ) -> RunConfig:
+        """Describe a run of ``retriever`` from the settings it reports.
+
+        Args:
+            retriever: The retriever.
+            task: The task number.
+            protocol: The Task 4 protocol.
+            source: The data source's name.
+            k: The per-query cut.
+
+        Returns:
+            The configuration.
+        """
+        settings = dict(retriever.settings())
+        known = {f for f in cls.__dataclass_fields__ if f not in {"options", "package_version"}}
+        top = {key: settings.pop(key) for key in list(settings) if key in known}
+        options = tuple(sorted(settings.items()))
+        return cls(
+            retriever=retriever.name,
+            task=task,
+            protocol=protocol,
+            source=source,
+            k=k,
+            options=options,
+            **top,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the configuration as a JSON-ready dict (options as an object)."""
+        out = asdict(self)
+        out["options"] = dict(self.options)
+        return out
+
+    def to_json(self) -> str:
+        """Return the configuration as indented, key-sorted JSON."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
+        """Rebuild a configuration written by :meth:`to_dict`.
+
+        Raises:
+            InputError: ``data`` has fields a configuration does not.
+        """
+        fields = dict(data)
+        unknown = sorted(set(fields) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise InputError(
+                "not a run configuration",
+                expected=f"fields of {cls.__name__}",
+                found=", ".join(unknown),
+            )
+        fields["options"] = tuple(sorted(dict(fields.get("options", {})).items()))
+        return cls(**fields)

@@ -1,0 +1,298 @@
+"""CLIP-style dual encoders through open_clip (tasks 1-4).
+
+SPEC §3 fusion: a query is L2-normalise((text_emb + image_emb) / 2) of its normalised text and
+image embeddings; a Task 4 pair the same over its passage and image, with a white image for
+``__NO_IMAGE__``. Task 2 ranks passages by their text embedding (truncated to the model's
+context, 77 tokens for CLIP), Task 3 the domain's images. Several query images follow the
+recorded policy (``first``, ``concat``, ``all`` = mean of their embeddings); a query with no
+decodable image gets a white image or, if asked, its text alone. Scores are cosine x 100.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from mmbright_core.data.images import POLICIES, ImageDecodeError, decode_image, query_images
+from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.retrieval.base import ImageSource, check_k, check_task, passage_id, require
+from mmbright_core.retrieval.cache import (
+    EmbeddingCache,
+    content_key,
+    default_cache_dir,
+    path_sha256,
+)
+from mmbright_core.retrieval.index import Groups, IndexKind, l2_normalise, rank_vectors
+from mmbright_core.types import Query, TaskData
+
+ImageLoader = Callable[[], Image.Image]
+_LOCAL_DIR = "local-dir:"
+_NO_IMAGE_MODES = ("white", "text")
+
+
+def image_key(image: Image.Image) -> str:
+    """Return the sha256 of an image's mode, size and pixels (for images made in memory)."""
+    header = f"{image.mode}:{image.width}x{image.height}:".encode()
+    return content_key(header + image.tobytes())
+
+
+def _same(image: Image.Image) -> Image.Image:
+    return image
+
+
+def white_image() -> Image.Image:
+    """Return the white placeholder image (SPEC §3: CLIP-style models, no decodable image)."""
+    return Image.new("RGB", (224, 224), "white")
+
+
+class ClipRetriever:
+    """open_clip dual-encoder retrieval with the official text+image fusion.
+
+    Args:
+        model: An open_clip model name (``ViT-L-14``) or ``local-dir:<folder>``.
+        pretrained: A pretrained tag (``openai``), a local checkpoint file, or ``none`` for
+            random weights (seeded by ``seed``; for wiring tests, never for quality).
+        image_policy: ``concat`` (the paper), ``first`` (the released code) or ``all``.
+        no_image: ``white`` (a white image, the default) or ``text`` (text embedding only).
+        seed: Seed of random weights.
+        batch_size: Items per encoder call.
+        device: Torch device (``cpu``, ``cuda``).
+        cache_dir: Embedding cache root (default: ``$MMBRIGHT_CACHE`` or ``~/.cache/mmbright``).
+        index: faiss index kind (``flat`` exact, ``hnsw`` or ``ivf`` approximate).
+    """
+
+    name = "clip"
+    tasks = frozenset({1, 2, 3, 4})
+
+    def __init__(
+        self,
+        model: str = "ViT-L-14",
+        pretrained: str | None = "openai",
+        image_policy: str = "concat",
+        no_image: str = "white",
+        seed: int = 0,
+        batch_size: int = 32,
+        device: str = "cpu",
+        cache_dir: str | None = None,
+        index: IndexKind = "flat",
+    ) -> None:
+        if image_policy not in POLICIES:
+            raise UnknownNameError("image policy", image_policy, POLICIES)
+        if no_image not in _NO_IMAGE_MODES:
+            raise UnknownNameError("no-image mode", no_image, _NO_IMAGE_MODES)
+        self.model = model
+        self.pretrained = None if pretrained in (None, "", "none") else pretrained
+        if model.startswith(_LOCAL_DIR) and self.pretrained is not None:
+            raise InputError(
+                "a local-dir: model carries its own weights",
+                found=f"pretrained={pretrained!r}",
+                hint="Leave --pretrained out.",
+            )
+        self.image_policy, self.no_image, self.seed = image_policy, no_image, seed
+        self.batch_size, self.device, self.index = batch_size, device, index
+        self.cache_root = default_cache_dir(cache_dir)
+        self._loaded: tuple[Any, Any, Any] | None = None
+
+    def label(self) -> str:
+        """Return ``<model>-<pretrained>`` (``ViT-L-14-openai``; ``random`` for no weights)."""
+        if self.model.startswith(_LOCAL_DIR):
+            return Path(self.model[len(_LOCAL_DIR) :]).name
+        tag = "random" if self.pretrained is None else Path(self.pretrained).stem
+        return f"{self.model}-{tag}"
+
+    def _checkpoint(self) -> str | None:
+        if self.model.startswith(_LOCAL_DIR):
+            return path_sha256(self.model[len(_LOCAL_DIR) :])
+        if self.pretrained is not None and Path(self.pretrained).expanduser().is_file():
+            return path_sha256(self.pretrained)
+        return None
+
+    def _weights(self) -> str:
+        # What the vectors depend on: a hash, a pretrained tag, or the seeded random init
+        # (whose values also depend on the torch and open_clip versions).
+        if self.pretrained is None and not self.model.startswith(_LOCAL_DIR):
+            open_clip = require("open_clip", "the clip retriever", "clip")
+            torch = require("torch", "the clip retriever", "clip")
+            versions = f"torch={torch.__version__}:open_clip={open_clip.__version__}"
+            return f"random:seed={self.seed}:{versions}"
+        return self._checkpoint() or str(self.pretrained)
+
+    def settings(self) -> dict[str, Any]:
+        """Return model identity, query image handling and fusion."""
+        return {
+            "model": self.model,
+            "revision": self.pretrained,
+            "checkpoint_sha256": self._checkpoint(),
+            "weights": self._weights(),
+            "image_policy": self.image_policy,
+            "no_image": self.no_image,
+            "truncation": self._context_length(),
+            "fusion": "l2norm((text+image)/2)",
+            "index": self.index,
+        }
+
+    def _context_length(self) -> int:
+        open_clip = require("open_clip", "the clip retriever", "clip")
+        if self.model.startswith(_LOCAL_DIR):
+            return int(self._load()[2].context_length)
+        config = open_clip.get_model_config(self.model)
+        if config is None:
+            raise UnknownNameError("open_clip model", self.model, open_clip.list_models())
+        return int(config.get("text_cfg", {}).get("context_length", 77))
+
+    def _load(self) -> tuple[Any, Any, Any]:
+        if self._loaded is None:
+            open_clip = require("open_clip", "the clip retriever", "clip")
+            torch = require("torch", "the clip retriever", "clip")
+            if not self.model.startswith(_LOCAL_DIR) and self.model not in open_clip.list_models():
+                raise UnknownNameError("open_clip model", self.model, open_clip.list_models())
+            try:
+                with torch.random.fork_rng(devices=[]):
+                    torch.manual_seed(self.seed)  # random weights reproduce across runs
+                    model, _, preprocess = open_clip.create_model_and_transforms(
+                        self.model, pretrained=self.pretrained, device=self.device
+                    )
+            except (RuntimeError, OSError, ValueError) as err:
+                raise InputError(
+                    "cannot load the open_clip model",
+                    found=f"{self.model} / {self.pretrained}: {err}",
+                    hint="Use a local checkpoint file, a local-dir: folder, or weights already "
+                    "in the local cache (no downloads at run time).",
+                ) from err
+            model.eval()
+            self._loaded = (model, preprocess, open_clip.get_tokenizer(self.model))
+        return self._loaded
+
+    def _cache(self, role: str) -> EmbeddingCache:
+        settings: dict[str, Any] = {
+            "encoder": "open_clip",
+            "model": self.model,
+            "weights": self._weights(),
+            "role": role,
+        }
+        if role == "text":
+            settings["truncation"] = self._context_length()
+        else:
+            settings["preprocess"] = repr(self._load()[1])
+        return EmbeddingCache(self.cache_root, settings)
+
+    def encode_texts(self, texts: list[str]) -> np.ndarray:
+        """Return normalised float32 text embeddings (truncated to the model's context)."""
+        model, _, tokenizer = self._load()
+        torch = require("torch", "the clip retriever", "clip")
+
+        def batch(chunk: list[str]) -> np.ndarray:
+            with torch.no_grad():
+                vectors = model.encode_text(tokenizer(chunk).to(self.device))
+            return l2_normalise(vectors.float().cpu().numpy())
+
+        keys = [content_key(t) for t in texts]
+        return self._cache("text").encode(texts, keys, batch, self.batch_size, desc="clip texts")
+
+    def encode_images(self, loaders: Sequence[ImageLoader], keys: Sequence[str]) -> np.ndarray:
+        """Return normalised float32 image embeddings; loaders run only on cache misses."""
+        model, preprocess, _ = self._load()
+        torch = require("torch", "the clip retriever", "clip")
+
+        def batch(chunk: list[ImageLoader]) -> np.ndarray:
+            pixels = torch.stack([preprocess(load()) for load in chunk]).to(self.device)
+            with torch.no_grad():
+                vectors = model.encode_image(pixels)
+            return l2_normalise(vectors.float().cpu().numpy())
+
+        return self._cache("image").encode(
+            loaders, keys, batch, self.batch_size, desc="clip images"
+        )
+
+    def encode_queries(self, queries: tuple[Query, ...], source: ImageSource | None) -> np.ndarray:
+        """Return fused query embeddings under the image policy (text only when no source)."""
+        texts = self.encode_texts([q.text for q in queries])
+        if source is None:
+            return texts
+        images = [query_images(source, q, self.image_policy).images for q in queries]
+        if self.no_image == "white":
+            images = [found or [white_image()] for found in images]
+        flat = [image for found in images for image in found]
+        flat_vectors = self.encode_images(
+            [partial(_same, im) for im in flat], [image_key(im) for im in flat]
+        )
+        out, start = [], 0
+        for text, found in zip(texts, images, strict=True):
+            if not found:
+                out.append(text)  # no_image == "text": the text embedding alone
+                continue
+            image = l2_normalise(flat_vectors[start : start + len(found)].mean(axis=0))
+            start += len(found)
+            out.append(l2_normalise((text + image) / 2))
+        return np.stack(out)
+
+    def retrieve(
+        self, data: TaskData, source: ImageSource | None, k: int
+    ) -> dict[str, dict[str, float]]:
+        """Rank passages (tasks 1-2), images (Task 3) or pairs (Task 4) for every query.
+
+        Args:
+            data: The task's data for one domain.
+            source: Image bytes for the queries and the corpus (required for tasks 2-4).
+            k: How many documents to keep per query, after exclusions.
+
+        Returns:
+            query_id -> doc_id -> score (cosine x 100).
+        """
+        check_task(self, data.task)
+        check_k(k)
+        if data.task > 1 and source is None:
+            raise InputError(
+                f"task {data.task} needs image bytes",
+                found="no source",
+                hint="Pass the data source to retrieve().",
+            )
+        if not data.corpus or not data.queries:
+            return {q.query_id: {} for q in data.queries}
+        queries = self.encode_queries(data.queries, source if data.task > 1 else None)
+        identity = Groups.from_keys([d.doc_id for d in data.corpus])
+        if data.task == 3:
+            return rank_vectors(
+                data, identity, self._corpus_images(data, source), queries, k, self.index
+            )
+        if data.task == 4:
+            return rank_vectors(data, identity, self._pairs(data, source), queries, k, self.index)
+        return rank_vectors(
+            data, identity, self.encode_texts([d.text for d in data.corpus]), queries, k, self.index
+        )
+
+    def _corpus_images(self, data: TaskData, source: Any) -> np.ndarray:
+        paths = [d.doc_id if d.image is None else d.image.path for d in data.corpus]
+        return self._image_vectors(data.domain, paths, source)
+
+    def _image_vectors(self, domain: str, paths: list[str], source: Any) -> np.ndarray:
+        loaders, keys = [], []
+        for path in paths:
+            raw = source.document_image_bytes(domain, path)
+            if raw is None:  # the task's corpus holds decodable images only (SPEC §3)
+                raise ImageDecodeError(path, "missing: the dataset has no bytes for this path")
+            loaders.append(partial(decode_image, raw, path))
+            keys.append(content_key(raw))
+        return self.encode_images(loaders, keys)
+
+    def _pairs(self, data: TaskData, source: Any) -> np.ndarray:
+        passages = Groups.from_keys([passage_id(d.doc_id) for d in data.corpus])
+        texts = self.encode_texts(
+            [data.corpus[i].text for i in passages.members[passages.offsets[:-1]]]
+        )
+        paths = sorted({d.image.path for d in data.corpus if d.image is not None})
+        row = {path: i for i, path in enumerate(paths)}
+        # reshape: a domain without images gives an empty (0, 0) block.
+        images = np.vstack(
+            [
+                self._image_vectors(data.domain, paths, source).reshape(-1, texts.shape[1]),
+                self.encode_images([white_image], [image_key(white_image())]),
+            ]
+        )
+        image_of = [row[d.image.path] if d.image is not None else len(paths) for d in data.corpus]
+        return l2_normalise((texts[passages.unit_of_doc] + images[image_of]) / 2)

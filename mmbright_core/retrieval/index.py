@@ -1,0 +1,283 @@
+"""Top-k selection under the ranking rule: over full score arrays and through faiss.
+
+Every cut here removes the query's excluded documents *before* counting to ``k`` (SPEC §3)
+and orders ties by doc id descending (:mod:`mmbright_core.ranking`), including ties that
+straddle the cut: the dense search keeps asking faiss for more until the ``k``-th kept score
+is strictly above everything it has not seen. Task 4 pairs share their passage's text
+embedding or BM25 score; :class:`Groups` maps one indexed unit (a passage) to its documents
+(its pairs), so a passage is scored once and expanded afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from mmbright_core.errors import InputError
+from mmbright_core.ranking import rank_order
+from mmbright_core.types import TaskData
+
+IndexKind = Literal["flat", "hnsw", "ivf"]
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Indexed units (passages) and the documents (pairs) each one stands for.
+
+    Attributes:
+        units: One key per unit, in first-seen order.
+        unit_of_doc: For each document, the index of its unit.
+        offsets: ``members[offsets[u]:offsets[u + 1]]`` are unit ``u``'s documents.
+        members: Document indices grouped by unit.
+    """
+
+    units: tuple[str, ...]
+    unit_of_doc: IntArray
+    offsets: IntArray
+    members: IntArray
+
+    @classmethod
+    def from_keys(cls, keys: Sequence[str]) -> Groups:
+        """Group documents by key (equal keys share one unit), keeping first-seen order."""
+        position: dict[str, int] = {}
+        unit_of_doc = np.fromiter(
+            (position.setdefault(key, len(position)) for key in keys),
+            dtype=np.int64,
+            count=len(keys),
+        )
+        members = np.argsort(unit_of_doc, kind="stable")
+        counts = np.bincount(unit_of_doc, minlength=len(position))
+        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        return cls(tuple(position), unit_of_doc, offsets, members.astype(np.int64))
+
+    def expand(self, units: IntArray) -> tuple[IntArray, IntArray]:
+        """Return the documents of ``units`` and, parallel to them, their unit's position."""
+        starts, stops = self.offsets[units], self.offsets[units + 1]
+        sizes = stops - starts
+        position = np.repeat(np.arange(len(units)), sizes)
+        within = np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        return self.members[starts[position] + within], position
+
+
+def doc_positions(doc_ids: Sequence[str]) -> dict[str, int]:
+    """Return doc_id -> position, for turning excluded ids into indices."""
+    return {doc_id: i for i, doc_id in enumerate(doc_ids)}
+
+
+def excluded_indices(
+    query_ids: Sequence[str], excluded: Mapping[str, frozenset[str]], positions: Mapping[str, int]
+) -> list[IntArray]:
+    """Return, per query, the corpus positions of its excluded ids (absent ids are ignored)."""
+    out = []
+    for query_id in query_ids:
+        found = [positions[d] for d in excluded.get(query_id, ()) if d in positions]
+        out.append(np.array(sorted(found), dtype=np.int64))
+    return out
+
+
+def top_k_array(
+    doc_ids: npt.NDArray[np.str_],
+    scores: FloatArray,
+    k: int,
+    exclude: IntArray | None = None,
+    min_score: float | None = None,
+) -> dict[str, float]:
+    """Cut one query's full score array to its best ``k`` under the ranking rule.
+
+    Args:
+        doc_ids: Every document's id (a numpy unicode array).
+        scores: Their scores, parallel to ``doc_ids``.
+        k: How many to keep.
+        exclude: Positions removed before the cut.
+        min_score: If given, only documents scoring strictly above it are kept.
+
+    Returns:
+        doc_id -> score for at most ``k`` documents, in ranking order.
+    """
+    keep = np.ones(len(scores), dtype=bool)
+    if exclude is not None and len(exclude):
+        keep[exclude] = False
+    if min_score is not None:
+        keep &= scores > min_score
+    candidates = np.flatnonzero(keep)
+    if len(candidates) > k:
+        values = scores[candidates]
+        kth = np.partition(values, len(values) - k)[len(values) - k]
+        candidates = candidates[values >= kth]  # every tie at the cut stays for the id rule
+    order = candidates[rank_order(doc_ids[candidates], scores[candidates].astype(np.float64))[:k]]
+    return {str(doc_ids[i]): float(scores[i]) for i in order}
+
+
+class VectorIndex:
+    """Inner-product search over L2-normalised float32 vectors with faiss.
+
+    Args:
+        vectors: An ``(n, dim)`` array; rows should be L2-normalised (cosine = inner product).
+        kind: ``flat`` (exact, the default), ``hnsw`` or ``ivf`` (approximate, for large corpora).
+        hnsw_m: Neighbours per node of the HNSW graph.
+        ef_search: HNSW search breadth (raised to the number of results asked for).
+        nlist: IVF cell count (default ``4 * sqrt(n)``).
+        nprobe: IVF cells visited per query.
+    """
+
+    def __init__(
+        self,
+        vectors: npt.ArrayLike,
+        kind: IndexKind = "flat",
+        *,
+        hnsw_m: int = 32,
+        ef_search: int = 128,
+        nlist: int | None = None,
+        nprobe: int = 16,
+    ) -> None:
+        import faiss
+
+        data = np.ascontiguousarray(vectors, dtype=np.float32)
+        if data.ndim != 2 or data.shape[0] == 0:
+            raise InputError("cannot index an empty or non-2-D array", found=str(data.shape))
+        dim = data.shape[1]
+        self._index: Any
+        self.kind = kind
+        self.ef_search = ef_search
+        if kind == "flat":
+            self._index = faiss.IndexFlatIP(dim)
+        elif kind == "hnsw":
+            self._index = faiss.IndexHNSWFlat(dim, hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        elif kind == "ivf":
+            cells = nlist or max(1, min(int(4 * np.sqrt(len(data))), len(data) // 39 or 1))
+            self._quantizer = faiss.IndexFlatIP(dim)
+            self._index = faiss.IndexIVFFlat(
+                self._quantizer, dim, cells, faiss.METRIC_INNER_PRODUCT
+            )
+            self._index.train(data)
+            self._index.nprobe = nprobe
+        else:
+            raise InputError("unknown index kind", expected="flat, hnsw or ivf", found=repr(kind))
+        self._index.add(data)
+
+    def __len__(self) -> int:
+        return int(self._index.ntotal)
+
+    def search(self, queries: npt.ArrayLike, n: int) -> tuple[npt.NDArray[np.float32], IntArray]:
+        """Return the ``n`` best inner products and positions per query (-1 pads a short list)."""
+        data = np.ascontiguousarray(queries, dtype=np.float32)
+        if self.kind == "hnsw":
+            self._index.hnsw.efSearch = max(self.ef_search, n)
+        scores, positions = self._index.search(data, min(n, len(self)))
+        return scores, positions.astype(np.int64)
+
+
+def dense_top_k(
+    index: VectorIndex,
+    queries: npt.ArrayLike,
+    doc_ids: npt.NDArray[np.str_],
+    k: int,
+    exclude: Sequence[IntArray],
+    groups: Groups | None = None,
+    scale: float = 100.0,
+) -> list[dict[str, float]]:
+    """Search ``index`` and cut each query to ``k`` documents, exclusions first, ties by id.
+
+    Args:
+        index: The indexed units (documents, or the units of ``groups``).
+        queries: One L2-normalised query vector per row.
+        doc_ids: Every document's id.
+        k: How many documents to keep per query.
+        exclude: Per query, the document positions to remove before the cut.
+        groups: How units expand into documents (None: units are the documents).
+        scale: Multiplier of the inner product (cosine x 100, SPEC §3).
+
+    Returns:
+        One doc_id -> score dict per query, in query order.
+    """
+    matrix = np.ascontiguousarray(queries, dtype=np.float32)
+    results: list[dict[str, float] | None] = [None] * len(matrix)
+    pending = np.arange(len(matrix))
+    # Enough for the common case; raised geometrically for queries whose cut is not settled.
+    width = min(len(index), k + max((len(e) for e in exclude), default=0) + 16)
+    while len(pending):
+        scores, positions = index.search(matrix[pending], width)
+        unsettled = []
+        for row, query in enumerate(pending):
+            found = _settle(
+                scores[row], positions[row], exclude[int(query)], groups, k, width >= len(index)
+            )
+            if found is None:
+                unsettled.append(query)
+                continue
+            docs, values = found
+            results[query] = top_k_array(doc_ids[docs], values.astype(np.float64) * scale, k)
+        pending = np.array(unsettled, dtype=np.int64)
+        width = min(len(index), width * 4)
+    return [r if r is not None else {} for r in results]
+
+
+def _settle(
+    scores: npt.NDArray[np.float32],
+    positions: IntArray,
+    exclude: IntArray,
+    groups: Groups | None,
+    k: int,
+    exhaustive: bool,
+) -> tuple[IntArray, npt.NDArray[np.float32]] | None:
+    # Returns the kept candidates once no unseen unit can enter the top k, else None.
+    valid = positions >= 0
+    units, unit_scores = positions[valid], scores[valid]
+    if groups is None:
+        docs, values = units, unit_scores
+    else:
+        docs, where = groups.expand(units)
+        values = unit_scores[where]
+    keep = ~np.isin(docs, exclude)
+    docs, values = docs[keep], values[keep]
+    if exhaustive or len(unit_scores) == 0:
+        return docs, values
+    if len(values) < k:
+        return None
+    kth = np.partition(values, len(values) - k)[len(values) - k]
+    return (docs, values) if kth > unit_scores.min() else None
+
+
+def l2_normalise(vectors: npt.ArrayLike) -> npt.NDArray[np.float32]:
+    """Return float32 rows scaled to unit length (zero rows stay zero)."""
+    data = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(data, axis=-1, keepdims=True)
+    return (data / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)
+
+
+def rank_vectors(
+    data: TaskData,
+    groups: Groups,
+    unit_vectors: npt.ArrayLike,
+    query_vectors: npt.ArrayLike,
+    k: int,
+    kind: IndexKind = "flat",
+) -> dict[str, dict[str, float]]:
+    """Rank ``data.corpus`` for every query by cosine x 100 between embeddings.
+
+    Args:
+        data: The task's data; its corpus order defines document positions.
+        groups: The indexed units and the documents each one stands for.
+        unit_vectors: One embedding per unit of ``groups``.
+        query_vectors: One embedding per query of ``data``, in order.
+        k: The per-query cut, applied after exclusions.
+        kind: The faiss index kind.
+
+    Returns:
+        query_id -> doc_id -> score.
+    """
+    query_ids = [q.query_id for q in data.queries]
+    if not data.corpus or not query_ids:
+        return {query_id: {} for query_id in query_ids}
+    doc_ids = np.array([d.doc_id for d in data.corpus])
+    exclude = excluded_indices(query_ids, data.excluded, doc_positions(doc_ids.tolist()))
+    # Vectors come back from the float16 cache: renormalise so inner product = cosine.
+    index = VectorIndex(l2_normalise(unit_vectors), kind)
+    found = dense_top_k(index, l2_normalise(query_vectors), doc_ids, k, exclude, groups)
+    return dict(zip(query_ids, found, strict=True))

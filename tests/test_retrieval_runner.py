@@ -1,0 +1,132 @@
+"""End-to-end runs on the fixture dataset: files, exclusions, cut, metrics, reuse, resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mmbright_core.data.sources import open_source
+from mmbright_core.io.official import OFFICIAL_MEASURES, official_metrics, read_outputs
+from mmbright_core.io.runs import read_run
+from mmbright_core.metrics import evaluate
+from mmbright_core.retrieval import get_retriever
+from mmbright_core.retrieval.runner import run_task
+
+DOMAINS = ("academia", "biology")
+
+
+@pytest.fixture(scope="module")
+def source(fixture_dir: Path):
+    return open_source(str(fixture_dir))
+
+
+def check_outputs(source, task: int, task_dir: Path, k: int, protocol: str = "paper") -> None:
+    assert (task_dir / "summary.json").is_file() and (task_dir / "config.json").is_file()
+    outputs = read_outputs(task_dir)
+    trec = read_run(task_dir / "run.trec", format="trec")
+    for domain in DOMAINS:
+        data = source.task(task, domain, protocol)
+        run = outputs.runs[domain]
+        assert set(run) == {q.query_id for q in data.queries}
+        for query_id, docs in run.items():
+            assert len(docs) <= k
+            assert not data.excluded.get(query_id, frozenset()) & set(docs)
+            assert set(docs) <= {d.doc_id for d in data.corpus}
+            assert trec[f"{domain}/{query_id}"] == pytest.approx(docs)
+        metrics = json.loads((task_dir / domain / "metrics.json").read_text())
+        assert metrics == official_metrics(data.qrels, run)
+        expected = evaluate(data.qrels, run, measures=("nDCG@10", "RR"))
+        assert metrics["NDCG@10"] == round(expected.aggregate["nDCG@10"], 5)
+        assert metrics["MRR"] == round(expected.aggregate["RR"], 5)
+        assert set(metrics) == set(OFFICIAL_MEASURES)
+
+
+@pytest.mark.parametrize(
+    ("name", "task"),
+    [
+        ("bm25", 1),
+        ("bm25", 2),
+        ("bm25", 4),
+        ("random", 1),
+        ("random", 2),
+        ("random", 3),
+        ("random", 4),
+    ],
+)
+def test_run_writes_official_outputs(source, tmp_path: Path, name: str, task: int):
+    outcome = run_task(source, task, get_retriever(name), tmp_path, k=3)
+    assert (
+        outcome.task_dir.name
+        == {1: "run_", 2: "run_", 3: "multimodal_it2i_", 4: "it2it_"}[task] + name
+    )
+    assert [d.domain for d in outcome.domains] == list(DOMAINS)
+    check_outputs(source, task, outcome.task_dir, k=3)
+    summary = json.loads((outcome.task_dir / "summary.json").read_text())
+    assert summary["model"] == name and set(summary["domains"]) == set(DOMAINS)
+
+
+def test_legacy_protocol_is_recorded_for_task4_only(source, tmp_path: Path):
+    four = run_task(source, 4, get_retriever("bm25"), tmp_path, protocol="legacy", k=5)
+    check_outputs(source, 4, four.task_dir, k=5, protocol="legacy")
+    assert four.config.protocol == "legacy"
+    one = run_task(source, 1, get_retriever("bm25"), tmp_path, protocol="legacy", k=5)
+    assert one.config.protocol == "paper"
+
+
+def test_equal_config_reuses_and_changed_config_reruns(source, tmp_path: Path):
+    first = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5)
+    assert not any(d.reused for d in first.domains)
+    scores = first.task_dir / "academia" / "scores.json"
+    before = scores.stat().st_mtime_ns
+    again = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5)
+    assert all(d.reused for d in again.domains) and scores.stat().st_mtime_ns == before
+    assert [d.run for d in again.domains] == [d.run for d in first.domains]
+    changed = run_task(source, 1, get_retriever("bm25", k1=1.5), tmp_path, k=5)
+    assert not any(d.reused for d in changed.domains)
+    stored = json.loads((first.task_dir / "academia" / "config.json").read_text())
+    assert stored["config"]["options"]["k1"] == 1.5
+    assert not any(
+        d.reused for d in run_task(source, 1, get_retriever("bm25"), tmp_path, k=4).domains
+    )
+
+
+class FailingOn:
+    """A retriever that fails on one domain, as a run killed there would."""
+
+    name = "bm25"
+    tasks = frozenset({1})
+
+    def __init__(self, domain: str) -> None:
+        self.inner = get_retriever("bm25")
+        self.domain = domain
+
+    def label(self) -> str:
+        return self.inner.label()
+
+    def settings(self):
+        return self.inner.settings()
+
+    def retrieve(self, data, source, k):
+        if data.domain == self.domain:
+            raise KeyboardInterrupt
+        return self.inner.retrieve(data, source, k)
+
+
+def test_interrupted_run_resumes_with_the_finished_domains(source, tmp_path: Path):
+    with pytest.raises(KeyboardInterrupt):
+        run_task(source, 1, FailingOn("biology"), tmp_path, k=5)
+    task_dir = tmp_path / "run_bm25"
+    assert (task_dir / "academia" / "config.json").is_file()
+    assert not (task_dir / "biology" / "config.json").exists()
+    resumed = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5)
+    assert [d.reused for d in resumed.domains] == [True, False]
+    check_outputs(source, 1, task_dir, k=5)
+
+
+def test_a_stale_domain_without_config_is_rerun(source, tmp_path: Path):
+    run_task(source, 1, get_retriever("bm25"), tmp_path, k=5)
+    (tmp_path / "run_bm25" / "biology" / "config.json").unlink()
+    again = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5, domains=["biology"])
+    assert [(d.domain, d.reused) for d in again.domains] == [("biology", False)]
