@@ -1,0 +1,164 @@
+"""Every measure, every query, against pytrec_eval (trec_eval) on random qrels and runs.
+
+pytrec_eval gives nondeterministic output for a query with empty qrels (SPEC §4), so such
+queries are kept out of what it sees; ``evaluate`` drops them itself.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mmbright_core.metrics import evaluate
+from mmbright_core.ranking import top_k
+
+pytrec_eval = pytest.importorskip("pytrec_eval")
+
+KS = (1, 3, 5, 10)
+# Ids that stress the doc-id tie-break: numeric-looking ("9" > "10" > "010" as strings),
+# accented, composed versus decomposed, CJK, empty, and long ids that share fingerprints.
+IDS = st.sampled_from(
+    ["1", "9", "10", "010", "100", "a", "b", "é", "é", "日本", "", "x" * 30 + "1", "y" * 30 + "1"]
+) | st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=6)
+PYTREC_NAMES = {
+    **{f"nDCG@{k}": f"ndcg_cut_{k}" for k in KS},
+    **{f"P@{k}": f"P_{k}" for k in KS},
+    **{f"R@{k}": f"recall_{k}" for k in KS},
+    **{f"AP@{k}": f"map_cut_{k}" for k in KS},
+    "AP": "map",
+    "RR": "recip_rank",
+}
+PYTREC_MEASURES = {
+    *(f"{name}.{','.join(map(str, KS))}" for name in ("ndcg_cut", "P", "recall", "map_cut")),
+    "map",
+    "recip_rank",
+}
+OURS = (*PYTREC_NAMES, *(f"RR@{k}" for k in KS), *(f"Judged@{k}" for k in KS))
+OURS_ORACLE = tuple(f"OracleNDCG@{k}" for k in KS)
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
+    """Random qrels and a run over a few queries, some on one side only."""
+    graded = draw(st.booleans())
+    labels = st.integers(-1, 3) if graded else st.integers(0, 1)
+    # Few distinct scores make heavy ties; the floats add the ordinary case, and the 64-bit
+    # near-ties (1.0 + 1e-9) the case where trec_eval's 32-bit comparison decides.
+    scores = (
+        st.sampled_from([0.0, 0.5, 1.0, 2.0, 1.0 + 1e-9, 0.5 - 1e-12])
+        | st.floats(-1e6, 1e6, width=32)
+        | st.floats(-1e6, 1e6)
+    )
+    query_ids = draw(st.lists(st.sampled_from(["q1", "q2", "10", "9", "é"]), unique=True))
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for query_id in query_ids:
+        side = draw(st.sampled_from(["both", "both", "both", "qrels", "run", "empty qrels"]))
+        if side in ("both", "qrels"):
+            qrels[query_id] = draw(st.dictionaries(IDS, labels, min_size=1, max_size=6))
+        if side == "empty qrels":
+            qrels[query_id] = {}
+        if side in ("both", "run", "empty qrels"):
+            ranking = draw(st.dictionaries(IDS, scores, max_size=14))
+            # Retrieve some judged documents, so that matches are common.
+            for doc_id in draw(st.lists(st.sampled_from(sorted(qrels.get(query_id) or {"a": 0})))):
+                ranking.setdefault(doc_id, draw(scores))
+            run[query_id] = ranking
+    return qrels, run
+
+
+def pytrec(qrels: dict, run: dict, measures: set[str]) -> dict[str, dict[str, float]]:
+    judged = {q: docs for q, docs in qrels.items() if docs}  # never empty qrels (its bug)
+    return pytrec_eval.RelevanceEvaluator(judged, measures).evaluate(run)
+
+
+def frame_of(run: dict[str, dict[str, float]], reverse: bool) -> pd.DataFrame:
+    rows = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+    if reverse:  # scatters each query's rows
+        rows = rows[::2] + rows[1::2]
+    return pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(), st.booleans())
+def test_every_measure_matches_pytrec_eval(case: tuple[dict, dict], reverse: bool) -> None:
+    qrels, run = case
+    expected = pytrec(qrels, run, PYTREC_MEASURES)
+    ours = evaluate(qrels, run, OURS + OURS_ORACLE, missing="skip")
+    assert set(ours.per_query["AP"]) == set(expected)
+    for query_id, values in expected.items():
+        for name, theirs in PYTREC_NAMES.items():
+            assert ours.per_query[name][query_id] == pytest.approx(values[theirs], abs=1e-9)
+
+    for query_id in expected:
+        for k in KS:
+            # RR@k: pytrec_eval's recip_rank on the run cut to its top k.
+            cut = {query_id: top_k(run[query_id], k)}
+            rr = pytrec(qrels, cut, {"recip_rank"})[query_id]["recip_rank"]
+            assert ours.per_query[f"RR@{k}"][query_id] == pytest.approx(rr, abs=1e-9)
+            # Judged@k: the share of the top k with a judgment, any label.
+            judged = sum(d in qrels[query_id] for d in cut[query_id]) / k
+            assert ours.per_query[f"Judged@{k}"][query_id] == pytest.approx(judged, abs=1e-9)
+
+    # OracleNDCG@k: the official harness's construction (runs here are shorter than 100):
+    # score each retrieved document by its label and let pytrec_eval rank them.
+    oracle_run = {
+        q: {d: qrels.get(q, {}).get(d, 0) for d in top_k(docs, 100)} for q, docs in run.items()
+    }
+    oracle = pytrec(
+        qrels,
+        {q: {d: float(v) for d, v in r.items()} for q, r in oracle_run.items()},
+        {"ndcg_cut.1,3,5,10"},
+    )
+    for query_id, values in oracle.items():
+        for k in KS:
+            theirs = values[f"ndcg_cut_{k}"]
+            assert ours.per_query[f"OracleNDCG@{k}"][query_id] == pytest.approx(theirs, abs=1e-9)
+
+    # The columnar path gives exactly the dict path's numbers, whatever the row order,
+    # for every query that has at least one row (a DataFrame cannot hold an empty ranking).
+    from_frame = evaluate(qrels, frame_of(run, reverse), OURS + OURS_ORACLE, missing="skip")
+    for name, values in ours.per_query.items():
+        assert {q: v for q, v in values.items() if run.get(q)} == from_frame.per_query[name]
+
+
+@settings(max_examples=60, deadline=None)
+@given(cases())
+def test_averages_and_counts(case: tuple[dict, dict]) -> None:
+    qrels, run = case
+    expected = pytrec(qrels, run, {"ndcg_cut.10"})
+    judged = [q for q, docs in qrels.items() if docs]
+    skip = evaluate(qrels, run, ["nDCG@10"], missing="skip")
+    zero = evaluate(qrels, run, ["nDCG@10"], missing="zero")
+    total = sum(v["ndcg_cut_10"] for v in expected.values())
+    if expected:
+        assert skip.aggregate["nDCG@10"] == pytest.approx(total / len(expected), abs=1e-9)
+    else:
+        assert math.isnan(skip.aggregate["nDCG@10"])
+    if judged:
+        assert zero.aggregate["nDCG@10"] == pytest.approx(total / len(judged), abs=1e-9)
+    assert set(zero.per_query["nDCG@10"]) == set(judged)
+    assert skip.counts.evaluated == len(expected)
+    assert zero.counts.evaluated == len(judged)
+    assert skip.counts.dropped_empty_qrels == len(qrels) - len(judged)
+    assert skip.counts.missing_from_run == len([q for q in judged if q not in run])
+    assert skip.counts.extra_in_run == len([q for q in run if q not in qrels])
+
+
+def test_scores_compare_at_32_bits_like_trec_eval() -> None:
+    """Scores that only 64-bit floats tell apart tie, as in trec_eval.
+
+    1.0 + 1e-9 and 1.0 are the same 32-bit float, so trec_eval ties them and ranks "b"
+    first (doc id descending); evaluate does the same, from dicts and from columns.
+    """
+    qrels, run = {"q": {"a": 1}}, {"q": {"a": 1.0 + 1e-9, "b": 1.0}}
+    assert pytrec(qrels, run, {"recip_rank"})["q"]["recip_rank"] == 0.5
+    assert evaluate(qrels, run, ["RR"]).per_query["RR"]["q"] == 0.5
+    frame = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"], "score": [1.0 + 1e-9, 1.0]})
+    assert evaluate(qrels, frame, ["RR"]).per_query["RR"]["q"] == 0.5
+    # A difference float32 keeps still counts.
+    assert evaluate(qrels, {"q": {"a": 1.0 + 1e-7, "b": 1.0}}, ["RR"]).per_query["RR"]["q"] == 1
