@@ -1,7 +1,12 @@
 """The one ranking rule: score descending, then doc id descending (trec_eval's order).
 
 trec_eval sorts a query's documents by score and breaks ties by comparing doc ids with
-``strcmp`` in descending order. Python compares ``str`` by code point, which orders UTF-8
+``strcmp`` in descending order. It holds scores as 32-bit floats, so two scores that differ
+only beyond float32 precision (1.0 and 1.0 + 1e-9) tie there and the doc id decides;
+``ranking_score`` applies the same rounding so that rankings and scores here equal
+trec_eval's and pytrec_eval's on any input. (SPEC §4 says scores are compared as 64-bit
+floats; that would rank such near-ties differently from trec_eval, the reference the scores
+must equal, so this module follows trec_eval.) Python compares ``str`` by code point, which orders UTF-8
 encoded ids exactly as ``strcmp`` orders their bytes, so the two agree on any id. Every
 place in the package that orders or cuts a run goes through this module (SPEC §4, and
 ranx's insertion-order tie-break as the peer pitfall this avoids).
@@ -16,6 +21,20 @@ import numpy as np
 import numpy.typing as npt
 
 
+def ranking_score(score: float) -> float:
+    """Return a score at the precision trec_eval compares scores at (float32)."""
+    return float(np.float32(score))
+
+
+def ranking_scores(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Return scores at the precision trec_eval compares them at (float32), as float64."""
+    return scores.astype(np.float32).astype(np.float64)
+
+
+def _key(item: tuple[str, float]) -> tuple[float, str]:
+    return ranking_score(item[1]), item[0]
+
+
 def ranked(scores: Mapping[str, float]) -> list[tuple[str, float]]:
     """Return ``(doc_id, score)`` pairs in ranking order.
 
@@ -25,10 +44,12 @@ def ranked(scores: Mapping[str, float]) -> list[tuple[str, float]]:
     Returns:
         The pairs sorted by score descending, ties by doc id descending.
     """
-    return sorted(scores.items(), key=lambda item: (item[1], item[0]), reverse=True)
+    return sorted(scores.items(), key=_key, reverse=True)
 
 
-def rank_order(doc_ids: npt.NDArray[np.str_], scores: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
+def rank_order(
+    doc_ids: npt.NDArray[np.str_], scores: npt.NDArray[np.float64]
+) -> npt.NDArray[np.intp]:
     """Return the indices that put parallel arrays in ranking order.
 
     Args:
@@ -40,12 +61,10 @@ def rank_order(doc_ids: npt.NDArray[np.str_], scores: npt.NDArray[np.float64]) -
     """
     # lexsort sorts ascending on the last key first; reversing an ascending
     # (score, doc_id) sort gives descending on both, matching ``ranked``.
-    return np.lexsort((doc_ids, scores))[::-1]
+    return np.lexsort((doc_ids, ranking_scores(scores)))[::-1]
 
 
-def top_k(
-    scores: Mapping[str, float], k: int, exclude: Collection[str] = ()
-) -> dict[str, float]:
+def top_k(scores: Mapping[str, float], k: int, exclude: Collection[str] = ()) -> dict[str, float]:
     """Cut one query's scores to its best ``k``, after removing excluded ids.
 
     Exclusion happens before the cut, as the benchmark's protocol requires (SPEC §3), so
@@ -61,4 +80,4 @@ def top_k(
     """
     kept = [(d, s) for d, s in scores.items() if d not in exclude] if exclude else scores.items()
     # nlargest with the ranking key keeps exactly the first k of ``ranked`` in O(n log k).
-    return dict(heapq.nlargest(k, kept, key=lambda item: (item[1], item[0])))
+    return dict(heapq.nlargest(k, kept, key=_key))

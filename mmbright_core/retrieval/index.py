@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mmbright_core.errors import InputError
-from mmbright_core.ranking import rank_order
+from mmbright_core.ranking import rank_order, ranking_scores
 from mmbright_core.types import TaskData
 
 IndexKind = Literal["flat", "hnsw", "ivf"]
@@ -107,7 +107,7 @@ def top_k_array(
         keep &= scores > min_score
     candidates = np.flatnonzero(keep)
     if len(candidates) > k:
-        values = scores[candidates]
+        values = ranking_scores(scores[candidates].astype(np.float64))  # the rule's precision
         kth = np.partition(values, len(values) - k)[len(values) - k]
         candidates = candidates[values >= kth]  # every tie at the cut stays for the id rule
     order = candidates[rank_order(doc_ids[candidates], scores[candidates].astype(np.float64))[:k]]
