@@ -61,7 +61,8 @@ class UnknownNameError(MMBrightError, KeyError):
         close = difflib.get_close_matches(name, self.known, n=3, cutoff=0.5)
         if not close:
             lowered = {k.lower(): k for k in self.known}
-            close = [lowered[m] for m in difflib.get_close_matches(name.lower(), list(lowered), n=3)]
+            matches = difflib.get_close_matches(name.lower(), list(lowered), n=3)
+            close = [lowered[m] for m in matches]
         message = f"unknown {kind} {name!r}"
         if close:
             message += f"; did you mean {' or '.join(repr(c) for c in close)}?"

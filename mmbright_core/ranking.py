@@ -6,8 +6,8 @@ only beyond float32 precision (1.0 and 1.0 + 1e-9) tie there and the doc id deci
 ``ranking_score`` applies the same rounding so that rankings and scores here equal
 trec_eval's and pytrec_eval's on any input. (SPEC §4 says scores are compared as 64-bit
 floats; that would rank such near-ties differently from trec_eval, the reference the scores
-must equal, so this module follows trec_eval.) Python compares ``str`` by code point, which orders UTF-8
-encoded ids exactly as ``strcmp`` orders their bytes, so the two agree on any id. Every
+must equal, so this module follows trec_eval.) Python compares ``str`` by code point, which
+orders UTF-8 encoded ids exactly as ``strcmp`` orders their bytes, so the two agree on any id. Every
 place in the package that orders or cuts a run goes through this module (SPEC §4, and
 ranx's insertion-order tie-break as the peer pitfall this avoids).
 """

@@ -27,7 +27,7 @@ Missing = Literal["skip", "zero"]
 
 @dataclass(frozen=True)
 class ImageRef:
-    """A reference to an image of the benchmark, never its pixels.
+    r"""A reference to an image of the benchmark, never its pixels.
 
     Attributes:
         path: The image path with ``\\`` normalised to ``/``; it is also the Task 3 doc id.
