@@ -25,13 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in _SUBCOMMANDS:
-        try:
-            module = importlib.import_module(f"mmbright_core.cli.{name}")
-        except ModuleNotFoundError as err:
-            if err.name != f"mmbright_core.cli.{name}":
-                raise
-            continue
-        module.register(subparsers)
+        importlib.import_module(f"mmbright_core.cli.{name}").register(subparsers)
     return parser
 
 
