@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: app test lint bench clean
+.PHONY: app test lint bench demo-runs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,14 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	for f in benchmarks/bench_*.py; do $(BIN)/python $$f || exit 1; done
+
+# The demo's shipped runs: text-only BM25 and OCR-augmented BM25 on tasks 2 and 4.
+DEMO_RUNS := mmbright_core/data/demo/runs
+demo-runs: $(STAMP)
+	rm -rf $(DEMO_RUNS)
+	for task in 2 4; do for retriever in bm25 ocr-bm25; do \
+	  HF_HUB_OFFLINE=1 $(BIN)/mmbright run --source demo --task $$task --retriever $$retriever \
+	    --out $(DEMO_RUNS) || exit 1; done; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache test-artifacts
