@@ -15,10 +15,9 @@ import pyarrow as pa
 import pytest
 
 import mmbright_core
-from mmbright_core import metrics
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.measures import Measure
-from mmbright_core.metrics import evaluate
+from mmbright_core.metrics import _ranks, evaluate
 
 L3 = math.log2(3)
 ALL = ("nDCG@3", "P@3", "R@3", "AP", "AP@2", "RR", "RR@1", "Judged@3", "OracleNDCG@3")
@@ -224,7 +223,7 @@ def test_many_blocks_give_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> No
     }
     qrels = {q: {d: int(rng.integers(0, 3)) for d in list(docs)[:5]} for q, docs in run.items()}
     expected = both_paths(qrels, run)
-    monkeypatch.setattr(metrics, "_BLOCK_ROWS", 7)  # many small blocks
+    monkeypatch.setattr(_ranks, "BLOCK_ROWS", 7)  # many small blocks
     assert both_paths(qrels, run).per_query == expected.per_query
 
 
