@@ -54,7 +54,7 @@ def frame_to_run(frame: Any, name: str) -> dict[str, dict[str, float]]:
     Raises:
         InputError: A column is missing, has the wrong type, or holds a bad value.
     """
-    table = _as_table(frame, name)
+    table = as_table(frame, name)
     missing = [c for c in _REQUIRED if c not in table.column_names]
     if missing:
         raise InputError(
@@ -85,7 +85,7 @@ def frame_to_run(frame: Any, name: str) -> dict[str, dict[str, float]]:
     return run
 
 
-def _as_table(frame: Any, name: str) -> pa.Table:
+def as_table(frame: Any, name: str) -> pa.Table:
     if isinstance(frame, pa.Table):
         return frame
     if isinstance(frame, pd.DataFrame):
@@ -120,7 +120,7 @@ def _ids(column: pa.ChunkedArray, label: str, name: str) -> list[str]:
             expected="strings (or integers)",
             found=str(kind),
         )
-    _no_nulls(column, label, name)
+    no_nulls(column, label, name)
     return column.to_pylist()
 
 
@@ -134,7 +134,7 @@ def _scores(column: pa.ChunkedArray, name: str) -> list[float]:
             found=str(kind),
             hint="Convert it, e.g. with pandas.to_numeric, and check what did not convert",
         )
-    _no_nulls(column, "score", name)
+    no_nulls(column, "score", name)
     values = column.cast(pa.float64()).to_numpy()
     bad = np.flatnonzero(~np.isfinite(values))
     if bad.size:
@@ -147,7 +147,7 @@ def _scores(column: pa.ChunkedArray, name: str) -> list[float]:
     return values.tolist()  # Python floats, not numpy scalars
 
 
-def _no_nulls(column: pa.ChunkedArray, label: str, name: str) -> None:
+def no_nulls(column: pa.ChunkedArray, label: str, name: str) -> None:
     if column.null_count:
         row = int(pc.index(pc.is_null(column), True).as_py()) + 1
         raise InputError(

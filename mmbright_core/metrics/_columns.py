@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mmbright_core.errors import InputError
-from mmbright_core.io._columns import _no_nulls
+from mmbright_core.io._columns import no_nulls
 from mmbright_core.io._json import show
 from mmbright_core.metrics._ranks import (
     NO_HITS,
@@ -301,7 +301,7 @@ def _id_array(column: pa.Array, label: str) -> pa.Array:
             found=str(kind),
             hint="Convert it with .astype(str)",
         )
-    _no_nulls(column, label, "run")
+    no_nulls(column, label, "run")
     return column
 
 
