@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from mmbright_core.data import demo_build
+from mmbright_core.data import demo_build, demo_images
 from mmbright_core.errors import InputError
 
 PACKAGED = demo_build.DEMO_DIR
@@ -53,10 +53,14 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _files(root: Path) -> dict[str, bytes]:
+    # The hand-written source, the README and the shipped runs (made by retrievers from
+    # these files; tests/test_demo_runs.py checks them) are not the build's output.
     return {
         p.relative_to(root).as_posix(): p.read_bytes()
         for p in sorted(root.rglob("*"))
-        if p.is_file() and p.relative_to(root).parts[0] != "source" and p.suffix != ".md"
+        if p.is_file()
+        and p.relative_to(root).parts[0] not in ("source", "runs")
+        and p.suffix != ".md"
     }
 
 
@@ -92,7 +96,7 @@ def test_packaged_files_match_their_manifest() -> None:
 
 def test_rebuild_is_byte_identical_to_the_packaged_files(built: Path) -> None:
     generator = json.loads((PACKAGED / "MANIFEST.json").read_text())["generator"]
-    here = {"pyarrow": pa.__version__, "pillow": PIL.__version__, "font": demo_build.FONT_SOURCE}
+    here = {"pyarrow": pa.__version__, "pillow": PIL.__version__, "font": demo_images.FONT_SOURCE}
     if generator != here:
         pytest.skip(f"packaged demo was built with {generator}, this environment has {here}")
     assert _files(built) == _files(PACKAGED)
@@ -276,7 +280,7 @@ def test_image_words_help_clue_queries_and_hurt_misleading_ones() -> None:
     for domain in demo_build.DOMAINS:
         spec = json.loads((demo_build.SOURCE_DIR / f"{domain}.json").read_text())
         for query in spec["queries"]:
-            words[query["id"]] = "\n".join(map(demo_build.image_text, query.get("images", [])))
+            words[query["id"]] = "\n".join(map(demo_images.image_text, query.get("images", [])))
     _assert_designed_effects(_image_effects(words))
 
 
@@ -302,7 +306,7 @@ def test_ocr_reads_the_query_images_and_keeps_the_design() -> None:
                     continue
                 result, _ = engine(numpy.asarray(image.convert("RGB")))
                 text = " ".join(line[1] for line in result or [])
-                want = set(re.findall(r"\w\w+", demo_build.image_text(image_spec).lower()))
+                want = set(re.findall(r"\w\w+", demo_images.image_text(image_spec).lower()))
                 if want:
                     recalls.append(len(want & set(re.findall(r"\w\w+", text.lower()))) / len(want))
                 read.append(text)
