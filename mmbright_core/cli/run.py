@@ -9,7 +9,8 @@ from typing import Any
 from mmbright_core.data.images import POLICIES
 from mmbright_core.data.sources import open_source
 from mmbright_core.errors import InputError
-from mmbright_core.retrieval.base import DEFAULT_K, available_retrievers, get_retriever
+from mmbright_core.retrieval.base import DEFAULT_K, available_retrievers
+from mmbright_core.retrieval.engines import add_engine_arguments, with_engine
 from mmbright_core.retrieval.runner import run_task
 
 
@@ -66,6 +67,7 @@ def register(subparsers: Any) -> None:
         help="another backend option, e.g. k1=1.2 or query_prefix='search_query: '",
     )
     parser.add_argument("--out", required=True, help="output root folder")
+    add_engine_arguments(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -97,7 +99,7 @@ def handle(args: argparse.Namespace) -> int:
         cache_dir=args.cache_dir,
         device=args.device,
     )
-    retriever = get_retriever(args.retriever, **options)
+    retriever = with_engine(args.retriever, options, args)
     source = open_source(args.source)
     outcome = run_task(
         source,

@@ -4,11 +4,16 @@ Every source reads one parquet file per config and domain (``{config}/{domain}.p
 §2) with pyarrow, never through ``datasets.load_dataset`` (which fails on
 ``examples_multimodal`` and leaves ``.incomplete`` caches behind). Columns are projected, so
 text-only tasks read no image bytes, and image bytes are fetched one item at a time.
+
+Memory stays bounded by the largest domain, not by the number of domains: large files are
+read in record batches, and a source keeps the tasks (with their corpus) of a bounded number
+of domains, least recently used first out (physics alone holds 338,291 passages, SPEC §1).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -22,6 +27,13 @@ from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.types import Protocol4, TaskData
 
 _TASKS = (1, 2, 3, 4)
+
+#: Domains whose tasks (with their corpus) a source keeps; 1 = never two corpora at once.
+CORPUS_CACHE_DOMAINS = 1
+#: Image files whose path index a source keeps (a domain's query and corpus images).
+IMAGE_INDEX_CACHE = 2
+#: Rows per record batch when streaming a file (about 18 MB of average passages).
+BATCH_ROWS = 8192
 
 
 class _ImageIndex:
@@ -66,13 +78,22 @@ class Source:
     """A copy of MM-BRIGHT: builds each task's data and serves image bytes lazily.
 
     Subclasses say where ``{config}/{domain}.parquet`` lives (:meth:`_locate`) and which
-    domains exist. Tasks are cached per object, keyed by task, domain and protocol.
+    domains exist. Tasks are cached per object, keyed by task, domain and protocol: judgments
+    (no corpus) for every domain, tasks with their corpus for the ``corpus_cache_domains``
+    most recently used domains only, so a run over all 29 domains holds one corpus at a time.
+
+    Attributes:
+        corpus_cache_domains: How many domains' corpus-bearing tasks to keep (at least 1).
     """
+
+    corpus_cache_domains: int = CORPUS_CACHE_DOMAINS
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._tasks: dict[tuple[int, str, str, bool], TaskData] = {}
-        self._images: dict[tuple[str, str], _ImageIndex] = {}
+        self._judgments: dict[tuple[int, str, str], TaskData] = {}
+        # domain -> its corpus-bearing tasks, least recently used domain first.
+        self._tasks: OrderedDict[str, dict[tuple[int, str], TaskData]] = OrderedDict()
+        self._images: OrderedDict[tuple[str, str], _ImageIndex] = OrderedDict()
         self._problems: dict[tuple[str, str, str], str | None] = {}
 
     def __repr__(self) -> str:
@@ -107,6 +128,26 @@ class Source:
         path = self._checked_file(config, domain, columns)
         try:
             return pq.read_table(path, columns=list(columns))
+        except (pa.ArrowException, OSError) as err:
+            raise _unreadable(path, err) from err
+
+    def iter_batches(
+        self, config: str, domain: str, columns: Sequence[str], batch_rows: int | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        """Stream ``columns`` of one config's file in record batches (default ``BATCH_ROWS`` rows).
+
+        Only one batch is decoded at a time, so the arrow copy of a large corpus never sits
+        beside its Python copy in full.
+
+        Raises:
+            InputError: If the file lacks a column or is not a readable parquet file.
+        """
+        path = self._checked_file(config, domain, columns)
+        try:
+            # Opened inside the generator's try: a corrupt file fails on the first batch.
+            yield from pq.ParquetFile(path).iter_batches(
+                batch_size=batch_rows or BATCH_ROWS, columns=list(columns)
+            )
         except (pa.ArrowException, OSError) as err:
             raise _unreadable(path, err) from err
 
@@ -152,21 +193,30 @@ class Source:
         Scoring needs queries, qrels and exclusions only; tasks 1-3 then read no passage
         text and Task 4 reads passage ids alone.
         """
-        key = (self._check_task(task), domain, _protocol_for(task, protocol), True)
-        if key in self._tasks:
-            return self._tasks[key]
+        checked = (self._check_task(task), _protocol_for(task, protocol))
+        held = self._tasks.get(domain, {}).get(checked)
+        if held is not None:
+            return held
         return self._cached_task(task, domain, protocol, with_corpus=False)
 
     def _cached_task(self, task: int, domain: str, protocol: str, *, with_corpus: bool) -> TaskData:
-        key = (
-            self._check_task(task),
-            self.check_domain(domain),
-            _protocol_for(task, protocol),
-            with_corpus,
-        )
-        if key not in self._tasks:
-            self._tasks[key] = build_task(self, task, domain, key[2], with_corpus=with_corpus)
-        return self._tasks[key]
+        key = (self._check_task(task), _protocol_for(task, protocol))
+        self.check_domain(domain)
+        if not with_corpus:
+            light = (key[0], domain, key[1])
+            if light not in self._judgments:
+                self._judgments[light] = build_task(self, task, domain, key[1], with_corpus=False)
+            return self._judgments[light]
+        if domain not in self._tasks:
+            # Evict before building: the new corpus must never sit beside one too many.
+            while len(self._tasks) >= max(1, self.corpus_cache_domains):
+                self._tasks.popitem(last=False)
+            self._tasks[domain] = {}
+        self._tasks.move_to_end(domain)
+        held = self._tasks[domain]
+        if key not in held:
+            held[key] = build_task(self, task, domain, key[1], with_corpus=True)
+        return held[key]
 
     @staticmethod
     def _check_task(task: int) -> int:
@@ -178,10 +228,13 @@ class Source:
         key = (config, domain)
         if key not in self._images:
             path = self._checked_file(config, domain, ("path", "bytes"))
+            while len(self._images) >= IMAGE_INDEX_CACHE:
+                self._images.popitem(last=False)  # each index holds a row group of bytes
             try:
                 self._images[key] = _ImageIndex(path)
             except (pa.ArrowException, OSError) as err:
                 raise _unreadable(path, err) from err
+        self._images.move_to_end(key)
         return self._images[key]
 
     def image_paths(self, config: str, domain: str) -> tuple[str, ...]:

@@ -28,6 +28,7 @@ from mmbright_core.retrieval.cache import (
     path_sha256,
 )
 from mmbright_core.retrieval.index import Groups, IndexKind, l2_normalise, rank_vectors
+from mmbright_core.retrieval.textcap import cap_text
 from mmbright_core.types import Query, TaskData
 
 ImageLoader = Callable[[], Image.Image]
@@ -181,29 +182,37 @@ class ClipRetriever:
             settings["preprocess"] = repr(self._load()[1])
         return EmbeddingCache(self.cache_root, settings)
 
-    def encode_texts(self, texts: list[str]) -> np.ndarray:
-        """Return normalised float32 text embeddings (truncated to the model's context)."""
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed one batch of texts, uncached (capped first: :func:`cap_text` changes no token)."""
         model, _, tokenizer = self._load()
         torch = require("torch", "the clip retriever", "clip")
+        tokens = self._context_length()
+        with torch.no_grad():
+            vectors = model.encode_text(
+                tokenizer([cap_text(t, tokens) for t in texts]).to(self.device)
+            )
+        return l2_normalise(vectors.float().cpu().numpy())
 
-        def batch(chunk: list[str]) -> np.ndarray:
-            with torch.no_grad():
-                vectors = model.encode_text(tokenizer(chunk).to(self.device))
-            return l2_normalise(vectors.float().cpu().numpy())
+    def embed_images(self, images: Sequence[Image.Image]) -> np.ndarray:
+        """Embed one batch of decoded images, uncached."""
+        model, preprocess, _ = self._load()
+        torch = require("torch", "the clip retriever", "clip")
+        pixels = torch.stack([preprocess(image) for image in images]).to(self.device)
+        with torch.no_grad():
+            vectors = model.encode_image(pixels)
+        return l2_normalise(vectors.float().cpu().numpy())
 
+    def encode_texts(self, texts: list[str]) -> np.ndarray:
+        """Return normalised float32 text embeddings (truncated to the model's context)."""
         keys = [content_key(t) for t in texts]
-        return self._cache("text").encode(texts, keys, batch, self.batch_size, desc="clip texts")
+        cache = self._cache("text")
+        return cache.encode(texts, keys, self.embed_texts, self.batch_size, desc="clip texts")
 
     def encode_images(self, loaders: Sequence[ImageLoader], keys: Sequence[str]) -> np.ndarray:
         """Return normalised float32 image embeddings; loaders run only on cache misses."""
-        model, preprocess, _ = self._load()
-        torch = require("torch", "the clip retriever", "clip")
 
         def batch(chunk: list[ImageLoader]) -> np.ndarray:
-            pixels = torch.stack([preprocess(load()) for load in chunk]).to(self.device)
-            with torch.no_grad():
-                vectors = model.encode_image(pixels)
-            return l2_normalise(vectors.float().cpu().numpy())
+            return self.embed_images([load() for load in chunk])
 
         return self._cache("image").encode(
             loaders, keys, batch, self.batch_size, desc="clip images"

@@ -22,6 +22,7 @@ from mmbright_core.retrieval.cache import (
     path_sha256,
 )
 from mmbright_core.retrieval.index import Groups, IndexKind, rank_vectors
+from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
 from mmbright_core.types import TaskData
 
 
@@ -126,21 +127,32 @@ class DenseRetriever:
             self.cache_root, {"encoder": "sentence-transformers", "prefix": prefix, **settings}
         )
 
+    def encode_batch(self, texts: list[str], prefix: str) -> np.ndarray:
+        """Embed one batch of texts, uncached: the unit of work of the local and Ray paths.
+
+        Texts are capped to what the truncation can reach first (:func:`cap_text`), which
+        changes no token and spares tokenising a 25 MB passage whole (SPEC §2).
+        """
+        tokens = self.max_length or DEFAULT_TOKEN_BOUND
+        return self._load().encode(
+            [prefix + cap_text(t, tokens) for t in texts],
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+
     def encode(self, texts: list[str], prefix: str) -> np.ndarray:
         """Return L2-normalised float32 embeddings of ``prefix + text`` for each text."""
-        encoder = self._load()
-
-        def batch(chunk: list[str]) -> np.ndarray:
-            return encoder.encode(
-                [prefix + t for t in chunk],
-                batch_size=self.batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            )
-
         keys = [content_key(t) for t in texts]
-        return self._cache(prefix).encode(texts, keys, batch, self.batch_size * 8, desc="texts")
+        return self._cache(prefix).encode(
+            texts, keys, lambda chunk: self.encode_batch(chunk, prefix), self.chunk, desc="texts"
+        )
+
+    @property
+    def chunk(self) -> int:
+        """Texts per :meth:`encode_batch` call (fixes the batches the vectors come from)."""
+        return self.batch_size * 8
 
     def retrieve(
         self, data: TaskData, source: ImageSource | None, k: int
