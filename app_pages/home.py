@@ -16,7 +16,7 @@ task = state.current_task()
 protocol = state.current_protocol()
 if spec == state.DEFAULT_SOURCE:
     st.info(render.SYNTHETIC_NOTE, icon=":material/science:")
-st.caption(f"Source: `{render.escape_md(spec)}` · {TASK_LABELS[task]} · protocol {protocol}")
+st.caption(f"Source: {render.escape_md(spec)} · {TASK_LABELS[task]} · protocol {protocol}")
 
 with st.expander("Add or remove runs", expanded=not state.task_runs()):
     runs_panel.render_panel()

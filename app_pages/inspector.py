@@ -31,7 +31,7 @@ forward.button(
     "Next ▶", key="insp_next", on_click=inspect.step, args=(order, 1), disabled=not order
 )
 if order:
-    st.caption(inspect.order_caption(order, target))
+    st.caption(render.escape_message(inspect.order_caption(order, target)))
 
 query = loaders.queries(spec, task, target.domain, protocol)[target.query_id]
 qrels = loaders.qrels(spec, task, target.domain, protocol).get(target.query_id, {})
@@ -41,13 +41,13 @@ shown = st.multiselect("Runs", list(runs), default=inspect.default_runs(runs), k
 
 query_col, *run_cols = st.columns([2] + [3] * max(len(shown), 1))
 with query_col:
-    st.subheader(f"{target.domain} / {target.query_id}")
+    st.subheader(f"{render.escape_md(target.domain)} / {render.escape_md(target.query_id)}")
     st.caption(f"{len(query.images)} image(s) · {sum(v > 0 for v in qrels.values())} relevant")
     render.show_query(source, query)
 documents = loaders.documents(spec, task, target.domain, protocol) if shown else {}
 for index, (column, name) in enumerate(zip(run_cols, shown, strict=False)):
     with column:
-        st.subheader(name)
+        st.subheader(render.escape_md(name))
         scores = runs[name].runs.get(target.domain, {}).get(target.query_id, {})
         if not scores:
             st.info("This run does not rank this query.")
@@ -72,7 +72,7 @@ for index, (column, name) in enumerate(zip(run_cols, shown, strict=False)):
 
 if len(shown) >= 2:
     a, b = shown[:2]
-    st.subheader(f"Rank diff: {a} → {b}")
+    st.subheader(f"Rank diff: {render.escape_md(a)} → {render.escape_md(b)}")
     diff = rank_diff(
         qrels,
         inspect.scored(runs[a], target, excluded),

@@ -14,14 +14,34 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mmbright_core.data.ids import PAIR_SEPARATOR
 from mmbright_core.data.sources import Source
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.metrics import evaluate
 from mmbright_core.ranking import top_k
-from mmbright_core.types import EvalResult, Missing, Protocol4, Run
+from mmbright_core.types import EvalResult, Missing, Protocol4, Qrels, Run
 
 RUN_DEPTH = 1000
 """Every run is cut to its top 1,000 per query (SPEC §3)."""
+
+IMAGE_SUFFIXES = frozenset({"bmp", "gif", "jpeg", "jpg", "png", "svg", "tif", "tiff", "webp"})
+
+# Each shape of doc id: how one reads (singular, plural) and the tasks that rank it (SPEC §2-3).
+_SHAPES = {
+    "pair": (
+        "a Task 4 pair id '<passage id>|||<image path or __NO_IMAGE__>'",
+        "Task 4 pair ids",
+        "task 4",
+    ),
+    "passage": ("a passage id '<domain>/<key>_<n>.txt'", "passage ids", "task 1 or 2"),
+    "image": (
+        "an image path '<domain>/<domain>_<key>_<n>/image_<k>.<ext>'",
+        "image paths",
+        "task 3",
+    ),
+    "other": ("", "ids of no MM-BRIGHT shape", ""),
+}
+_SAMPLE = 3
 
 
 @dataclass(frozen=True)
@@ -66,6 +86,95 @@ def apply_protocol(
         kept = {d: s for d, s in scores.items() if d not in drop} if drop else dict(scores)
         out[query_id] = kept if len(kept) <= depth else top_k(kept, depth)
     return out
+
+
+def doc_id_shape(doc_id: str) -> str:
+    """Name the kind of item a doc id points at: ``pair``, ``passage``, ``image`` or ``other``.
+
+    Task 4 pair ids hold ``|||``, passage ids end in ``.txt`` and Task 3 ids are image paths
+    (SPEC §2-3); anything else is ``other``.
+    """
+    if PAIR_SEPARATOR in doc_id:
+        return "pair"
+    suffix = doc_id.rpartition(".")[2].lower()
+    if suffix == "txt":
+        return "passage"
+    return "image" if suffix in IMAGE_SUFFIXES and "/" in doc_id else "other"
+
+
+def check_doc_ids(qrels: Qrels, run: Run, *, task: int, domain: str, name: str = "<run>") -> None:
+    """Refuse a run none of whose doc ids has the shape of the task's judged doc ids.
+
+    Scoring a Task 4 run (pair ids) against passage qrels, or passage ids against Task 3's
+    image paths, silently gives 0 everywhere (the official harness's behaviour); here it is an
+    error. A single doc id of the right shape is enough, so a weak but honest run still scores.
+    Qrels holding ids of no MM-BRIGHT shape (another dataset's conventions) are not checked.
+
+    Args:
+        qrels: The domain's judgments.
+        run: The domain's run.
+        task: The task number, for the message.
+        domain: The domain, for the message.
+        name: The run's name, for the message.
+
+    Raises:
+        InputError: The run has doc ids, and none of them has an expected shape.
+    """
+    judged = {doc_id: doc_id_shape(doc_id) for docs in qrels.values() for doc_id in docs}
+    expected = set(judged.values())
+    if not expected or "other" in expected:
+        return
+    found: dict[str, list[str]] = {}
+    for docs in run.values():
+        for doc_id in docs:
+            shape = doc_id_shape(doc_id)
+            if shape in expected:
+                return
+            sample = found.setdefault(shape, [])
+            if len(sample) < _SAMPLE:
+                sample.append(doc_id)
+    if not found:
+        return  # an empty run: nothing to judge its shape by
+    raise InputError(
+        f"the run's doc ids do not fit task {task} (domain {domain!r}): "
+        f"none is {' or '.join(_SHAPES[s][0] for s in sorted(expected))}",
+        source=name,
+        expected="doc ids such as " + ", ".join(repr(d) for d in sorted(judged)[:_SAMPLE]),
+        found="; ".join(
+            f"{_SHAPES[shape][1]} such as {', '.join(repr(d) for d in sample)}"
+            for shape, sample in sorted(found.items())
+        ),
+        hint=_mismatch_hint(found),
+    )
+
+
+def _mismatch_hint(found: Mapping[str, list[str]]) -> str:
+    tasks = [_SHAPES[s][2] for s in sorted(found) if _SHAPES[s][2]]
+    if not tasks:
+        return "Check that the run was made on MM-BRIGHT's ids, for this task and source"
+    return f"It looks like a {' or '.join(tasks)} run: choose that task, or check the file"
+
+
+def check_task_runs(
+    source: Source,
+    task: int,
+    runs: Mapping[str, Run],
+    *,
+    protocol: str = "paper",
+    name: str = "<run>",
+) -> None:
+    """Check every domain's run against the task's judged doc ids (:func:`check_doc_ids`).
+
+    Domains the source does not hold are left to the caller (scoring refuses them).
+
+    Raises:
+        InputError: A domain's run has no doc id of the task's shape.
+    """
+    held = set(source.domains())
+    for domain, run in runs.items():
+        if domain in held:
+            qrels = source.judgments(task, domain, protocol).qrels
+            check_doc_ids(qrels, run, task=task, domain=domain, name=name)
 
 
 def task_query_ids(
@@ -169,6 +278,7 @@ def score_task(
     protocol: Protocol4 = "paper",
     measures: Iterable[str] = ("nDCG@10",),
     missing: Missing = "skip",
+    run_name: str = "<run>",
 ) -> TaskScores:
     """Score one run per domain on a task and average over domains.
 
@@ -182,9 +292,11 @@ def score_task(
         measures: Measure names such as ``"nDCG@10"``.
         missing: ``"skip"`` averages over queries in both run and qrels (the official
             harness); ``"zero"`` counts judged queries absent from the run as 0.
+        run_name: The run's name, for error messages.
 
     Raises:
         UnknownNameError: For a domain the source does not hold.
+        InputError: A domain's run has no doc id of the task's shape (:func:`check_doc_ids`).
     """
     chosen = tuple(domains) if domains is not None else tuple(sorted(runs))
     wanted = tuple(measures)
@@ -195,6 +307,7 @@ def score_task(
             raise UnknownNameError("domain", domain, source.domains())
         data = source.judgments(task, domain, protocol)
         used = data.protocol
+        check_doc_ids(data.qrels, runs.get(domain, {}), task=task, domain=domain, name=run_name)
         run = apply_protocol(runs.get(domain, {}), data.excluded)
         per_domain[domain] = evaluate(data.qrels, run, measures=wanted, missing=missing)
     scored = tuple(d for d, r in per_domain.items() if r.counts.evaluated > 0)

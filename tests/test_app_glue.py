@@ -25,10 +25,10 @@ def test_upload_of_a_malformed_file_names_it(fixture_dir):
 def test_upload_of_a_json_run(fixture_dir):
     source = open_source(str(fixture_dir))
     entry = workspace.entry_from_bytes(
-        "mine.json", b'{"academia/a1": {"x": 1.5}}', source, 2, "paper"
+        "mine.json", b'{"academia/a1": {"academia/x_1.txt": 1.5}}', source, 2, "paper"
     )
     assert entry.name == "mine"
-    assert entry.runs == {"academia": {"a1": {"x": 1.5}}}
+    assert entry.runs == {"academia": {"a1": {"academia/x_1.txt": 1.5}}}
 
 
 def test_folder_without_runs_is_an_error(tmp_path, fixture_dir):

@@ -131,6 +131,7 @@ def score_benchmark(args: argparse.Namespace) -> TaskScores:
         protocol=args.protocol,
         measures=tuple(args.measures or DEFAULT_MEASURES),
         missing=args.missing,
+        run_name=str(args.run),
     )
 
 

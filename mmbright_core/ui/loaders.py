@@ -20,6 +20,7 @@ from mmbright_core.analysis.table import source_results_table
 from mmbright_core.data.ids import check_protocol
 from mmbright_core.data.sources import Source, open_source
 from mmbright_core.types import Document, Query, Task
+from mmbright_core.ui.confine import confine
 from mmbright_core.ui.state import RunEntry
 
 MEASURE = "nDCG@10"
@@ -28,8 +29,13 @@ MEASURE = "nDCG@10"
 
 @st.cache_resource(max_entries=4, show_spinner="Opening the data source…")
 def get_source(spec: str) -> Source:
-    """Open a data source once per spec and share it across sessions."""
-    return open_source(spec)
+    """Open a data source once per spec and share it across sessions.
+
+    A folder spec is confined to the server's data root, if one is set (:mod:`.confine`).
+    """
+    if spec == "demo" or spec == "hf" or spec.startswith("hf@"):
+        return open_source(spec)
+    return open_source(str(confine(spec, "dataset folder")))
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

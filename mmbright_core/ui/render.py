@@ -33,11 +33,24 @@ PASSAGE_CHARS = 5_000
 """Longest passage excerpt shown (one published passage has 25 M characters, SPEC §1)."""
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+# What Markdown does inside a line: emphasis, code, links and images (they need "["), HTML
+# and autolinks ("<"), tables, strike-through, maths, and Streamlit's colours, icons and
+# emoji (":red[", ":material/", ":smile:": a colon before a letter; "file:12:" stays).
+_INLINE_SPECIAL = re.compile(r"([\\`*_\[\]<>|~$]|:(?=[A-Za-z]))")
 
 
 def escape_md(text: object) -> str:
     """Escape Markdown (and the HTML it would let through) in text shown inside Markdown."""
     return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
+
+
+def escape_message(text: object) -> str:
+    """Escape the inline Markdown of a one-line message (an error naming a file, an id).
+
+    Messages quote user data (file names, ids, values); alerts render Markdown, so the
+    data must not turn into links, HTML or emphasis. Sentence punctuation stays as is.
+    """
+    return _INLINE_SPECIAL.sub(lambda found: "\\" + found.group(0), str(text))
 
 
 def attempt(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
@@ -49,7 +62,7 @@ def attempt(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
     try:
         return fn(*args, **kwargs)
     except (MMBrightError, OSError) as err:
-        st.error(str(err), icon=":material/error:")
+        st.error(escape_message(err), icon=":material/error:")
         return None
 
 
@@ -108,7 +121,8 @@ def show_image(data: bytes | None, path: str, width: int | None = None) -> bool:
         image = decode_image(data, path)
     except ImageDecodeError as err:
         st.warning(
-            f"Image cannot be shown: {err.path} ({err.reason})", icon=":material/broken_image:"
+            escape_message(f"Image cannot be shown: {err.path} ({err.reason})"),
+            icon=":material/broken_image:",
         )
         return False
     st.image(image, caption=path, width=width or "content")
@@ -127,7 +141,7 @@ def show_query(source: Source, query: Query) -> None:
 def show_document(source: Source, domain: str, doc_id: str, document: Document | None) -> None:
     """Show a retrieved item: its passage text in an expander, its image, or both (Task 4)."""
     if document is None:
-        st.caption(f"{doc_id} is not in the corpus.")
+        st.caption(f"{escape_md(doc_id)} is not in the corpus.")
         return
     if document.text:
         with st.expander("Passage text"):

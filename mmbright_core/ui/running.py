@@ -17,7 +17,8 @@ from mmbright_core.errors import MMBrightError
 from mmbright_core.retrieval import Retriever, get_retriever
 from mmbright_core.retrieval.runner import RunOutcome, run_task
 from mmbright_core.types import Task
-from mmbright_core.ui import loaders, state
+from mmbright_core.ui import loaders, render, state
+from mmbright_core.ui.confine import confine
 
 MESSAGES_KEY = "run_page_messages"
 
@@ -40,7 +41,9 @@ def _say(kind: str, text: str) -> None:
 def render_messages() -> None:
     """Show (once) what the last run or cancel reported."""
     for kind, text in st.session_state.pop(MESSAGES_KEY, []):
-        {"warning": st.warning, "success": st.success}.get(kind, st.error)(text)
+        {"warning": st.warning, "success": st.success}.get(kind, st.error)(
+            render.escape_message(text)
+        )
 
 
 def run(
@@ -56,12 +59,14 @@ def run(
     try:
         outcome = _run_with_progress(spec, task, protocol, name, domains, k, out_dir)
     except (MMBrightError, OSError) as err:
-        st.error(str(err), icon=":material/error:")
+        st.error(render.escape_message(err), icon=":material/error:")
         return
     except Exception as err:  # a backend's own failure (model, device): report, keep the app up
-        st.error(f"The retriever failed: {type(err).__name__}: {err}", icon=":material/error:")
-        with st.expander("Details"):
-            st.exception(err)
+        message = f"The retriever failed: {type(err).__name__}: {err}"
+        st.error(render.escape_message(message), icon=":material/error:")
+        if _show_tracebacks():
+            with st.expander("Details"):
+                st.exception(err)
         return
     config = outcome.config.to_json()
     entry = state.RunEntry(
@@ -80,9 +85,16 @@ def run(
     st.rerun()
 
 
+def _show_tracebacks() -> bool:
+    # st.exception ignores client.showErrorDetails; a shared server that hides tracebacks
+    # of uncaught errors (README, "Bad input and safety") must not show these either.
+    return str(st.get_option("client.showErrorDetails")).lower() in ("full", "true")
+
+
 def _run_with_progress(
     spec: str, task: Task, protocol: str, name: str, domains: Sequence[str], k: int, out_dir: str
 ) -> RunOutcome:
+    out_dir = str(confine(out_dir, "output folder"))
     source = loaders.get_source(spec)
     backend = retriever(name)
     bar = st.progress(0.0, text=f"Running {name} on {len(domains)} domain(s)…")

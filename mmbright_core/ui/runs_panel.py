@@ -12,7 +12,7 @@ import dataclasses
 import streamlit as st
 
 from mmbright_core.errors import MMBrightError
-from mmbright_core.ui import loaders, state, workspace
+from mmbright_core.ui import loaders, render, state, workspace
 
 MESSAGES_KEY = "run_messages"
 UPLOAD_KEY = "upload_files"
@@ -34,11 +34,20 @@ def _add(entries: list[state.RunEntry]) -> None:
 
 def _on_add_uploads() -> None:
     files = st.session_state.get(UPLOAD_KEY) or []
-    source = loaders.get_source(state.source_spec())
+    try:
+        source = loaders.get_source(state.source_spec())
+    except (MMBrightError, OSError) as err:
+        _report("error", str(err))
+        return
     for file in files:
         try:
             entry = workspace.entry_from_bytes(
-                file.name, file.getvalue(), source, state.current_task(), state.current_protocol()
+                file.name,
+                file.getvalue(),
+                source,
+                state.current_task(),
+                state.current_protocol(),
+                max_bytes=int(st.get_option("server.maxUploadSize")) * 2**20,
             )
         except MMBrightError as err:
             _report("error", str(err))
@@ -92,7 +101,7 @@ def autoload_demo_runs() -> None:
 def render_messages() -> None:
     """Show (once) what the last loads reported."""
     for kind, text in st.session_state.pop(MESSAGES_KEY, []):
-        {"error": st.error, "info": st.info}.get(kind, st.success)(text)
+        {"error": st.error, "info": st.info}.get(kind, st.success)(render.escape_message(text))
 
 
 def render_panel() -> None:

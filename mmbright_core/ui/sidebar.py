@@ -9,7 +9,9 @@ from __future__ import annotations
 import streamlit as st
 
 from mmbright_core.data.layout import PINNED_REVISION
-from mmbright_core.ui import state
+from mmbright_core.errors import InputError
+from mmbright_core.ui import render, state
+from mmbright_core.ui.confine import confine
 
 SOURCE_KINDS = ("Demo (synthetic)", "Local folder", "Hugging Face")
 TASK_LABELS = {
@@ -31,6 +33,11 @@ def _source_spec(kind: str) -> str:
             args=("source_folder",),
             placeholder="/data/mm-bright",
         ).strip()
+        if folder:
+            try:
+                confine(folder, "dataset folder")  # the pages refuse it too (loaders.get_source)
+            except InputError as err:
+                st.sidebar.error(render.escape_message(err), icon=":material/block:")
         return folder or state.DEFAULT_SOURCE
     if kind == SOURCE_KINDS[2]:
         revision = st.sidebar.text_input(

@@ -1,0 +1,36 @@
+"""Coverage-guided fuzzing (atheris) of the readers finds nothing but InputError."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "fuzz_readers.py"
+SEEDS = Path(__file__).parent / "data" / "io"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_atheris_finds_no_crash(tmp_path: Path) -> None:
+    pytest.importorskip("atheris")
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SEEDS, corpus)  # libFuzzer writes its new inputs into the corpus
+    command = [sys.executable, str(SCRIPT), str(corpus), "-runs=20000"]
+    command += [f"-artifact_prefix={tmp_path}/", "-max_total_time=120"]
+    done = subprocess.run(
+        command,
+        cwd=tmp_path,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
+    crashes = sorted(p.name for p in tmp_path.glob("crash-*"))
+    assert done.returncode == 0 and not crashes, (crashes, done.stderr[-3000:])
+    assert "Done" in done.stderr
