@@ -166,7 +166,6 @@ def _dataset_case(dataset: Path, fixture_dir: Path, config: str, data: bytes) ->
 
 # A known defect (test_robust_inputs.py::test_dataset_string_that_is_not_utf8): a string
 # cell of invalid UTF-8 escapes as UnicodeDecodeError; any other exception still fails here.
-@pytest.mark.xfail(strict=False, raises=UnicodeDecodeError, reason="no UTF-8 validation")
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("config", sorted(CONFIG_TASK))
 def test_dataset_parquet_files(dataset: Path, fixture_dir: Path, config: str):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import struct
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -32,7 +33,6 @@ _DECODE_ERRORS = (
     SyntaxError,
     EOFError,
     struct.error,
-    Image.DecompressionBombError,
 )
 
 
@@ -91,9 +91,15 @@ def decode_image(data: bytes | None, path: str) -> Image.Image:
     if _is_svg(data):
         raise ImageDecodeError(path, "SVG payload: Pillow cannot decode vector images")
     try:
-        with Image.open(io.BytesIO(data)) as image:
-            image.load()
-            rgb = image.convert("RGB")
+        with warnings.catch_warnings():
+            # Pillow only warns between MAX_IMAGE_PIXELS and twice that; such an image costs
+            # gigabytes to decode, so it is refused like one past the hard limit.
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as image:
+                image.load()
+                rgb = image.convert("RGB")
+    except (Image.DecompressionBombWarning, Image.DecompressionBombError) as err:
+        raise ImageDecodeError(path, f"too large: {err}") from err
     except UnidentifiedImageError as err:  # its message holds a memory address: say it plainly
         raise ImageDecodeError(path, "corrupt: not an image format Pillow knows") from err
     except _DECODE_ERRORS as err:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -50,7 +51,8 @@ class _ImageIndex:
         self._where: dict[str, tuple[int, int]] = {}
         self.paths: list[str] = []
         for group in range(self._file.num_row_groups):
-            column = self._file.read_row_group(group, columns=["path"]).column("path")
+            table = _validated(file, self._file.read_row_group(group, columns=["path"]))
+            column = table.column("path")
             for row, raw in enumerate(column.to_pylist()):
                 path = normalise_path(raw)
                 if path not in self._where:  # a repeated path keeps its first bytes
@@ -127,7 +129,7 @@ class Source:
         """
         path = self._checked_file(config, domain, columns)
         try:
-            return pq.read_table(path, columns=list(columns))
+            return _validated(path, pq.read_table(path, columns=list(columns)))
         except (pa.ArrowException, OSError) as err:
             raise _unreadable(path, err) from err
 
@@ -145,9 +147,11 @@ class Source:
         path = self._checked_file(config, domain, columns)
         try:
             # Opened inside the generator's try: a corrupt file fails on the first batch.
-            yield from pq.ParquetFile(path).iter_batches(
+            batches = pq.ParquetFile(path).iter_batches(
                 batch_size=batch_rows or BATCH_ROWS, columns=list(columns)
             )
+            for batch in batches:
+                yield _validated(path, batch)
         except (pa.ArrowException, OSError) as err:
             raise _unreadable(path, err) from err
 
@@ -155,11 +159,13 @@ class Source:
         """Return the file after checking from its schema alone that it has ``columns``."""
         path = self.file(config, domain)
         try:
-            names = pq.read_schema(path).names
+            schema = pq.read_schema(path)
         except (pa.ArrowException, OSError) as err:
             raise _unreadable(path, err) from err
+        names = schema.names
         missing = [c for c in columns if c not in names]
         if not missing:
+            _check_types(path, schema, columns)
             return path
         raise InputError(
             f"the {config!r} file lacks column(s) {', '.join(missing)}",
@@ -262,6 +268,60 @@ def _protocol_for(task: int, protocol: str) -> Protocol4:
     """Check the protocol name; tasks 1-3 have one protocol, so they share one cache entry."""
     checked = check_protocol(protocol)
     return checked if task == 4 else "paper"
+
+
+# Scalar columns of the published schema and the Arrow types they may have (SPEC §2);
+# list columns are checked where they are read (``ids.as_str_list``, ``ids.image_structs``).
+_TEXT_COLUMNS = frozenset({"id", "content", "query", "path"})
+_KEY_COLUMNS = frozenset({"id", "path"})
+
+
+def _check_types(path: Path, schema: pa.Schema, columns: Sequence[str]) -> None:
+    """Refuse a projected column whose type the published schema does not allow."""
+    for name in columns:
+        kind = schema.field(name).type
+        if name in _TEXT_COLUMNS and not (
+            pa.types.is_string(kind) or pa.types.is_large_string(kind)
+        ):
+            expected = "a string column"
+        elif name == "bytes" and not (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
+            expected = "a binary column (the raw image file)"
+        else:
+            continue
+        raise InputError(
+            f"column {name!r} has the wrong type",
+            source=str(path),
+            expected=expected,
+            found=str(kind),
+            hint="The file does not follow MM-BRIGHT's published schema",
+        )
+
+
+_Data = TypeVar("_Data", pa.Table, pa.RecordBatch)
+
+
+def _validated(path: Path, data: _Data) -> _Data:
+    """Check every value (UTF-8 of strings included) and that no id or path is null."""
+    try:
+        data.validate(full=True)
+    except pa.ArrowInvalid as err:
+        raise InputError(
+            f"malformed values ({err})",
+            source=str(path),
+            expected="valid UTF-8 text in every string column",
+            hint="Re-download the file or rebuild the folder",
+        ) from err
+    for name in _KEY_COLUMNS.intersection(data.schema.names):
+        column = data.column(name)
+        if column.null_count:
+            raise InputError(
+                f"column {name!r} holds {column.null_count} null value(s)",
+                source=str(path),
+                expected="an id in every row",
+                found="null",
+                hint="The file does not follow MM-BRIGHT's published schema",
+            )
+    return data
 
 
 def _unreadable(path: Path, err: Exception) -> InputError:
