@@ -75,7 +75,7 @@ def _vectors(encoder: BatchEncoder, keys: list[str]) -> np.ndarray:
 
 
 def _shard_files(encoder: BatchEncoder) -> list[Path]:
-    return sorted(encoder.cache.folder.glob("*.npz"))
+    return sorted(encoder.cache.folder.glob("*.keys.npy"))
 
 
 def test_task_4_on_ray_gives_the_local_vectors_and_run(

@@ -1,16 +1,20 @@
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from mmbright_core.retrieval import cache as cache_module
 from mmbright_core.retrieval.cache import (
     CACHE_ENV,
     EmbeddingCache,
     content_key,
     default_cache_dir,
     path_sha256,
+    shard_name,
+    write_shard,
 )
 
 SETTINGS = {"model": "toy", "revision": "r1", "truncation": 8}
@@ -48,9 +52,27 @@ def test_vectors_are_stored_float16_and_returned_float32(tmp_path: Path):
     vectors = _encode(EmbeddingCache(tmp_path, SETTINGS), ["alpha"], CountingEncoder())
     assert vectors.dtype == np.float32
     assert vectors[0, 2] == np.float32(np.float16(1 / 3))  # the same value fresh or cached
-    (shard,) = (tmp_path / "embeddings").rglob("*.npz")
-    with np.load(shard) as stored:
-        assert stored["vectors"].dtype == np.float16
+    (shard,) = (tmp_path / "embeddings").rglob("*.vectors.npy")
+    assert np.load(shard).dtype == np.float16
+
+
+def test_gathered_vectors_are_read_from_memory_maps(tmp_path: Path, monkeypatch):
+    texts = [f"text {i}" for i in range(7)]
+    fresh = _encode(EmbeddingCache(tmp_path, SETTINGS, shard_size=2), texts, CountingEncoder())
+    opened: list[object] = []
+    original = np.load
+
+    def spy(path, *args, **kwargs):
+        loaded = original(path, *args, **kwargs)
+        if str(path).endswith(".vectors.npy"):
+            opened.append(loaded)
+        return loaded
+
+    monkeypatch.setattr(cache_module.np, "load", spy)
+    order = [5, 0, 6, 0, 3]
+    gathered = EmbeddingCache(tmp_path, SETTINGS).lookup([content_key(texts[i]) for i in order])
+    assert gathered.dtype == np.float32 and np.array_equal(gathered, fresh[order])
+    assert opened and all(isinstance(array, np.memmap) for array in opened)
 
 
 @pytest.mark.parametrize(
@@ -81,6 +103,82 @@ def test_interrupted_encode_keeps_finished_vectors_and_rerun_encodes_the_rest(tm
     assert rerun.seen == texts[6:]
     assert vectors[:, 0].tolist() == [len(t) for t in texts]
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_a_shard_whose_keys_were_not_written_is_ignored_and_rewritten(tmp_path: Path, monkeypatch):
+    original = cache_module.atomic_write_bytes
+
+    def dies_before_keys(path, data):
+        if str(path).endswith(".keys.npy"):
+            raise OSError("disk full")
+        return original(path, data)
+
+    texts = ["alpha", "beta", "gamma"]
+    monkeypatch.setattr(cache_module, "atomic_write_bytes", dies_before_keys)
+    with pytest.raises(OSError, match="disk full"):
+        _encode(EmbeddingCache(tmp_path, SETTINGS), texts, CountingEncoder())
+    monkeypatch.setattr(cache_module, "atomic_write_bytes", original)
+    folder = EmbeddingCache(tmp_path, SETTINGS).folder
+    (orphan,) = folder.glob("*.vectors.npy")
+    assert not list(folder.glob("*.keys.npy")) and len(EmbeddingCache(tmp_path, SETTINGS)) == 0
+    rerun = CountingEncoder()
+    vectors = _encode(EmbeddingCache(tmp_path, SETTINGS), texts, rerun)
+    assert rerun.seen == texts and vectors[:, 0].tolist() == [5, 4, 5]
+    assert list(folder.glob("*.vectors.npy")) == [orphan]  # the same shard, written again
+    assert len(list(folder.glob("*.keys.npy"))) == 1
+
+
+def test_shards_written_after_the_index_was_built_are_found(tmp_path: Path):
+    reader = EmbeddingCache(tmp_path, SETTINGS)
+    assert len(reader) == 0
+    _encode(EmbeddingCache(tmp_path, SETTINGS), ["alpha", "beta"], CountingEncoder())
+    encoder = CountingEncoder()
+    assert _encode(reader, ["beta", "alpha"], encoder)[:, 0].tolist() == [4, 5]
+    assert encoder.seen == []
+
+
+def test_shards_of_the_single_file_format_are_converted(tmp_path: Path):
+    folder = EmbeddingCache(tmp_path, SETTINGS).folder
+    folder.mkdir(parents=True)
+    keys = [content_key("alpha"), content_key("beta")]
+    stored = np.array([[1, 2, 1 / 3], [3, 4, 5]], dtype=np.float16)
+    np.savez(folder / "old.npz", keys=np.array(keys), vectors=stored)
+    encoder = CountingEncoder()
+    vectors = _encode(EmbeddingCache(tmp_path, SETTINGS), ["beta", "alpha"], encoder)
+    assert encoder.seen == [] and np.array_equal(vectors, stored[[1, 0]].astype(np.float32))
+    assert sorted(p.name for p in folder.iterdir() if p.suffix != ".json") == [
+        "old.keys.npy",
+        "old.vectors.npy",
+    ]
+
+
+def test_gathering_a_few_rows_does_not_read_the_cache_into_memory(tmp_path: Path):
+    rows, dim, per_shard = 200_000, 384, 100_000
+    folder = EmbeddingCache(tmp_path, SETTINGS).folder
+    rng = np.random.default_rng(7)
+    picks = np.sort(rng.choice(rows, size=64, replace=False))
+    keys = [f"{i:064x}" for i in range(rows)]
+    expected = np.empty((len(picks), dim), dtype=np.float16)
+    for start in range(0, rows, per_shard):
+        shard_keys = keys[start : start + per_shard]
+        # Random bit patterns below 0x7800 are finite positive float16 values.
+        vectors = rng.integers(0, 0x7800, (per_shard, dim), dtype=np.uint16).view(np.float16)
+        inside = (picks >= start) & (picks < start + per_shard)
+        expected[inside] = vectors[picks[inside] - start]
+        write_shard(folder, shard_name(shard_keys), shard_keys, vectors, SETTINGS)
+    del vectors
+    size = sum(p.stat().st_size for p in folder.glob("*.vectors.npy"))
+    cache = EmbeddingCache(tmp_path, SETTINGS)
+    assert len(cache) == rows  # the index, from the keys files
+    # numpy reports its array buffers to tracemalloc; pages of a memory map are not allocations.
+    tracemalloc.start()
+    try:
+        gathered = cache.lookup([keys[i] for i in picks[::-1]])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert size >= rows * dim * 2 and peak < size / 100  # one shard read whole is half the size
+    assert np.array_equal(gathered, expected[::-1].astype(np.float32))
 
 
 def test_memory_only_cache_writes_nothing(tmp_path: Path):

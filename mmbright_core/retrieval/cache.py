@@ -4,20 +4,27 @@ SPEC §7: caches keyed by doc id reuse stale embeddings after a change of model,
 instruction, truncation or text. Here every vector is found by the sha256 of its content
 (text, or image bytes) inside a folder named by the sha256 of the encoder's settings (model,
 revision or checkpoint hash, truncation, prefix, normalisation, image preprocessing...), so a
-change of any of them misses. Vectors are stored float16 and handed out float32, in shards of
-many vectors per file, each shard written atomically: an interrupted encode leaves complete
-shards only, and the rerun encodes only what they lack. Passage embeddings made for Task 2
-are found again for Task 4 because the key ignores the task.
+change of any of them misses. Passage embeddings made for Task 2 are found again for Task 4
+because the key ignores the task.
+
+Vectors are stored float16 and handed out float32, in shards of many vectors. A shard is two
+files written atomically, ``<name>.vectors.npy`` (an ``(n, dim)`` float16 array) and then
+``<name>.keys.npy`` (its n content keys): a shard counts once its keys file exists, so an
+interrupted write leaves vectors without keys, which are ignored (and overwritten when the
+same shard is written again). The index of keys is built from the keys files only; the
+vectors are memory-mapped when gathered, so a full corpus (SPEC §2: millions of passages) is
+never read into memory whole, and a gather reads only the rows it returns. Shards of the
+earlier single-file format (``<name>.npz``) are converted on first sight.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import os
-import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, KeysView, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -34,6 +41,7 @@ Vectors = npt.NDArray[np.float32]
 #: Environment variable that moves the cache (an explicit argument wins over it).
 CACHE_ENV = "MMBRIGHT_CACHE"
 _SHARD_SIZE = 4096
+_VECTORS, _KEYS = ".vectors.npy", ".keys.npy"
 
 
 def default_cache_dir(override: str | os.PathLike[str] | None = None) -> Path:
@@ -94,6 +102,63 @@ def _file_sha256(path: Path) -> str:
     return _FILE_DIGESTS[memo]
 
 
+def shard_name(keys: Sequence[str], prefix: str = "") -> str:
+    """Return a shard's name: ``prefix`` and a digest of its keys.
+
+    Storing the same keys again gives the same name, so a rewrite replaces the vectors an
+    interrupted write left behind instead of adding a file beside them.
+    """
+    return prefix + content_key("\n".join(keys))[:32]
+
+
+def write_shard(
+    folder: Path,
+    name: str,
+    keys: Sequence[str],
+    vectors: npt.NDArray[np.float16],
+    settings: Mapping[str, Any],
+) -> None:
+    """Store one shard in a cache folder: the vectors file, then the keys file.
+
+    Args:
+        folder: The cache folder (:attr:`EmbeddingCache.folder`).
+        name: The shard's name (see :func:`shard_name`).
+        keys: The content key of each row of ``vectors``.
+        vectors: An ``(len(keys), dim)`` float16 array.
+        settings: The encoder settings that name the folder (kept beside as settings.json).
+    """
+    if not (folder / "settings.json").exists():
+        text = json.dumps(dict(settings), indent=2, sort_keys=True, default=str)
+        atomic_write_text(folder / "settings.json", text + "\n")
+    atomic_write_bytes(folder / f"{name}{_VECTORS}", _npy(vectors.astype(np.float16, copy=False)))
+    # The keys go last: readers see a shard only once its vectors are complete.
+    encoded = np.array([key.encode() for key in keys], dtype=np.bytes_)
+    atomic_write_bytes(folder / f"{name}{_KEYS}", _npy(encoded))
+
+
+def _npy(array: npt.NDArray[Any]) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _read_keys(path: Path) -> list[str]:
+    return [key.decode() for key in np.load(path).tolist()]
+
+
+def _convert_npz(path: Path, settings: Mapping[str, Any]) -> None:
+    # The earlier format kept a shard in one .npz file, which cannot be memory-mapped:
+    # rewrite it once as the two .npy files, under the same name.
+    try:
+        with np.load(path) as stored:
+            keys, vectors = stored["keys"].tolist(), stored["vectors"]
+    except FileNotFoundError:  # converted meanwhile by another process
+        return
+    write_shard(path.parent, path.stem, keys, vectors, settings)
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
 class EmbeddingCache:
     """Vectors of one encoder configuration, on disk (or in memory when ``root`` is None).
 
@@ -109,33 +174,52 @@ class EmbeddingCache:
         self.settings = dict(settings)
         self.folder = None if root is None else root / "embeddings" / settings_key(settings)
         self.shard_size = shard_size
-        self._vectors: dict[str, npt.NDArray[np.float16]] = {}
-        self._loaded = False
+        # The index: each key's row in the shards taken end to end, in the order found. A
+        # shard is a vectors file (opened per gather: a process keeps no file handle per
+        # shard) or, without a folder, an array in memory.
+        self._rows: dict[str, int] = {}
+        self._shards: list[Path | npt.NDArray[np.float16]] = []
+        self._starts: list[int] = [0]
+        self._seen: set[str] = set()
 
     def __len__(self) -> int:
-        self._load()
-        return len(self._vectors)
+        return len(self.keys())
 
-    def _load(self) -> None:
-        if self._loaded:
-            return
-        self._loaded = True
+    def keys(self) -> KeysView[str]:
+        """Return the cached content keys, reading the keys files of shards new since last time."""
+        self._refresh()
+        return self._rows.keys()
+
+    def _refresh(self) -> None:
         if self.folder is None or not self.folder.is_dir():
             return
-        for shard in sorted(self.folder.glob("*.npz")):
-            with np.load(shard) as stored:
-                for key, vector in zip(stored["keys"].tolist(), stored["vectors"], strict=True):
-                    self._vectors.setdefault(key, vector)
+        for old in sorted(self.folder.glob("*.npz")):
+            _convert_npz(old, self.settings)
+        for path in sorted(self.folder.glob(f"*{_KEYS}")):
+            name = path.name[: -len(_KEYS)]
+            vectors = self.folder / f"{name}{_VECTORS}"
+            if name not in self._seen and vectors.is_file():
+                self._seen.add(name)
+                self._add(vectors, _read_keys(path))
+
+    def _add(self, shard: Path | npt.NDArray[np.float16], keys: list[str]) -> None:
+        start = self._starts[-1]
+        for row, key in enumerate(keys, start):
+            self._rows.setdefault(key, row)  # a key stored twice keeps its first vector
+        self._shards.append(shard)
+        self._starts.append(start + len(keys))
 
     def _write_shard(self, keys: list[str], vectors: list[npt.NDArray[np.float16]]) -> None:
-        if self.folder is None or not keys:
+        if not keys:
             return
-        if not (self.folder / "settings.json").exists():
-            text = json.dumps(self.settings, indent=2, sort_keys=True, default=str)
-            atomic_write_text(self.folder / "settings.json", text + "\n")
-        buffer = io.BytesIO()
-        np.savez(buffer, keys=np.array(keys), vectors=np.stack(vectors))
-        atomic_write_bytes(self.folder / f"{uuid.uuid4().hex}.npz", buffer.getvalue())
+        if self.folder is None:
+            self._add(np.stack(vectors), keys)
+            return
+        name = shard_name(keys)
+        write_shard(self.folder, name, keys, np.stack(vectors), self.settings)
+        if name not in self._seen:
+            self._seen.add(name)
+            self._add(self.folder / f"{name}{_VECTORS}", keys)
 
     def encode(
         self,
@@ -168,11 +252,11 @@ class EmbeddingCache:
             raise InputError(
                 "keys and items differ in length", found=f"{len(keys)} != {len(items)}"
             )
-        self._load()
+        cached = self.keys()
         first: dict[str, int] = {}
         for index, key in enumerate(keys):
             first.setdefault(key, index)
-        todo = [key for key in first if key not in self._vectors]
+        todo = [key for key in first if key not in cached]
         pending_keys: list[str] = []
         pending: list[npt.NDArray[np.float16]] = []
         bar = tqdm(total=len(todo), desc=desc, unit="item", leave=False, disable=None)
@@ -186,10 +270,8 @@ class EmbeddingCache:
                         expected=f"shape ({len(chunk)}, dim)",
                         found=str(vectors.shape),
                     )
-                for key, vector in zip(chunk, vectors.astype(np.float16), strict=True):
-                    self._vectors[key] = vector
-                    pending_keys.append(key)
-                    pending.append(vector)
+                pending_keys.extend(chunk)
+                pending.extend(vectors.astype(np.float16))
                 if len(pending) >= self.shard_size:
                     self._write_shard(pending_keys, pending)
                     pending_keys, pending = [], []
@@ -201,8 +283,34 @@ class EmbeddingCache:
         return self.lookup(keys)
 
     def lookup(self, keys: Sequence[str]) -> Vectors:
-        """Return the cached vectors of ``keys`` as float32 (every key must be present)."""
-        self._load()
+        """Return the cached vectors of ``keys`` as float32 (every key must be present).
+
+        The rows are gathered shard by shard, in file order, from memory-mapped files: only
+        the rows asked for are read, and only the float32 result is held in memory.
+
+        Raises:
+            KeyError: A key is not cached.
+        """
+        self._refresh()
         if not keys:
             return np.zeros((0, 0), dtype=np.float32)
-        return np.stack([self._vectors[key] for key in keys]).astype(np.float32)
+        rows = np.fromiter((self._rows[key] for key in keys), dtype=np.int64, count=len(keys))
+        order = np.argsort(rows, kind="stable")
+        ranked = rows[order]
+        bounds = np.searchsorted(ranked, self._starts).tolist()
+        pieces = [
+            (order[low:high], shard, ranked[low:high] - start)
+            for shard, start, low, high in zip(
+                self._shards, self._starts, bounds[:-1], bounds[1:], strict=False
+            )
+            if low < high
+        ]
+        dim = _vectors(pieces[0][1]).shape[1]
+        out = np.empty((len(keys), dim), dtype=np.float32)
+        for where, shard, local in pieces:
+            out[where] = _vectors(shard)[local]
+        return out
+
+
+def _vectors(shard: Path | npt.NDArray[np.float16]) -> npt.NDArray[np.float16]:
+    return np.load(shard, mmap_mode="r") if isinstance(shard, Path) else shard

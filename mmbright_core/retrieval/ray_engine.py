@@ -5,31 +5,27 @@ content key, in corpus order), cuts that list into the local path's encoder call
 consecutive calls into shards. Ray Data maps shards over a pool of model actors
 (``map_batches`` with ``concurrency`` workers, ``num_gpus`` each); an actor encodes its shard
 call by call, so every vector comes from the same batch as in a local run, and writes it as
-one file of the content-keyed cache (:mod:`.cache`). A later local run finds every vector
+one shard of the content-keyed cache (:mod:`.cache`). A later local run finds every vector
 there. A shard is done once all its keys are cached: after a killed worker (Ray restarts it
 and retries its shard) or a killed driver (run again), only unfinished shards are encoded.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
-import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mmbright_core.io.atomic import atomic_write_bytes, atomic_write_text
 from mmbright_core.retrieval.base import require
+from mmbright_core.retrieval.cache import shard_name, write_shard
 from mmbright_core.retrieval.encoders import BatchEncoder, EncoderSpec
 from mmbright_core.retrieval.textcap import cap_text
 
 #: Items per shard, rounded down to whole encoder calls (the local cache's shard size).
 SHARD_ITEMS = 4096
-#: Shard files written here start with this, so they are told apart from local ones.
+#: Shards written here are named with this first, so they are told apart from local ones.
 SHARD_PREFIX = "ray-"
 
 
@@ -51,21 +47,9 @@ class Shard:
     names: list[str]
     fresh: list[bool]
 
-    def file_name(self) -> str:
-        """Return the cache file name: a digest of the shard's keys, equal on every retry."""
-        digest = hashlib.sha256("\n".join(self.keys).encode()).hexdigest()[:32]
-        return f"{SHARD_PREFIX}{digest}.npz"
-
-
-def cached_keys(folder: Path | None) -> set[str]:
-    """Return the content keys stored in a cache folder, reading no vectors."""
-    if folder is None or not folder.is_dir():
-        return set()
-    found: set[str] = set()
-    for path in folder.glob("*.npz"):
-        with np.load(path) as stored:
-            found.update(stored["keys"].tolist())
-    return found
+    def cache_name(self) -> str:
+        """Return the shard's name in the cache: a digest of its keys, equal on every retry."""
+        return shard_name(self.keys, SHARD_PREFIX)
 
 
 def plan_shards(
@@ -92,7 +76,7 @@ def plan_shards(
         first.setdefault(key, index)
     order = list(first.values())
     size = max(1, shard_items // encoder.chunk) * encoder.chunk
-    done = cached_keys(encoder.cache.folder)
+    done = encoder.cache.keys()
     shards = []
     for number, start in enumerate(range(0, len(order), size)):
         chosen = order[start : start + size]
@@ -111,7 +95,7 @@ def _ship(item: Any, tokens: int) -> Any:
 
 
 def encode_shard(encoder: BatchEncoder, shard: Shard) -> int:
-    """Encode one shard call by call and store its fresh vectors as one cache file.
+    """Encode one shard call by call and store its fresh vectors as one cache shard.
 
     Returns:
         How many vectors were stored.
@@ -126,12 +110,8 @@ def encode_shard(encoder: BatchEncoder, shard: Shard) -> int:
     folder = encoder.cache.folder
     if folder is None or not len(keep):
         return 0
-    if not (folder / "settings.json").exists():
-        text = json.dumps(encoder.cache.settings, indent=2, sort_keys=True, default=str)
-        atomic_write_text(folder / "settings.json", text + "\n")
-    buffer = io.BytesIO()
-    np.savez(buffer, keys=np.array(shard.keys)[keep], vectors=vectors[keep])
-    atomic_write_bytes(folder / shard.file_name(), buffer.getvalue())
+    stored = [shard.keys[i] for i in keep]
+    write_shard(folder, shard.cache_name(), stored, vectors[keep], encoder.cache.settings)
     return len(keep)
 
 
