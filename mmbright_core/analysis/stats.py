@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats as _scipy_stats
 
 from mmbright_core.errors import InputError
 
@@ -153,7 +152,11 @@ def paired_t_test(deltas: npt.ArrayLike) -> TTestResult:
             return TTestResult(0.0, 1.0)
         return TTestResult(math.copysign(math.inf, mean), 0.0)
     t = mean / (sd / math.sqrt(arr.size))
-    p = 2.0 * float(_scipy_stats.t.sf(abs(t), arr.size - 1))
+    # Imported here: scipy.stats costs about a second, which the dashboard's first page
+    # would otherwise pay before any comparison is asked for.
+    from scipy import stats
+
+    p = 2.0 * float(stats.t.sf(abs(t), arr.size - 1))
     return TTestResult(t, min(p, 1.0))
 
 
