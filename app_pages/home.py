@@ -24,10 +24,10 @@ with st.expander("Add or remove runs", expanded=not state.task_runs()):
 chosen = {name: state.task_runs()[name] for name in selected_runs()}
 st.subheader("Headline numbers")
 table = render.attempt(loaders.table_for, spec, task, protocol, chosen) if chosen else None
-if table is None:
+board = leaderboard(table, loaders.MEASURE) if table is not None else None
+if table is None or board is None:
     st.info("Choose runs in the sidebar (or add some above) to see their scores.")
 else:
-    board = leaderboard(table, loaders.MEASURE)
     for row in loaders.headlines(table, board).itertuples(index=False):
         st.markdown(f"**{render.escape_md(row.run)}** · {render.escape_md(chosen[row.run].origin)}")
         macro, coverage, dropped, missing = st.columns(4)
@@ -41,17 +41,24 @@ else:
         missing.metric("Missing from run", int(row.missing), help="judged but not ranked")
 
 st.subheader("Leaderboard")
-boards = []
-for each_task in sorted({entry.task for entry in state.all_runs().values()}):
-    entries = state.task_runs(each_task)
-    if each_task == task:
-        entries = chosen
-    if entries:
-        board = render.attempt(loaders.board_for, spec, each_task, protocol, entries)
-        if board is not None and len(board):
-            boards.append(board)
+boards = {task: board} if board is not None and len(board) else {}
+# Other tasks' runs are scored only on request: scoring is the slow part of a first visit,
+# and the page is about the chosen task.
+others = sorted({entry.task for entry in state.all_runs().values()} - {task})
+others = [t for t in others if state.task_runs(t)]
+if others and st.toggle(
+    "Add the other tasks' runs",
+    key="home_other_tasks",
+    help="Score the runs loaded for " + ", ".join(f"task {t}" for t in others),
+):
+    for each_task in others:
+        other = render.attempt(
+            loaders.board_for, spec, each_task, protocol, state.task_runs(each_task)
+        )
+        if other is not None and len(other):
+            boards[each_task] = other
 if boards:
-    board = pd.concat(boards)
+    board = pd.concat([boards[t] for t in sorted(boards)])
     left, right = st.columns([3, 1])
     with left:
         st.plotly_chart(figures.leaderboard_heatmap(board), key="leaderboard_heatmap")

@@ -44,15 +44,22 @@ with query_col:
     st.subheader(f"{render.escape_md(target.domain)} / {render.escape_md(target.query_id)}")
     st.caption(f"{len(query.images)} image(s) · {sum(v > 0 for v in qrels.values())} relevant")
     render.show_query(source, query)
-documents = loaders.documents(spec, task, target.domain, protocol) if shown else {}
+rankings = {
+    name: scores
+    for name in shown
+    if (scores := runs[name].runs.get(target.domain, {}).get(target.query_id, {}))
+}
+tops = {name: views.ranking(scores, qrels, excluded, TOP) for name, scores in rankings.items()}
+hit_ids = {doc for top, _ in tops.values() for doc in top["doc_id"]}
+documents = loaders.shown_documents(spec, task, target.domain, protocol, hit_ids)
 for index, (column, name) in enumerate(zip(run_cols, shown, strict=False)):
     with column:
         st.subheader(render.escape_md(name))
-        scores = runs[name].runs.get(target.domain, {}).get(target.query_id, {})
-        if not scores:
+        if name not in tops:
             st.info("This run does not rank this query.")
             continue
-        top, removed = views.ranking(scores, qrels, excluded, TOP)
+        scores = rankings[name]
+        top, removed = tops[name]
         for hit in top.itertuples(index=False):
             row = top.iloc[int(hit.rank) - 1]
             render.show_hit(

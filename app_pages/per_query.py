@@ -14,12 +14,11 @@ names = selected_runs()
 if not names:
     st.info("Choose runs in the sidebar (or add some on the Home page).")
     st.stop()
-entries = {name: state.task_runs()[name] for name in names}
-table = render.attempt(loaders.table_for, spec, task, protocol, entries)
+run = st.selectbox("Run", names, key="pq_run")
+# Only the run shown is scored (each run's scores are cached on their own).
+table = render.attempt(loaders.table_for, spec, task, protocol, {run: state.task_runs()[run]})
 if table is None:
     st.stop()
-
-run = st.selectbox("Run", names, key="pq_run")
 rows = views.run_rows(table, run, loaders.MEASURE)
 domain_col, image_col, score_col = st.columns(3)
 domains = domain_col.multiselect("Domains", sorted(rows["domain"].unique()), key="pq_domains")

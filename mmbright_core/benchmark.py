@@ -69,21 +69,25 @@ class TaskScores:
 
 def apply_protocol(
     run: Run, excluded: Mapping[str, Collection[str]], depth: int = RUN_DEPTH
-) -> dict[str, dict[str, float]]:
+) -> dict[str, Mapping[str, float]]:
     """Drop each query's excluded ids from its ranking, then cut it to ``depth`` documents.
 
-    Only a ranking longer than ``depth`` is cut (and so ordered); the others keep their
-    entries as they are, since scoring orders them anyway.
+    Only a ranking longer than ``depth`` is cut (and so ordered), and only one holding an
+    excluded id is copied: the others are the run's own mappings, shared and not to be
+    modified, since copying a benchmark-sized run costs more than scoring it.
 
     Args:
         run: query_id -> doc_id -> score.
         excluded: query_id -> doc ids to remove before the cut.
         depth: How many documents to keep per query.
     """
-    out: dict[str, dict[str, float]] = {}
+    out: dict[str, Mapping[str, float]] = {}
     for query_id, scores in run.items():
         drop = excluded.get(query_id)
-        kept = {d: s for d, s in scores.items() if d not in drop} if drop else dict(scores)
+        if drop and any(d in scores for d in drop):
+            kept: Mapping[str, float] = {d: s for d, s in scores.items() if d not in drop}
+        else:
+            kept = scores
         out[query_id] = kept if len(kept) <= depth else top_k(kept, depth)
     return out
 

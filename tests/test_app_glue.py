@@ -11,7 +11,7 @@ from mmbright_core.analysis.compare import compare_runs
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.data.sources import open_source
 from mmbright_core.errors import InputError
-from mmbright_core.ui import reports, views, workspace
+from mmbright_core.ui import loaders, reports, views, workspace
 from mmbright_core.ui.render import escape_md, judgment_badge, points, score_text
 from mmbright_core.ui.state import RunEntry
 
@@ -103,3 +103,25 @@ def test_comparison_report_is_escaped_html(fixture_dir):
     assert html.startswith("<!DOCTYPE html>")
     assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
     assert "How do I cite a preprint?" in html
+
+
+@pytest.mark.parametrize("task", [2, 4])
+def test_shown_documents_are_the_corpus_documents(fixture_dir, task):
+    source = open_source(str(fixture_dir))
+    corpus = {doc.doc_id: doc for doc in source.task(task, "academia").corpus}
+    picked = [*sorted(corpus)[:3], "academia/absent_1.txt"]
+    shown = loaders.shown_documents(str(fixture_dir), task, "academia", "paper", picked)
+    assert shown == {d: corpus[d] for d in picked[:3]}
+    assert loaders.shown_documents(str(fixture_dir), task, "academia", "paper", []) == {}
+
+
+def test_only_the_compared_pair_is_scored(fixture_dir):
+    runs = {
+        "a": {"academia": {"a1": {"academia/a1b2c3d4_101.txt": 2.0}}},
+        "b": {"academia": {"a1": {"academia/a1b2c3d4_102.txt": 2.0}}},
+        "broken": {"academia": {"a1": {"academia/x_1.txt": math.nan}}},
+    }
+    entries = {n: RunEntry(n, str(fixture_dir), 2, r, "test", n) for n, r in runs.items()}
+    comparison = loaders.comparison_for(str(fixture_dir), 2, "paper", entries, "a", "b")
+    assert (comparison.run_a, comparison.run_b) == ("a", "b")
+    assert set(comparison.per_query["query_id"]) == {"a1"}

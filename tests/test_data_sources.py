@@ -215,3 +215,34 @@ def test_text_tasks_stay_small_beside_200_mb_of_images(tmp_path: Path) -> None:
     growth_mb, queries = map(int, probe.stdout.split())
     assert queries == 1
     assert growth_mb < 30, f"loading tasks 1-2 grew RSS by {growth_mb} MB"
+
+
+def test_passages_reads_only_the_asked_rows(tmp_path: Path) -> None:
+    ids = [f"physics/{n:08x}_{n}.txt" for n in range(50)]
+    folder = tmp_path / "copy" / "documents"
+    folder.mkdir(parents=True)
+    table = pa.table({"id": ids, "content": [f"text {n}" if n % 7 else None for n in range(50)]})
+    pq.write_table(table, folder / "physics.parquet", row_group_size=10)
+    source = FolderSource(tmp_path / "copy")
+    wanted = [ids[3], ids[14], ids[48], "physics/absent_1.txt"]
+    assert source.passages("physics", wanted) == {
+        ids[3]: "text 3",
+        ids[14]: "",  # a null content reads as empty, as the corpus reader does
+        ids[48]: "text 48",
+    }
+    assert source.passages("physics", []) == {}
+
+
+def test_passages_match_the_task_corpus(fixture_dir: Path) -> None:
+    source = FolderSource(fixture_dir)
+    corpus = {doc.doc_id: doc.text for doc in source.task(1, "academia").corpus}
+    picked = sorted(corpus)[::2]
+    assert source.passages("academia", picked) == {d: corpus[d] for d in picked}
+
+
+def test_passages_refuse_a_corrupt_file(tmp_path: Path) -> None:
+    folder = tmp_path / "copy" / "documents"
+    folder.mkdir(parents=True)
+    (folder / "physics.parquet").write_bytes(b"PAR1 not a parquet file PAR1")
+    with pytest.raises(InputError, match="not a readable parquet file"):
+        FolderSource(tmp_path / "copy").passages("physics", ["physics/x_1.txt"])

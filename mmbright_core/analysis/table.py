@@ -105,15 +105,26 @@ def results_table(
     """
     wanted = list(dict.fromkeys(str(m) for m in parse_measures(measures)))
     features = query_features(tasks, image_problem)
-    frames = []
-    for name, by_domain in runs.items():
-        for data in tasks:
-            scores = _score(data, by_domain.get(data.domain, {}), wanted, missing)
-            frames.append(scores.assign(run=name))
-    scored = pd.concat(frames, ignore_index=True) if frames else _empty_scores(wanted)
-    table = features.merge(scored, on=["task", "domain", "query_id"], how="right")
+    names = [*wanted, _FIRST_RELEVANT] if _FIRST_RELEVANT not in wanted else wanted
+    scored = [
+        _score(data, by_domain.get(data.domain, {}), names, missing)
+        for by_domain in runs.values()
+        for data in tasks
+    ]
     columns = [*KEYS, *wanted, *FEATURES, "first_relevant_rank", "covered"]
-    return table[columns].reset_index(drop=True)
+    if not scored:
+        empty = features.merge(_empty_scores(wanted), on=["task", "domain", "query_id"])
+        return empty[columns].reset_index(drop=True)
+    # Every run scores every query of the tasks in the features' order, so the table is the
+    # features repeated once per run (no join on the string keys).
+    table = pd.concat([features] * len(runs), ignore_index=True)
+    table.insert(0, "run", np.repeat(list(runs), len(features)))
+    values = {n: np.concatenate([part[n] for part in scored]) for n in [*names, "covered"]}
+    with np.errstate(divide="ignore"):
+        rr = values[_FIRST_RELEVANT]
+        values["first_relevant_rank"] = np.where(rr > 0, np.round(1 / rr), np.nan)
+    scores = pd.DataFrame({n: values[n] for n in columns if n in values}, index=table.index)
+    return pd.concat([table, scores], axis=1)[columns]
 
 
 def query_features(tasks: Sequence[TaskData], image_problem: ImageProblem | None) -> pd.DataFrame:
@@ -133,27 +144,27 @@ def query_features(tasks: Sequence[TaskData], image_problem: ImageProblem | None
     return frame.astype({"n_decodable_images": "Int64"})
 
 
-def _score(data: TaskData, run: RunLike, measures: list[str], missing: Missing) -> pd.DataFrame:
-    """Score one domain's run the benchmark's way; one row per query of the task."""
+def _score(
+    data: TaskData, run: RunLike, names: list[str], missing: Missing
+) -> dict[str, np.ndarray]:
+    """Score one domain's run the benchmark's way: each measure and ``covered``, per query.
+
+    The arrays follow the order of ``data.queries``.
+    """
     if isinstance(run, Mapping):
         prepared: Any = apply_protocol(run, data.excluded)
         covered = set(prepared)
     else:
         prepared = apply_protocol_columns(run, data.excluded)
         covered = set(pc.unique(prepared.column("query_id")).to_pylist())
-    names = [*measures, _FIRST_RELEVANT] if _FIRST_RELEVANT not in measures else measures
     result = evaluate(data.qrels, prepared, measures=names, missing=missing)
     ids = [q.query_id for q in data.queries]
-    out = pd.DataFrame({"task": data.task, "domain": data.domain, "query_id": ids})
-    for name in names:
-        values = result.per_query[name]
-        out[name] = np.array([values.get(q, np.nan) for q in ids], dtype=np.float64)
-    with np.errstate(divide="ignore"):
-        out["first_relevant_rank"] = np.where(
-            out[_FIRST_RELEVANT] > 0, np.round(1 / out[_FIRST_RELEVANT]), np.nan
-        )
-    out["covered"] = [q in covered for q in ids]
-    return out if _FIRST_RELEVANT in measures else out.drop(columns=_FIRST_RELEVANT)
+    out = {
+        name: np.array([result.per_query[name].get(q, np.nan) for q in ids], dtype=np.float64)
+        for name in names
+    }
+    out["covered"] = np.array([q in covered for q in ids], dtype=bool)
+    return out
 
 
 def _empty_scores(measures: list[str]) -> pd.DataFrame:

@@ -120,7 +120,7 @@ def order_caption(order: Sequence[tuple[str, str]], target: InspectTarget) -> st
     return f"Most-hurt queries ({names}): {where}. Previous/next walk them, worst first."
 
 
-def scored(entry: RunEntry, target: InspectTarget, excluded: frozenset[str]) -> dict[str, float]:
+def scored(entry: RunEntry, target: InspectTarget, excluded: frozenset[str]) -> Mapping[str, float]:
     """One query's ranking in a run as the benchmark scores it (exclusions, top-1000 cut)."""
     scores = entry.runs.get(target.domain, {}).get(target.query_id, {})
     return apply_protocol({target.query_id: scores}, {target.query_id: excluded})[target.query_id]

@@ -9,7 +9,7 @@ argument that the cache skips.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import pandas as pd
 import streamlit as st
@@ -64,6 +64,32 @@ def documents(spec: str, task: Task, domain: str, protocol: str) -> dict[str, Do
     return {doc.doc_id: doc for doc in data.corpus}
 
 
+TEXT_TASKS = (1, 2)
+"""Tasks whose items are plain passages, readable by id (SPEC §3)."""
+
+
+def shown_documents(
+    spec: str, task: Task, domain: str, protocol: str, ids: Collection[str]
+) -> dict[str, Document]:
+    """Return doc_id -> document for the items a page shows (missing ids are left out).
+
+    Passages (tasks 1-2) are read by id, never the whole corpus; image and pair items
+    (tasks 3-4) need the corpus built by the task's rules, read once per domain.
+    """
+    if not ids:
+        return {}
+    if task not in TEXT_TASKS:
+        corpus = documents(spec, task, domain, protocol)
+        return {i: corpus[i] for i in ids if i in corpus}
+    texts = _passages(spec, domain, tuple(sorted(set(ids))))
+    return {i: Document(i, text) for i, text in texts.items()}
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _passages(spec: str, domain: str, ids: tuple[str, ...]) -> dict[str, str]:
+    return get_source(spec).passages(domain, ids)
+
+
 def _key(entries: Mapping[str, RunEntry]) -> tuple[tuple[str, str], ...]:
     return tuple((name, entry.fingerprint) for name, entry in entries.items())
 
@@ -83,7 +109,9 @@ def table_for(
     return pd.concat(frames, ignore_index=True)
 
 
-@st.cache_data(max_entries=64, show_spinner="Scoring…")
+# A resource, not data: the table is shared as is rather than unpickled on every rerun
+# (callers get it through ``pd.concat``, a new frame, and pandas copies on write).
+@st.cache_resource(max_entries=64, show_spinner="Scoring…")
 def _run_table(
     spec: str, task: Task, protocol: str, name: str, key: str, _entry: RunEntry
 ) -> pd.DataFrame:
@@ -103,8 +131,13 @@ def board_for(
 def comparison_for(
     spec: str, task: Task, protocol: str, entries: Mapping[str, RunEntry], run_a: str, run_b: str
 ) -> Comparison:
-    """The paired comparison of two runs (CIs, Holm-corrected p-values)."""
-    return _comparison(spec, task, protocol, _key(entries), run_a, run_b, entries)
+    """The paired comparison of two runs (CIs, Holm-corrected p-values).
+
+    Only the two runs are scored, and the result is cached on them alone: the other runs
+    of the task neither cost time nor invalidate it.
+    """
+    pair = {name: entries[name] for name in dict.fromkeys((run_a, run_b)) if name in entries}
+    return _comparison(spec, task, protocol, _key(pair), run_a, run_b, pair)
 
 
 @st.cache_data(max_entries=16, show_spinner="Comparing…")
