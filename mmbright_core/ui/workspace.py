@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mmbright_core.benchmark import check_task_runs, runs_by_domain, task_query_ids
+from mmbright_core.data.ids import check_protocol
 from mmbright_core.data.sources import Source
 from mmbright_core.errors import InputError
 from mmbright_core.io._open import PARQUET_MAGIC
@@ -61,7 +62,8 @@ def entry_from_bytes(
     stream = io.BytesIO(data)
     stream.name = name  # the reader names the file in its errors and detects the format
     run = read_run(stream)
-    runs = runs_by_domain(run, task_query_ids(source, task, protocol=protocol), name)
+    known = task_query_ids(source, task, protocol=check_protocol(protocol))
+    runs = runs_by_domain(run, known, name)
     check_task_runs(source, task, runs, protocol=protocol, name=name)
     return RunEntry(
         Path(name).stem, source.name, task, runs, f"upload: {name}", fingerprint(name, data)
