@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fuzzing import mutations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,23 +34,6 @@ FUZZ = settings(
 )
 
 
-@st.composite
-def mutated(draw: st.DrawFn) -> bytes:
-    data = bytearray(draw(st.sampled_from(SEEDS)))
-    for _ in range(draw(st.integers(1, 6))):
-        kind = draw(st.sampled_from(["flip", "insert", "delete", "truncate"]))
-        at = draw(st.integers(0, max(len(data) - 1, 0)))
-        if kind == "flip" and data:
-            data[at] = draw(st.integers(0, 255))
-        elif kind == "insert":
-            data[at:at] = draw(st.binary(min_size=1, max_size=8))
-        elif kind == "delete":
-            del data[at : at + draw(st.integers(1, 8))]
-        else:
-            del data[at:]
-    return bytes(data)
-
-
 def _only_input_errors(reader: Callable[[bytes], Any], data: bytes) -> None:
     try:
         reader(data)
@@ -60,7 +44,7 @@ def _only_input_errors(reader: Callable[[bytes], Any], data: bytes) -> None:
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("reader", list(READERS))
 @FUZZ
-@given(data=st.binary(max_size=300) | mutated())
+@given(data=st.binary(max_size=300) | mutations(SEEDS))
 def test_bytes_give_a_result_or_an_input_error(reader: str, data: bytes) -> None:
     _only_input_errors(READERS[reader], data)
 

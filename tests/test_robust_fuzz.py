@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from fixture_dataset import encode
+from fuzzing import mutations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
@@ -45,28 +46,6 @@ A1 = "academia/a1b2c3d4_101.txt"
 A3 = "academia/e5f6a7b8_201.txt"
 B1 = "biology/fec40b40_1635_0.txt"
 RUN = {"academia/a1": {A1: 2.5, A3: 0.5}, "academia/a2": {A3: 1.0}, "biology/b1": {B1: 3.0}}
-
-
-def mutations(seeds: list[bytes]) -> st.SearchStrategy[bytes]:
-    """Seeds with 1-6 byte-level edits: flip, insert, delete, truncate."""
-
-    @st.composite
-    def mutated(draw: st.DrawFn) -> bytes:
-        data = bytearray(draw(st.sampled_from(seeds)))
-        for _ in range(draw(st.integers(1, 6))):
-            kind = draw(st.sampled_from(["flip", "insert", "delete", "truncate"]))
-            at = draw(st.integers(0, max(len(data) - 1, 0)))
-            if kind == "flip" and data:
-                data[at] = draw(st.integers(0, 255))
-            elif kind == "insert":
-                data[at:at] = draw(st.binary(min_size=1, max_size=8))
-            elif kind == "delete":
-                del data[at : at + draw(st.integers(1, 16))]
-            else:
-                del data[at:]
-        return bytes(data)
-
-    return st.binary(max_size=400) | mutated()
 
 
 def _input_error_or(check: Callable[[], None]) -> None:

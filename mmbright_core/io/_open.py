@@ -186,6 +186,37 @@ def decode(loaded: Loaded) -> str:
     return text
 
 
+# The two whitespace-separated TREC formats, each named for the other's error message.
+TREC_LAYOUTS = {
+    "run": ("query_id Q0 doc_id rank score tag", "qrels", "read_qrels"),
+    "qrels": ("query_id iteration doc_id relevance", "run", "read_run"),
+}
+
+
+def trec_rows(text: str, name: str, kind: str) -> Iterator[tuple[int, list[str]]]:
+    """Yield ``(line_number, columns)`` of a TREC run or qrels, checking the column count.
+
+    Raises:
+        InputError: A line has another number of columns (naming the other format when the
+            count is the other's, as when a qrels file is given for a run).
+    """
+    layout, other, reader = TREC_LAYOUTS[kind]
+    count, other_count = len(layout.split()), len(TREC_LAYOUTS[other][0].split())
+    for line, columns in fields(text):
+        if len(columns) != count:
+            raise InputError(
+                "wrong number of columns",
+                source=name,
+                line=line,
+                expected=f"{count} columns ({layout})",
+                found=f"{len(columns)}: {show(' '.join(columns))}",
+                hint=f"This looks like a {other} line; read it with {reader}"
+                if len(columns) == other_count
+                else "Ids may not contain blanks",
+            )
+        yield line, columns
+
+
 def fields(text: str) -> Iterator[tuple[int, list[str]]]:
     """Yield ``(line_number, columns)`` for every non-blank line, numbered from 1."""
     # One C-level translate, then a plain split: several times faster than a regex per

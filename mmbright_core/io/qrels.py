@@ -19,15 +19,14 @@ from mmbright_core.io._open import (
     check_trec_token,
     decode,
     duplicate_error,
-    fields,
     load,
+    trec_rows,
     write_file,
 )
 from mmbright_core.types import Qrels
 
 QRELS_FORMATS: tuple[str, ...] = ("trec", "json")
 
-_QRELS_COLUMNS = "query_id iteration doc_id relevance"
 _TOKEN_HINT = "Write JSON qrels (a .json path) for ids with blanks"
 
 
@@ -59,18 +58,7 @@ def read_qrels(src: Readable, format: str | None = None) -> dict[str, dict[str, 
 
 def _parse_trec_qrels(text: str, name: str) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
-    for line, columns in fields(text):
-        if len(columns) != 4:
-            raise InputError(
-                "wrong number of columns",
-                source=name,
-                line=line,
-                expected=f"4 columns ({_QRELS_COLUMNS})",
-                found=f"{len(columns)}: {show(' '.join(columns))}",
-                hint="This looks like a run line; read it with read_run"
-                if len(columns) == 6
-                else "Ids may not contain blanks",
-            )
+    for line, columns in trec_rows(text, name, "qrels"):
         query_id, _, doc_id, label = columns
         if not INTEGER.fullmatch(label):
             raise InputError(

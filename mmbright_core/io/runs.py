@@ -26,12 +26,13 @@ from mmbright_core.io._json import finite_number, json_kind, json_path, nested_j
 from mmbright_core.io._open import (
     INTEGER,
     PARQUET_MAGIC,
+    TREC_LAYOUTS,
     Readable,
     check_trec_token,
     decode,
     duplicate_error,
-    fields,
     load,
+    trec_rows,
     write_file,
 )
 from mmbright_core.io.atomic import atomic_write_bytes
@@ -41,7 +42,6 @@ from mmbright_core.types import Run
 RunFormat = Literal["trec", "json", "parquet"]
 RUN_FORMATS: tuple[str, ...] = ("trec", "json", "parquet")
 
-_RUN_COLUMNS = "query_id Q0 doc_id rank score tag"
 _TOKEN_HINT = "Use write_json_run for ids with blanks"
 
 
@@ -91,18 +91,7 @@ def _detect(data: bytes, suffix: str) -> str:
 
 def _parse_trec_run(text: str, name: str) -> dict[str, dict[str, float]]:
     run: dict[str, dict[str, float]] = {}
-    for line, columns in fields(text):
-        if len(columns) != 6:
-            raise InputError(
-                "wrong number of columns",
-                source=name,
-                line=line,
-                expected=f"6 columns ({_RUN_COLUMNS})",
-                found=f"{len(columns)}: {show(' '.join(columns))}",
-                hint="This looks like a qrels line; read it with read_qrels"
-                if len(columns) == 4
-                else "Ids may not contain blanks",
-            )
+    for line, columns in trec_rows(text, name, "run"):
         query_id, _, doc_id, rank, score, _ = columns
         # trec_eval ignores the rank column; checking it still catches swapped columns.
         if not (rank.isascii() and rank.isdigit()) and not INTEGER.fullmatch(rank):
@@ -112,7 +101,7 @@ def _parse_trec_run(text: str, name: str) -> dict[str, dict[str, float]]:
                 line=line,
                 expected="an integer rank",
                 found=show(rank),
-                hint=f"Columns are {_RUN_COLUMNS}",
+                hint=f"Columns are {TREC_LAYOUTS['run'][0]}",
             )
         docs = run.setdefault(query_id, {})
         if doc_id in docs:
