@@ -12,23 +12,27 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_browser import CHROMIUM, LAUNCH_ARGS, _free_port, _no_exception, _settle, _wait_healthy
+from serving import (
+    BROWSER_MARKS,
+    CHROMIUM,
+    LAUNCH_ARGS,
+    ROOT,
+    no_exception,
+    settle,
+    streamlit_server,
+)
 from test_server_app import A1, HOSTILE_NAME, HOSTILE_QUERY, SCRIPT, _replace
 
 from mmbright_core.data.sources import open_source
 from mmbright_core.ui.confine import ROOT_ENV
 
-ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 SESSIONS = 20
 HEADLINE = "MM-BRIGHT failure analysis"
@@ -36,13 +40,7 @@ QUERY_CAPTION = re.compile(r"\d+ image\(s\) · \d+ relevant")  # drawn once the 
 # Per wave of 20 sessions, after the first: what the server may keep (caches are bounded).
 GROWTH_LIMIT_MB = 150
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"
-    ),
-]
+pytestmark = BROWSER_MARKS
 
 
 def rss_mb(pid: int) -> float:
@@ -65,21 +63,10 @@ def served(fixture_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(served: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
-    port = _free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", ROOT_ENV: str(served)}
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
-    command += ["--server.headless", "true", "--server.address", "127.0.0.1"]
-    command += ["--server.maxUploadSize", "1", "--client.showErrorDetails", "type"]
-    log = tmp_path_factory.mktemp("streamlit") / "server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, process)
+    options = ("--server.maxUploadSize", "1", "--client.showErrorDetails", "type")
+    log_dir = tmp_path_factory.mktemp("streamlit")
+    with streamlit_server(log_dir, *options, env={ROOT_ENV: str(served)}) as (url, process):
         yield url, process.pid
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
 
 
 # Each session opens one page by its URL: the home page or the inspector (which reads the
@@ -158,7 +145,7 @@ def _upload(page, name: str, data: bytes) -> None:  # type: ignore[no-untyped-de
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
         files=[{"name": name, "mimeType": "text/plain", "buffer": data}]
     )
-    _settle(page)
+    settle(page)
 
 
 def test_oversized_upload_is_refused_and_the_session_goes_on(server: tuple[str, int]):
@@ -169,14 +156,14 @@ def test_oversized_upload_is_refused_and_the_session_goes_on(server: tuple[str, 
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(url)
         page.get_by_text(HEADLINE).wait_for(timeout=60_000)
-        _settle(page)
+        settle(page)
         _upload(page, "huge.trec", b"x" * (3 * 2**20 // 2))  # 1.5 MB over a 1 MB limit
         page.get_by_text("must be 1.0MB or smaller").wait_for(timeout=30_000)
         _upload(page, "good.trec", _demo_run())
         page.get_by_role("button", name="Add uploaded runs").click()
-        _settle(page)
+        settle(page)
         page.get_by_text("Added run 'good'").wait_for(timeout=30_000)
-        _no_exception(page)
+        no_exception(page)
         page.get_by_text("Headline numbers").wait_for()
         browser.close()
 
@@ -191,34 +178,34 @@ def test_hostile_text_stays_text_in_the_browser(server: tuple[str, int]):
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
         page.goto(url)
         page.get_by_text(HEADLINE).wait_for(timeout=60_000)
-        _settle(page)
+        settle(page)
         sidebar = page.locator('[data-testid="stSidebar"]')
         sidebar.get_by_text("Local folder").click()
-        _settle(page)
+        settle(page)
         sidebar.get_by_label("Folder with").fill("/etc")
         sidebar.get_by_label("Folder with").press("Enter")
-        _settle(page)
+        settle(page)
         sidebar.get_by_text("outside the folder this server may read").wait_for(timeout=30_000)
         sidebar.get_by_label("Folder with").fill("hostile")  # inside the root
         sidebar.get_by_label("Folder with").press("Enter")
-        _settle(page)
+        settle(page)
         sidebar.locator('[data-testid="stSelectbox"]').first.click()
         page.get_by_role("option", name="Task 2: text+image → text").click()
-        _settle(page)
+        settle(page)
         _upload(page, "<img src=x onerror=alert(5)>.trec", b"academia/a1 Q0 broken\n")
         page.get_by_role("button", name="Add uploaded runs").click()
-        _settle(page)
+        settle(page)
         page.get_by_text("wrong number of columns").wait_for(timeout=30_000)
         run = f"academia/a1 Q0 {A1} 1 2.0 t\n".encode()
         _upload(page, f"{HOSTILE_NAME}.trec", run)
         page.get_by_role("button", name="Add uploaded runs").click()
-        _settle(page)
+        settle(page)
         page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Inspector").click()
         page.get_by_text("Query inspector").wait_for(timeout=60_000)
-        _settle(page)
+        settle(page)
         page.get_by_text(HOSTILE_QUERY, exact=True).wait_for(timeout=30_000)
         page.get_by_role("heading", name=HOSTILE_NAME).wait_for(timeout=30_000)
-        _no_exception(page)
+        no_exception(page)
         assert page.locator("script", has_text="alert(1)").count() == 0
         assert page.locator("img[src='x']").count() == 0
         ARTIFACTS.mkdir(exist_ok=True)
