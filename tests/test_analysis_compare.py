@@ -10,6 +10,7 @@ from mmbright_core.analysis.compare import (
     compare_runs,
     image_effect,
     most_hurt,
+    paired_deltas,
     paired_summary,
 )
 from mmbright_core.errors import InputError, UnknownNameError
@@ -99,6 +100,9 @@ def test_most_hurt_ranks_the_worst_losses():
     assert list(hurt["query_id"]) == ["b1", "a1"]
     assert list(hurt["delta"]) == pytest.approx([-0.8, -0.25])
     assert len(most_hurt(comparison, top=10)) == 3  # only losses are listed
+    # The deltas alone (no statistics) order the same queries the same way.
+    deltas = paired_deltas(_table(), "text", "multi")
+    pd.testing.assert_frame_equal(most_hurt(deltas, top=10), most_hurt(comparison, top=10))
 
 
 def test_image_effect_breakdowns():

@@ -166,19 +166,30 @@ def _pair(table: pd.DataFrame, run_a: str, run_b: str, measure: str) -> tuple[pd
     return paired[order].sort_values(_KEYS, kind="stable").reset_index(drop=True), unpaired
 
 
-def most_hurt(comparison: Comparison, top: int = 10) -> pd.DataFrame:
+def paired_deltas(
+    table: pd.DataFrame, run_a: str, run_b: str, measure: str = "nDCG@10"
+) -> pd.DataFrame:
+    """The per-query deltas of two runs alone (``Comparison.per_query``, with no statistics).
+
+    For callers that only order queries by how much B lost, such as the inspector's walk.
+    """
+    return _pair(table, run_a, run_b, measure)[0]
+
+
+def most_hurt(comparison: Comparison | pd.DataFrame, top: int = 10) -> pd.DataFrame:
     """The queries where B lost most against A, worst first (ties by domain and query id).
 
     Args:
-        comparison: A comparison.
+        comparison: A comparison, or its per-query deltas (:func:`paired_deltas`).
         top: How many to return; only queries with a negative delta are listed.
 
     Returns:
-        Rows of ``comparison.per_query``.
+        Rows of the per-query deltas.
     """
     if top < 0:
         raise InputError("the number of queries to list must not be negative", found=str(top))
-    hurt = comparison.per_query[comparison.per_query["delta"] < 0]
+    per_query = comparison.per_query if isinstance(comparison, Comparison) else comparison
+    hurt = per_query[per_query["delta"] < 0]
     ordered = hurt.sort_values(["delta", "domain", "query_id"], kind="stable")
     return ordered.head(top).reset_index(drop=True)
 

@@ -93,10 +93,10 @@ def hurt_order(spec: str, task: Task, protocol: str) -> list[tuple[str, str]]:
     if pair is None:
         return []
     try:
-        comparison = loaders.comparison_for(spec, task, protocol, runs, *pair)
+        deltas = loaders.deltas_for(spec, task, protocol, runs, *pair)
     except MMBrightError:
         return []  # the compare page shows the reason; the inspector still works
-    hurt = most_hurt(comparison, top=len(comparison.per_query))
+    hurt = most_hurt(deltas, top=len(deltas))
     return list(zip(hurt["domain"].astype(str), hurt["query_id"].astype(str), strict=True))
 
 

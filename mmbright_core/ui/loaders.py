@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping
 import pandas as pd
 import streamlit as st
 
-from mmbright_core.analysis.compare import Comparison, compare_runs
+from mmbright_core.analysis.compare import Comparison, compare_runs, paired_deltas
 from mmbright_core.analysis.leaderboard import AVERAGE, leaderboard
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.data.ids import check_protocol
@@ -152,6 +152,27 @@ def _comparison(
 ) -> Comparison:
     table = table_for(spec, task, protocol, _entries)
     return compare_runs(table, run_a, run_b, MEASURE)
+
+
+def deltas_for(
+    spec: str, task: Task, protocol: str, entries: Mapping[str, RunEntry], run_a: str, run_b: str
+) -> pd.DataFrame:
+    """The per-query deltas of two runs, without the statistics of :func:`comparison_for`."""
+    pair = {name: entries[name] for name in dict.fromkeys((run_a, run_b)) if name in entries}
+    return _deltas(spec, task, protocol, _key(pair), run_a, run_b, pair)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _deltas(
+    spec: str,
+    task: Task,
+    protocol: str,
+    key: tuple[tuple[str, str], ...],
+    run_a: str,
+    run_b: str,
+    _entries: Mapping[str, RunEntry],
+) -> pd.DataFrame:
+    return paired_deltas(table_for(spec, task, protocol, _entries), run_a, run_b, MEASURE)
 
 
 def headlines(table: pd.DataFrame, board: pd.DataFrame) -> pd.DataFrame:
