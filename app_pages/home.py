@@ -37,7 +37,11 @@ else:
         coverage.metric(
             "Coverage", f"{100 * row.coverage:.1f}%", help="judged queries the run ranks"
         )
-        dropped.metric("Dropped queries", int(row.dropped), help="no judgment at all (SPEC §4)")
+        dropped.metric(
+            "Dropped queries",
+            int(row.dropped),
+            help="queries with no judgment at all, left out of scoring as trec_eval leaves them",
+        )
         missing.metric("Missing from run", int(row.missing), help="judged but not ranked")
 
 st.subheader("Leaderboard")

@@ -107,3 +107,25 @@ def test_eval_source_rejects_a_run_of_another_task_or_missing_options(
     assert "'q-unknown'" in err
     assert main(["eval", "--source", str(fixture_dir), "--run", str(tmp_path / "run.trec")]) == 2
     assert "--source S --task N --run PATH" in capsys.readouterr().err
+
+
+def test_eval_source_reads_a_run_from_standard_input(
+    fixture_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+) -> None:
+    write_trec_run(tmp_path / "run.trec", RUN)
+    with (tmp_path / "run.trec").open("rb") as stdin:
+        monkeypatch.setattr("sys.stdin", type("Stdin", (), {"buffer": stdin})())
+        argv = ["eval", "--source", str(fixture_dir), "--task", "1", "--run", "-"]
+        assert main([*argv, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["macro"]["nDCG@10"] == pytest.approx((ACADEMIA + BIOLOGY) / 2, abs=1e-12)
+
+
+def test_an_unwritable_output_path_is_one_error_line(
+    fixture_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["qrels", "--source", str(fixture_dir), "--task", "1", "--domain", "academia"]
+    assert main([*argv, "--out", str(tmp_path)]) == 2  # a folder, not a file
+    err = capsys.readouterr().err
+    assert err.startswith("mmbright qrels: error:") and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []  # no temporary file left behind

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
 import pytest
 
 from mmbright_core.cli import main
-from mmbright_core.cli.run import parse_options
+from mmbright_core.cli.run import parse_options, register, retriever_options
 from mmbright_core.errors import InputError
 from mmbright_core.io.official import read_outputs
 
@@ -196,3 +197,14 @@ def test_demo_source(tmp_path: Path, name: str, task: int):
     assert outputs.runs and all(
         len(docs) <= 100 for run in outputs.runs.values() for docs in run.values()
     )
+
+
+def test_an_option_is_not_erased_by_an_unset_flag():
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    common = ["run", "--source", "demo", "--task", "1", "--retriever", "dense", "--out", "o"]
+    args = parser.parse_args([*common, "--option", "model=/models/mine", "--option", "seed=3"])
+    assert retriever_options(args) == {"model": "/models/mine", "seed": 3}
+    # A flag that is set wins over nothing and is kept beside the options.
+    args = parser.parse_args([*common, "--model", "m2", "--device", "cpu"])
+    assert retriever_options(args) == {"model": "m2", "device": "cpu"}

@@ -116,3 +116,9 @@ def test_qrels_cli_reports_empty_queries_and_bad_input(
     assert captured.err == "1 queries have no judgment and are not in the qrels\n"
     assert main(["qrels", "--source", str(fixture_dir), "--task", "1", "--domain", "gis"]) == 2
     assert "unknown domain 'gis'" in capsys.readouterr().err
+
+
+def test_a_domain_or_task_named_twice_is_counted_once(fixture_dir: Path) -> None:
+    once = collect_stats(FolderSource(fixture_dir), tasks=[1], domains=["biology"])
+    twice = collect_stats(FolderSource(fixture_dir), tasks=[1, 1], domains=["biology", "biology"])
+    assert twice == once == [EXPECTED[1], TaskStats("total", 1, 2, 4, 2, 0, 0, 0, 0)]

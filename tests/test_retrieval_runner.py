@@ -130,3 +130,12 @@ def test_a_stale_domain_without_config_is_rerun(source, tmp_path: Path):
     (tmp_path / "run_bm25" / "biology" / "config.json").unlink()
     again = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5, domains=["biology"])
     assert [(d.domain, d.reused) for d in again.domains] == [("biology", False)]
+
+
+def test_a_corrupt_scores_file_is_rerun_not_trusted(source, tmp_path: Path):
+    first = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5)
+    scores = tmp_path / "run_bm25" / "biology" / "scores.json"
+    scores.write_text('{"b1": {"x": NaN', encoding="utf-8")  # a torn write from elsewhere
+    again = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5, domains=["biology"])
+    assert [(d.domain, d.reused) for d in again.domains] == [("biology", False)]
+    assert again.domains[0].run == first.domains[1].run

@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
         "--format",
         choices=("tsv", "json", "table"),
         default="tsv",
-        help="tsv/json: one row per task and domain; table: SPEC §1's layout as TSV",
+        help="tsv/json: a row per task and domain; table: the paper's per-domain layout",
     )
     stats.set_defaults(handler=run_stats)
 

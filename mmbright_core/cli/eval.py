@@ -112,8 +112,9 @@ def score_benchmark(args: argparse.Namespace) -> TaskScores:
     Raises:
         InputError: Options are missing or contradictory, or the run is malformed.
     """
-    from mmbright_core.benchmark import load_task_runs, score_task
+    from mmbright_core.benchmark import load_task_runs, runs_by_domain, score_task, task_query_ids
     from mmbright_core.data.sources import open_source
+    from mmbright_core.io.runs import read_run
 
     if args.task is None or args.run is None or args.qrels is not None:
         raise InputError(
@@ -122,7 +123,13 @@ def score_benchmark(args: argparse.Namespace) -> TaskScores:
             found=f"--task {args.task}, --run {args.run}, --qrels {args.qrels}",
         )
     source = open_source(args.source)
-    runs = load_task_runs(source, args.task, args.run, domains=args.domain, protocol=args.protocol)
+    if args.run == "-":
+        known = task_query_ids(source, args.task, args.domain, args.protocol)
+        runs = runs_by_domain(read_run(sys.stdin.buffer), known, name="<stdin>")
+    else:
+        runs = load_task_runs(
+            source, args.task, args.run, domains=args.domain, protocol=args.protocol
+        )
     return score_task(
         source,
         args.task,

@@ -89,16 +89,26 @@ def parse_options(pairs: list[str]) -> dict[str, Any]:
     return options
 
 
+def retriever_options(args: argparse.Namespace) -> dict[str, object]:
+    """The retriever's options: ``--option NAME=VALUE`` pairs, then the flags that are set.
+
+    A flag left unset must not erase the same setting given with ``--option``.
+    """
+    options = parse_options(args.option)
+    flags = {
+        "model": args.model,
+        "pretrained": args.pretrained,
+        "image_policy": args.image_policy,
+        "cache_dir": args.cache_dir,
+        "device": args.device,
+    }
+    options.update({name: value for name, value in flags.items() if value is not None})
+    return options
+
+
 def handle(args: argparse.Namespace) -> int:
     """Run the subcommand and print each domain's nDCG@10."""
-    options = parse_options(args.option)
-    options.update(
-        model=args.model,
-        pretrained=args.pretrained,
-        image_policy=args.image_policy,
-        cache_dir=args.cache_dir,
-        device=args.device,
-    )
+    options = retriever_options(args)
     retriever = with_engine(args.retriever, options, args)
     source = open_source(args.source)
     outcome = run_task(

@@ -74,10 +74,6 @@ CONFIGS: MappingProxyType[str, tuple[str, ...]] = MappingProxyType(
 )
 """Config name -> its published columns (SPEC §2)."""
 
-IMAGE_CONFIGS: tuple[str, ...] = ("examples_images", "document_images")
-"""The configs holding image bytes; text-only tasks never open them."""
-
-
 def parquet_name(config: str, domain: str) -> str:
     """Return the path of one config's split inside the dataset: ``{config}/{domain}.parquet``."""
     return f"{config}/{domain}.parquet"

@@ -95,9 +95,9 @@ def collect_stats(
         domains: The domains (default: all the source holds).
         protocol: The Task 4 protocol.
     """
-    chosen = tuple(domains) if domains else source.domains()
+    chosen = tuple(dict.fromkeys(domains)) if domains else source.domains()  # each once
     rows: list[TaskStats] = []
-    for task in tasks:
+    for task in dict.fromkeys(tasks):
         per_domain = [task_stats(source, task, d, protocol) for d in chosen]
         sums = [sum(values) for values in zip(*(astuple(r)[2:] for r in per_domain), strict=True)]
         rows.extend(per_domain)

@@ -25,14 +25,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from numbers import Integral
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mmbright_core.errors import InputError
 from mmbright_core.io._json import show
 from mmbright_core.measures import FAMILIES, Measure, parse_measures
-from mmbright_core.metrics._columns import ColumnRun
+
+if TYPE_CHECKING:
+    from mmbright_core.metrics._columns import ColumnRun
 from mmbright_core.metrics._ranks import DictRun, FloatArray, IntArray
 from mmbright_core.types import EvalCounts, EvalResult, Missing, Qrels
 
@@ -72,7 +74,12 @@ def evaluate(
     if missing not in ("skip", "zero"):
         raise InputError("bad missing rule", expected="'skip' or 'zero'", found=repr(missing))
     _check_qrels(qrels)
-    source = ColumnRun(run) if not isinstance(run, Mapping) else DictRun(run)
+    if isinstance(run, Mapping):
+        source: DictRun | ColumnRun = DictRun(run)
+    else:  # pandas and pyarrow load only for a columnar run
+        from mmbright_core.metrics._columns import ColumnRun
+
+        source = ColumnRun(run)
     in_run = source.query_ids
     judged = [q for q, docs in qrels.items() if docs]
     evaluated = [q for q in judged if q in in_run or missing == "zero"]

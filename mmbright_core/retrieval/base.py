@@ -17,8 +17,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from mmbright_core.data.ids import PAIR_SEPARATOR
 from mmbright_core.errors import InputError, MissingDependencyError, UnknownNameError
-from mmbright_core.types import Query, TaskData
+from mmbright_core.types import TaskData
 
 #: The ``run`` subcommand's default cut (SPEC §3: runs keep the top 1,000 per query).
 DEFAULT_K = 1000
@@ -88,16 +89,11 @@ def check_k(k: int) -> None:
 
 def passage_id(doc_id: str) -> str:
     """Return the passage part of a Task 4 pair id (``"<pid>|||<image>"``), or the id itself."""
-    return doc_id.split("|||", 1)[0]
-
-
-def query_texts(queries: tuple[Query, ...]) -> list[str]:
-    """Return the queries' texts in order."""
-    return [q.text for q in queries]
+    return doc_id.split(PAIR_SEPARATOR, 1)[0]
 
 
 # name -> (module, factory attribute). Modules are imported on first use only, so a backend's
-# heavy dependencies load when that backend is asked for (house style: heavy imports inside).
+# heavy dependencies load only when that backend is asked for.
 _BUILTIN: dict[str, tuple[str, str]] = {
     "bm25": ("mmbright_core.retrieval.bm25", "BM25Retriever"),
     "dense": ("mmbright_core.retrieval.dense", "DenseRetriever"),

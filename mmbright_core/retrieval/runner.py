@@ -131,11 +131,12 @@ def _reuse(task_dir: Path, domain: str, config: RunConfig) -> DomainOutcome | No
     try:
         stored = json.loads(paths[0].read_text(encoding="utf-8"))
         metrics = json.loads(paths[2].read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        if stored != _domain_config(config, domain):
+            return None
+        scores = read_run(paths[1], format="json")
+    except (OSError, ValueError):  # InputError is a ValueError
         return None  # unreadable: run again rather than trust it
-    if stored != _domain_config(config, domain):
-        return None
-    return DomainOutcome(domain, True, read_run(paths[1], format="json"), metrics)
+    return DomainOutcome(domain, True, scores, metrics)
 
 
 def _run_domain(
