@@ -118,3 +118,10 @@ def test_compare_errors_are_one_message(fixture_dir, runs, capsys):
     argv = ["compare", "--source", str(fixture_dir), "--task", "2", *runs, "--domain", "physic"]
     assert main(argv) == 2
     assert "unknown domain 'physic'" in capsys.readouterr().err
+
+
+def test_a_domain_named_twice_is_compared_once(fixture_dir, runs, capsys):
+    argv = ["--source", str(fixture_dir), "--task", "2", *runs]
+    once = _json(capsys, *argv, "--domain", "academia")
+    twice = _json(capsys, *argv, "--domain", "academia", "--domain", "academia")
+    assert twice["summary"] == once["summary"]
