@@ -136,8 +136,12 @@ def comparison_for(
     Only the two runs are scored, and the result is cached on them alone: the other runs
     of the task neither cost time nor invalidate it.
     """
-    pair = {name: entries[name] for name in dict.fromkeys((run_a, run_b)) if name in entries}
+    pair = _pair(entries, run_a, run_b)
     return _comparison(spec, task, protocol, _key(pair), run_a, run_b, pair)
+
+
+def _pair(entries: Mapping[str, RunEntry], run_a: str, run_b: str) -> dict[str, RunEntry]:
+    return {name: entries[name] for name in dict.fromkeys((run_a, run_b)) if name in entries}
 
 
 @st.cache_data(max_entries=16, show_spinner="Comparing…")
@@ -157,22 +161,12 @@ def _comparison(
 def deltas_for(
     spec: str, task: Task, protocol: str, entries: Mapping[str, RunEntry], run_a: str, run_b: str
 ) -> pd.DataFrame:
-    """The per-query deltas of two runs, without the statistics of :func:`comparison_for`."""
-    pair = {name: entries[name] for name in dict.fromkeys((run_a, run_b)) if name in entries}
-    return _deltas(spec, task, protocol, _key(pair), run_a, run_b, pair)
+    """The per-query deltas of two runs, without the statistics of :func:`comparison_for`.
 
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def _deltas(
-    spec: str,
-    task: Task,
-    protocol: str,
-    key: tuple[tuple[str, str], ...],
-    run_a: str,
-    run_b: str,
-    _entries: Mapping[str, RunEntry],
-) -> pd.DataFrame:
-    return paired_deltas(table_for(spec, task, protocol, _entries), run_a, run_b, MEASURE)
+    Each run's scores are cached by :func:`table_for`; pairing them is a cheap join.
+    """
+    pair = _pair(entries, run_a, run_b)
+    return paired_deltas(table_for(spec, task, protocol, pair), run_a, run_b, MEASURE)
 
 
 def headlines(table: pd.DataFrame, board: pd.DataFrame) -> pd.DataFrame:
