@@ -48,7 +48,7 @@ st.subheader("Leaderboard")
 boards = {task: board} if board is not None and len(board) else {}
 # Other tasks' runs are scored only on request: scoring is the slow part of a first visit,
 # and the page is about the chosen task.
-others = sorted({entry.task for entry in state.all_runs().values()} - {task})
+others = sorted({task_of for task_of, _ in state.all_runs()} - {task})
 others = [t for t in others if state.task_runs(t)]
 if others and st.toggle(
     "Add the other tasks' runs",

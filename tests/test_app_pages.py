@@ -16,11 +16,12 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+import mmbright_core.data
 from mmbright_core.analysis.compare import POOLED, compare_runs
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.benchmark import score_task
 from mmbright_core.data.sources import open_source
-from mmbright_core.io.official import write_domain_outputs, write_summary
+from mmbright_core.io.official import read_outputs, write_domain_outputs, write_summary
 from mmbright_core.io.runs import read_run, write_trec_run
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
@@ -293,3 +294,19 @@ def test_run_page_error_keeps_the_app_running(app: AppTest, tmp_path: Path):
     assert any("bm25" in e for e in _errors(app))
     _goto(app, "home")
     assert not app.exception
+
+
+def test_the_demo_opens_with_its_shipped_runs_of_every_task():
+    # The demo ships bm25 and ocr-bm25 for tasks 2 and 4: the same names in two tasks must
+    # not replace each other.
+    at = _fresh()
+    assert not at.exception and not _errors(at)
+    shipped = Path(mmbright_core.data.__file__).parent / "demo" / "runs"
+    source = open_source("demo")
+    for task, prefix in ((2, "run_"), (4, "it2it_")):
+        at.selectbox(key="task").set_value(task).run()
+        shown = [m.value for m in at.metric if m.label == "nDCG@10 ×100 (macro)"]
+        runs = [read_outputs(shipped / f"{prefix}{name}").runs for name in ("bm25", "ocr-bm25")]
+        macros = [score_task(source, task, run).macro["nDCG@10"] for run in runs]
+        expected = [f"{100 * macro:.1f}" for macro in macros]
+        assert shown == expected, task

@@ -70,7 +70,7 @@ def run(
         return
     config = outcome.config.to_json()
     entry = state.RunEntry(
-        name=state.unique_name(retriever(name).label()),
+        name=state.unique_name(retriever(name).label(), task),
         source=spec,
         task=task,
         runs={o.domain: o.run for o in outcome.domains},

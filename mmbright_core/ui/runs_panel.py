@@ -27,7 +27,7 @@ def _report(kind: str, text: str) -> None:
 def _add(entries: list[state.RunEntry]) -> None:
     # Runs are filed under the source spec in use, which is how the sidebar finds them.
     for entry in entries:
-        name = state.unique_name(entry.name)
+        name = state.unique_name(entry.name, entry.task)
         state.add_run(dataclasses.replace(entry, name=name, source=state.source_spec()))
         _report("success", f"Added run {name!r} ({entry.origin}).")
 
@@ -76,7 +76,7 @@ def _on_add_demo() -> None:
         return
     if not entries:
         _report("info", f"The demo has no run for task {state.current_task()}.")
-    _add([e for e in entries if e.name not in state.all_runs()])
+    _add([e for e in entries if (e.task, e.name) not in state.all_runs()])
 
 
 def autoload_demo_runs() -> None:

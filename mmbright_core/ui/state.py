@@ -126,9 +126,13 @@ def remembered(key: str, default: object = None) -> object:
     return st.session_state.get(_KEEP + key, default)
 
 
-def all_runs() -> dict[str, RunEntry]:
-    """Every run of the session, by name, whatever its task."""
-    runs: dict[str, RunEntry] = st.session_state.setdefault(RUNS_KEY, {})
+def all_runs() -> dict[tuple[Task, str], RunEntry]:
+    """Every run of the session, by (task, name).
+
+    A name is unique within its task only, so that one model's runs of two tasks (``bm25``
+    on tasks 2 and 4) live side by side.
+    """
+    runs: dict[tuple[Task, str], RunEntry] = st.session_state.setdefault(RUNS_KEY, {})
     return runs
 
 
@@ -142,19 +146,19 @@ def task_runs(task: Task | None = None) -> dict[str, RunEntry]:
     spec = source_spec()
     return {
         name: entry
-        for name, entry in all_runs().items()
-        if entry.task == wanted and entry.source == spec
+        for (task_of, name), entry in all_runs().items()
+        if task_of == wanted and entry.source == spec
     }
 
 
 def add_run(entry: RunEntry) -> None:
-    """Add or replace a run; the others are left untouched.
+    """Add or replace the run of that task and name; the others are left untouched.
 
     The run is also queued as fresh, so that the sidebar shows it selected on the next
     rerun (a widget's value cannot change once it is drawn in the current one).
     """
     runs = dict(all_runs())
-    runs[entry.name] = entry
+    runs[(entry.task, entry.name)] = entry
     st.session_state[RUNS_KEY] = runs
     st.session_state[FRESH_KEY] = [*st.session_state.get(FRESH_KEY, []), entry.name]
 
@@ -167,15 +171,15 @@ def take_fresh_runs() -> list[str]:
 
 
 def remove_run(name: str) -> None:
-    """Forget one run by name (nothing happens if it is unknown)."""
+    """Forget one run of the current task by name (nothing happens if it is unknown)."""
     runs = dict(all_runs())
-    runs.pop(name, None)
+    runs.pop((current_task(), name), None)
     st.session_state[RUNS_KEY] = runs
 
 
-def unique_name(name: str) -> str:
-    """Return ``name``, or ``name (2)``, ``name (3)``... if the session already has it."""
-    taken = all_runs()
+def unique_name(name: str, task: Task) -> str:
+    """Return ``name``, or ``name (2)``, ``name (3)``... if the task already has a run so named."""
+    taken = {run_name for task_of, run_name in all_runs() if task_of == task}
     if name not in taken:
         return name
     n = 2
