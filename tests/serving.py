@@ -89,3 +89,11 @@ def settle(page) -> None:  # type: ignore[no-untyped-def]
     page.wait_for_load_state("networkidle")
     page.locator('[data-testid="stStatusWidget"]').wait_for(state="hidden", timeout=60_000)
     page.wait_for_timeout(300)
+
+
+def open_runs_panel(page) -> None:  # type: ignore[no-untyped-def]
+    """Expand Home's "Add or remove runs" panel (collapsed once the task has runs)."""
+    tab = page.get_by_role("tab", name="Folder")
+    if not tab.is_visible():
+        page.get_by_text("Add or remove runs").click()
+        tab.wait_for()

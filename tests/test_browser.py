@@ -18,6 +18,7 @@ from serving import (
     LAUNCH_ARGS,
     ROOT,
     no_exception,
+    open_runs_panel,
     settle,
     streamlit_server,
 )
@@ -70,6 +71,7 @@ def test_every_page_in_chromium(server: str, demo_runs: Path):
         page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
         page.get_by_role("option", name=TASK_LABEL).click()
         settle(page)
+        open_runs_panel(page)  # the demo's own runs of the task keep it collapsed
         page.get_by_role("tab", name="Folder").click()
         field = page.get_by_label("Folder: official outputs")
         field.fill(str(demo_runs))  # holds run_bm25/ and run_random/: both are added
