@@ -19,7 +19,15 @@ from mmbright_core.retrieval.index import (
 def test_top_k_array_breaks_ties_by_doc_id_descending():
     ids = np.array(["a", "b", "c", "d"])
     scores = np.array([1.0, 2.0, 2.0, 2.0])
-    assert list(top_k_array(ids, scores, 2)) == ["d", "c"]
+    assert list(top_k_array(ids, scores, 4)) == ["d", "c", "b", "a"]
+
+
+def test_top_k_array_keeps_the_earliest_ties_at_the_cut():
+    # The official cut is a stable sort of the corpus: of three tied documents, the first two
+    # in corpus order get in, then the ranking rule orders them.
+    ids = np.array(["d", "c", "b", "a"])
+    scores = np.array([1.0, 2.0, 2.0, 2.0])
+    assert list(top_k_array(ids, scores, 2)) == ["c", "b"]
 
 
 def test_top_k_array_excludes_before_the_cut():
@@ -28,21 +36,18 @@ def test_top_k_array_excludes_before_the_cut():
     assert top_k_array(ids, scores, 2, exclude=np.array([0])) == {"b": 2.0, "c": 1.0}
 
 
-def test_top_k_array_min_score_drops_non_matches():
-    ids = np.array(["a", "b"])
-    assert top_k_array(ids, np.array([0.0, 0.5]), 10, min_score=0.0) == {"b": 0.5}
-
-
 @settings(max_examples=60, deadline=None)
 @given(
     scores=st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0]), min_size=1, max_size=30),
     k=st.integers(1, 35),
     excluded=st.sets(st.integers(0, 29)),
 )
-def test_top_k_array_matches_the_ranking_module(scores, k, excluded):
+def test_top_k_array_matches_the_official_cut_then_the_ranking_rule(scores, k, excluded):
     ids = np.array([f"doc{i:02d}" for i in range(len(scores))])
+    rng = np.random.default_rng(len(scores) * 100 + k)
+    ids = ids[rng.permutation(len(ids))]  # corpus order is not id order
     excluded = {i for i in excluded if i < len(scores)}
-    expected = top_k(dict(zip(ids.tolist(), scores, strict=True)), k, {ids[i] for i in excluded})
+    expected = _official_cut(ids.tolist(), scores, k, excluded)
     found = top_k_array(ids, np.array(scores), k, np.array(sorted(excluded), dtype=np.int64))
     assert list(found.items()) == list(expected.items())
 
@@ -55,11 +60,15 @@ def test_groups_expand_units_into_their_documents():
     assert docs.tolist() == [1, 4, 3] and where.tolist() == [0, 0, 1]
 
 
+def _official_cut(ids, scores, k, exclude):
+    """Stable sort of the corpus by score, the first k kept (the official code), then ranked."""
+    items = [(d, s) for i, (d, s) in enumerate(zip(ids, scores, strict=True)) if i not in exclude]
+    return top_k(dict(sorted(items, key=lambda item: item[1], reverse=True)[:k]), k)
+
+
 def _brute_force(vectors, query, ids, k, exclude, scale=100.0):
     scores = (vectors @ query).astype(np.float32).astype(np.float64) * scale
-    return top_k(
-        dict(zip(ids.tolist(), scores.tolist(), strict=True)), k, {ids[i] for i in exclude}
-    )
+    return _official_cut(ids.tolist(), scores.tolist(), k, set(exclude.tolist()))
 
 
 def test_dense_top_k_equals_brute_force_with_ties_at_the_cut():

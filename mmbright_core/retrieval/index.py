@@ -86,7 +86,6 @@ def top_k_array(
     scores: FloatArray,
     k: int,
     exclude: IntArray | None = None,
-    min_score: float | None = None,
 ) -> dict[str, float]:
     """Cut one query's full score array to its best ``k`` under the ranking rule.
 
@@ -95,7 +94,6 @@ def top_k_array(
         scores: Their scores, parallel to ``doc_ids``.
         k: How many to keep.
         exclude: Positions removed before the cut.
-        min_score: If given, only documents scoring strictly above it are kept.
 
     Returns:
         doc_id -> score for at most ``k`` documents, in ranking order.
@@ -103,14 +101,18 @@ def top_k_array(
     keep = np.ones(len(scores), dtype=bool)
     if exclude is not None and len(exclude):
         keep[exclude] = False
-    if min_score is not None:
-        keep &= scores > min_score
     candidates = np.flatnonzero(keep)
     if len(candidates) > k:
         values = ranking_scores(scores[candidates].astype(np.float64))  # the rule's precision
         kth = np.partition(values, len(values) - k)[len(values) - k]
-        candidates = candidates[values >= kth]  # every tie at the cut stays for the id rule
-    order = candidates[rank_order(doc_ids[candidates], scores[candidates].astype(np.float64))[:k]]
+        above = values > kth
+        # Ties at the cut: the official code sorts the whole corpus with Python's stable
+        # sort and keeps the first k, so the earliest tied documents in corpus order get in
+        # (BRIGHT retrievers.py get_scores); the ranking rule then orders what was kept.
+        tied = np.flatnonzero(values == kth)[: k - int(above.sum())]
+        above[tied] = True
+        candidates = candidates[above]
+    order = candidates[rank_order(doc_ids[candidates], scores[candidates].astype(np.float64))]
     return {str(doc_ids[i]): float(scores[i]) for i in order}
 
 
@@ -212,7 +214,10 @@ def dense_top_k(
                 unsettled.append(query)
                 continue
             docs, values = found
-            results[query] = top_k_array(doc_ids[docs], values.astype(np.float64) * scale, k)
+            order = np.argsort(docs, kind="stable")  # corpus order, for ties at the cut
+            results[query] = top_k_array(
+                doc_ids[docs[order]], values[order].astype(np.float64) * scale, k
+            )
         pending = np.array(unsettled, dtype=np.int64)
         width = min(len(index), width * 4)
     return [r if r is not None else {} for r in results]
