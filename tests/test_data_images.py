@@ -1,17 +1,21 @@
 from __future__ import annotations
 
 import io
+import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fixture_dataset import CORRUPT, SVG, TINY, encode
-from PIL import Image
+from PIL import Image, ImageFile
 
 from mmbright_core.data.images import (
     ImageDecodeError,
+    check_image,
     concat_vertical,
     decode_image,
     image_problem,
+    load_image,
     query_images,
 )
 from mmbright_core.data.sources import FolderSource, Source
@@ -45,7 +49,9 @@ def test_decode_png_and_jpeg_to_rgb() -> None:
         (b"  <svg xmlns='http://www.w3.org/2000/svg'/>", "SVG payload"),
         (CORRUPT, "corrupt"),
         (b"", "corrupt"),
-        (encode((40, 40), "red", "JPEG")[:200], "corrupt"),  # truncated JPEG
+        # Cut inside its headers: no pixels to pad, so it fails even as the official loader
+        # decodes (LOAD_TRUNCATED_IMAGES), and is dropped.
+        (encode((40, 40), "red", "JPEG")[:200], "corrupt"),
     ],
 )
 def test_undecodable_images_say_why(data: bytes | None, reason: str) -> None:
@@ -97,3 +103,66 @@ def test_undecodable_query_images_are_skipped_and_reported(source: Source) -> No
     assert [r.split(":")[0] for r in a4.problems.values()] == ["missing", "SVG payload"]
     with pytest.raises(UnknownNameError, match="image policy"):
         query_images(source, queries["a4"], "stack")
+
+
+def _noisy(fmt: str) -> bytes:
+    # Noise compresses poorly: half of the file is well past the headers, inside the pixels.
+    pixels = np.random.default_rng(0).integers(0, 255, (48, 64, 3), dtype=np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format=fmt)
+    return buffer.getvalue()
+
+
+def _official_decode(data: bytes) -> Image.Image:
+    # What the official loader does (src/data.py, _load_images_parquet) once its retrievers
+    # are imported (task4_pair.py sets the flag at module level).
+    previous = ImageFile.LOAD_TRUNCATED_IMAGES
+    ImageFile.LOAD_TRUNCATED_IMAGES = True
+    try:
+        return Image.open(io.BytesIO(data)).convert("RGB")
+    finally:
+        ImageFile.LOAD_TRUNCATED_IMAGES = previous
+
+
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG"])
+def test_a_truncated_image_decodes_padded_as_the_official_loader_decodes_it(fmt: str) -> None:
+    whole = _noisy(fmt)
+    cut = whole[: len(whole) // 2]
+    with pytest.raises(OSError, match=r"(?i)truncated"):  # Pillow's default refuses it
+        Image.open(io.BytesIO(cut)).convert("RGB")
+    decoded = load_image(cut, "a")
+    assert decoded.padded and decoded.image.mode == "RGB" and decoded.image.size == (64, 48)
+    assert np.array_equal(np.asarray(decoded.image), np.asarray(_official_decode(cut)))
+    assert decode_image(cut, "a").size == (64, 48)
+    assert image_problem(cut, "a") is None and check_image(cut, "a").padded
+    assert not load_image(whole, "a").padded and not check_image(whole, "a").padded
+
+
+@pytest.mark.parametrize("before", [False, True])
+def test_decoding_leaves_pillows_global_flag_as_it_was(before: bool) -> None:
+    cut = _noisy("JPEG")[:1000]
+    previous = ImageFile.LOAD_TRUNCATED_IMAGES
+    ImageFile.LOAD_TRUNCATED_IMAGES = before
+    try:
+        decode_image(cut, "a")
+        with pytest.raises(ImageDecodeError):
+            decode_image(CORRUPT, "b")  # fails with the flag set too: restored on failure
+        assert ImageFile.LOAD_TRUNCATED_IMAGES is before
+    finally:
+        ImageFile.LOAD_TRUNCATED_IMAGES = previous
+
+
+def test_concurrent_decodes_restore_the_flag() -> None:
+    cut, whole = _noisy("PNG")[:3000], _noisy("JPEG")
+    results: list[bool] = []
+
+    def work() -> None:
+        for _ in range(20):
+            results.append(load_image(cut, "a").padded and not load_image(whole, "b").padded)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [True] * 80 and ImageFile.LOAD_TRUNCATED_IMAGES is False

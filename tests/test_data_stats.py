@@ -1,29 +1,36 @@
 from __future__ import annotations
 
+import io
 import json
+import shutil
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from PIL import Image
 
 from mmbright_core.cli import main
 from mmbright_core.data.sources import FolderSource
 from mmbright_core.data.stats import TaskStats, collect_stats, spec_table
 from mmbright_core.io.qrels import read_qrels
 
-# domain, task, queries, corpus, judgments, empty_qrels, query_images, corpus_images, undecodable
+# domain, task, queries, corpus, judgments, empty_qrels, query_images, corpus_images,
+# undecodable, padded
 EXPECTED = [
-    TaskStats("academia", 1, 4, 7, 5, 0, 0, 0, 0),
-    TaskStats("biology", 1, 2, 4, 2, 0, 0, 0, 0),
-    TaskStats("total", 1, 6, 11, 7, 0, 0, 0, 0),
-    TaskStats("academia", 2, 3, 7, 4, 0, 7, 0, 0),
-    TaskStats("biology", 2, 2, 4, 2, 0, 2, 0, 0),
-    TaskStats("total", 2, 5, 11, 6, 0, 9, 0, 0),
-    TaskStats("academia", 3, 3, 6, 6, 1, 7, 6, 2),
-    TaskStats("biology", 3, 2, 2, 2, 0, 2, 2, 0),
-    TaskStats("total", 3, 5, 8, 8, 1, 9, 8, 2),
-    TaskStats("academia", 4, 3, 15, 7, 0, 7, 6, 2),
-    TaskStats("biology", 4, 2, 7, 4, 0, 2, 2, 0),
-    TaskStats("total", 4, 5, 22, 11, 0, 9, 8, 2),
+    TaskStats("academia", 1, 4, 7, 5, 0, 0, 0, 0, 0),
+    TaskStats("biology", 1, 2, 4, 2, 0, 0, 0, 0, 0),
+    TaskStats("total", 1, 6, 11, 7, 0, 0, 0, 0, 0),
+    TaskStats("academia", 2, 3, 7, 4, 0, 7, 0, 0, 0),
+    TaskStats("biology", 2, 2, 4, 2, 0, 2, 0, 0, 0),
+    TaskStats("total", 2, 5, 11, 6, 0, 9, 0, 0, 0),
+    TaskStats("academia", 3, 3, 6, 6, 1, 7, 6, 2, 0),
+    TaskStats("biology", 3, 2, 2, 2, 0, 2, 2, 0, 0),
+    TaskStats("total", 3, 5, 8, 8, 1, 9, 8, 2, 0),
+    TaskStats("academia", 4, 3, 15, 7, 0, 7, 6, 2, 0),
+    TaskStats("biology", 4, 2, 7, 4, 0, 2, 2, 0, 0),
+    TaskStats("total", 4, 5, 22, 11, 0, 9, 8, 2, 0),
 ]
 
 
@@ -37,8 +44,8 @@ def test_legacy_stats_and_domain_filter(fixture_dir: Path) -> None:
     )
     # Legacy: only the 4 text-only pairs; 2 judgments (rel 1), the images orphaned.
     assert rows == [
-        TaskStats("biology", 4, 2, 4, 2, 0, 2, 2, 0),
-        TaskStats("total", 4, 2, 4, 2, 0, 2, 2, 0),
+        TaskStats("biology", 4, 2, 4, 2, 0, 2, 2, 0, 0),
+        TaskStats("total", 4, 2, 4, 2, 0, 2, 2, 0, 0),
     ]
 
 
@@ -62,17 +69,18 @@ def test_stats_cli_tsv_json_and_table(
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split("\t") == [
         "domain", "task", "queries", "corpus", "judgments", "empty_qrels",
-        "query_images", "corpus_images", "undecodable_images",
+        "query_images", "corpus_images", "undecodable_images", "padded_images",
     ]  # fmt: skip
     assert lines[1:] == [
-        "academia\t3\t3\t6\t6\t1\t7\t6\t2",
-        "biology\t3\t2\t2\t2\t0\t2\t2\t0",
-        "total\t3\t5\t8\t8\t1\t9\t8\t2",
+        "academia\t3\t3\t6\t6\t1\t7\t6\t2\t0",
+        "biology\t3\t2\t2\t2\t0\t2\t2\t0\t0",
+        "total\t3\t5\t8\t8\t1\t9\t8\t2\t0",
     ]
     assert main(["stats", "--source", str(fixture_dir), "--task", "1", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)[2] == {
         "domain": "total", "task": 1, "queries": 6, "corpus": 11, "judgments": 7,
         "empty_qrels": 0, "query_images": 0, "corpus_images": 0, "undecodable_images": 0,
+        "padded_images": 0,
     }  # fmt: skip
     main(["stats", "--source", str(fixture_dir), "--task", "1", "2", "--format", "table"])
     table = capsys.readouterr().out.splitlines()
@@ -121,4 +129,35 @@ def test_qrels_cli_reports_empty_queries_and_bad_input(
 def test_a_domain_or_task_named_twice_is_counted_once(fixture_dir: Path) -> None:
     once = collect_stats(FolderSource(fixture_dir), tasks=[1], domains=["biology"])
     twice = collect_stats(FolderSource(fixture_dir), tasks=[1, 1], domains=["biology", "biology"])
-    assert twice == once == [EXPECTED[1], TaskStats("total", 1, 2, 4, 2, 0, 0, 0, 0)]
+    assert twice == once == [EXPECTED[1], TaskStats("total", 1, 2, 4, 2, 0, 0, 0, 0, 0)]
+
+
+def _cut(fmt: str) -> bytes:
+    # A noisy image compresses poorly, so half of its file is well past the headers.
+    pixels = np.random.default_rng(0).integers(0, 255, (48, 64, 3), dtype=np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format=fmt)
+    return buffer.getvalue()[: buffer.tell() // 2]
+
+
+def test_truncated_corpus_images_are_kept_and_counted_apart(
+    fixture_dir: Path, tmp_path: Path
+) -> None:
+    # The official loader decodes with LOAD_TRUNCATED_IMAGES (SPEC §3): a truncated file is
+    # kept, padded, and counted in the corpus; the report names it "truncated, padded".
+    copy = Path(shutil.copytree(fixture_dir, tmp_path / "copy"))
+    target = copy / "document_images" / "academia.parquet"
+    table = pq.read_table(target)
+    extra = pa.table(
+        {
+            "path": [
+                "academia/academia_a1b2c3d4_0000/image_8.jpg",
+                "academia/academia_a1b2c3d4_0000/image_9.png",
+            ],
+            "bytes": [_cut("JPEG"), _cut("PNG")],
+        }
+    ).cast(table.schema)
+    pq.write_table(pa.concat_tables([table, extra]), target)
+    rows = collect_stats(FolderSource(copy), tasks=[3], domains=["academia"])
+    # 6 + 2 decodable images, the same 2 undecodable ones (SVG, corrupt), 2 of them padded.
+    assert rows[0] == TaskStats("academia", 3, 3, 8, 6, 1, 7, 8, 2, 2)

@@ -1,23 +1,33 @@
 """Decoding benchmark images and preparing a query's images for a retriever (SPEC §3).
 
-The official loader drops images Pillow cannot decode; here every such image is reported with
-its path and the reason (SVG payload, corrupt or missing bytes) instead of vanishing. A 1x1
-image decodes, so it is kept, as the official loader keeps it: the benchmark's published image
-counts (SPEC §1, 17,673 Task 3 images after dropping SVG) include such images.
+The official loader (``src/data.py``, ``DataLoader._load_images_parquet``) decodes each image
+with ``Image.open(...).convert("RGB")`` and drops those that raise. It runs with Pillow's
+``ImageFile.LOAD_TRUNCATED_IMAGES = True``: ``src/retrievers/__init__.py`` imports
+``task4_pair.py``, which sets the flag at module level (twice), and ``task3_image.py`` sets it
+again inside ``retrieval_clip_it2i``. So a truncated JPEG or PNG decodes, its missing rows
+padded, and is kept; here too, and such images are told apart as *padded*. What still fails
+(SVG, garbage, empty or missing bytes) is dropped, and reported with its path and the reason
+instead of vanishing. A 1x1 image decodes, so it is kept, as the official loader keeps it: the
+benchmark's published image counts (SPEC §1, 17,673 Task 3 images after dropping SVG) include
+such images.
+
 A query with several images is handed over under one of three named policies: ``first`` (the
-released code), ``concat`` (the paper, for single-image models) or ``all`` (multi-image models).
+default: the released code's ``images[0]``, the first image that decoded), ``concat`` (the
+paper and MTEB, for single-image models) or ``all`` (multi-image models).
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import struct
+import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageFile, UnidentifiedImageError
 
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.types import Query
@@ -72,48 +82,166 @@ def _is_svg(data: bytes) -> bool:
     return head.startswith((b"<svg", b"<?xml")) or b"<svg" in head
 
 
-def decode_image(data: bytes | None, path: str) -> Image.Image:
-    """Decode image bytes into an RGB image, or say why they cannot be used.
+class DecodedImage(NamedTuple):
+    """A decoded image and how it decoded.
+
+    Attributes:
+        image: The fully loaded image, converted to RGB.
+        padded: True when it decoded only as the official loader decodes, with Pillow's
+            ``LOAD_TRUNCATED_IMAGES`` (a truncated file whose missing rows are padded).
+    """
+
+    image: Image.Image
+    padded: bool
+
+
+# Pillow (``ImageFile.ImageFile.load`` and the JPEG and PNG plugins) reads the module-level
+# ``ImageFile.LOAD_TRUNCATED_IMAGES`` at decode time and has no per-image switch. Setting it
+# for good, as the official harness does, would change every other user of Pillow in the
+# process. So an image is first decoded strictly, leaving the flag alone; only one that fails
+# is decoded again with the flag set, for that one decode, and the flag is restored in
+# ``finally``. This package's strict decodes share a lock that the padded retry takes alone,
+# so none of them runs while the flag is set (a truncated image is told apart as padded
+# whatever the threads do) and two retries never restore each other's value half-way. Other
+# code decoding in that short window sees the flag set too: a window opened only for images
+# that are already broken. If the process set the flag itself, the first decode already pads,
+# and such an image is not told apart as padded.
+class _SharedLock:
+    """Many holders at once (strict decodes) or one alone (the padded retry)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._alone = False
+        self._waiting = 0  # retries waiting: new strict decodes let them in first
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._alone and not self._waiting)
+            self._shared += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._shared -= 1
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def alone(self) -> Iterator[None]:
+        with self._cond:
+            self._waiting += 1
+            self._cond.wait_for(lambda: not self._alone and not self._shared)
+            self._waiting -= 1
+            self._alone = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._alone = False
+                self._cond.notify_all()
+
+
+_FLAG_LOCK = _SharedLock()
+
+
+@contextlib.contextmanager
+def _truncated_images_loaded() -> Iterator[None]:
+    with _FLAG_LOCK.alone():
+        previous = ImageFile.LOAD_TRUNCATED_IMAGES
+        ImageFile.LOAD_TRUNCATED_IMAGES = True
+        try:
+            yield
+        finally:
+            ImageFile.LOAD_TRUNCATED_IMAGES = previous
+
+
+def _open_rgb(data: bytes) -> Image.Image:
+    with warnings.catch_warnings():
+        # Pillow only warns between MAX_IMAGE_PIXELS and twice that; such an image costs
+        # gigabytes to decode, so it is refused like one past the hard limit.
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        with Image.open(io.BytesIO(data)) as image:
+            image.load()
+            return image.convert("RGB")
+
+
+def _open_as_official(data: bytes) -> DecodedImage:
+    try:
+        with _FLAG_LOCK.shared():
+            return DecodedImage(_open_rgb(data), padded=False)
+    except (Image.DecompressionBombWarning, Image.DecompressionBombError):
+        raise
+    except _DECODE_ERRORS as strict:
+        try:
+            with _truncated_images_loaded():
+                return DecodedImage(_open_rgb(data), padded=True)
+        except _DECODE_ERRORS:
+            raise strict from None  # the strict reason says what is wrong with the file
+
+
+def load_image(data: bytes | None, path: str) -> DecodedImage:
+    """Decode image bytes into an RGB image as the official loader does, or say why not.
 
     Args:
         data: The raw image file, or None when the dataset lacks the image.
         path: The image path, for the error.
 
     Returns:
-        The fully loaded image converted to RGB.
+        The image and whether it decoded only padded (a truncated file).
 
     Raises:
-        ImageDecodeError: For missing bytes, an SVG payload (Pillow has no vector decoder)
-            or corrupt bytes.
+        ImageDecodeError: For missing bytes, an SVG payload (Pillow has no vector decoder),
+            an image too large to decode safely, or bytes that do not decode even padded.
     """
     if data is None:
         raise ImageDecodeError(path, "missing: the dataset has no bytes for this path")
     if _is_svg(data):
         raise ImageDecodeError(path, "SVG payload: Pillow cannot decode vector images")
     try:
-        with warnings.catch_warnings():
-            # Pillow only warns between MAX_IMAGE_PIXELS and twice that; such an image costs
-            # gigabytes to decode, so it is refused like one past the hard limit.
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as image:
-                image.load()
-                rgb = image.convert("RGB")
+        return _open_as_official(data)
     except (Image.DecompressionBombWarning, Image.DecompressionBombError) as err:
         raise ImageDecodeError(path, f"too large: {err}") from err
     except UnidentifiedImageError as err:  # its message holds a memory address: say it plainly
         raise ImageDecodeError(path, "corrupt: not an image format Pillow knows") from err
     except _DECODE_ERRORS as err:
         raise ImageDecodeError(path, f"corrupt: {type(err).__name__}: {err}") from err
-    return rgb
+
+
+def decode_image(data: bytes | None, path: str) -> Image.Image:
+    """Decode image bytes into an RGB image (a truncated file padded, see :func:`load_image`).
+
+    Raises:
+        ImageDecodeError: The image cannot be used; its ``reason`` says why.
+    """
+    return load_image(data, path).image
+
+
+class ImageCheck(NamedTuple):
+    """Whether an image is kept, and how.
+
+    Attributes:
+        problem: Why it is dropped (None: kept).
+        padded: Whether it is kept only as a truncated file decoded padded.
+    """
+
+    problem: str | None
+    padded: bool
+
+
+def check_image(data: bytes | None, path: str) -> ImageCheck:
+    """Decode an image to tell whether it is kept and how (pixels are discarded)."""
+    try:
+        decoded = load_image(data, path)
+    except ImageDecodeError as err:
+        return ImageCheck(err.reason, padded=False)
+    decoded.image.close()
+    return ImageCheck(None, decoded.padded)
 
 
 def image_problem(data: bytes | None, path: str) -> str | None:
     """Return why an image cannot be decoded, or None when it decodes (pixels are discarded)."""
-    try:
-        decode_image(data, path).close()
-    except ImageDecodeError as err:
-        return err.reason
-    return None
+    return check_image(data, path).problem
 
 
 def concat_vertical(images: Sequence[Image.Image]) -> Image.Image:

@@ -1,14 +1,18 @@
 """Per-domain, per-task counts of a dataset copy, in the terms of SPEC §1's table.
 
 Counting reads as little as it can: passages are counted from parquet metadata, judgments
-come from :meth:`Source.judgments`, and only the image tasks (3-4) decode corpus images.
+come from :meth:`Source.judgments`, and only the image tasks (3-4) decode corpus images. Corpus
+images are kept or dropped as the official loader keeps them (SPEC §3): a truncated file
+decodes padded and is kept, counted apart as ``padded_images`` ("truncated, padded"), while
+``undecodable_images`` counts the dropped ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, MutableMapping, Sequence
 from dataclasses import astuple, dataclass, fields
 
+from mmbright_core.data.images import check_image
 from mmbright_core.data.sources import Source
 from mmbright_core.data.tasks import decodable_images, pair_corpus, read_passages
 from mmbright_core.types import Protocol4
@@ -28,8 +32,11 @@ class TaskStats:
         judgments: Qrels entries with relevance > 0.
         empty_qrels: Queries with no judgment at all (left out of scoring).
         query_images: Image references of the task's queries (none for Task 1).
-        corpus_images: Decodable corpus images (tasks 3-4; 0 for text corpora).
+        corpus_images: Decodable corpus images (tasks 3-4; 0 for text corpora), padded ones
+            included.
         undecodable_images: Corpus images dropped as undecodable (tasks 3-4).
+        padded_images: Truncated, padded: corpus images kept only because they decode with
+            missing rows padded, as the official loader decodes them (tasks 3-4).
     """
 
     domain: str
@@ -41,12 +48,20 @@ class TaskStats:
     query_images: int
     corpus_images: int
     undecodable_images: int
+    padded_images: int
 
 
 STATS_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(TaskStats))
 
 
-def task_stats(source: Source, task: int, domain: str, protocol: str = "paper") -> TaskStats:
+def task_stats(
+    source: Source,
+    task: int,
+    domain: str,
+    protocol: str = "paper",
+    *,
+    padded: MutableMapping[str, int] | None = None,
+) -> TaskStats:
     """Count one task on one domain.
 
     Args:
@@ -54,6 +69,8 @@ def task_stats(source: Source, task: int, domain: str, protocol: str = "paper") 
         task: 1, 2, 3 or 4.
         domain: The domain.
         protocol: The Task 4 protocol (``"paper"`` or ``"legacy"``).
+        padded: domain -> padded image count, filled and reused across calls (tasks 3 and 4
+            share a domain's images, and telling padded ones apart decodes them again).
     """
     data = source.judgments(task, domain, protocol)
     images: list[str] = []
@@ -78,7 +95,21 @@ def task_stats(source: Source, task: int, domain: str, protocol: str = "paper") 
         query_images=sum(len(q.images) for q in data.queries),
         corpus_images=len(images),
         undecodable_images=len(problems),
+        padded_images=_padded_count(source, domain, images, padded) if task in (3, 4) else 0,
     )
+
+
+def _padded_count(
+    source: Source, domain: str, kept: Sequence[str], memo: MutableMapping[str, int] | None
+) -> int:
+    if memo is not None and domain in memo:
+        return memo[domain]
+    count = sum(
+        check_image(source.document_image_bytes(domain, path), path).padded for path in kept
+    )
+    if memo is not None:
+        memo[domain] = count
+    return count
 
 
 def collect_stats(
@@ -97,8 +128,9 @@ def collect_stats(
     """
     chosen = tuple(dict.fromkeys(domains)) if domains else source.domains()  # each once
     rows: list[TaskStats] = []
+    padded: dict[str, int] = {}
     for task in dict.fromkeys(tasks):
-        per_domain = [task_stats(source, task, d, protocol) for d in chosen]
+        per_domain = [task_stats(source, task, d, protocol, padded=padded) for d in chosen]
         sums = [sum(values) for values in zip(*(astuple(r)[2:] for r in per_domain), strict=True)]
         rows.extend(per_domain)
         rows.append(TaskStats("total", task, *sums))
