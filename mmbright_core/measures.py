@@ -44,7 +44,8 @@ FAMILIES: dict[str, Family] = {
         Family(
             "OracleNDCG",
             "required",
-            "nDCG@k of the run's top 100 re-sorted by label (the official harness's oracle)",
+            "the official oracle: nDCG@k of the run rescored, its top 100 by their labels "
+            "and every other document by 0 (ties at 0 by doc id, as in trec_eval)",
         ),
     )
 }

@@ -118,13 +118,13 @@ def _pytrec_official(qrels: dict, run: dict) -> dict[str, float]:
     evaluator = pytrec_eval.RelevanceEvaluator(qrels, wanted)
     scores = evaluator.evaluate(run)
     out = {n: round(sum(s[m] for s in scores.values()) / len(scores), 5) for n, m in names.items()}
-    # The oracle scores the run's top 100 by their labels (SPEC §4). The official code also
-    # keeps the rest of the run at score 0, where trec_eval's doc-id tie-break can lift a
-    # relevant document from below rank 100 into the top k; the SPEC's oracle leaves them out.
+    # The oracle (calculate_retrieval_metrics): the top 100 by a stable sort on the score
+    # (ties in run order) score their labels, every other document of the run scores 0.
     oracle = {}
     for qid, docs in run.items():
-        top = sorted(docs, key=lambda d: (docs[d], d), reverse=True)[:100]
-        oracle[qid] = {d: float(qrels.get(qid, {}).get(d, 0)) for d in top}
+        top = set(sorted(docs, key=lambda d: docs[d], reverse=True)[:100])
+        judged = qrels.get(qid, {})
+        oracle[qid] = {d: float(judged[d]) if d in top and d in judged else 0.0 for d in docs}
     oracle_scores = evaluator.evaluate(oracle)
     for k in ks:
         total = sum(s[f"ndcg_cut_{k}"] for s in oracle_scores.values())

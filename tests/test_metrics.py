@@ -145,13 +145,54 @@ def test_ideal_comes_from_all_judgments_not_the_retrieved_list() -> None:
     assert result.per_query["nDCG@10"]["q"] == pytest.approx(1 / (2 + 1 / L3))
 
 
-def test_oracle_only_reorders_the_top_100() -> None:
-    # 150 unjudged docs score above the relevant one, which sits at rank 151.
-    run = {"q": {f"d{i:03d}": 1000.0 - i for i in range(150)} | {"rel": 1.0}}
-    result = both_paths({"q": {"rel": 1, "d050": 2}}, run, ["OracleNDCG@10", "nDCG@10"])
+def test_oracle_lets_a_relevant_doc_below_100_re_enter_by_doc_id() -> None:
+    # The official oracle keeps the whole run: the top 100 get their labels as scores,
+    # the rest 0, and trec_eval ranks the zeros by doc id descending.
+    # Run: d000..d149 (unjudged but d050, label 2, and d001, judged 0) score 1000 - i, so
+    # the top 100 is d000..d099; rel (label 1) is 151st, a_rel (label 1) 152nd.
+    run = {"q": {f"d{i:03d}": 1000.0 - i for i in range(150)} | {"rel": 1.0, "a_rel": 0.5}}
+    qrels = {"q": {"rel": 1, "a_rel": 1, "d050": 2, "d001": 0}}
+    result = both_paths(qrels, run, ["OracleNDCG@10", "OracleNDCG@100", "nDCG@10"])
+    # Oracle run: d050 -> 2 first; then 151 zeros by id: rel ("r" > "d") 2nd, d149..d000
+    # (d001's judged 0 is a score like any other 0), and a_rel last, 152nd.
+    ideal = 2 + 1 / L3 + 1 / 2  # labels 2, 1, 1 (and 0)
+    assert result.per_query["OracleNDCG@10"]["q"] == pytest.approx((2 + 1 / L3) / ideal)  # 0.89...
+    assert result.per_query["OracleNDCG@100"]["q"] == pytest.approx((2 + 1 / L3) / ideal)
+    assert result.per_query["nDCG@10"]["q"] == 0.0  # d050 is 51st in the run itself
+
+
+def test_oracle_zeros_hold_judged_zero_docs_and_push_re_entries_down() -> None:
+    # "zy" (judged 0, score 20) and 99 unjudged u000..u098 (score 10) make the top 100;
+    # zy gets its label 0 as score, a zero like the unjudged ones and "zz" (judged 0, 101st);
+    # "m" (label 1) is 102nd. The 102 zeros by id descending: zz, zy, u098..u000, m.
+    run = {"q": {"zy": 20.0} | {f"u{i:03d}": 10.0 for i in range(99)} | {"zz": 5.0, "m": 1.0}}
+    qrels = {"q": {"zy": 0, "zz": 0, "m": 1}}
+    result = both_paths(qrels, run, ["OracleNDCG@100", "OracleNDCG@101", "OracleNDCG@102"])
+    # m is last of 102 documents: rank 102, nowhere near the top 100 or 101.
+    assert result.per_query["OracleNDCG@101"]["q"] == 0.0
+    assert result.per_query["OracleNDCG@102"]["q"] == pytest.approx(1 / math.log2(103))
+
+
+def test_oracle_top_100_breaks_ties_in_run_order_like_the_official_sort() -> None:
+    # 99 unjudged docs score 10; a (label 1) and b (label 2) tie at 5 for the 100th place.
+    # The official code takes the top 100 with Python's stable sort on the score: of tied
+    # documents, the one the run lists first gets in; the other is a zero below 99 u's.
+    unjudged = {f"u{i:03d}": 10.0 for i in range(99)}
+    qrels = {"q": {"a": 1, "b": 2}}
     ideal = 2 + 1 / L3
-    assert result.per_query["OracleNDCG@10"]["q"] == pytest.approx(2 / ideal)  # d050 only
-    assert result.per_query["nDCG@10"]["q"] == 0.0
+    a_first = both_paths(qrels, {"q": unjudged | {"a": 5.0, "b": 5.0}}, ["OracleNDCG@10"])
+    assert a_first.per_query["OracleNDCG@10"]["q"] == pytest.approx(1 / ideal)  # a, then 0s
+    b_first = both_paths(qrels, {"q": unjudged | {"b": 5.0, "a": 5.0}}, ["OracleNDCG@10"])
+    assert b_first.per_query["OracleNDCG@10"]["q"] == pytest.approx(2 / ideal)  # b, then 0s
+
+
+def test_oracle_picks_its_top_100_on_64_bit_scores() -> None:
+    # 1.0 + 1e-9 beats 1.0 in the official sort (Python floats), though trec_eval ties them.
+    run = {"q": {f"u{i:03d}": 10.0 for i in range(99)} | {"a": 1.0, "b": 1.0 + 1e-9}}
+    result = both_paths({"q": {"a": 1, "b": 1}}, run, ["OracleNDCG@1", "nDCG@100"])
+    assert result.per_query["OracleNDCG@1"]["q"] == 1.0  # b made the top 100, a did not
+    # The ordinary ranking ties them and ranks b ("b" > "a") 100th, a 101st.
+    assert result.per_query["nDCG@100"]["q"] == pytest.approx((1 / math.log2(101)) / (1 + 1 / L3))
 
 
 def test_an_empty_ranking_scores_zero() -> None:

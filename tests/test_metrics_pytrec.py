@@ -76,6 +76,20 @@ def pytrec(qrels: dict, run: dict, measures: set[str]) -> dict[str, dict[str, fl
     return pytrec_eval.RelevanceEvaluator(judged, measures).evaluate(run)
 
 
+def official_oracle_run(qrels: dict, run: dict) -> dict[str, dict[str, float]]:
+    """The oracle run as the official ``calculate_retrieval_metrics`` builds it.
+
+    Top 100 by Python's stable sort on the raw score (ties in run order); each of them
+    with a judgment scores its label, every other document of the run scores 0.
+    """
+    oracle: dict[str, dict[str, float]] = {}
+    for query_id, docs in run.items():
+        top = set(sorted(docs, key=lambda d: docs[d], reverse=True)[:100])
+        judged = qrels.get(query_id, {})
+        oracle[query_id] = {d: float(judged[d]) if d in top and d in judged else 0.0 for d in docs}
+    return oracle
+
+
 def frame_of(run: dict[str, dict[str, float]], reverse: bool) -> pd.DataFrame:
     rows = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
     if reverse:  # scatters each query's rows
@@ -104,16 +118,9 @@ def test_every_measure_matches_pytrec_eval(case: tuple[dict, dict], reverse: boo
             judged = sum(d in qrels[query_id] for d in cut[query_id]) / k
             assert ours.per_query[f"Judged@{k}"][query_id] == pytest.approx(judged, abs=1e-9)
 
-    # OracleNDCG@k: the official harness's construction (runs here are shorter than 100):
-    # score each retrieved document by its label and let pytrec_eval rank them.
-    oracle_run = {
-        q: {d: qrels.get(q, {}).get(d, 0) for d in top_k(docs, 100)} for q, docs in run.items()
-    }
-    oracle = pytrec(
-        qrels,
-        {q: {d: float(v) for d, v in r.items()} for q, r in oracle_run.items()},
-        {"ndcg_cut.1,3,5,10"},
-    )
+    # OracleNDCG@k: the official harness's construction (official_oracle_run), scored by
+    # pytrec_eval (these runs are shorter than 100; test_oracle_matches... goes deeper).
+    oracle = pytrec(qrels, official_oracle_run(qrels, run), {"ndcg_cut.1,3,5,10"})
     for query_id, values in oracle.items():
         for k in KS:
             theirs = values[f"ndcg_cut_{k}"]
@@ -124,6 +131,51 @@ def test_every_measure_matches_pytrec_eval(case: tuple[dict, dict], reverse: boo
     from_frame = evaluate(qrels, frame_of(run, reverse), OURS + OURS_ORACLE, missing="skip")
     for name, values in ours.per_query.items():
         assert {q: v for q, v in values.items() if run.get(q)} == from_frame.per_query[name]
+
+
+@st.composite
+def deep_cases(draw: st.DrawFn) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
+    """Runs around 100 deep, so that the oracle's top-100 boundary falls inside them.
+
+    Few distinct scores put ties across rank 100 (where the run's own order decides);
+    short ids from a small alphabet make the doc-id order of the zeros matter.
+    """
+    labels = st.integers(-1, 3)
+    scores = st.sampled_from([0.0, 1.0, 2.0, 3.0, 1.0 + 1e-9]) | st.floats(-10, 10, width=32)
+    ids = st.text("abcxyz019", min_size=1, max_size=3)
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for query_id in draw(st.lists(st.sampled_from(["q1", "q2", "q3"]), min_size=1, unique=True)):
+        docs = draw(st.lists(ids, min_size=80, max_size=130, unique=True))
+        values = draw(st.lists(scores, min_size=len(docs), max_size=len(docs)))
+        run[query_id] = dict(zip(docs, values, strict=True))
+        judged = draw(st.lists(st.sampled_from(docs), min_size=1, max_size=12, unique=True))
+        qrels[query_id] = {d: draw(labels) for d in judged}
+        qrels[query_id].update(draw(st.dictionaries(ids, labels, max_size=3)))
+    return qrels, run
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(deep_cases(), st.booleans())
+def test_oracle_matches_the_official_construction_scored_by_pytrec_eval(
+    case: tuple[dict, dict], reverse: bool
+) -> None:
+    qrels, run = case
+    names = [f"OracleNDCG@{k}" for k in (1, 5, 10, 100, 120)]
+    frame = frame_of(run, reverse)
+    # The run's own order breaks ties for the top 100: a frame's is its row order.
+    frame_run: dict[str, dict[str, float]] = {}
+    for query_id, doc_id, score in frame.itertuples(index=False):
+        frame_run.setdefault(query_id, {})[doc_id] = score
+    for given_run, as_dict in ((run, run), (frame, frame_run)):
+        pytrec_names = {"ndcg_cut.1,5,10,100,120"}
+        expected = pytrec(qrels, official_oracle_run(qrels, as_dict), pytrec_names)
+        ours = evaluate(qrels, given_run, names)
+        assert set(ours.per_query[names[0]]) == set(expected)
+        for query_id, values in expected.items():
+            for name in names:
+                theirs = values[f"ndcg_cut_{name.partition('@')[2]}"]
+                assert ours.per_query[name][query_id] == pytest.approx(theirs, abs=1e-9)
 
 
 @settings(max_examples=60, deadline=None)

@@ -22,6 +22,7 @@ and computes all measures from those ranks with numpy. The semantics are trec_ev
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Mapping
 from numbers import Integral
@@ -35,14 +36,12 @@ from mmbright_core.measures import FAMILIES, Measure, parse_measures
 
 if TYPE_CHECKING:
     from mmbright_core.metrics._columns import ColumnRun
+from mmbright_core.metrics._oracle import oracle_hits
 from mmbright_core.metrics._ranks import DictRun, FloatArray, IntArray
 from mmbright_core.types import EvalCounts, EvalResult, Missing, Qrels
 
 RELEVANT = 1
 """The smallest label that counts as relevant for P, R, AP and RR (trec_eval's default)."""
-
-ORACLE_DEPTH = 100
-"""How much of the run the official harness's oracle re-sorts (SPEC §4)."""
 
 _WHOLE_RANKING = np.iinfo(np.int64).max  # the cutoff of AP and RR written without one
 
@@ -86,6 +85,7 @@ def evaluate(
     index = {q: i for i, q in enumerate(evaluated)}
     present = {q: qrels[q] for q in evaluated if q in in_run}
     found = _Found(evaluated, qrels, *source.hits(present, index))
+    found.oracle = functools.partial(oracle_hits, source, present, index)
     per_query: dict[str, dict[str, float]] = {}
     aggregate: dict[str, float] = {}
     for measure in wanted:
@@ -143,7 +143,11 @@ class _Found:
         label: Its label. The three are sorted by query, then rank (trec_eval's order of
             summation).
         num_relevant: Per query, how many judgments are relevant.
+        oracle: Computes the relevant documents' (query, rank, label) in the official
+            oracle run (:mod:`mmbright_core.metrics._oracle`); asked once, when needed.
     """
+
+    oracle: Callable[[], tuple[IntArray, IntArray, IntArray]]
 
     def __init__(
         self, evaluated: list[str], qrels: Qrels, query: IntArray, rank: IntArray, label: IntArray
@@ -159,6 +163,10 @@ class _Found:
         self.num_relevant = _sum_by(owner, (labels >= RELEVANT).astype(np.float64), self.n)
         # The ideal ranking: every judgment of the query, best label first (SPEC §4).
         self._ideal = _best_first(owner, labels)
+
+    @functools.cached_property
+    def oracle_hits(self) -> tuple[IntArray, IntArray, IntArray]:
+        return self.oracle()
 
     def relevant_hits(self) -> tuple[IntArray, IntArray]:
         keep = self.label >= RELEVANT
@@ -197,17 +205,13 @@ def _ndcg(found: _Found, k: int) -> FloatArray:
 
 
 def _oracle_ndcg(found: _Found, k: int) -> FloatArray:
-    """The official harness's oracle: the run's top 100 re-sorted by label, then nDCG@k.
+    """nDCG@k of the official harness's oracle run (:mod:`mmbright_core.metrics._oracle`).
 
-    The official code picks the top 100 with a sort on score alone (ties in dict order)
-    and scores every other retrieved document 0, so a relevant document below rank 100
-    can re-enter among the zeros by doc id; here the list is the top 100 under the
-    ranking rule and nothing else, as the measure is defined.
+    The run's top 100 scored by their labels, every other document of the run by 0, then
+    ranked as trec_eval ranks: a relevant document below rank 100 can re-enter among the
+    zeros by doc id, as it does in the official numbers.
     """
-    top = found.rank < ORACLE_DEPTH
-    return _ratio(
-        _dcg_at(*_best_first(found.query[top], found.label[top]), k, found.n), found.ideal(k)
-    )
+    return _ratio(_dcg_at(*found.oracle_hits, k, found.n), found.ideal(k))
 
 
 def _in_top(found: _Found, k: int, relevant_only: bool) -> FloatArray:

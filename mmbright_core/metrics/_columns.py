@@ -6,7 +6,7 @@ millions of rows is checked for duplicates and matched to the judgments with int
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -92,6 +92,7 @@ class ColumnRun:
             self._fail(
                 row, "bad score", f"{self._scores[row]!r} (NaN also stands for a missing score)"
             )
+        self._raw = self._scores  # as given: the oracle picks its top 100 on these
         self._scores = ranking_scores(self._scores)
         self._group()
         self.query_ids = frozenset(self._names)
@@ -124,6 +125,16 @@ class ColumnRun:
         self._starts = starts.astype(np.int64)
         self._stops = np.r_[starts[1:], n].astype(np.int64)
         self._grouped = self._scores if self._order is None else self._scores[self._order]
+
+    def rankings(self, query_ids: Iterable[str]) -> Iterator[tuple[list[str], FloatArray]]:
+        """Each query's doc ids and scores as given: row order, full 64-bit precision."""
+        segment_of = {name: s for s, name in enumerate(self._names)}
+        for query_id in query_ids:
+            s = segment_of[query_id]
+            rows = np.arange(self._starts[s], self._stops[s])
+            if self._order is not None:
+                rows = self._order[rows]  # a stable grouping: the query's rows keep their order
+            yield self._docs.take(pa.array(rows)).to_pylist(), self._raw[rows]
 
     def hits(
         self, present: Mapping[str, Mapping[str, int]], index: Mapping[str, int]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 import numpy.typing as npt
@@ -90,6 +90,11 @@ class DictRun:
             self._scores[query_id] = _finite_scores(query_id, ranking)
         self.query_ids = run.keys()
 
+    def rankings(self, query_ids: Iterable[str]) -> Iterator[tuple[list[str], FloatArray]]:
+        """Each query's doc ids and scores as given: run order, full 64-bit precision."""
+        for query_id in query_ids:
+            yield list(self._run[query_id]), self._scores[query_id]
+
     def hits(
         self, present: Mapping[str, Mapping[str, int]], index: Mapping[str, int]
     ) -> tuple[IntArray, IntArray, IntArray]:
@@ -121,7 +126,7 @@ class DictRun:
         segment, docs, queries, labels, wanted = (list(c) for c in zip(*hits, strict=True))
         sizes = np.array([len(r) for r in rankings], np.int64)
         stops = np.cumsum(sizes)
-        scores = np.concatenate([self._scores[q] for q in query_ids])
+        scores = ranking_scores(np.concatenate([self._scores[q] for q in query_ids]))
         segments = np.array(segment, np.int64)
         ranks, owners, at = rank_hits(
             scores, stops - sizes, stops, segments, ranking_scores(np.array(wanted, np.float64))
@@ -144,7 +149,11 @@ def concatenate(
 
 
 def _finite_scores(query_id: str, ranking: Mapping[str, float]) -> FloatArray:
-    """One query's scores as float64, rejecting anything that is not a finite number."""
+    """One query's scores as float64, rejecting anything that is not a finite number.
+
+    They are kept at full precision (the oracle's top 100 is picked on them, as the
+    official harness picks it); ranking rounds them to float32 where it compares them.
+    """
     try:
         # sum() rejects str and None, which np.fromiter would quietly turn into numbers/NaN.
         sum(ranking.values(), 0.0)
@@ -152,7 +161,7 @@ def _finite_scores(query_id: str, ranking: Mapping[str, float]) -> FloatArray:
     except (TypeError, ValueError):
         scores = None
     if scores is not None and np.isfinite(scores).all():
-        return ranking_scores(scores)
+        return scores
     doc_id, value = next(
         (d, v)
         for d, v in ranking.items()
