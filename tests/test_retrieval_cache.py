@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mmbright_core.errors import UnknownNameError
 from mmbright_core.retrieval import cache as cache_module
 from mmbright_core.retrieval.cache import (
     CACHE_ENV,
@@ -48,12 +49,50 @@ def test_hit_reuses_vectors_from_disk(tmp_path: Path):
     assert np.array_equal(reread, vectors[[1, 0]])
 
 
-def test_vectors_are_stored_float16_and_returned_float32(tmp_path: Path):
+def test_vectors_are_stored_float32_by_default_and_returned_float32(tmp_path: Path):
     vectors = _encode(EmbeddingCache(tmp_path, SETTINGS), ["alpha"], CountingEncoder())
     assert vectors.dtype == np.float32
-    assert vectors[0, 2] == np.float32(np.float16(1 / 3))  # the same value fresh or cached
+    assert vectors[0, 2] == np.float32(1 / 3)  # the encoder's float32 value, not rounded
     (shard,) = (tmp_path / "embeddings").rglob("*.vectors.npy")
-    assert np.load(shard).dtype == np.float16
+    assert np.load(shard).dtype == np.float32
+    assert EmbeddingCache(tmp_path, SETTINGS).settings["dtype"] == "float32"
+
+
+def test_float16_is_an_explicit_option_in_a_folder_of_its_own(tmp_path: Path):
+    half = EmbeddingCache(tmp_path, SETTINGS, dtype="float16")
+    vectors = _encode(half, ["alpha"], CountingEncoder())
+    assert vectors.dtype == np.float32
+    assert vectors[0, 2] == np.float32(np.float16(1 / 3))  # the same value fresh or cached
+    assert np.load(next(half.folder.glob("*.vectors.npy"))).dtype == np.float16
+    full = EmbeddingCache(tmp_path, SETTINGS)
+    assert full.folder != half.folder and half.settings["dtype"] == "float16"
+    with pytest.raises(UnknownNameError, match="cache dtype"):
+        EmbeddingCache(tmp_path, SETTINGS, dtype="bfloat16")
+
+
+def test_a_float16_cache_is_never_reused_by_a_float32_run(tmp_path: Path):
+    _encode(
+        EmbeddingCache(tmp_path, SETTINGS, dtype="float16"), ["alpha", "beta"], CountingEncoder()
+    )
+    encoder = CountingEncoder()
+    vectors = _encode(EmbeddingCache(tmp_path, SETTINGS), ["alpha", "beta"], encoder)
+    assert encoder.seen == ["alpha", "beta"]  # encoded again
+    assert vectors[0, 2] == np.float32(1 / 3)  # float32-exact
+
+
+def test_a_shard_of_another_dtype_in_the_folder_is_ignored_and_rewritten(tmp_path: Path):
+    # However it got there, float16 vectors are never handed out by a float32 cache.
+    cache = EmbeddingCache(tmp_path, SETTINGS)
+    keys = [content_key("alpha")]
+    half = EmbeddingCache(tmp_path, SETTINGS, dtype="float16")
+    write_shard(cache.folder, shard_name(keys), keys, np.array([[5, 1, 1 / 3]]), half.settings)
+    encoder = CountingEncoder()
+    vectors = _encode(EmbeddingCache(tmp_path, SETTINGS), ["alpha"], encoder)
+    assert encoder.seen == ["alpha"] and vectors[0, 2] == np.float32(1 / 3)
+    assert np.load(next(cache.folder.glob("*.vectors.npy"))).dtype == np.float32
+    again = CountingEncoder()
+    assert _encode(EmbeddingCache(tmp_path, SETTINGS), ["alpha"], again)[0, 2] == np.float32(1 / 3)
+    assert again.seen == []
 
 
 def test_gathered_vectors_are_read_from_memory_maps(tmp_path: Path, monkeypatch):
@@ -138,13 +177,16 @@ def test_shards_written_after_the_index_was_built_are_found(tmp_path: Path):
 
 
 def test_shards_of_the_single_file_format_are_converted(tmp_path: Path):
-    folder = EmbeddingCache(tmp_path, SETTINGS).folder
+    # The single-file format held float16 vectors only: a float16 cache takes them.
+    folder = EmbeddingCache(tmp_path, SETTINGS, dtype="float16").folder
     folder.mkdir(parents=True)
     keys = [content_key("alpha"), content_key("beta")]
     stored = np.array([[1, 2, 1 / 3], [3, 4, 5]], dtype=np.float16)
     np.savez(folder / "old.npz", keys=np.array(keys), vectors=stored)
     encoder = CountingEncoder()
-    vectors = _encode(EmbeddingCache(tmp_path, SETTINGS), ["beta", "alpha"], encoder)
+    vectors = _encode(
+        EmbeddingCache(tmp_path, SETTINGS, dtype="float16"), ["beta", "alpha"], encoder
+    )
     assert encoder.seen == [] and np.array_equal(vectors, stored[[1, 0]].astype(np.float32))
     assert sorted(p.name for p in folder.iterdir() if p.suffix != ".json") == [
         "old.keys.npy",
@@ -154,7 +196,8 @@ def test_shards_of_the_single_file_format_are_converted(tmp_path: Path):
 
 def test_gathering_a_few_rows_does_not_read_the_cache_into_memory(tmp_path: Path):
     rows, dim, per_shard = 200_000, 384, 100_000
-    folder = EmbeddingCache(tmp_path, SETTINGS).folder
+    half = EmbeddingCache(tmp_path, SETTINGS, dtype="float16")  # random bits: any value
+    folder = half.folder
     rng = np.random.default_rng(7)
     picks = np.sort(rng.choice(rows, size=64, replace=False))
     keys = [f"{i:064x}" for i in range(rows)]
@@ -165,10 +208,10 @@ def test_gathering_a_few_rows_does_not_read_the_cache_into_memory(tmp_path: Path
         vectors = rng.integers(0, 0x7800, (per_shard, dim), dtype=np.uint16).view(np.float16)
         inside = (picks >= start) & (picks < start + per_shard)
         expected[inside] = vectors[picks[inside] - start]
-        write_shard(folder, shard_name(shard_keys), shard_keys, vectors, SETTINGS)
+        write_shard(folder, shard_name(shard_keys), shard_keys, vectors, half.settings)
     del vectors
     size = sum(p.stat().st_size for p in folder.glob("*.vectors.npy"))
-    cache = EmbeddingCache(tmp_path, SETTINGS)
+    cache = EmbeddingCache(tmp_path, SETTINGS, dtype="float16")
     assert len(cache) == rows  # the index, from the keys files
     # numpy reports its array buffers to tracemalloc; pages of a memory map are not allocations.
     tracemalloc.start()

@@ -71,3 +71,13 @@ def test_query_prefix_changes_the_vectors_and_the_cache_key(tmp_path: Path):
     b = prefixed.encode(["drying out"], prefixed.query_prefix)
     assert not np.allclose(a, b)
     assert len(list((tmp_path / "embeddings").iterdir())) == 2
+
+
+def test_cache_dtype_is_float32_by_default_and_float16_on_request(tmp_path: Path):
+    full = get_retriever("dense", cache_dir=str(tmp_path))
+    half = get_retriever("dense", cache_dir=str(tmp_path), cache_dtype="float16")
+    assert full.settings()["cache_dtype"] == "float32"
+    assert half.settings()["cache_dtype"] == "float16"
+    a, b = full.encode(["drying out"], ""), half.encode(["drying out"], "")
+    assert np.array_equal(b, a.astype(np.float16).astype(np.float32))  # rounded, not reused
+    assert len(list((tmp_path / "embeddings").iterdir())) == 2

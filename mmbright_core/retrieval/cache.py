@@ -7,14 +7,21 @@ revision or checkpoint hash, truncation, prefix, normalisation, image preprocess
 change of any of them misses. Passage embeddings made for Task 2 are found again for Task 4
 because the key ignores the task.
 
-Vectors are stored float16 and handed out float32, in shards of many vectors. A shard is two
-files written atomically, ``<name>.vectors.npy`` (an ``(n, dim)`` float16 array) and then
-``<name>.keys.npy`` (its n content keys): a shard counts once its keys file exists, so an
-interrupted write leaves vectors without keys, which are ignored (and overwritten when the
-same shard is written again). The index of keys is built from the keys files only; the
-vectors are memory-mapped when gathered, so a full corpus (SPEC §2: millions of passages) is
-never read into memory whole, and a gather reads only the rows it returns. Shards of the
-earlier single-file format (``<name>.npz``) are converted on first sight.
+Vectors are stored float32 by default, as the official caches are (``src/caching.py``,
+``SmartCache.save`` keeps the encoder's float32 output; ``task4_pair.py`` ``_save_cache`` casts to
+float32): float16 rounds nearby scores together and reorders near-ties, so it is an explicit
+option (``dtype="float16"``) for users short of disk, recorded in the settings. The dtype is one
+of the settings that name the folder, so a float16 cache is never read by a float32 run, and a
+shard whose stored dtype is not the folder's is ignored. Vectors are handed out float32.
+
+Vectors live in shards of many vectors. A shard is two files written atomically,
+``<name>.vectors.npy`` (an ``(n, dim)`` array of the cache's dtype) and then ``<name>.keys.npy``
+(its n content keys): a shard counts once its keys file exists, so an interrupted write leaves
+vectors without keys, which are ignored (and overwritten when the same shard is written
+again). The index of keys is built from the keys files only; the vectors are memory-mapped
+when gathered, so a full corpus (SPEC §2: millions of passages) is never read into memory
+whole, and a gather reads only the rows it returns. Shards of the earlier single-file format
+(``<name>.npz``, float16 only) are converted on first sight in a float16 cache.
 """
 
 from __future__ import annotations
@@ -26,17 +33,22 @@ import json
 import os
 from collections.abc import Callable, KeysView, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 import numpy as np
 import numpy.typing as npt
 from tqdm.auto import tqdm
 
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.io.atomic import atomic_write_bytes, atomic_write_text
 
 T = TypeVar("T")
 Vectors = npt.NDArray[np.float32]
+#: How cached vectors are stored on disk.
+CacheDtype = Literal["float32", "float16"]
+CACHE_DTYPES: tuple[str, ...] = get_args(CacheDtype)
+#: The dtype of caches made before it was a setting (and of the single-file format).
+_LEGACY_DTYPE = "float16"
 
 #: Environment variable that moves the cache (an explicit argument wins over it).
 CACHE_ENV = "MMBRIGHT_CACHE"
@@ -111,11 +123,27 @@ def shard_name(keys: Sequence[str], prefix: str = "") -> str:
     return prefix + content_key("\n".join(keys))[:32]
 
 
+def check_dtype(dtype: str) -> CacheDtype:
+    """Return ``dtype`` if it is a cache dtype (``float32`` or ``float16``).
+
+    Raises:
+        UnknownNameError: Any other name (with close matches).
+    """
+    if dtype not in CACHE_DTYPES:
+        raise UnknownNameError("cache dtype", dtype, CACHE_DTYPES)
+    return dtype  # type: ignore[return-value]
+
+
+def stored_dtype(settings: Mapping[str, Any]) -> np.dtype[Any]:
+    """Return the numpy dtype a cache folder's settings store vectors in."""
+    return np.dtype(settings.get("dtype", _LEGACY_DTYPE))
+
+
 def write_shard(
     folder: Path,
     name: str,
     keys: Sequence[str],
-    vectors: npt.NDArray[np.float16],
+    vectors: npt.NDArray[np.floating[Any]],
     settings: Mapping[str, Any],
 ) -> None:
     """Store one shard in a cache folder: the vectors file, then the keys file.
@@ -124,13 +152,15 @@ def write_shard(
         folder: The cache folder (:attr:`EmbeddingCache.folder`).
         name: The shard's name (see :func:`shard_name`).
         keys: The content key of each row of ``vectors``.
-        vectors: An ``(len(keys), dim)`` float16 array.
-        settings: The encoder settings that name the folder (kept beside as settings.json).
+        vectors: An ``(len(keys), dim)`` array, stored in the settings' dtype.
+        settings: The encoder settings that name the folder (kept beside as settings.json);
+            their ``dtype`` (:attr:`EmbeddingCache.settings`) is how the vectors are stored.
     """
     if not (folder / "settings.json").exists():
         text = json.dumps(dict(settings), indent=2, sort_keys=True, default=str)
         atomic_write_text(folder / "settings.json", text + "\n")
-    atomic_write_bytes(folder / f"{name}{_VECTORS}", _npy(vectors.astype(np.float16, copy=False)))
+    stored = vectors.astype(stored_dtype(settings), copy=False)
+    atomic_write_bytes(folder / f"{name}{_VECTORS}", _npy(stored))
     # The keys go last: readers see a shard only once its vectors are complete.
     encoded = np.array([key.encode() for key in keys], dtype=np.bytes_)
     atomic_write_bytes(folder / f"{name}{_KEYS}", _npy(encoded))
@@ -166,19 +196,27 @@ class EmbeddingCache:
         root: The cache root (see :func:`default_cache_dir`), or None to keep nothing on disk.
         settings: Everything that changes the vectors; it names the cache folder.
         shard_size: How many new vectors go into one shard file.
+        dtype: How vectors are stored: ``float32`` (the official caches' precision) or
+            ``float16`` (half the disk; rounds scores, may reorder near-ties). It joins the
+            settings, so the two never share a folder.
     """
 
     def __init__(
-        self, root: Path | None, settings: Mapping[str, Any], shard_size: int = _SHARD_SIZE
+        self,
+        root: Path | None,
+        settings: Mapping[str, Any],
+        shard_size: int = _SHARD_SIZE,
+        dtype: str = "float32",
     ) -> None:
-        self.settings = dict(settings)
-        self.folder = None if root is None else root / "embeddings" / settings_key(settings)
+        self.settings = {**settings, "dtype": check_dtype(dtype)}
+        self.dtype = stored_dtype(self.settings)
+        self.folder = None if root is None else root / "embeddings" / settings_key(self.settings)
         self.shard_size = shard_size
         # The index: each key's row in the shards taken end to end, in the order found. A
         # shard is a vectors file (opened per gather: a process keeps no file handle per
         # shard) or, without a folder, an array in memory.
         self._rows: dict[str, int] = {}
-        self._shards: list[Path | npt.NDArray[np.float16]] = []
+        self._shards: list[Path | npt.NDArray[np.floating[Any]]] = []
         self._starts: list[int] = [0]
         self._seen: set[str] = set()
 
@@ -193,27 +231,33 @@ class EmbeddingCache:
     def _refresh(self) -> None:
         if self.folder is None or not self.folder.is_dir():
             return
-        for old in sorted(self.folder.glob("*.npz")):
-            _convert_npz(old, self.settings)
+        if self.dtype == np.dtype(_LEGACY_DTYPE):  # the single-file format held float16 only
+            for old in sorted(self.folder.glob("*.npz")):
+                _convert_npz(old, self.settings)
         for path in sorted(self.folder.glob(f"*{_KEYS}")):
             name = path.name[: -len(_KEYS)]
             vectors = self.folder / f"{name}{_VECTORS}"
-            if name not in self._seen and vectors.is_file():
+            if name in self._seen or not vectors.is_file():
+                continue
+            # The header only: vectors of another precision are never handed out as this
+            # cache's; their keys count as missing, so they are encoded again (and the shard
+            # rewritten under the same name is then taken).
+            if _vectors(vectors).dtype == self.dtype:
                 self._seen.add(name)
                 self._add(vectors, _read_keys(path))
 
-    def _add(self, shard: Path | npt.NDArray[np.float16], keys: list[str]) -> None:
+    def _add(self, shard: Path | npt.NDArray[np.floating[Any]], keys: list[str]) -> None:
         start = self._starts[-1]
         for row, key in enumerate(keys, start):
             self._rows.setdefault(key, row)  # a key stored twice keeps its first vector
         self._shards.append(shard)
         self._starts.append(start + len(keys))
 
-    def _write_shard(self, keys: list[str], vectors: list[npt.NDArray[np.float16]]) -> None:
+    def _write_shard(self, keys: list[str], vectors: list[npt.NDArray[np.floating[Any]]]) -> None:
         if not keys:
             return
         if self.folder is None:
-            self._add(np.stack(vectors), keys)
+            self._add(np.stack(vectors).astype(self.dtype, copy=False), keys)
             return
         name = shard_name(keys)
         write_shard(self.folder, name, keys, np.stack(vectors), self.settings)
@@ -231,8 +275,8 @@ class EmbeddingCache:
     ) -> Vectors:
         """Return one float32 vector per item, encoding only items the cache lacks.
 
-        Items with equal keys are encoded once. Every vector, new or cached, goes through
-        float16, so a first run and a rerun return identical vectors.
+        Items with equal keys are encoded once. Every vector, new or cached, goes through the
+        cache's dtype, so a first run and a rerun return identical vectors.
 
         Args:
             items: What to encode (texts, image loaders...).
@@ -258,7 +302,7 @@ class EmbeddingCache:
             first.setdefault(key, index)
         todo = [key for key in first if key not in cached]
         pending_keys: list[str] = []
-        pending: list[npt.NDArray[np.float16]] = []
+        pending: list[npt.NDArray[np.floating[Any]]] = []
         bar = tqdm(total=len(todo), desc=desc, unit="item", leave=False, disable=None)
         try:
             for start in range(0, len(todo), batch_size):
@@ -271,7 +315,7 @@ class EmbeddingCache:
                         found=str(vectors.shape),
                     )
                 pending_keys.extend(chunk)
-                pending.extend(vectors.astype(np.float16))
+                pending.extend(vectors.astype(self.dtype))
                 if len(pending) >= self.shard_size:
                     self._write_shard(pending_keys, pending)
                     pending_keys, pending = [], []
@@ -312,5 +356,5 @@ class EmbeddingCache:
         return out
 
 
-def _vectors(shard: Path | npt.NDArray[np.float16]) -> npt.NDArray[np.float16]:
+def _vectors(shard: Path | npt.NDArray[np.floating[Any]]) -> npt.NDArray[np.floating[Any]]:
     return np.load(shard, mmap_mode="r") if isinstance(shard, Path) else shard

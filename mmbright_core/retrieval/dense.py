@@ -17,6 +17,7 @@ from mmbright_core.errors import InputError, MissingDependencyError
 from mmbright_core.retrieval.base import ImageSource, check_k, check_task, passage_id, require
 from mmbright_core.retrieval.cache import (
     EmbeddingCache,
+    check_dtype,
     content_key,
     default_cache_dir,
     path_sha256,
@@ -54,6 +55,8 @@ class DenseRetriever:
         device: Torch device (default: what sentence-transformers picks).
         cache_dir: Embedding cache root (default: ``$MMBRIGHT_CACHE`` or ``~/.cache/mmbright``).
         index: faiss index kind (``flat`` exact, ``hnsw`` or ``ivf`` approximate).
+        cache_dtype: How cached embeddings are stored: ``float32`` (the official precision)
+            or ``float16`` (half the disk; may reorder near-ties).
     """
 
     name = "dense"
@@ -70,6 +73,7 @@ class DenseRetriever:
         device: str | None = None,
         cache_dir: str | None = None,
         index: IndexKind = "flat",
+        cache_dtype: str = "float32",
     ) -> None:
         self.default = model is None
         self.model = str(default_text_model()) if model is None else str(model)
@@ -79,6 +83,7 @@ class DenseRetriever:
         self.max_length, self.batch_size, self.device = max_length, batch_size, device
         self.cache_root = default_cache_dir(cache_dir)
         self.index = index
+        self.cache_dtype = check_dtype(cache_dtype)
         self._encoder: Any = None
 
     def label(self) -> str:
@@ -98,6 +103,7 @@ class DenseRetriever:
             "document_prefix": self.document_prefix,
             "normalize": True,
             "index": self.index,
+            "cache_dtype": self.cache_dtype,
         }
 
     def _load(self) -> Any:
@@ -124,7 +130,9 @@ class DenseRetriever:
         )
         settings = {key: value for key, value in self.settings().items() if key in keys}
         return EmbeddingCache(
-            self.cache_root, {"encoder": "sentence-transformers", "prefix": prefix, **settings}
+            self.cache_root,
+            {"encoder": "sentence-transformers", "prefix": prefix, **settings},
+            dtype=self.cache_dtype,
         )
 
     def encode_batch(self, texts: list[str], prefix: str) -> np.ndarray:

@@ -104,7 +104,7 @@ def encode_shard(encoder: BatchEncoder, shard: Shard) -> int:
     for start in range(0, len(shard.items), encoder.chunk):
         stop = start + encoder.chunk
         vectors = np.asarray(encoder.encode(shard.items[start:stop], shard.names[start:stop]))
-        parts.append(vectors.astype(np.float16))  # the cache stores float16 (see .cache)
+        parts.append(vectors.astype(encoder.cache.dtype))  # as the local path stores them
     vectors = np.concatenate(parts)
     keep = np.flatnonzero(shard.fresh)
     folder = encoder.cache.folder
