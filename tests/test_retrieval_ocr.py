@@ -108,3 +108,10 @@ def test_options_and_tasks_are_checked(tmp_path: Path):
         get_retriever("ocr-bm25", image_policy="concat")
     with pytest.raises(InputError, match="cannot run task 1"):
         get_retriever("ocr-bm25", cache_dir=str(tmp_path)).retrieve(_task(1), None, 5)
+
+
+def test_default_image_policy_is_the_first_decodable_image(tmp_path: Path):
+    # The released code reads a query's images[0] (the first that decoded) for every model.
+    ocr = get_retriever("ocr-bm25", cache_dir=str(tmp_path))
+    assert ocr.image_policy == "first" and ocr.settings()["image_policy"] == "first"
+    assert get_retriever("ocr-bm25", image_policy="all").image_policy == "all"

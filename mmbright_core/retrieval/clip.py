@@ -1,11 +1,34 @@
-"""CLIP-style dual encoders through open_clip (tasks 1-4).
+"""CLIP-style dual encoders through open_clip (tasks 1-4), fused as the official harness fuses.
 
-SPEC §3 fusion: a query is L2-normalise((text_emb + image_emb) / 2) of its normalised text and
-image embeddings; a Task 4 pair the same over its passage and image, with a white image for
-``__NO_IMAGE__``. Task 2 ranks passages by their text embedding (truncated to the model's
-context, 77 tokens for CLIP), Task 3 the domain's images. Several query images follow the
-recorded policy (``first``, ``concat``, ``all`` = mean of their embeddings); a query with no
-decodable image gets a white image or, if asked, its text alone. Scores are cosine x 100.
+The official CLIP retrievers (``src/retrievers/task2_multimodal.py`` ``retrieval_clip``,
+``task3_image.py`` ``retrieval_clip_it2i``, ``task4_pair.py`` ``retrieval_clip_it2it``) add the
+RAW outputs of ``get_text_features`` and ``get_image_features`` (projected, not normalised),
+halve the sum and L2-normalise it: each tower weighs by its own norm. Normalising each side
+first would weigh them 1:1, a different model with different numbers (SPEC §3). So here:
+
+- query: L2-normalise((raw text + raw image) / 2), the image under the recorded policy;
+- Task 1-2 passages: L2-normalise(raw text); Task 3 images: L2-normalise(raw image);
+- Task 4 pairs: L2-normalise((raw passage text + raw image) / 2), with the official white
+  224x224 RGB image for ``__NO_IMAGE__`` (``task4_pair.py`` ``_safe_open_image(None)``);
+- score: 100 x the dot product of the normalised vectors (``task2_multimodal.py``
+  ``(query_emb @ doc_emb.T) * 100``, ``task3_image.py`` ``scale=100.0``, ``task4_pair.py``
+  ``_compute_topk_scores_chunked`` ``* 100.0``).
+
+The embedding cache keeps the RAW vectors, so every fusion is computed from cached parts. Texts
+are truncated to the model's context (77 tokens for CLIP: the official processors truncate with
+``max_length=77``, keeping the end-of-text token, as open_clip's tokenizer does). A query with
+several images uses ``first`` by default (the released code's ``images[0]``, the first image
+that decoded, which produced the published runs); ``concat`` (the paper, MTEB) and ``all`` (the
+mean of the raw image embeddings, no official counterpart) are options. A query with no
+decodable image gets the white 224x224 image, as every official CLIP retriever does, or, if
+asked, its text alone.
+
+Known departures: the official code runs Hugging Face's ``CLIPModel``/``CLIPProcessor``, here
+open_clip runs the same checkpoint (its ``encode_text``/``encode_image`` are the projected
+features ``get_text_features``/``get_image_features`` return; preprocessing may differ in the
+last bits of resizing). The official Task 4 retriever also applies ``ImageOps.exif_transpose``
+to pair and query images (``task4_pair.py`` ``_safe_open_image``), which tasks 2-3 do not; here
+no task rotates by EXIF orientation.
 """
 
 from __future__ import annotations
@@ -23,6 +46,7 @@ from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval.base import ImageSource, check_k, check_task, passage_id, require
 from mmbright_core.retrieval.cache import (
     EmbeddingCache,
+    check_dtype,
     content_key,
     default_cache_dir,
     path_sha256,
@@ -34,6 +58,14 @@ from mmbright_core.types import Query, TaskData
 ImageLoader = Callable[[], Image.Image]
 _LOCAL_DIR = "local-dir:"
 _NO_IMAGE_MODES = ("white", "text")
+#: The default ``pretrained``: ``openai`` for a named model, the folder's own weights for
+#: ``local-dir:`` (whose checkpoint open_clip finds itself, ignoring ``pretrained``).
+AUTO_PRETRAINED = "auto"
+_HUB_DEFAULT = "openai"
+#: The recorded fusion: mean of the raw embeddings, then L2 (see the module docstring).
+FUSION = "mean-raw-then-l2"
+# What open_clip's factory (``_find_checkpoint_in_dir``) loads from a local-dir: folder.
+_CHECKPOINT_SUFFIXES = (".safetensors", ".bin", ".pth")
 
 
 def image_key(image: Image.Image) -> str:
@@ -47,7 +79,12 @@ def _same(image: Image.Image) -> Image.Image:
 
 
 def white_image() -> Image.Image:
-    """Return the white placeholder image (SPEC §3: CLIP-style models, no decodable image)."""
+    """Return the white placeholder image: RGB, 224x224, as every official CLIP retriever makes it.
+
+    ``task2_multimodal.py`` ``retrieval_clip`` (a query without image), ``task3_image.py``
+    ``retrieval_clip_it2i`` (``np.full((224, 224, 3), 255)``) and ``task4_pair.py``
+    ``_safe_open_image(None)`` (``__NO_IMAGE__`` pairs and queries without image).
+    """
     return Image.new("RGB", (224, 224), "white")
 
 
@@ -55,16 +92,22 @@ class ClipRetriever:
     """open_clip dual-encoder retrieval with the official text+image fusion.
 
     Args:
-        model: An open_clip model name (``ViT-L-14``) or ``local-dir:<folder>``.
+        model: An open_clip model name (``ViT-L-14``) or ``local-dir:<folder>`` (a folder with
+            ``open_clip_config.json`` and its weights).
         pretrained: A pretrained tag (``openai``), a local checkpoint file, or ``none`` for
-            random weights (seeded by ``seed``; for wiring tests, never for quality).
-        image_policy: ``concat`` (the paper), ``first`` (the released code) or ``all``.
+            random weights (seeded by ``seed``; for wiring tests, never for quality). The
+            default, ``auto``, is ``openai`` for a named model and the folder's own weights
+            for ``local-dir:``, which takes no other.
+        image_policy: ``first`` (the default: the released code, which made the published
+            runs), ``concat`` (the paper, MTEB) or ``all``.
         no_image: ``white`` (a white image, the default) or ``text`` (text embedding only).
         seed: Seed of random weights.
         batch_size: Items per encoder call.
         device: Torch device (``cpu``, ``cuda``).
         cache_dir: Embedding cache root (default: ``$MMBRIGHT_CACHE`` or ``~/.cache/mmbright``).
         index: faiss index kind (``flat`` exact, ``hnsw`` or ``ivf`` approximate).
+        cache_dtype: How cached embeddings are stored: ``float32`` (the official precision)
+            or ``float16`` (half the disk; may reorder near-ties).
     """
 
     name = "clip"
@@ -73,29 +116,25 @@ class ClipRetriever:
     def __init__(
         self,
         model: str = "ViT-L-14",
-        pretrained: str | None = "openai",
-        image_policy: str = "concat",
+        pretrained: str | None = AUTO_PRETRAINED,
+        image_policy: str = "first",
         no_image: str = "white",
         seed: int = 0,
         batch_size: int = 32,
         device: str = "cpu",
         cache_dir: str | None = None,
         index: IndexKind = "flat",
+        cache_dtype: str = "float32",
     ) -> None:
         if image_policy not in POLICIES:
             raise UnknownNameError("image policy", image_policy, POLICIES)
         if no_image not in _NO_IMAGE_MODES:
             raise UnknownNameError("no-image mode", no_image, _NO_IMAGE_MODES)
         self.model = model
-        self.pretrained = None if pretrained in (None, "", "none") else pretrained
-        if model.startswith(_LOCAL_DIR) and self.pretrained is not None:
-            raise InputError(
-                "a local-dir: model carries its own weights",
-                found=f"pretrained={pretrained!r}",
-                hint="Leave --pretrained out.",
-            )
+        self.pretrained = _resolve_pretrained(model, pretrained)
         self.image_policy, self.no_image, self.seed = image_policy, no_image, seed
         self.batch_size, self.device, self.index = batch_size, device, index
+        self.cache_dtype = check_dtype(cache_dtype)
         self.cache_root = default_cache_dir(cache_dir)
         self._loaded: tuple[Any, Any, Any] | None = None
 
@@ -133,8 +172,9 @@ class ClipRetriever:
             "image_policy": self.image_policy,
             "no_image": self.no_image,
             "truncation": self._context_length(),
-            "fusion": "l2norm((text+image)/2)",
+            "fusion": FUSION,
             "index": self.index,
+            "cache_dtype": self.cache_dtype,
         }
 
     def _context_length(self) -> int:
@@ -152,6 +192,8 @@ class ClipRetriever:
             torch = require("torch", "the clip retriever", "clip")
             if not self.model.startswith(_LOCAL_DIR) and self.model not in open_clip.list_models():
                 raise UnknownNameError("open_clip model", self.model, open_clip.list_models())
+            if self.model.startswith(_LOCAL_DIR):
+                _check_local_dir(Path(self.model[len(_LOCAL_DIR) :]).expanduser())
             try:
                 with torch.random.fork_rng(devices=[]):
                     torch.manual_seed(self.seed)  # random weights reproduce across runs
@@ -175,15 +217,20 @@ class ClipRetriever:
             "model": self.model,
             "weights": self._weights(),
             "role": role,
+            "output": "raw",  # projected features, not normalised: the fusion needs their norm
         }
         if role == "text":
             settings["truncation"] = self._context_length()
         else:
             settings["preprocess"] = repr(self._load()[1])
-        return EmbeddingCache(self.cache_root, settings)
+        return EmbeddingCache(self.cache_root, settings, dtype=self.cache_dtype)
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed one batch of texts, uncached (capped first: :func:`cap_text` changes no token)."""
+        """Embed one batch of texts, uncached: raw ``encode_text`` output, not normalised.
+
+        Texts are capped first (:func:`cap_text` changes no token), then truncated by the
+        tokenizer to the context length with the end-of-text token kept last.
+        """
         model, _, tokenizer = self._load()
         torch = require("torch", "the clip retriever", "clip")
         tokens = self._context_length()
@@ -191,25 +238,25 @@ class ClipRetriever:
             vectors = model.encode_text(
                 tokenizer([cap_text(t, tokens) for t in texts]).to(self.device)
             )
-        return l2_normalise(vectors.float().cpu().numpy())
+        return np.asarray(vectors.float().cpu().numpy(), dtype=np.float32)
 
     def embed_images(self, images: Sequence[Image.Image]) -> np.ndarray:
-        """Embed one batch of decoded images, uncached."""
+        """Embed one batch of decoded images, uncached: raw ``encode_image`` output."""
         model, preprocess, _ = self._load()
         torch = require("torch", "the clip retriever", "clip")
         pixels = torch.stack([preprocess(image) for image in images]).to(self.device)
         with torch.no_grad():
             vectors = model.encode_image(pixels)
-        return l2_normalise(vectors.float().cpu().numpy())
+        return np.asarray(vectors.float().cpu().numpy(), dtype=np.float32)
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
-        """Return normalised float32 text embeddings (truncated to the model's context)."""
+        """Return raw float32 text embeddings (truncated to the model's context), cached."""
         keys = [content_key(t) for t in texts]
         cache = self._cache("text")
         return cache.encode(texts, keys, self.embed_texts, self.batch_size, desc="clip texts")
 
     def encode_images(self, loaders: Sequence[ImageLoader], keys: Sequence[str]) -> np.ndarray:
-        """Return normalised float32 image embeddings; loaders run only on cache misses."""
+        """Return raw float32 image embeddings, cached; loaders run only on cache misses."""
 
         def batch(chunk: list[ImageLoader]) -> np.ndarray:
             return self.embed_images([load() for load in chunk])
@@ -219,10 +266,14 @@ class ClipRetriever:
         )
 
     def encode_queries(self, queries: tuple[Query, ...], source: ImageSource | None) -> np.ndarray:
-        """Return fused query embeddings under the image policy (text only when no source)."""
+        """Return L2-normalised query embeddings: the fusion of the raw text and image embeddings.
+
+        Each query's image is chosen by the image policy (``all``: the mean of its images' raw
+        embeddings); without a source (Task 1) a query is its normalised text embedding.
+        """
         texts = self.encode_texts([q.text for q in queries])
         if source is None:
-            return texts
+            return l2_normalise(texts)
         images = [query_images(source, q, self.image_policy).images for q in queries]
         if self.no_image == "white":
             images = [found or [white_image()] for found in images]
@@ -233,11 +284,11 @@ class ClipRetriever:
         out, start = [], 0
         for text, found in zip(texts, images, strict=True):
             if not found:
-                out.append(text)  # no_image == "text": the text embedding alone
+                out.append(l2_normalise(text))  # no_image == "text": the text alone
                 continue
-            image = l2_normalise(flat_vectors[start : start + len(found)].mean(axis=0))
+            image = flat_vectors[start : start + len(found)].mean(axis=0)
             start += len(found)
-            out.append(l2_normalise((text + image) / 2))
+            out.append(fuse(text, image))
         return np.stack(out)
 
     def retrieve(
@@ -251,7 +302,7 @@ class ClipRetriever:
             k: How many documents to keep per query, after exclusions.
 
         Returns:
-            query_id -> doc_id -> score (cosine x 100).
+            query_id -> doc_id -> score (100 x the dot product of the normalised vectors).
         """
         check_task(self, data.task)
         check_k(k)
@@ -271,13 +322,12 @@ class ClipRetriever:
             )
         if data.task == 4:
             return rank_vectors(data, identity, self._pairs(data, source), queries, k, self.index)
-        return rank_vectors(
-            data, identity, self.encode_texts([d.text for d in data.corpus]), queries, k, self.index
-        )
+        passages = l2_normalise(self.encode_texts([d.text for d in data.corpus]))
+        return rank_vectors(data, identity, passages, queries, k, self.index)
 
     def _corpus_images(self, data: TaskData, source: Any) -> np.ndarray:
         paths = [d.doc_id if d.image is None else d.image.path for d in data.corpus]
-        return self._image_vectors(data.domain, paths, source)
+        return l2_normalise(self._image_vectors(data.domain, paths, source))
 
     def _image_vectors(self, domain: str, paths: list[str], source: Any) -> np.ndarray:
         loaders, keys = [], []
@@ -304,4 +354,38 @@ class ClipRetriever:
             ]
         )
         image_of = [row[d.image.path] if d.image is not None else len(paths) for d in data.corpus]
-        return l2_normalise((texts[passages.unit_of_doc] + images[image_of]) / 2)
+        return fuse(texts[passages.unit_of_doc], images[image_of])
+
+
+def fuse(text: np.ndarray, image: np.ndarray) -> np.ndarray:
+    """Return L2-normalise((raw text + raw image) / 2), row by row (the official fusion)."""
+    return l2_normalise((np.asarray(text, np.float32) + np.asarray(image, np.float32)) / 2)
+
+
+def _resolve_pretrained(model: str, pretrained: str | None) -> str | None:
+    # None, "" and "none" mean random weights; "auto" the model's natural weights.
+    local = model.startswith(_LOCAL_DIR)
+    if pretrained == AUTO_PRETRAINED:
+        return None if local else _HUB_DEFAULT
+    chosen = None if pretrained in (None, "", "none") else pretrained
+    if local and chosen is not None:
+        raise InputError(
+            "a local-dir: model carries its own weights",
+            found=f"pretrained={pretrained!r}",
+            hint="Leave --pretrained out.",
+        )
+    return chosen
+
+
+def _check_local_dir(folder: Path) -> None:
+    # open_clip only warns when a local-dir: folder holds no weights, then runs with random
+    # ones: refuse that instead of scoring a random model under the folder's name.
+    config = folder / "open_clip_config.json"
+    weights = [p for p in folder.glob("*") if p.suffix in _CHECKPOINT_SUFFIXES]
+    if not config.is_file() or not weights:
+        raise InputError(
+            "not an open_clip local-dir: model folder",
+            expected="open_clip_config.json and a weights file (.safetensors, .bin or .pth)",
+            found=", ".join(sorted(p.name for p in folder.glob("*"))) or "nothing",
+            source=str(folder),
+        )

@@ -32,8 +32,9 @@ from mmbright_core.retrieval.clip import image_key
 from mmbright_core.types import Query, TaskData
 
 # ``concat`` would glue images into one tall picture the OCR model would shrink; reading each
-# image (``all``) or the first one (the released code's choice) keeps the text legible.
-OCR_POLICIES = ("all", "first")
+# image (``all``) or the first one keeps the text legible. ``first`` is the default, as for
+# every retriever: the released code uses a query's first decodable image (``images[0]``).
+OCR_POLICIES = ("first", "all")
 
 
 class OcrReader:
@@ -92,7 +93,8 @@ class OcrAugmented:
         name: The registered name (``ocr-bm25``, ``ocr-dense``).
         inner: The text retriever that ranks with the augmented queries.
         reader: The OCR reader.
-        image_policy: ``all`` (read every decodable image) or ``first``.
+        image_policy: ``first`` (the first decodable image, the released code's choice) or
+            ``all`` (read every decodable image).
     """
 
     tasks = frozenset({2, 4})
@@ -142,7 +144,10 @@ class OcrAugmented:
 
 
 def ocr_bm25(
-    image_policy: str = "all", min_score: float = 0.5, cache_dir: str | None = None, **options: Any
+    image_policy: str = "first",
+    min_score: float = 0.5,
+    cache_dir: str | None = None,
+    **options: Any,
 ) -> OcrAugmented:
     """Build ``ocr-bm25``: BM25 (``options`` as for ``bm25``) over OCR-augmented queries."""
     reader = OcrReader(default_cache_dir(cache_dir), min_score)
@@ -150,7 +155,10 @@ def ocr_bm25(
 
 
 def ocr_dense(
-    image_policy: str = "all", min_score: float = 0.5, cache_dir: str | None = None, **options: Any
+    image_policy: str = "first",
+    min_score: float = 0.5,
+    cache_dir: str | None = None,
+    **options: Any,
 ) -> OcrAugmented:
     """Build ``ocr-dense``: dense retrieval (``options`` as for ``dense``) of OCR'd queries."""
     reader = OcrReader(default_cache_dir(cache_dir), min_score)
