@@ -3,7 +3,8 @@
 For each domain, a query's excluded ids are removed from its ranking *before* the ranking is
 cut to 1,000 (SPEC §3), the domain is evaluated against the task's qrels (queries with no
 judgment are dropped, SPEC §4), and the benchmark figure is the unweighted mean over the
-domains scored. The result names the task protocol and the missing-query rule it used.
+domains scored. The result names the task protocol, the policy for ``negative_ids`` and the
+missing-query rule it used.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from mmbright_core.data.ids import PAIR_SEPARATOR
 from mmbright_core.data.sources import Source
+from mmbright_core.data.tasks import Negatives, negatives_for
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.metrics import evaluate
 from mmbright_core.ranking import top_k
@@ -51,6 +53,8 @@ class TaskScores:
     Attributes:
         task: The task number.
         protocol: The Task 4 protocol used (``"paper"`` for tasks 1-3).
+        negatives: Whether tasks 1-2 excluded each query's ``negative_ids`` (``"exclude"``,
+            the official numbers) or kept them (``"keep"``); ``"exclude"`` for tasks 3-4.
         missing: The rule for judged queries absent from a run (``"skip"`` or ``"zero"``).
         per_domain: domain -> its evaluation.
         query_counts: domain -> number of queries that entered its averages.
@@ -61,6 +65,7 @@ class TaskScores:
     task: int
     protocol: Protocol4
     missing: Missing
+    negatives: Negatives
     per_domain: dict[str, EvalResult]
     query_counts: dict[str, int]
     macro: dict[str, float]
@@ -283,6 +288,7 @@ def score_task(
     measures: Iterable[str] = ("nDCG@10",),
     missing: Missing = "skip",
     run_name: str = "<run>",
+    negatives: str = "exclude",
 ) -> TaskScores:
     """Score one run per domain on a task and average over domains.
 
@@ -297,19 +303,22 @@ def score_task(
         missing: ``"skip"`` averages over queries in both run and qrels (the official
             harness); ``"zero"`` counts judged queries absent from the run as 0.
         run_name: The run's name, for error messages.
+        negatives: ``"exclude"`` (official) or ``"keep"`` each query's ``negative_ids``
+            (tasks 1-2; SPEC §3).
 
     Raises:
-        UnknownNameError: For a domain the source does not hold.
+        UnknownNameError: For a domain the source does not hold, or an unknown policy.
         InputError: A domain's run has no doc id of the task's shape (:func:`check_doc_ids`).
     """
     chosen = tuple(domains) if domains is not None else tuple(sorted(runs))
     wanted = tuple(measures)
+    policy = negatives_for(task, negatives)
     per_domain: dict[str, EvalResult] = {}
     used: Protocol4 = protocol
     for domain in chosen:
         if domain not in source.domains():
             raise UnknownNameError("domain", domain, source.domains())
-        data = source.judgments(task, domain, protocol)
+        data = source.judgments(task, domain, protocol, negatives=policy)
         used = data.protocol
         check_doc_ids(data.qrels, runs.get(domain, {}), task=task, domain=domain, name=run_name)
         run = apply_protocol(runs.get(domain, {}), data.excluded)
@@ -326,6 +335,7 @@ def score_task(
         task=task,
         protocol=used,
         missing=missing,
+        negatives=policy,
         per_domain=per_domain,
         query_counts={d: r.counts.evaluated for d, r in per_domain.items()},
         macro=macro,

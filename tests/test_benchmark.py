@@ -117,3 +117,27 @@ def test_runs_by_domain_rejects_ambiguous_ids():
 def test_runs_by_domain_rejects_a_run_of_another_task():
     with pytest.raises(InputError, match="no query of the run belongs to this task"):
         runs_by_domain({"x9": {"d": 1.0}}, KNOWN, "r.trec")
+
+
+def test_negatives_keep_leaves_negative_ids_in_the_ranking(source: Source) -> None:
+    # a1's run puts both its negative_ids (A_HARD, A_NEG) above its gold A1; b1's puts
+    # B_HARD above B2 and its gold B1.
+    exclude = score_task(source, 1, RUNS)
+    keep = score_task(source, 1, RUNS, negatives="keep")
+    assert (exclude.negatives, keep.negatives) == ("exclude", "keep")
+    academia, biology = keep.per_domain["academia"], keep.per_domain["biology"]
+    assert exclude.per_domain["academia"].per_query["nDCG@10"]["a1"] == 1.0  # A1 first
+    assert academia.per_query["nDCG@10"]["a1"] == pytest.approx(1 / math.log2(4))  # A1 third
+    assert academia.per_query["nDCG@10"]["a4"] == 1.0  # a4's negative is not in its run
+    assert academia.aggregate["nDCG@10"] == pytest.approx((0.5 + A2_NDCG + 1) / 3)  # 0.80
+    assert biology.per_query["nDCG@10"]["b1"] == pytest.approx(1 / math.log2(4))  # B1 third
+    assert biology.aggregate["nDCG@10"] == pytest.approx((0.5 + 1) / 2)
+    assert exclude.macro["nDCG@10"] == pytest.approx((ACADEMIA_SKIP + BIOLOGY) / 2)
+    assert keep.macro["nDCG@10"] == pytest.approx(((0.5 + A2_NDCG + 1) / 3 + 0.75) / 2)
+
+
+def test_negatives_policy_is_recorded_only_where_it_applies(source: Source) -> None:
+    task4 = {"academia": {"a1": {f"{A1}|||__NO_IMAGE__": 1.0}}}
+    assert score_task(source, 4, task4, negatives="keep").negatives == "exclude"
+    with pytest.raises(UnknownNameError, match="negatives policy"):
+        score_task(source, 1, RUNS, negatives="drop")

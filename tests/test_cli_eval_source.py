@@ -35,11 +35,10 @@ ACADEMIA = (1 + 1 / (1 + 1 / math.log2(3))) / 2
 BIOLOGY = 1 / math.log2(3)
 
 
-def test_eval_source_splits_a_run_file_by_domain(
-    fixture_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def task1_argv(fixture_dir: Path, tmp_path: Path) -> list[str]:
+    """``mmbright eval`` of RUN, written as a TREC file, on Task 1 of the fixture."""
     write_trec_run(tmp_path / "run.trec", RUN)
-    argv = [
+    return [
         "eval",
         "--source",
         str(fixture_dir),
@@ -48,6 +47,12 @@ def test_eval_source_splits_a_run_file_by_domain(
         "--run",
         str(tmp_path / "run.trec"),
     ]
+
+
+def test_eval_source_splits_a_run_file_by_domain(
+    fixture_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = task1_argv(fixture_dir, tmp_path)
     assert main([*argv, "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["domains"]["academia"]["aggregate"]["nDCG@10"] == pytest.approx(ACADEMIA, abs=1e-12)
@@ -61,6 +66,25 @@ def test_eval_source_splits_a_run_file_by_domain(
     assert rows[0][:2] == ["domain", "nDCG@10"]
     assert rows[1][:3] == ["academia", f"{100 * ACADEMIA:.1f}", "2"]
     assert rows[3][:2] == ["macro(2 domains)", f"{50 * (ACADEMIA + BIOLOGY):.1f}"]
+
+
+def test_eval_source_negatives_keep_scores_the_run_as_given(
+    fixture_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = task1_argv(fixture_dir, tmp_path)
+    assert main([*argv, "--negatives", "keep", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # a1: A_HARD stays first, A1 second -> 1/log2(3); a2 as before -> 0.6131.
+    # b1: B_HARD, B3, B1 -> B1 third: 1/log2(4) = 0.5; b2 as before -> 0.6309.
+    academia = (1 / math.log2(3) + 1 / (1 + 1 / math.log2(3))) / 2
+    biology = (0.5 + 1 / math.log2(3)) / 2
+    assert out["negatives"] == "keep"
+    assert out["domains"]["academia"]["aggregate"]["nDCG@10"] == pytest.approx(academia)
+    assert out["domains"]["biology"]["aggregate"]["nDCG@10"] == pytest.approx(biology)
+    assert main([*argv, "--negatives", "keep"]) == 0
+    assert "negatives=keep" in capsys.readouterr().out.splitlines()[-1]
+    assert main(argv) == 0
+    assert "negatives=exclude" in capsys.readouterr().out.splitlines()[-1]
 
 
 def test_eval_source_matches_pytrec_eval_after_exclusions(

@@ -52,6 +52,24 @@ def test_bm25_task1_writes_outputs_and_prints_scores(fixture_dir: Path, tmp_path
     assert rc == 0 and capsys.readouterr().out.count("(reused)") == 2
 
 
+def test_negatives_keep_is_recorded_and_not_reused_by_an_exclude_run(
+    fixture_dir: Path, tmp_path: Path, capsys
+):
+    argv = ["--source", str(fixture_dir), "--task", "1", "--retriever", "bm25"]
+    assert run_cli(*argv, "--negatives", "keep", "--out", str(tmp_path)) == 0
+    capsys.readouterr()
+    config = json.loads((tmp_path / "run_bm25" / "config.json").read_text())
+    assert config["config"]["negatives"] == "keep"
+    domain = json.loads((tmp_path / "run_bm25" / "academia" / "config.json").read_text())
+    assert domain["config"]["negatives"] == "keep"
+    assert run_cli(*argv, "--out", str(tmp_path)) == 0
+    assert "(reused)" not in capsys.readouterr().out
+    config = json.loads((tmp_path / "run_bm25" / "config.json").read_text())
+    assert config["config"]["negatives"] == "exclude"
+    assert run_cli(*argv, "--out", str(tmp_path)) == 0
+    assert capsys.readouterr().out.count("(reused)") == 2
+
+
 def test_domain_selection_and_backend_options(fixture_dir: Path, tmp_path: Path):
     rc = run_cli(
         "--source",

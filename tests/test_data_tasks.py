@@ -201,6 +201,26 @@ def test_tasks_are_cached_and_judgments_skip_the_corpus(fixture_dir: Path) -> No
     assert fresh.judgments(4, "academia").qrels == fresh.task(4, "academia").qrels
 
 
+def test_keep_negatives_excludes_nothing_in_tasks_1_and_2(source: Source) -> None:
+    for task in (1, 2):
+        kept = source.task(task, "academia", negatives="keep")
+        assert all(ids == frozenset() for ids in kept.excluded.values())
+        official = source.task(task, "academia")
+        assert kept.qrels == official.qrels and kept.queries == official.queries
+        assert official.excluded["a1"] == {A_HARD, A_NEG}  # the default is the official rule
+        assert source.judgments(task, "academia", negatives="keep").excluded == kept.excluded
+
+
+def test_keep_negatives_leaves_task_4_negative_image_pairs_excluded(source: Source) -> None:
+    # Task 4's exclusions come from negative_images, a rule of its own protocol (SPEC §3).
+    kept = source.task(4, "academia", negatives="keep")
+    assert kept is source.task(4, "academia")  # one policy there, so one cache entry
+    assert kept.excluded["a1"] == {f"{A_NEG}|||{AI_NEG}"}
+    assert source.task(3, "academia", negatives="keep") is source.task(3, "academia")
+    with pytest.raises(UnknownNameError, match="negatives policy"):
+        source.task(1, "academia", negatives="drop")
+
+
 def test_tasks_1_to_3_have_one_protocol(source: Source) -> None:
     assert source.task(2, "biology", "legacy") is source.task(2, "biology")
     assert source.task(3, "biology", "legacy").protocol == "paper"

@@ -11,7 +11,7 @@ from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import OFFICIAL_MEASURES, official_metrics, read_outputs
 from mmbright_core.io.runs import read_run
 from mmbright_core.metrics import evaluate
-from mmbright_core.retrieval import get_retriever
+from mmbright_core.retrieval import RunConfig, get_retriever
 from mmbright_core.retrieval.runner import run_task
 
 DOMAINS = ("academia", "biology")
@@ -90,6 +90,42 @@ def test_equal_config_reuses_and_changed_config_reruns(source, tmp_path: Path):
     assert not any(
         d.reused for d in run_task(source, 1, get_retriever("bm25"), tmp_path, k=4).domains
     )
+
+
+A_HARD = "academia/0123456789abcdef_301.txt"  # a1's negative_ids: A_HARD and A_NEG
+A_NEG = "academia/deadbeef_501.txt"
+
+
+def test_negatives_keep_is_recorded_and_never_reuses_an_exclude_run(source, tmp_path: Path):
+    # k=10 exceeds academia's 7 passages: every passage not excluded is in the run.
+    exclude = run_task(source, 1, get_retriever("bm25"), tmp_path, k=10)
+    assert exclude.config.negatives == "exclude"
+    assert not {A_HARD, A_NEG} & set(exclude.domains[0].run["a1"])
+    keep = run_task(source, 1, get_retriever("bm25"), tmp_path, k=10, negatives="keep")
+    assert not any(d.reused for d in keep.domains)
+    assert keep.config.negatives == "keep"
+    assert {A_HARD, A_NEG} <= set(keep.domains[0].run["a1"])
+    for path in (keep.task_dir / "config.json", keep.task_dir / "academia" / "config.json"):
+        assert json.loads(path.read_text())["config"]["negatives"] == "keep"
+    again = run_task(source, 1, get_retriever("bm25"), tmp_path, k=10)
+    assert not any(d.reused for d in again.domains)  # the keep outputs are not exclude ones
+    assert [d.run for d in again.domains] == [d.run for d in exclude.domains]
+    four = run_task(source, 4, get_retriever("random"), tmp_path, k=5, negatives="keep")
+    assert four.config.negatives == "exclude"  # negative_ids do not apply to Task 4
+
+
+def test_a_config_without_negatives_reads_as_exclude_and_is_reused(source, tmp_path: Path):
+    first = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5)
+    for domain in DOMAINS:  # as written before the policy was recorded
+        path = first.task_dir / domain / "config.json"
+        stored = json.loads(path.read_text())
+        del stored["config"]["negatives"]
+        path.write_text(json.dumps(stored))
+        assert RunConfig.from_dict(stored["config"]).negatives == "exclude"
+    again = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5)
+    assert all(d.reused for d in again.domains)
+    keep = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5, negatives="keep")
+    assert not any(d.reused for d in keep.domains)
 
 
 class FailingOn:

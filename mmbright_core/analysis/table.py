@@ -45,6 +45,7 @@ def source_results_table(
     measures: Iterable[str] = ("nDCG@10",),
     missing: Missing = "skip",
     check_images: bool = True,
+    negatives: str = "exclude",
 ) -> pd.DataFrame:
     """Build the results table of several runs of one task on a dataset copy.
 
@@ -58,12 +59,16 @@ def source_results_table(
         missing: ``"skip"`` or ``"zero"`` (SPEC §4).
         check_images: Decode every query image to count the decodable ones (cached by the
             source); when False that column is left empty (<NA>).
+        negatives: ``"exclude"`` (official) or ``"keep"`` the queries' ``negative_ids``.
 
     Returns:
         See :func:`results_table`.
     """
     chosen = sorted({d for run in runs.values() for d in run}) if domains is None else domains
-    tasks = [source.judgments(task, source.check_domain(d), protocol) for d in chosen]
+    tasks = [
+        source.judgments(task, source.check_domain(d), protocol, negatives=negatives)
+        for d in chosen
+    ]
 
     def problem(domain: str, path: str) -> str | None:
         return source.image_problem("examples_images", domain, path)

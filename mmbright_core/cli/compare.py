@@ -25,6 +25,7 @@ from mmbright_core.analysis.report import QueryDetail, comparison_report
 from mmbright_core.analysis.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.benchmark import RUN_DEPTH, load_task_runs
+from mmbright_core.cli.options import add_negatives
 from mmbright_core.data.sources import Source, open_source
 from mmbright_core.io.atomic import atomic_write_text
 from mmbright_core.ranking import top_k
@@ -92,6 +93,7 @@ def register(subparsers: Any) -> None:
         default="paper",
         help="Task 4 judgment protocol (default: paper)",
     )
+    add_negatives(parser)
     parser.add_argument("--format", choices=("tsv", "json"), default="tsv")
     parser.add_argument("--report", metavar="HTML", help="also write a self-contained HTML report")
     parser.add_argument(
@@ -124,7 +126,13 @@ def run(args: argparse.Namespace) -> int:
     }
     chosen = domains or sorted({d for by_domain in runs.values() for d in by_domain})
     table = source_results_table(
-        source, args.task, runs, domains=chosen, protocol=args.protocol, measures=[MEASURE]
+        source,
+        args.task,
+        runs,
+        domains=chosen,
+        protocol=args.protocol,
+        measures=[MEASURE],
+        negatives=args.negatives,
     )
     comparison = compare_runs(
         table, names[0], names[1], MEASURE, seed=args.seed, n_resamples=args.resamples
@@ -135,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_tsv(comparison, hurt, sys.stdout)
     if args.report:
-        details = _details(source, args.task, args.protocol, runs, hurt)
+        details = _details(source, args.task, args.protocol, args.negatives, runs, hurt)
         page = comparison_report(comparison, details=details, top=args.top)
         atomic_write_text(args.report, page)
         print(f"report written to {args.report}", file=sys.stderr)
@@ -208,13 +216,14 @@ def _details(
     source: Source,
     task: int,
     protocol: str,
+    negatives: str,
     runs: Mapping[str, Mapping[str, Run]],
     hurt: pd.DataFrame,
 ) -> dict[tuple[str, str], QueryDetail]:
     run_a, run_b = runs.values()
     out = {}
     for domain, query_id in zip(hurt["domain"], hurt["query_id"], strict=True):
-        data = source.judgments(task, domain, protocol)
+        data = source.judgments(task, domain, protocol, negatives=negatives)
         query = next(q for q in data.queries if q.query_id == query_id)
         excluded = data.excluded.get(query_id, ())
         a = top_k(run_a.get(domain, {}).get(query_id, {}), RUN_DEPTH, excluded)

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from mmbright_core.cli.options import add_negatives
 from mmbright_core.errors import InputError
 from mmbright_core.types import EvalResult, Qrels, Run
 
@@ -55,6 +56,7 @@ def register(subparsers: Any) -> None:
     bench.add_argument(
         "--protocol", choices=("paper", "legacy"), default="paper", help="Task 4 protocol"
     )
+    add_negatives(bench)
     parser.add_argument(
         "--measure",
         "-m",
@@ -139,6 +141,7 @@ def score_benchmark(args: argparse.Namespace) -> TaskScores:
         measures=tuple(args.measures or DEFAULT_MEASURES),
         missing=args.missing,
         run_name=str(args.run),
+        negatives=args.negatives,
     )
 
 
@@ -153,7 +156,10 @@ def format_benchmark_tsv(scores: TaskScores) -> str:
         rows.append("\t".join([domain, *values, *numbers]))
     macro = [f"{100 * scores.macro[name]:.1f}" for name in names]
     rows.append("\t".join([f"macro({len(scores.scored_domains)} domains)", *macro]))
-    rows.append(f"# task {scores.task}, protocol {scores.protocol}, missing={scores.missing}")
+    rows.append(
+        f"# task {scores.task}, protocol {scores.protocol}, negatives={scores.negatives}, "
+        f"missing={scores.missing}"
+    )
     return "".join(row + "\n" for row in rows)
 
 
@@ -162,6 +168,7 @@ def format_benchmark_json(scores: TaskScores) -> str:
     data = {
         "task": scores.task,
         "protocol": scores.protocol,
+        "negatives": scores.negatives,
         "missing": scores.missing,
         "macro": scores.macro,
         "scored_domains": list(scores.scored_domains),

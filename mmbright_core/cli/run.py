@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from mmbright_core.cli.options import add_negatives
 from mmbright_core.data.images import POLICIES
 from mmbright_core.data.sources import open_source
 from mmbright_core.errors import InputError
@@ -54,6 +55,7 @@ def register(subparsers: Any) -> None:
         choices=("paper", "legacy"),
         help="Task 4 judgment protocol (default: paper)",
     )
+    add_negatives(parser)
     parser.add_argument("--k", type=int, default=DEFAULT_K, help="documents kept per query")
     parser.add_argument(
         "--cache-dir", help="embedding cache root (default: $MMBRIGHT_CACHE or ~/.cache/mmbright)"
@@ -119,6 +121,7 @@ def handle(args: argparse.Namespace) -> int:
         domains=args.domains,
         protocol=args.protocol,
         k=args.k,
+        negatives=args.negatives,
     )
     for domain in outcome.domains:
         note = " (reused)" if domain.reused else ""

@@ -24,11 +24,12 @@ import pyarrow.parquet as pq
 from mmbright_core.data.ids import check_protocol, normalise_path
 from mmbright_core.data.images import image_problem
 from mmbright_core.data.layout import CONFIGS, DOMAINS, PINNED_REVISION, REPO_ID, parquet_name
-from mmbright_core.data.tasks import build_task
+from mmbright_core.data.tasks import Negatives, build_task, negatives_for
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.types import Protocol4, TaskData
 
 _TASKS = (1, 2, 3, 4)
+_TaskKey = tuple[int, Protocol4, Negatives]  # what a task's data depends on, checked
 
 #: Domains whose tasks (with their corpus) a source keeps; 1 = never two corpora at once.
 CORPUS_CACHE_DOMAINS = 1
@@ -93,9 +94,9 @@ class Source:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._judgments: dict[tuple[int, str, str], TaskData] = {}
+        self._judgments: dict[tuple[str, int, Protocol4, Negatives], TaskData] = {}
         # domain -> its corpus-bearing tasks, least recently used domain first.
-        self._tasks: OrderedDict[str, dict[tuple[int, str], TaskData]] = OrderedDict()
+        self._tasks: OrderedDict[str, dict[_TaskKey, TaskData]] = OrderedDict()
         self._images: OrderedDict[tuple[str, str], _ImageIndex] = OrderedDict()
         self._problems: dict[tuple[str, str, str], str | None] = {}
 
@@ -219,35 +220,48 @@ class Source:
             raise _unreadable(path, err) from err
         return found
 
-    def task(self, task: int, domain: str, protocol: str = "paper") -> TaskData:
+    def task(
+        self, task: int, domain: str, protocol: str = "paper", *, negatives: str = "exclude"
+    ) -> TaskData:
         """Return one task's queries, corpus, qrels and exclusions for one domain (SPEC §3).
 
         Args:
             task: 1, 2, 3 or 4.
             domain: A domain of :meth:`domains`.
             protocol: The Task 4 protocol, ``"paper"`` or ``"legacy"``; ignored by tasks 1-3.
+            negatives: ``"exclude"`` (official) or ``"keep"`` each query's ``negative_ids``;
+                ignored by tasks 3-4 (:func:`~mmbright_core.data.tasks.negatives_for`).
         """
-        return self._cached_task(task, domain, protocol, with_corpus=True)
+        return self._cached_task(task, domain, protocol, negatives, with_corpus=True)
 
-    def judgments(self, task: int, domain: str, protocol: str = "paper") -> TaskData:
+    def judgments(
+        self, task: int, domain: str, protocol: str = "paper", *, negatives: str = "exclude"
+    ) -> TaskData:
         """Return a task's data without reading its corpus (``corpus`` is empty).
 
         Scoring needs queries, qrels and exclusions only; tasks 1-3 then read no passage
-        text and Task 4 reads passage ids alone.
+        text and Task 4 reads passage ids alone. ``negatives`` as in :meth:`task`.
         """
-        checked = (self._check_task(task), _protocol_for(task, protocol))
-        held = self._tasks.get(domain, {}).get(checked)
+        held = self._tasks.get(domain, {}).get(self._task_key(task, protocol, negatives))
         if held is not None:
             return held
-        return self._cached_task(task, domain, protocol, with_corpus=False)
+        return self._cached_task(task, domain, protocol, negatives, with_corpus=False)
 
-    def _cached_task(self, task: int, domain: str, protocol: str, *, with_corpus: bool) -> TaskData:
-        key = (self._check_task(task), _protocol_for(task, protocol))
+    def _task_key(self, task: int, protocol: str, negatives: str) -> _TaskKey:
+        checked = self._check_task(task)
+        return checked, _protocol_for(task, protocol), negatives_for(task, negatives)
+
+    def _cached_task(
+        self, task: int, domain: str, protocol: str, negatives: str, *, with_corpus: bool
+    ) -> TaskData:
+        key = self._task_key(task, protocol, negatives)
         self.check_domain(domain)
         if not with_corpus:
-            light = (key[0], domain, key[1])
+            light = (domain, *key)
             if light not in self._judgments:
-                self._judgments[light] = build_task(self, task, domain, key[1], with_corpus=False)
+                self._judgments[light] = build_task(
+                    self, task, domain, key[1], with_corpus=False, negatives=key[2]
+                )
             return self._judgments[light]
         if domain not in self._tasks:
             # Evict before building: the new corpus must never sit beside one too many.
@@ -257,7 +271,7 @@ class Source:
         self._tasks.move_to_end(domain)
         held = self._tasks[domain]
         if key not in held:
-            held[key] = build_task(self, task, domain, key[1], with_corpus=True)
+            held[key] = build_task(self, task, domain, key[1], with_corpus=True, negatives=key[2])
         return held[key]
 
     @staticmethod

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from mmbright_core.data.ids import (
     as_str_list,
@@ -21,7 +21,7 @@ from mmbright_core.data.ids import (
     passage_key,
     without_none_marker,
 )
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.types import Document, ImageRef, Protocol4, ProtocolReport, Query, TaskData
 
 if TYPE_CHECKING:
@@ -38,6 +38,41 @@ _QUERY_COLUMNS: dict[int, tuple[str, tuple[str, ...]]] = {
         ("id", "query", "gold_ids", "image_paths", "positive_images", "negative_images"),
     ),
 }
+
+Negatives = Literal["exclude", "keep"]
+"""What tasks 1-2 do with each query's ``negative_ids`` (SPEC §3)."""
+
+NEGATIVES: tuple[Negatives, ...] = ("exclude", "keep")
+"""``exclude`` (the default and the official numbers) or ``keep``."""
+
+NEGATIVE_TASKS = frozenset({1, 2})
+"""The tasks whose exclusions come from ``negative_ids``; Task 3 has none to apply (they are
+passage ids) and Task 4 excludes pairs of its negative images, a rule of its own."""
+
+
+def check_negatives(negatives: str) -> Negatives:
+    """Return ``negatives`` if it names a policy for ``negative_ids``, else raise.
+
+    Raises:
+        UnknownNameError: Not ``"exclude"`` or ``"keep"``.
+    """
+    if negatives not in NEGATIVES:
+        raise UnknownNameError("negatives policy", str(negatives), NEGATIVES)
+    return negatives
+
+
+def negatives_for(task: int, negatives: str) -> Negatives:
+    """Check the policy and return the one ``task`` actually follows.
+
+    The policy only concerns ``negative_ids``, which only tasks 1-2 exclude, so tasks 3-4
+    record the default (as they record the ``paper`` protocol): a ``keep`` run of Task 4
+    still drops its negative-image pairs, which the authors' Task 4 protocol removes
+    "from the ranking rather than scored 0" (``EvaluationRunner._build_task4_qrels`` in
+    ``src/eval_runner.py`` of mm-bright/MM-BRIGHT).
+    """
+    checked = check_negatives(negatives)
+    return checked if task in NEGATIVE_TASKS else "exclude"
+
 
 Pair = tuple[str, str | None]
 """A Task 4 item: (passage id, image path or None for the text-only variant)."""
@@ -130,6 +165,7 @@ def build_task(
     protocol: Protocol4 = "paper",
     *,
     with_corpus: bool = True,
+    negatives: Negatives = "exclude",
 ) -> TaskData:
     """Build one task's data for one domain under the protocol of SPEC §3.
 
@@ -139,10 +175,14 @@ def build_task(
         domain: The domain.
         protocol: The Task 4 protocol; tasks 1-3 record ``"paper"``.
         with_corpus: False leaves ``corpus`` empty and reads only what the judgments need.
+        negatives: Tasks 1-2: ``"exclude"`` each query's ``negative_ids`` from its ranking
+            (the official harness) or ``"keep"`` them; tasks 3-4 ignore it
+            (:func:`negatives_for`).
     """
     records = read_queries(source, task, domain)
     if task in (1, 2):
-        return _text_task(source, task, domain, records, with_corpus)
+        keep = check_negatives(negatives) == "keep"
+        return _text_task(source, task, domain, records, with_corpus, keep)
     if task == 3:
         return _image_task(source, domain, records, with_corpus)
     return _pair_task(source, domain, protocol, records, with_corpus)
@@ -172,15 +212,23 @@ def _finish(
 
 
 def _text_task(
-    source: Source, task: int, domain: str, records: Sequence[QueryRecord], with_corpus: bool
+    source: Source,
+    task: int,
+    domain: str,
+    records: Sequence[QueryRecord],
+    with_corpus: bool,
+    keep_negatives: bool,
 ) -> TaskData:
-    # Tasks 1-2: gold_ids -> 1; each query's negative_ids (except "N/A") are excluded.
+    # Tasks 1-2: gold_ids -> 1; each query's negative_ids (except "N/A") are excluded, as
+    # the official loader's excluded_ids map drives get_scores/retrieval_bm25 in
+    # src/retrievers/task1_text.py (BRIGHT's code); "keep" leaves every ranking whole.
     corpus: tuple[Document, ...] = ()
     if with_corpus:
         ids, texts = read_passages(source, domain, text=True)
         corpus = tuple(Document(i, t) for i, t in zip(ids, texts, strict=True))
     qrels = {r.query.query_id: dict.fromkeys(r.gold_ids, 1) for r in records}
-    excluded = {r.query.query_id: r.negative_ids for r in records}
+    none = frozenset[str]()
+    excluded = {r.query.query_id: none if keep_negatives else r.negative_ids for r in records}
     return _finish(task, domain, "paper", records, corpus, qrels, excluded)
 
 

@@ -207,6 +207,9 @@ class RunConfig:
         protocol: The Task 4 judgment protocol (``paper`` elsewhere, where it has no effect).
         source: The data source's name (including its revision where it has one).
         k: The per-query cut.
+        negatives: ``exclude`` (official) or ``keep`` each query's ``negative_ids`` (tasks
+            1-2; ``exclude`` elsewhere, where it has no effect). Configurations written
+            before it was recorded read back as ``exclude``, the only policy they could use.
         model: The model name or path, if the backend has one.
         revision: The model's revision or pretrained tag, if any.
         checkpoint_sha256: sha256 of local weight files, if the model was loaded from disk.
@@ -223,6 +226,7 @@ class RunConfig:
     protocol: str
     source: str
     k: int
+    negatives: str = "exclude"
     model: str | None = None
     revision: str | None = None
     checkpoint_sha256: str | None = None
@@ -235,7 +239,14 @@ class RunConfig:
 
     @classmethod
     def build(
-        cls, retriever: Retriever, *, task: int, protocol: str, source: str, k: int
+        cls,
+        retriever: Retriever,
+        *,
+        task: int,
+        protocol: str,
+        source: str,
+        k: int,
+        negatives: str = "exclude",
     ) -> RunConfig:
         """Describe a run of ``retriever`` from the settings it reports.
 
@@ -245,6 +256,7 @@ class RunConfig:
             protocol: The Task 4 protocol.
             source: The data source's name.
             k: The per-query cut.
+            negatives: The policy for ``negative_ids``, ``exclude`` or ``keep``.
 
         Returns:
             The configuration.
@@ -259,6 +271,7 @@ class RunConfig:
             protocol=protocol,
             source=source,
             k=k,
+            negatives=negatives,
             options=options,
             **top,
         )

@@ -20,6 +20,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from mmbright_core.data.sources import Source
+from mmbright_core.data.tasks import negatives_for
 from mmbright_core.errors import InputError
 from mmbright_core.io.atomic import atomic_write_text
 from mmbright_core.io.official import (
@@ -78,6 +79,7 @@ def run_task(
     domains: Sequence[str] | None = None,
     protocol: str = "paper",
     k: int = DEFAULT_K,
+    negatives: str = "exclude",
 ) -> RunOutcome:
     """Run ``retriever`` on ``task`` for each domain and write the output folders.
 
@@ -89,6 +91,8 @@ def run_task(
         domains: The domains to run (default: every domain of the source).
         protocol: The Task 4 judgment protocol (tasks 1-3 record ``paper``: it has no effect).
         k: The per-query cut.
+        negatives: ``"exclude"`` (official) or ``"keep"`` each query's ``negative_ids``
+            (tasks 1-2; tasks 3-4 record ``exclude``: it has no effect there).
 
     Returns:
         What was run, reused and written.
@@ -98,8 +102,11 @@ def run_task(
     if protocol not in ("paper", "legacy"):
         raise InputError("unknown protocol", expected="paper or legacy", found=repr(protocol))
     protocol = protocol if task == 4 else "paper"
+    policy = negatives_for(task, negatives)
     chosen = tuple(source.check_domain(d) for d in domains) if domains else source.domains()
-    config = RunConfig.build(retriever, task=task, protocol=protocol, source=source.name, k=k)
+    config = RunConfig.build(
+        retriever, task=task, protocol=protocol, source=source.name, k=k, negatives=policy
+    )
     task_dir = Path(out_dir) / official_subdir(task, retriever.label())
     outcomes = []
     for domain in tqdm(chosen, desc=f"task {task} {retriever.name}", unit="domain", disable=None):
@@ -131,10 +138,14 @@ def _reuse(task_dir: Path, domain: str, config: RunConfig) -> DomainOutcome | No
     try:
         stored = json.loads(paths[0].read_text(encoding="utf-8"))
         metrics = json.loads(paths[2].read_text(encoding="utf-8"))
-        if stored != _domain_config(config, domain):
+        # Read back through RunConfig, so that a field added since (with the default the
+        # older run necessarily used) compares equal, and any other difference does not.
+        if _domain_config(RunConfig.from_dict(stored["config"]), stored["domain"]) != (
+            _domain_config(config, domain)
+        ):
             return None
         scores = read_run(paths[1], format="json")
-    except (OSError, ValueError):  # InputError is a ValueError
+    except (OSError, ValueError, KeyError, TypeError):  # InputError is a ValueError
         return None  # unreadable: run again rather than trust it
     return DomainOutcome(domain, True, scores, metrics)
 
@@ -145,7 +156,7 @@ def _run_domain(
     # The old configuration goes first: outputs written under a new one must never sit
     # beside it if the run stops half-way.
     (task_dir / domain / CONFIG_FILE).unlink(missing_ok=True)
-    data = source.task(task, domain, config.protocol)
+    data = source.task(task, domain, config.protocol, negatives=config.negatives)
     found = retriever.retrieve(data, source, config.k)
     run = _cut(found, data.excluded, config.k)
     metrics = official_metrics(data.qrels, run)
