@@ -29,7 +29,8 @@ if table is None or board is None:
     st.info("Choose runs in the sidebar (or add some above) to see their scores.")
 else:
     for row in loaders.headlines(table, board).itertuples(index=False):
-        st.markdown(f"**{render.escape_md(row.run)}** · {render.escape_md(chosen[row.run].origin)}")
+        line = chosen[row.run].provenance
+        st.markdown(f"**{render.escape_md(row.run)}** · {render.escape_md(line)}")
         macro, coverage, dropped, missing = st.columns(4)
         macro.metric(
             "nDCG@10 ×100 (macro)", f"{row.macro:.1f}", help=f"mean over {row.domains} domain(s)"

@@ -35,9 +35,14 @@ if order:
 
 query = loaders.queries(spec, task, target.domain, protocol)[target.query_id]
 qrels = loaders.qrels(spec, task, target.domain, protocol).get(target.query_id, {})
-excluded = loaders.excluded(spec, task, target.domain, protocol).get(target.query_id, frozenset())
 runs = state.task_runs()
 shown = st.multiselect("Runs", list(runs), default=inspect.default_runs(runs), key="insp_runs")
+excluded = {  # each run under its own policy for negative_ids
+    name: loaders.excluded(spec, task, target.domain, protocol, runs[name].negatives).get(
+        target.query_id, frozenset()
+    )
+    for name in shown
+}
 
 query_col, *run_cols = st.columns([2] + [3] * max(len(shown), 1))
 with query_col:
@@ -49,7 +54,7 @@ rankings = {
     for name in shown
     if (scores := runs[name].runs.get(target.domain, {}).get(target.query_id, {}))
 }
-tops = {name: views.ranking(scores, qrels, excluded, TOP) for name, scores in rankings.items()}
+tops = {name: views.ranking(s, qrels, excluded[name], TOP) for name, s in rankings.items()}
 hit_ids = {doc for top, _ in tops.values() for doc in top["doc_id"]}
 documents = loaders.shown_documents(spec, task, target.domain, protocol, hit_ids)
 for index, (column, name) in enumerate(zip(run_cols, shown, strict=False)):
@@ -74,7 +79,9 @@ for index, (column, name) in enumerate(zip(run_cols, shown, strict=False)):
             )
         st.markdown("**Relevant items missed in the top 10**")
         st.dataframe(
-            views.missed(scores, qrels, excluded, TOP), hide_index=True, key=f"insp_missed_{index}"
+            views.missed(scores, qrels, excluded[name], TOP),
+            hide_index=True,
+            key=f"insp_missed_{index}",
         )
 
 if len(shown) >= 2:
@@ -82,8 +89,8 @@ if len(shown) >= 2:
     st.subheader(f"Rank diff: {render.escape_md(a)} → {render.escape_md(b)}")
     diff = rank_diff(
         qrels,
-        inspect.scored(runs[a], target, excluded),
-        inspect.scored(runs[b], target, excluded),
+        inspect.scored(runs[a], target, excluded[a]),
+        inspect.scored(runs[b], target, excluded[b]),
         k=TOP,
     )
     tau, overlap = st.columns(2)

@@ -11,9 +11,14 @@ from mmbright_core.analysis.compare import compare_runs
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.data.sources import open_source
 from mmbright_core.errors import InputError
+from mmbright_core.retrieval import get_retriever
+from mmbright_core.retrieval.runner import run_task
 from mmbright_core.ui import loaders, reports, views, workspace
 from mmbright_core.ui.render import escape_md, judgment_badge, points, score_text
 from mmbright_core.ui.state import RunEntry
+
+A1 = "academia/a1b2c3d4_101.txt"
+A_HARD, A_NEG = "academia/0123456789abcdef_301.txt", "academia/deadbeef_501.txt"
 
 
 def test_upload_of_a_malformed_file_names_it(fixture_dir):
@@ -35,6 +40,37 @@ def test_folder_without_runs_is_an_error(tmp_path, fixture_dir):
     source = open_source(str(fixture_dir))
     with pytest.raises(InputError, match="no run in the folder"):
         workspace.entries_from_folder(str(tmp_path), source, 2, "paper")
+
+
+def test_a_folder_run_carries_its_recorded_negatives_policy(tmp_path, fixture_dir):
+    source = open_source(str(fixture_dir))
+    keep = run_task(source, 1, get_retriever("random"), tmp_path / "keep", negatives="keep")
+    (entry,) = workspace.entries_from_folder(str(keep.task_dir), source, 1, "paper")
+    assert entry.negatives == "keep"
+    assert entry.provenance == f"folder: {keep.task_dir} · negatives keep"
+    # Older configurations, and official outputs without one, are scored by the official rule.
+    config = keep.task_dir / "config.json"
+    config.write_text('{"config": {"retriever": "random"}, "domains": []}')
+    (old,) = workspace.entries_from_folder(str(keep.task_dir), source, 1, "paper")
+    assert old.negatives == "exclude" and old.provenance.endswith("· negatives exclude")
+    config.unlink()
+    (official,) = workspace.entries_from_folder(str(keep.task_dir), source, 1, "paper")
+    assert official.negatives == "exclude"
+    upload = workspace.entry_from_bytes(
+        "u.trec", f"academia/a1 Q0 {A1} 1 1.0 t\n".encode(), source, 1, "paper"
+    )
+    assert upload.provenance == "upload: u.trec · negatives exclude"
+
+
+def test_a_keep_run_is_scored_with_its_negatives_in_place(fixture_dir):
+    # a1's negative_ids A_HARD and A_NEG rank above its gold A1 (SPEC §3).
+    run = {"academia": {"a1": {A_HARD: 3.0, A_NEG: 2.0, A1: 1.0}}}
+    exclude = RunEntry("ex", str(fixture_dir), 1, run, "test", "ex")
+    keep = RunEntry("kp", str(fixture_dir), 1, run, "test", "kp", "keep")
+    frame = loaders.table_for(str(fixture_dir), 1, "paper", {"ex": exclude, "kp": keep})
+    frame = frame.loc[frame["query_id"] == "a1"]
+    values = dict(zip(frame["run"], frame["nDCG@10"], strict=True))
+    assert values == pytest.approx({"ex": 1.0, "kp": 1 / math.log2(4)})  # A1 first, or third
 
 
 def _rows() -> pd.DataFrame:

@@ -23,6 +23,8 @@ from mmbright_core.benchmark import score_task
 from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import read_outputs, write_domain_outputs, write_summary
 from mmbright_core.io.runs import read_run, write_trec_run
+from mmbright_core.retrieval import get_retriever
+from mmbright_core.retrieval.runner import run_task
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 PAGES = ("per_query", "compare", "inspector", "run")
@@ -154,6 +156,23 @@ def test_home_headlines_match_the_core(app: AppTest, fixture_dir: Path, runs_dir
     assert heatmap["type"] == "heatmap"
     assert sorted(heatmap["y"]) == ["T2 · multi", "T2 · text"]
     assert heatmap["x"][-1] == "Avg."
+
+
+def test_home_shows_and_scores_each_run_by_its_negatives_policy(
+    app: AppTest, fixture_dir: Path, tmp_path: Path
+):
+    source = open_source(str(fixture_dir))
+    keep = run_task(source, TASK, get_retriever("random"), tmp_path, negatives="keep")
+    _add_folder(app, keep.task_dir)
+    assert not app.exception and not _errors(app)
+    lines = [m.value for m in app.markdown if m.value.startswith("**")]
+    assert any(line.startswith("**random**") and "negatives keep" in line for line in lines)
+    assert any(line.startswith("**text**") and "negatives exclude" in line for line in lines)
+    runs = {o.domain: o.run for o in keep.domains}
+    expected = score_task(source, TASK, runs, negatives="keep").macro["nDCG@10"]
+    index = [line.split("**")[1] for line in lines].index("random")
+    shown = [m.value for m in app.metric if m.label == "nDCG@10 ×100 (macro)"][index]
+    assert shown == f"{100 * expected:.1f}"
 
 
 def test_malformed_run_shows_error_and_keeps_runs(app: AppTest, tmp_path: Path):

@@ -66,6 +66,8 @@ class OfficialOutputs:
         runs: domain -> the domain's run (scores.json).
         metrics: domain -> official metric name -> value.
         aggregated: official metric name -> mean over domains, from summary.json.
+        run_config: The scalar settings of the run configuration this package's runner
+            writes beside the outputs (``config.json``), or empty where there is none.
     """
 
     path: Path
@@ -74,6 +76,7 @@ class OfficialOutputs:
     runs: dict[str, dict[str, dict[str, float]]]
     metrics: dict[str, dict[str, float]]
     aggregated: dict[str, float] = field(default_factory=dict)
+    run_config: dict[str, Any] = field(default_factory=dict)
 
 
 def official_subdir(task: int, model: str) -> str:
@@ -183,6 +186,7 @@ def read_outputs(path: str | os.PathLike[str]) -> OfficialOutputs:
         runs=runs,
         metrics=metrics,
         aggregated=summary.get("aggregated", {}),
+        run_config=_read_run_config(folder / "config.json"),
     )
 
 
@@ -262,6 +266,16 @@ def _read_summary(path: Path) -> dict[str, Any]:
     out["domains"] = {d: _metric_values(m, name, ("domains", d)) for d, m in domains.items()}
     out["aggregated"] = _metric_values(top.get("aggregated", JsonObject()), name, ("aggregated",))
     return out
+
+
+def _read_run_config(path: Path) -> dict[str, Any]:
+    """The scalar settings of the runner's ``config.json`` (``"config"``), or {} without one."""
+    if not path.is_file():
+        return {}
+    data, name = _read_json(path)
+    top = object_pairs(data, name, (), 'with a "config" object')
+    settings = object_pairs(top.get("config", JsonObject()), name, ("config",), "of settings")
+    return {k: v for k, v in settings.items() if v is None or isinstance(v, str | int | float)}
 
 
 def _model_from_folder(name: str) -> str:

@@ -52,9 +52,11 @@ def qrels(spec: str, task: Task, domain: str, protocol: str) -> dict[str, dict[s
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def excluded(spec: str, task: Task, domain: str, protocol: str) -> dict[str, frozenset[str]]:
-    """Return query_id -> the doc ids the protocol excludes for one domain."""
-    return get_source(spec).judgments(task, domain, protocol).excluded
+def excluded(
+    spec: str, task: Task, domain: str, protocol: str, negatives: str = "exclude"
+) -> dict[str, frozenset[str]]:
+    """Return query_id -> the doc ids the protocol (and a run's policy) excludes in a domain."""
+    return get_source(spec).judgments(task, domain, protocol, negatives=negatives).excluded
 
 
 @st.cache_resource(max_entries=8, show_spinner="Reading the corpus…")
@@ -99,11 +101,11 @@ def table_for(
 ) -> pd.DataFrame:
     """The per-query results table (one row per run and query) of the given runs.
 
-    Each run is scored once and cached on its own (by name and fingerprint), so adding or
-    removing a run never rescores the others.
+    Each run is scored once and cached on its own (by name, fingerprint and the policy for
+    ``negative_ids`` it records), so adding or removing a run never rescores the others.
     """
     frames = [
-        _run_table(spec, task, protocol, name, entry.fingerprint, entry)
+        _run_table(spec, task, protocol, entry.negatives, name, entry.fingerprint, entry)
         for name, entry in entries.items()
     ]
     return pd.concat(frames, ignore_index=True)
@@ -113,11 +115,16 @@ def table_for(
 # (callers get it through ``pd.concat``, a new frame, and pandas copies on write).
 @st.cache_resource(max_entries=64, show_spinner="Scoring…")
 def _run_table(
-    spec: str, task: Task, protocol: str, name: str, key: str, _entry: RunEntry
+    spec: str, task: Task, protocol: str, negatives: str, name: str, key: str, _entry: RunEntry
 ) -> pd.DataFrame:
     runs = {name: _entry.runs}
     return source_results_table(
-        get_source(spec), task, runs, protocol=check_protocol(protocol), measures=(MEASURE,)
+        get_source(spec),
+        task,
+        runs,
+        protocol=check_protocol(protocol),
+        measures=(MEASURE,),
+        negatives=negatives,
     )
 
 

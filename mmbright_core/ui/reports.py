@@ -30,16 +30,20 @@ def query_detail(
     domain: str,
     query_id: str,
 ) -> QueryDetail:
-    """Gather one query's text, image bytes and the rank diff of two runs (after exclusions)."""
+    """Gather one query's text, image bytes and the rank diff of two runs (after exclusions).
+
+    Each run is cut under its own policy for ``negative_ids`` (:attr:`RunEntry.negatives`).
+    """
     data = source.judgments(task, domain, protocol)
     query = next((q for q in data.queries if q.query_id == query_id), None)
     if query is None:
         return QueryDetail()
     images = [(ref.path, source.query_image_bytes(domain, ref.path)) for ref in query.images]
     a, b = (
-        apply_protocol({query_id: e.runs.get(domain, {}).get(query_id, {})}, data.excluded)[
-            query_id
-        ]
+        apply_protocol(
+            {query_id: e.runs.get(domain, {}).get(query_id, {})},
+            source.judgments(task, domain, protocol, negatives=e.negatives).excluded,
+        )[query_id]
         for e in runs
     )
     diff = rank_diff(data.qrels.get(query_id, {}), a, b, k=10)

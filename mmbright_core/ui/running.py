@@ -76,6 +76,7 @@ def run(
         runs={o.domain: o.run for o in outcome.domains},
         origin=f"retriever: {name} → {outcome.task_dir}",
         fingerprint=state.fingerprint(str(outcome.task_dir), config),
+        negatives=outcome.config.negatives,
     )
     state.add_run(entry)
     reused = sum(o.reused for o in outcome.domains)

@@ -29,7 +29,7 @@ def _add(entries: list[state.RunEntry]) -> None:
     for entry in entries:
         name = state.unique_name(entry.name, entry.task)
         state.add_run(dataclasses.replace(entry, name=name, source=state.source_spec()))
-        _report("success", f"Added run {name!r} ({entry.origin}).")
+        _report("success", f"Added run {name!r} ({entry.provenance}).")
 
 
 def _on_add_uploads() -> None:
@@ -133,7 +133,7 @@ def _render_loaded() -> None:
         return
     for name, entry in runs.items():
         left, right = st.columns([5, 1])
-        left.text(f"{name}  ·  {entry.origin}  ·  {len(entry.runs)} domain(s)")
+        left.text(f"{name}  ·  {entry.provenance}  ·  {len(entry.runs)} domain(s)")
         right.button(
             "Remove",
             key=f"remove_{entry.fingerprint}_{name}",

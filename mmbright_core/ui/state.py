@@ -40,6 +40,8 @@ class RunEntry:
         runs: domain -> query_id -> doc_id -> score.
         origin: Where it came from, for the user ("demo", "upload: x.trec", ...).
         fingerprint: A digest of the content; caches of scores are keyed on it.
+        negatives: The policy for ``negative_ids`` the run is scored by: the one its
+            configuration records, else ``"exclude"`` (the official rule, SPEC §3).
     """
 
     name: str
@@ -48,6 +50,12 @@ class RunEntry:
     runs: Mapping[str, Run]
     origin: str
     fingerprint: str = field(default="")
+    negatives: str = field(default="exclude")
+
+    @property
+    def provenance(self) -> str:
+        """Where the run came from and how its ``negative_ids`` are treated, in one line."""
+        return f"{self.origin} · negatives {self.negatives}"
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 from mmbright_core.benchmark import check_task_runs, runs_by_domain, task_query_ids
 from mmbright_core.data.ids import check_protocol
 from mmbright_core.data.sources import Source
+from mmbright_core.data.tasks import check_negatives
 from mmbright_core.errors import InputError
 from mmbright_core.io._open import PARQUET_MAGIC
 from mmbright_core.io.official import TASK_TYPES, read_outputs
@@ -152,6 +153,9 @@ def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
     stamp = "|".join(
         f"{p}:{p.stat().st_mtime_ns}" for p in sorted(outputs.path.glob("*/scores.json"))
     )
+    # A run made by ``mmbright run`` records its negative_ids policy; others used the
+    # official rule (an older configuration without the field could only have, too).
+    negatives = check_negatives(str(outputs.run_config.get("negatives", "exclude")))
     return RunEntry(
         outputs.model,
         source,
@@ -159,6 +163,7 @@ def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
         outputs.runs,
         f"folder: {outputs.path}",
         fingerprint(str(path), stamp),
+        negatives,
     )
 
 
