@@ -35,7 +35,9 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--model", help="model name or local path (dense, clip, ocr-dense)")
     parser.add_argument(
-        "--pretrained", help='open_clip pretrained tag, checkpoint file, or "none" (random weights)'
+        "--pretrained",
+        help='open_clip pretrained tag (default: openai), checkpoint file, or "none" (random '
+        "weights); a local-dir: model uses its own weights",
     )
     parser.add_argument(
         "--domain",
@@ -47,7 +49,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--image-policy",
         choices=POLICIES,
-        help="several query images: first, concat (paper) or all",
+        help="several query images: first (default: the released code's images[0], which "
+        "made the published runs), concat (the paper, MTEB) or all",
     )
     parser.add_argument(
         "--protocol",

@@ -282,7 +282,8 @@ def rank_vectors(
         return {query_id: {} for query_id in query_ids}
     doc_ids = np.array([d.doc_id for d in data.corpus])
     exclude = excluded_indices(query_ids, data.excluded, doc_positions(doc_ids.tolist()))
-    # Vectors come back from the float16 cache: renormalise so inner product = cosine.
+    # Vectors may arrive raw (CLIP keeps raw features for the official fusion) or rounded by
+    # a float16 cache: normalise them so that the inner product is the cosine.
     index = VectorIndex(l2_normalise(unit_vectors), kind)
     found = dense_top_k(index, l2_normalise(query_vectors), doc_ids, k, exclude, groups)
     return dict(zip(query_ids, found, strict=True))
