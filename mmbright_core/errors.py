@@ -6,6 +6,11 @@ import difflib
 from collections.abc import Iterable
 
 
+def show(value: str, limit: int = 60) -> str:
+    """Quote a found value for a message, cut to ``limit`` characters."""
+    return repr(value if len(value) <= limit else value[:limit] + "...")
+
+
 class MMBrightError(Exception):
     """Base class of every error this package raises on purpose."""
 

@@ -7,13 +7,12 @@ import pytrec_eval
 
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.io.official import (
-    OFFICIAL_MEASURES,
-    official_metrics,
     official_subdir,
     read_outputs,
     write_domain_outputs,
     write_summary,
 )
+from mmbright_core.metrics.official import OFFICIAL_MEASURES, official_metrics
 
 RUN = {"q1": {"d1": 3.0, "d2": 2.0, "d3": 1.0}, "q2": {"d9": 0.5, "d4": 0.25}}
 METRICS = {"NDCG@10": 0.61315, "MAP@10": 0.5, "MRR": 0.75}

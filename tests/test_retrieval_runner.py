@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from mmbright_core.data.sources import open_source
-from mmbright_core.io.official import OFFICIAL_MEASURES, official_metrics, read_outputs
+from mmbright_core.io.official import read_outputs
 from mmbright_core.io.runs import read_run
 from mmbright_core.metrics import evaluate
+from mmbright_core.metrics.official import OFFICIAL_MEASURES, official_metrics
 from mmbright_core.retrieval import RunConfig, get_retriever
 from mmbright_core.retrieval.runner import run_task
 

@@ -1,59 +1,34 @@
 """File formats: runs, qrels, the official harness's outputs, and atomic writes.
 
-This is the only layer that touches files (STYLE.md). Names are loaded on first use, so
-importing ``mmbright_core.io.atomic`` stays cheap and ``official`` (which scores through
-``mmbright_core.metrics``) is only imported when needed.
+This is the only layer that touches files (STYLE.md). It depends on nothing else of the
+package but the shared types, errors and ranking rule; scoring lives in
+:mod:`mmbright_core.metrics`.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from mmbright_core.io.atomic import atomic_write_bytes, atomic_write_text
-    from mmbright_core.io.official import (
-        OfficialOutputs,
-        official_metrics,
-        official_subdir,
-        read_outputs,
-        write_domain_outputs,
-        write_summary,
-    )
-    from mmbright_core.io.qrels import read_qrels, write_qrels
-    from mmbright_core.io.runs import (
-        read_run,
-        run_from_frame,
-        run_to_frame,
-        write_json_run,
-        write_parquet_run,
-        write_trec_run,
-    )
-
-_EXPORTS = {
-    "atomic_write_bytes": "atomic",
-    "atomic_write_text": "atomic",
-    "OfficialOutputs": "official",
-    "official_metrics": "official",
-    "official_subdir": "official",
-    "read_outputs": "official",
-    "write_domain_outputs": "official",
-    "write_summary": "official",
-    "read_qrels": "qrels",
-    "write_qrels": "qrels",
-    "read_run": "runs",
-    "run_from_frame": "runs",
-    "run_to_frame": "runs",
-    "write_json_run": "runs",
-    "write_parquet_run": "runs",
-    "write_trec_run": "runs",
-}
+from mmbright_core.io.atomic import atomic_write_bytes, atomic_write_text
+from mmbright_core.io.official import (
+    OfficialOutputs,
+    official_subdir,
+    read_outputs,
+    write_domain_outputs,
+    write_summary,
+)
+from mmbright_core.io.qrels import read_qrels, write_qrels
+from mmbright_core.io.runs import (
+    read_run,
+    run_from_frame,
+    run_to_frame,
+    write_json_run,
+    write_parquet_run,
+    write_trec_run,
+)
 
 __all__ = [
     "OfficialOutputs",
     "atomic_write_bytes",
     "atomic_write_text",
-    "official_metrics",
     "official_subdir",
     "read_outputs",
     "read_qrels",
@@ -67,9 +42,3 @@ __all__ = [
     "write_summary",
     "write_trec_run",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

@@ -17,8 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from mmbright_core.errors import InputError
-from mmbright_core.io._json import show
+from mmbright_core.errors import InputError, show
 from mmbright_core.io._open import PARQUET_MAGIC
 
 _REQUIRED = ("query_id", "doc_id", "score")

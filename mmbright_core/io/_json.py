@@ -12,14 +12,9 @@ import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, show
 
 V = TypeVar("V")
-
-
-def show(value: str, limit: int = 60) -> str:
-    """Quote a found value for a message, cut to ``limit`` characters."""
-    return repr(value if len(value) <= limit else value[:limit] + "...")
 
 
 def finite_number(value: Any) -> float | None:

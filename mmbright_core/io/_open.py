@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Union
 
-from mmbright_core.errors import InputError
-from mmbright_core.io._json import json_path, show
+from mmbright_core.errors import InputError, show
+from mmbright_core.io._json import json_path
 from mmbright_core.io.atomic import atomic_write_bytes
 
 Readable = Union[str, "os.PathLike[str]", bytes, IO[bytes], IO[str]]

@@ -4,7 +4,8 @@ Layout (SPEC §5): ``outputs/<subdir>/<domain>/scores.json`` holds ``{qid: {doc_
 (top 1000, exclusions applied) with ``metrics.json`` beside it (``results.json`` in older
 runs), and ``outputs/<subdir>/summary.json`` holds ``{"model", "task_type", "domains":
 {domain: metrics}, "aggregated": {metric: mean over domains}}``. Metric values are
-fractions rounded to 5 decimals; metric names are the official ones (``NDCG@10``...).
+fractions rounded to 5 decimals; metric names are the official ones (``NDCG@10``...),
+computed by :mod:`mmbright_core.metrics.official`.
 """
 
 from __future__ import annotations
@@ -28,20 +29,7 @@ from mmbright_core.io._json import (
 from mmbright_core.io._open import decode, load
 from mmbright_core.io.atomic import atomic_write_text
 from mmbright_core.io.runs import read_run, run_json
-from mmbright_core.metrics import evaluate
-from mmbright_core.types import Qrels, Run
-
-OFFICIAL_KS: tuple[int, ...] = (1, 5, 10, 25, 50, 100)
-
-# Official metric name -> this package's measure, in the official file's key order.
-OFFICIAL_MEASURES: dict[str, str] = {
-    **{f"NDCG@{k}": f"nDCG@{k}" for k in OFFICIAL_KS},
-    **{f"MAP@{k}": f"AP@{k}" for k in OFFICIAL_KS},  # pytrec_eval map_cut
-    **{f"Recall@{k}": f"R@{k}" for k in OFFICIAL_KS},
-    **{f"P@{k}": f"P@{k}" for k in OFFICIAL_KS},
-    "MRR": "RR",  # recip_rank over the whole run, no cut-off
-    **{f"Oracle NDCG@{k}": f"OracleNDCG@{k}" for k in OFFICIAL_KS},
-}
+from mmbright_core.types import Run
 
 # The ``task_type`` each task's runs record in summary.json.
 TASK_TYPES: dict[int, str] = {
@@ -90,29 +78,6 @@ def official_subdir(task: int, model: str) -> str:
         raise UnknownNameError("task", str(task), [str(t) for t in _SUBDIR_PREFIXES])
     _check_name(model, "model name")
     return f"{_SUBDIR_PREFIXES[task]}{model}"
-
-
-def official_metrics(qrels: Qrels, run: Run) -> dict[str, float]:
-    """Compute the official metrics.json content for one domain.
-
-    Averages over the queries present in both qrels and run, as the official harness
-    (pytrec_eval) does, and rounds each fraction to 5 decimals (SPEC §4, §5).
-
-    Returns:
-        Official metric name -> value, in the official key order.
-
-    Raises:
-        InputError: No judged query of the run can be evaluated.
-    """
-    result = evaluate(qrels, run, measures=tuple(OFFICIAL_MEASURES.values()), missing="skip")
-    if result.counts.evaluated == 0:
-        raise InputError(
-            "no query can be evaluated",
-            expected="at least one query with judgments that the run ranks",
-            found=f"{len(run)} run queries, {len(qrels)} qrels queries",
-            hint="Check that the run and the qrels come from the same task and domain",
-        )
-    return {name: round(result.aggregate[m], 5) for name, m in OFFICIAL_MEASURES.items()}
 
 
 def write_domain_outputs(

@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mmbright_core.errors import InputError, UnknownNameError
-from mmbright_core.io._json import json_kind, json_path, nested_json, show
+from mmbright_core.errors import InputError, UnknownNameError, show
+from mmbright_core.io._json import json_kind, json_path, nested_json
 from mmbright_core.io._open import (
     INTEGER,
     Readable,

@@ -20,9 +20,9 @@ from typing import Any, Literal
 import pandas as pd
 import pyarrow as pa
 
-from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.errors import InputError, UnknownNameError, show
 from mmbright_core.io._columns import frame_to_run, read_parquet_table
-from mmbright_core.io._json import finite_number, json_kind, json_path, nested_json, show
+from mmbright_core.io._json import finite_number, json_kind, json_path, nested_json
 from mmbright_core.io._open import (
     INTEGER,
     PARQUET_MAGIC,

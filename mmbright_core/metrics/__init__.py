@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mmbright_core.errors import InputError
-from mmbright_core.io._json import show
+from mmbright_core.errors import InputError, show
 from mmbright_core.measures import FAMILIES, Measure, parse_measures
 
 if TYPE_CHECKING:

@@ -15,9 +15,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, show
 from mmbright_core.io._columns import no_nulls
-from mmbright_core.io._json import show
 from mmbright_core.metrics._ranks import (
     NO_HITS,
     FloatArray,

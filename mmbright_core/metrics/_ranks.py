@@ -8,8 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping
 import numpy as np
 import numpy.typing as npt
 
-from mmbright_core.errors import InputError
-from mmbright_core.io._json import show
+from mmbright_core.errors import InputError, show
 from mmbright_core.ranking import ranking_scores
 
 BLOCK_ROWS = 1 << 18

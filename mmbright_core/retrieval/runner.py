@@ -25,12 +25,12 @@ from mmbright_core.errors import InputError
 from mmbright_core.io.atomic import atomic_write_text
 from mmbright_core.io.official import (
     TASK_TYPES,
-    official_metrics,
     official_subdir,
     write_domain_outputs,
     write_summary,
 )
 from mmbright_core.io.runs import read_run, write_trec_run
+from mmbright_core.metrics.official import official_metrics
 from mmbright_core.ranking import top_k
 from mmbright_core.retrieval.base import DEFAULT_K, Retriever, RunConfig, check_k, check_task
 from mmbright_core.types import Run
