@@ -12,3 +12,9 @@ from fixture_dataset import build_fixture
 def fixture_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder holding the fixture dataset in the published layout."""
     return build_fixture(tmp_path_factory.mktemp("mmbright-fixture"))
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory):
+    """Keep every cache a test writes (BM25 indexes, embeddings, OCR) out of the home folder."""
+    monkeypatch.setenv("MMBRIGHT_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))

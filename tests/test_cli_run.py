@@ -83,7 +83,7 @@ def test_domain_selection_and_backend_options(fixture_dir: Path, tmp_path: Path)
         "--option",
         "k1=1.2",
         "--option",
-        "stemmer=none",
+        "scoring=lucene",
         "--protocol",
         "legacy",
         "--out",
@@ -93,6 +93,7 @@ def test_domain_selection_and_backend_options(fixture_dir: Path, tmp_path: Path)
     config = json.loads((tmp_path / "it2it_bm25" / "config.json").read_text())
     assert config["domains"] == ["biology"]
     assert config["config"]["options"]["k1"] == 1.2
+    assert config["config"]["options"]["scoring"] == "lucene"
     assert config["config"]["protocol"] == "legacy"
 
 

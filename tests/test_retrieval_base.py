@@ -64,7 +64,7 @@ def test_passage_id_of_pair_and_passage():
 
 def test_run_config_records_settings_and_round_trips_through_json():
     config = RunConfig.build(BM25Retriever(k1=1.2), task=1, protocol="paper", source="demo", k=100)
-    assert config.retriever == "bm25" and config.model == "bm25s-lucene"
+    assert config.retriever == "bm25" and config.model == "bm25"
     assert dict(config.options)["k1"] == 1.2
     again = RunConfig.from_dict(json.loads(config.to_json()))
     assert again == config

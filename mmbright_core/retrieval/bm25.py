@@ -1,50 +1,81 @@
-"""BM25 over passage text with ``bm25s``: the paper's lexical baseline (SPEC §6).
+"""BM25 as the official baseline computes it (SPEC §3 "BM25").
 
-The published baseline is Lucene's BM25 (pyserini) with k1=0.9, b=0.4 and an English
-analyzer; ``bm25s``'s ``lucene`` method computes the same formula. Like Lucene, a query
-returns only documents sharing at least one term with it. Task 4 pairs are ranked by their
-passage's text alone: pairs of one passage share its score and the ranking rule's doc id
-order breaks their ties.
+The official harness (xlang-ai/BRIGHT ``retrievers.py`` and mm-bright/MM-BRIGHT
+``src/retrievers/task1_text.py``, both ``retrieval_bm25``) analyses passages and queries with
+pyserini's default Lucene analyzer, builds a gensim ``Dictionary`` over the analysed corpus,
+weighs the corpus AND the query's bag of words with gensim's ``LuceneBM25Model(k1=0.9,
+b=0.4)`` and scores with a plain dot product (``SparseMatrixSimilarity`` with both
+normalisations off). In gensim 4.x (``gensim/models/bm25model.py``) a term of a text of ``n``
+tokens with frequency ``tf`` weighs ``idf * tf / (tf + k1 * (1 - b + b * n / avgdl))`` with
+``idf = ln(N + 1) - ln(df + 0.5)`` and ``avgdl`` = corpus tokens / ``N``; ``doc2bow`` drops
+query terms the dictionary lacks before the query's length ``n`` is counted. So a shared term
+adds ``idf**2 * sat(query tf) * sat(passage tf)``: this is ``scoring="gensim"``, the default.
+
+``scoring="lucene"`` is Lucene's own BM25 over the same analysis (``idf = ln(1 + (N - df +
+0.5) / (df + 0.5))`` once, each occurrence of a query term adding again, as Lucene's
+``BM25Similarity`` does for a query with a repeated term; document lengths exact, where
+Lucene stores them in one lossy byte). It ranks long queries differently and is offered for
+comparison only.
+
+Both formulas are a dot product of one sparse matrix, the passages' saturated term
+frequencies, with a per-query term vector, so one index serves both and every task: tasks 1,
+2 and 4 share a domain's passages, and the index is cached on disk by the passages' content,
+the analyzer and ``k1``/``b`` (see :meth:`BM25Retriever.index`).
+
+Like the official code, every passage gets a score, zero included, so a query with fewer
+than ``k`` matching passages is filled up with zero-scoring ones (see
+:func:`~mmbright_core.retrieval.index.top_k_array` for which ones).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import hashlib
+import os
+import shutil
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import chain, count
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
+from scipy import sparse
 from tqdm.auto import tqdm
 
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.retrieval.analyzer import EnglishAnalyzer
 from mmbright_core.retrieval.base import ImageSource, check_k, check_task, passage_id
+from mmbright_core.retrieval.cache import default_cache_dir, settings_key
 from mmbright_core.retrieval.index import Groups, doc_positions, excluded_indices, top_k_array
 from mmbright_core.types import TaskData
 
-#: The token pattern of bm25s and scikit-learn: runs of two or more word characters.
-TOKEN_PATTERN = r"(?u)\b\w\w+\b"
+#: The query weightings: the official one (gensim's, applied to the query too) and Lucene's.
+SCORINGS = ("gensim", "lucene")
+# Passages analysed per block while the index is built: bounds the memory the token lists
+# take (a block of physics-sized passages holds a few million tokens).
+_BLOCK = 8192
+_FILES = ("terms.txt", "indptr.npy", "indices.npy", "data.npy", "stats.npy")
 
 
 class BM25Retriever:
     """Lexical retrieval over passage text (tasks 1, 2 and 4).
 
     Args:
-        k1: Term frequency saturation (Lucene default in the paper: 0.9).
-        b: Length normalisation (0.4).
-        stemmer: A PyStemmer language (``english``), or ``none`` for no stemming.
-        stopwords: A stop word list known to bm25s (``english``), or ``none``.
-        lowercase: Whether to lowercase before tokenising.
+        k1: Term frequency saturation (official: 0.9).
+        b: Length normalisation (official: 0.4).
+        scoring: ``gensim`` (the official formula, default) or ``lucene`` (Lucene's BM25).
+        cache_dir: Where built indexes are kept (default: ``$MMBRIGHT_CACHE`` or
+            ``~/.cache/mmbright``); ``none`` keeps them in memory only.
     """
 
     name = "bm25"
     tasks = frozenset({1, 2, 4})
 
     def __init__(
-        self,
-        k1: float = 0.9,
-        b: float = 0.4,
-        stemmer: str = "english",
-        stopwords: str = "english",
-        lowercase: bool = True,
+        self, k1: float = 0.9, b: float = 0.4, scoring: str = "gensim", cache_dir: str | None = None
     ) -> None:
         if k1 < 0 or not 0 <= b <= 1:
             raise InputError(
@@ -52,52 +83,60 @@ class BM25Retriever:
                 expected="k1 >= 0 and 0 <= b <= 1",
                 found=f"k1={k1}, b={b}",
             )
-        self.k1, self.b = float(k1), float(b)
-        self.stemmer, self.stopwords, self.lowercase = stemmer, stopwords, bool(lowercase)
+        if scoring not in SCORINGS:
+            raise UnknownNameError("BM25 scoring", scoring, SCORINGS)
+        self.k1, self.b, self.scoring = float(k1), float(b), scoring
+        self.analyzer = EnglishAnalyzer()
+        self.cache_root = None if cache_dir == "none" else default_cache_dir(cache_dir) / "bm25"
+        self._last: tuple[str, BM25Index] | None = None
 
     def label(self) -> str:
         """Return ``bm25`` (the official output folder name is ``run_bm25``)."""
         return "bm25"
 
     def settings(self) -> dict[str, Any]:
-        """Return the BM25 parameters and analyzer settings."""
+        """Return the formula, its parameters and the analyzer."""
+        analyzer = self.analyzer.settings()
         return {
-            "model": "bm25s-lucene",
+            "model": "bm25",
+            "scoring": self.scoring,
             "k1": self.k1,
             "b": self.b,
-            "stemmer": self.stemmer,
-            "stopwords": self.stopwords,
-            "lowercase": self.lowercase,
-            "token_pattern": TOKEN_PATTERN,
+            "analyzer": analyzer["name"],
+            "analyzer_settings": settings_key(analyzer)[:16],
         }
 
-    def _tokenizer(self) -> Any:
-        from bm25s.tokenization import Tokenizer
-
-        stem = None
-        if self.stemmer != "none":
-            import Stemmer
-
-            try:
-                stem = Stemmer.Stemmer(self.stemmer).stemWord
-            except KeyError as err:
-                raise InputError(
-                    "unknown stemmer language",
-                    found=repr(self.stemmer),
-                    hint=f"Known: {', '.join(Stemmer.algorithms())}, none.",
-                ) from err
-        stopwords = [] if self.stopwords == "none" else self.stopwords
-        return Tokenizer(
-            lower=self.lowercase, splitter=TOKEN_PATTERN, stopwords=stopwords, stemmer=stem
-        )
-
     def index(self, corpus: Sequence[str]) -> BM25Index:
-        """Tokenise and index ``corpus`` with this retriever's analyzer and parameters."""
-        return BM25Index(corpus, self._tokenizer(), self.k1, self.b)
+        """Return the index of ``corpus``: the last one built, a cached one, or a new one.
+
+        The key is the sha256 of the analyzer's settings, ``k1``, ``b`` and every text in
+        order, so a change to any of them builds a new index, never a stale one.
+        """
+        digest = hashlib.sha256(settings_key(self._index_settings()).encode())
+        for text in corpus:
+            data = text.encode("utf-8", "surrogatepass")
+            digest.update(len(data).to_bytes(8, "little"))
+            digest.update(data)
+        key = digest.hexdigest()
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        folder = None if self.cache_root is None else self.cache_root / key
+        index = BM25Index.load(folder) if folder is not None else None
+        if index is None:
+            index = BM25Index.build(self.analyzer.analyze_many(corpus), self.k1, self.b)
+            if folder is not None:
+                index.save(folder)
+        self._last = (key, index)
+        return index
+
+    def _index_settings(self) -> dict[str, Any]:
+        return {"k1": self.k1, "b": self.b, "analyzer": self.analyzer.settings()}
 
     def score_texts(self, corpus: Sequence[str], queries: Sequence[str]) -> Iterator[np.ndarray]:
-        """Yield one float32 BM25 score array over ``corpus`` per query (see :class:`BM25Index`)."""
-        return self.index(corpus).scores(queries)
+        """Yield one float64 BM25 score array over ``corpus`` per query."""
+        index = self.index(corpus)
+        for query in tqdm(queries, desc="bm25 queries", unit="q", leave=False, disable=None):
+            yield index.scores(self.analyzer.analyze(query), self.scoring)
 
     def retrieve(
         self, data: TaskData, source: ImageSource | None, k: int
@@ -117,44 +156,148 @@ class BM25Retriever:
         return rank_by_text_scores(data, k, self.score_texts)
 
 
+@dataclass(frozen=True)
 class BM25Index:
-    """A bm25s index of a corpus, scoring queries with the tokenizer that built it.
+    """Saturated term frequencies of a corpus, term-major, with the statistics BM25 needs.
 
-    Args:
-        corpus: The document texts.
-        tokenizer: A bm25s ``Tokenizer`` (its vocabulary is filled from ``corpus``).
+    Attributes:
+        terms: term -> row of ``postings``.
+        postings: A ``(terms, passages)`` CSR matrix of ``tf / (tf + k1 * (1 - b + b * n /
+            avgdl))`` (float32, as gensim's ``SparseMatrixSimilarity`` stores its index).
+        size: The number of passages (empty ones included, as gensim counts them).
+        avgdl: Mean analysed length of a passage.
         k1: Term frequency saturation.
         b: Length normalisation.
     """
 
-    def __init__(self, corpus: Sequence[str], tokenizer: Any, k1: float, b: float) -> None:
-        import bm25s
+    terms: dict[str, int]
+    postings: sparse.csr_matrix
+    size: int
+    avgdl: float
+    k1: float
+    b: float
 
-        self.size = len(corpus)
-        self.tokenizer = tokenizer
-        # allow_empty keeps empty passages indexable (they get the empty token); queries
-        # drop it so that a query made only of stop words matches nothing, not empty passages.
-        ids = tokenizer.tokenize(
-            list(corpus), update_vocab=True, return_as="ids", show_progress=False
+    @classmethod
+    def build(cls, analysed: Iterable[list[str]], k1: float, b: float) -> BM25Index:
+        """Index analysed passages (one token list each, in corpus order)."""
+        terms: defaultdict[str, int] = defaultdict(count().__next__)
+        rows: list[np.ndarray] = []
+        cols: list[np.ndarray] = []
+        counts: list[np.ndarray] = []
+        lengths: list[int] = []
+        for block in _blocks(analysed):
+            _count_block(block, terms, len(lengths), rows, cols, counts, lengths)
+        size = len(lengths)
+        length = np.asarray(lengths, dtype=np.float64)
+        avgdl = float(length.sum() / size) if size and length.sum() else 1.0
+        term = np.concatenate(rows) if rows else np.zeros(0, np.int32)
+        doc = np.concatenate(cols) if cols else np.zeros(0, np.int32)
+        tf = np.concatenate(counts) if counts else np.zeros(0, np.float64)
+        del rows, cols, counts
+        saturated = tf / (tf + k1 * (1 - b + b * length[doc] / avgdl))
+        postings = sparse.csr_matrix(
+            (saturated.astype(np.float32), (term, doc)), shape=(len(terms), size)
         )
-        self.model = bm25s.BM25(k1=k1, b=b, method="lucene")
-        self.model.index(tokenizer.to_tokenized_tuple(ids), show_progress=False)
+        return cls(dict(terms), postings, size, avgdl, k1, b)
 
-    def scores(self, queries: Sequence[str]) -> Iterator[np.ndarray]:
-        """Yield one float32 score array over the corpus per query, in order."""
-        tokens = self.tokenizer.tokenize(
-            list(queries),
-            update_vocab=False,
-            return_as="string",
-            show_progress=False,
-            allow_empty=False,
+    def idf(self, rows: npt.NDArray[np.intp], scoring: str) -> npt.NDArray[np.float64]:
+        """Return the idf of the terms at ``rows`` under ``scoring``'s formula."""
+        df = np.diff(self.postings.indptr)[rows].astype(np.float64)
+        if scoring == "lucene":
+            return np.log1p((self.size - df + 0.5) / (df + 0.5))
+        return np.log(self.size + 1.0) - np.log(df + 0.5)
+
+    def query_weights(
+        self, tokens: Sequence[str], scoring: str
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+        """Return the rows of a query's known terms and the weight each multiplies by.
+
+        ``gensim``: ``idf**2 * sat(query tf)``, the query's length counting known terms only
+        (``doc2bow`` drops the others first); ``lucene``: ``idf * query tf``.
+        """
+        known = [self.terms[t] for t in tokens if t in self.terms]
+        rows, tf = np.unique(np.asarray(known, dtype=np.intp), return_counts=True)
+        idf = self.idf(rows, scoring)
+        if scoring == "lucene":
+            return rows, idf * tf
+        tf = tf.astype(np.float64)
+        norm = 1 - self.b + self.b * tf.sum() / self.avgdl
+        return rows, idf * idf * tf / (tf + self.k1 * norm)
+
+    def scores(self, tokens: Sequence[str], scoring: str) -> npt.NDArray[np.float64]:
+        """Return an analysed query's score for every passage (0 where nothing is shared)."""
+        rows, weights = self.query_weights(tokens, scoring)
+        if not len(rows):
+            return np.zeros(self.size)
+        return np.asarray(self.postings[rows].T @ weights, dtype=np.float64)
+
+    def save(self, folder: Path) -> None:
+        """Write the index to ``folder`` (built aside, then renamed into place whole)."""
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+        try:
+            ordered = sorted(self.terms, key=self.terms.__getitem__)
+            (tmp / "terms.txt").write_text("\n".join(ordered), encoding="utf-8")
+            np.save(tmp / "indptr.npy", self.postings.indptr)
+            np.save(tmp / "indices.npy", self.postings.indices)
+            np.save(tmp / "data.npy", self.postings.data)
+            np.save(tmp / "stats.npy", np.array([self.size, self.avgdl, self.k1, self.b]))
+            os.replace(tmp, folder)
+        except OSError:
+            # Another run saved the same index first (the rename fails on a non-empty
+            # folder), or the disk is full: the index in memory is still good.
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    @classmethod
+    def load(cls, folder: Path) -> BM25Index | None:
+        """Read an index written by :meth:`save` (memory-mapped), or None if there is none."""
+        if not all((folder / name).is_file() for name in _FILES):
+            return None
+        text = (folder / "terms.txt").read_text(encoding="utf-8")
+        terms = {term: i for i, term in enumerate(text.split("\n"))} if text else {}
+        size, avgdl, k1, b = np.load(folder / "stats.npy").tolist()
+        arrays = [np.load(folder / name, mmap_mode="r") for name in _FILES[1:4]]
+        postings = sparse.csr_matrix(
+            (arrays[2], arrays[1], arrays[0]), shape=(len(terms), int(size)), copy=False
         )
-        for query_tokens in tqdm(tokens, desc="bm25 queries", unit="q", leave=False, disable=None):
-            token_ids = self.model.get_tokens_ids(query_tokens)
-            if token_ids:
-                yield self.model.get_scores_from_ids(token_ids)
-            else:
-                yield np.zeros(self.size, dtype=np.float32)
+        return cls(terms, postings, int(size), avgdl, k1, b)
+
+
+def _blocks(analysed: Iterable[list[str]]) -> Iterator[list[list[str]]]:
+    block: list[list[str]] = []
+    for tokens in analysed:
+        block.append(tokens)
+        if len(block) == _BLOCK:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+def _count_block(
+    block: list[list[str]],
+    terms: defaultdict[str, int],
+    first: int,
+    rows: list[np.ndarray],
+    cols: list[np.ndarray],
+    counts: list[np.ndarray],
+    lengths: list[int],
+) -> None:
+    """Append one block's (term, passage, tf) triples and its passages' lengths.
+
+    ``terms`` numbers a new term on first sight (its default factory counts); the tokens
+    flow from the lists to the id array through C-level iterators only.
+    """
+    sizes = np.fromiter(map(len, block), dtype=np.int64, count=len(block))
+    lengths.extend(sizes.tolist())
+    ids = np.fromiter(
+        map(terms.__getitem__, chain.from_iterable(block)), dtype=np.int64, count=int(sizes.sum())
+    )
+    doc = np.repeat(np.arange(len(block), dtype=np.int64), sizes)
+    pairs, tf = np.unique((doc << 32) | ids, return_counts=True)
+    rows.append((pairs & 0xFFFFFFFF).astype(np.int32))
+    cols.append(((pairs >> 32) + first).astype(np.int32))
+    counts.append(tf.astype(np.float64))
 
 
 def rank_by_text_scores(data: TaskData, k: int, score_texts: Any) -> dict[str, dict[str, float]]:
@@ -166,7 +309,8 @@ def rank_by_text_scores(data: TaskData, k: int, score_texts: Any) -> dict[str, d
         score_texts: ``(corpus texts, query texts) -> [score array per query]``.
 
     Returns:
-        query_id -> doc_id -> score; documents scoring 0 or less are left out.
+        query_id -> doc_id -> score, zero-scoring documents included as the official code
+        keeps them.
     """
     if not data.corpus or not data.queries:
         return {q.query_id: {} for q in data.queries}
@@ -179,11 +323,7 @@ def rank_by_text_scores(data: TaskData, k: int, score_texts: Any) -> dict[str, d
     scores = score_texts(texts, [q.text for q in data.queries])
     return {
         query_id: top_k_array(
-            doc_ids,
-            unit_scores[groups.unit_of_doc].astype(np.float64),
-            k,
-            exclude[i],
-            min_score=0.0,
+            doc_ids, unit_scores[groups.unit_of_doc].astype(np.float64), k, exclude[i]
         )
         for i, (query_id, unit_scores) in enumerate(zip(query_ids, scores, strict=True))
     }
