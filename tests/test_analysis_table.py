@@ -7,11 +7,7 @@ import pyarrow as pa
 import pytest
 
 from mmbright_core.analysis.leaderboard import leaderboard
-from mmbright_core.analysis.table import (
-    apply_protocol_columns,
-    results_table,
-    source_results_table,
-)
+from mmbright_core.analysis.table import results_table, source_results_table
 from mmbright_core.benchmark import apply_protocol, score_task
 from mmbright_core.data.sources import FolderSource
 from mmbright_core.io.runs import run_to_frame
@@ -96,22 +92,29 @@ def test_several_runs_and_a_missing_domain():
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_columnar_protocol_equals_benchmark_apply_protocol(seed):
+def test_frames_get_the_benchmark_exclusions_and_cut_as_dicts_do(seed):
+    # Queries around the top-1000 cut, few distinct scores (ties broken by doc id
+    # descending), excluded ids, and a frame whose rows come in any order.
     rng = np.random.default_rng(seed)
     run = {}
     for q in range(6):
-        n = int(rng.integers(0, 12))
-        docs = rng.choice(20, size=n, replace=False)
-        # Few distinct scores: many ties, broken by doc id descending.
-        run[f"q{q}"] = {f"d{d:02d}": float(rng.integers(0, 3)) for d in docs}
-    excluded = {f"q{q}": frozenset(f"d{d:02d}" for d in rng.choice(20, 4)) for q in range(0, 6, 2)}
-    expected = apply_protocol(run, excluded, depth=5)
-    frame = run_to_frame(run).sample(frac=1.0, random_state=seed)  # rows in any order
-    got = apply_protocol_columns(frame, excluded, depth=5).to_pandas()
-    got_run = {
-        q: dict(zip(g["doc_id"], g["score"], strict=True)) for q, g in got.groupby("query_id")
+        n = int(rng.integers(990, 1_006)) if q % 2 else int(rng.integers(1, 12))
+        docs = rng.choice(1_100, size=n, replace=False)
+        run[f"q{q}"] = {f"d{d:04d}": float(rng.integers(0, 3)) for d in docs}
+    excluded = {f"q{q}": frozenset(f"d{d:04d}" for d in rng.choice(20, 4)) for q in range(6)}
+    qrels = {q: {f"d{d:04d}": int(rng.integers(0, 3)) for d in rng.choice(1_100, 30)} for q in run}
+    queries = tuple(Query(q, "bio", "text", ()) for q in run)
+    task = TaskData(2, "bio", "paper", queries, (), qrels, excluded)
+    measures = ["nDCG@10", "AP", "R@1000", "Judged@1000"]
+    as_dict = results_table([task], {"r": {"bio": run}}, measures=measures)
+    frame = run_to_frame(run).sample(frac=1.0, random_state=seed)
+    as_frame = results_table([task], {"r": {"bio": frame}}, measures=measures)
+    pd.testing.assert_frame_equal(as_dict, as_frame)
+    judged = as_dict.set_index("query_id")["Judged@1000"]
+    cut = {q: apply_protocol(run, excluded)[q] for q in run if run[q]}
+    assert {q: judged[q] for q in cut} == {
+        q: sum(d in qrels[q] for d in docs) / 1000 for q, docs in cut.items()
     }
-    assert {q: d for q, d in got_run.items()} == {q: d for q, d in expected.items() if d}
 
 
 @pytest.fixture(scope="module")

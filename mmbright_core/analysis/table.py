@@ -3,25 +3,23 @@
 Built once per set of runs (the dashboard caches it) and read by every analysis: the
 leaderboard averages it, comparisons pair two of its runs, breakdowns group it by the query
 features. Scoring is the benchmark's (SPEC §3-4): each query's excluded ids are removed
-before the top-1000 cut (``mmbright_core.benchmark``), then ``evaluate`` scores the run; runs
-given as DataFrames or Arrow tables stay columnar all the way (no per-document Python loop).
+before the top-1000 cut (``mmbright_core.benchmark``), then ``evaluate`` scores the run; a run
+given as a DataFrame or Arrow table is first turned into the mapping (``run_from_frame``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from mmbright_core.benchmark import RUN_DEPTH, apply_protocol
+from mmbright_core.benchmark import apply_protocol
 from mmbright_core.data.sources import Source
+from mmbright_core.io.runs import run_from_frame
 from mmbright_core.measures import Measure, parse_measures
 from mmbright_core.metrics import evaluate
-from mmbright_core.ranking import rank_order
 from mmbright_core.types import Missing, Protocol4, TaskData
 
 RunLike = Any
@@ -156,12 +154,10 @@ def _score(
 
     The arrays follow the order of ``data.queries``.
     """
-    if isinstance(run, Mapping):
-        prepared: Any = apply_protocol(run, data.excluded)
-        covered = set(prepared)
-    else:
-        prepared = apply_protocol_columns(run, data.excluded)
-        covered = set(pc.unique(prepared.column("query_id")).to_pylist())
+    if not isinstance(run, Mapping):
+        run = run_from_frame(run, "run", wording="scorer")
+    prepared = apply_protocol(run, data.excluded)
+    covered = set(prepared)
     result = evaluate(data.qrels, prepared, measures=names, missing=missing)
     ids = [q.query_id for q in data.queries]
     out = {
@@ -175,64 +171,3 @@ def _score(
 def _empty_scores(measures: list[str]) -> pd.DataFrame:
     columns = ["task", "domain", "query_id", *measures, "first_relevant_rank", "covered", "run"]
     return pd.DataFrame(columns=columns)
-
-
-def apply_protocol_columns(
-    run: Any, excluded: Mapping[str, Collection[str]], depth: int = RUN_DEPTH
-) -> pa.Table:
-    """Columnar twin of :func:`mmbright_core.benchmark.apply_protocol` for a run table.
-
-    Rows whose doc id is excluded for their query are dropped, then each query is cut to its
-    best ``depth`` rows under the ranking rule. Only queries longer than ``depth`` are
-    ranked, so a benchmark-sized run (1,000 per query) is filtered, never sorted.
-
-    Args:
-        run: A DataFrame or Arrow table with ``query_id``, ``doc_id``, ``score``.
-        excluded: query_id -> doc ids to remove before the cut.
-        depth: How many rows to keep per query.
-
-    Returns:
-        An Arrow table with the three columns (other columns dropped).
-    """
-    table = run if isinstance(run, pa.Table) else pa.Table.from_pandas(run, preserve_index=False)
-    table = table.select(["query_id", "doc_id", "score"])
-    table = _drop_excluded(table, excluded)
-    queries = table.column("query_id")
-    counts = pc.value_counts(queries)
-    long = counts.field("values").filter(pc.greater(counts.field("counts"), depth))
-    if len(long) == 0:
-        return table
-    is_long = pc.is_in(queries, value_set=long).to_numpy(zero_copy_only=False)
-    rows = np.flatnonzero(is_long)
-    subset = table.take(pa.array(rows))
-    order = rank_order(
-        subset.column("doc_id").to_numpy(), subset.column("score").to_numpy().astype(np.float64)
-    )
-    codes = pc.dictionary_encode(subset.column("query_id")).combine_chunks().indices.to_numpy()
-    # A stable sort by query keeps each query's rows in ranking order.
-    grouped = order[np.argsort(codes[order], kind="stable")]
-    sizes = np.bincount(codes[grouped])
-    within = np.arange(grouped.size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    keep = np.concatenate([np.flatnonzero(~is_long), rows[grouped[within < depth]]])
-    return table.take(pa.array(np.sort(keep)))
-
-
-def _drop_excluded(table: pa.Table, excluded: Mapping[str, Collection[str]]) -> pa.Table:
-    banned = {doc for docs in excluded.values() for doc in docs}
-    if not banned:
-        return table
-    candidates = np.flatnonzero(
-        pc.is_in(table.column("doc_id"), value_set=pa.array(sorted(banned))).to_numpy(
-            zero_copy_only=False
-        )
-    )
-    if candidates.size == 0:
-        return table
-    picked = table.take(pa.array(candidates))
-    pairs = zip(
-        picked.column("query_id").to_pylist(), picked.column("doc_id").to_pylist(), strict=True
-    )
-    drop = candidates[[doc in excluded.get(query, ()) for query, doc in pairs]]
-    mask = np.ones(table.num_rows, dtype=bool)
-    mask[drop] = False
-    return table.filter(pa.array(mask))

@@ -4,12 +4,17 @@ The three columns are ``query_id``, ``doc_id`` and ``score`` (STYLE.md's vocabul
 Ids must be strings; integer ids are accepted and written out in decimal, which loses
 nothing. Scores must be finite numbers. As for every other format, a doc id repeated
 within one query is an error (SPEC §4).
+
+This is the one place a table becomes a run: ``read_run`` and ``run_from_frame`` use it,
+and so does ``evaluate`` when it is handed a table, so every table is scored through the
+mapping path. Each query's documents keep the table's row order, the run's own order
+that the official oracle breaks its ties by (:mod:`mmbright_core.metrics._oracle`).
 """
 
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -47,8 +52,22 @@ def read_parquet_table(data: bytes, name: str) -> pa.Table:
         ) from None
 
 
-def frame_to_run(frame: Any, name: str) -> dict[str, dict[str, float]]:
+Wording = Literal["reader", "scorer"]
+"""Whose words a bad row is reported in: a reader's (``read_run``: "missing score",
+"duplicate doc id") or the scorer's (``evaluate``: "bad score", "duplicate row", naming
+the query and doc as the mapping path does)."""
+
+
+def frame_to_run(frame: Any, name: str, wording: Wording = "reader") -> dict[str, dict[str, float]]:
     """Validate a DataFrame or Table with ``query_id, doc_id, score`` and build the run.
+
+    Args:
+        frame: The table; other columns are ignored.
+        name: The source messages name.
+        wording: See :data:`Wording`; what is rejected is the same either way.
+
+    Returns:
+        query_id -> doc_id -> score (float64, as given), each query's docs in row order.
 
     Raises:
         InputError: A column is missing, has the wrong type, or holds a bad value.
@@ -63,9 +82,14 @@ def frame_to_run(frame: Any, name: str) -> dict[str, dict[str, float]]:
             found=f"columns {', '.join(table.column_names) or '(none)'}",
             hint="Rename the columns (e.g. qid -> query_id, docno -> doc_id)",
         )
+    if wording == "scorer" and table.num_rows == 0:
+        return {}  # an empty DataFrame's columns may have no type at all: nothing to score
     query_ids = _ids(table.column("query_id"), "query_id", name)
     doc_ids = _ids(table.column("doc_id"), "doc_id", name)
-    scores = _scores(table.column("score"), name)
+    if wording == "scorer":
+        scores = _scorer_scores(table.column("score"), query_ids, doc_ids, name)
+    else:
+        scores = _scores(table.column("score"), name)
     run: dict[str, dict[str, float]] = {}
     rows = zip(query_ids, doc_ids, scores, strict=True)
     for row, (query_id, doc_id, score) in enumerate(rows, start=1):
@@ -73,15 +97,42 @@ def frame_to_run(frame: Any, name: str) -> dict[str, dict[str, float]]:
         if doc_id in docs:
             pairs = zip(query_ids, doc_ids, strict=True)
             first = next(i for i, pair in enumerate(pairs, 1) if pair == (query_id, doc_id))
-            raise InputError(
-                f"row {row}: duplicate doc id {show(doc_id)} for query {show(query_id)}",
-                source=name,
-                expected="each doc id at most once per query",
-                found=f"a second row (the first is row {first})",
-                hint="Drop one (DataFrame.drop_duplicates); readers never keep the last one",
-            )
+            raise _duplicate(row, first, query_id, doc_id, name, wording)
         docs[doc_id] = score
     return run
+
+
+def _duplicate(
+    row: int, first: int, query_id: str, doc_id: str, name: str, wording: Wording
+) -> InputError:
+    if wording == "scorer":
+        return _bad_row(
+            row,
+            "duplicate row",
+            query_id,
+            doc_id,
+            f"the same doc again (rows {first} and {row})",
+            name,
+        )
+    return InputError(
+        f"row {row}: duplicate doc id {show(doc_id)} for query {show(query_id)}",
+        source=name,
+        expected="each doc id at most once per query",
+        found=f"a second row (the first is row {first})",
+        hint="Drop one (DataFrame.drop_duplicates); readers never keep the last one",
+    )
+
+
+def _bad_row(
+    row: int, problem: str, query_id: str, doc_id: str, found: str, name: str
+) -> InputError:
+    return InputError(
+        f"row {row}: {problem} for query {show(query_id)}, doc {show(doc_id)}",
+        source=name,
+        expected="a finite score and one row per doc and query",
+        found=found,
+        hint="Fix or drop the row; scores are never guessed",
+    )
 
 
 def as_table(frame: Any, name: str) -> pa.Table:
@@ -123,7 +174,7 @@ def _ids(column: pa.ChunkedArray, label: str, name: str) -> list[str]:
     return column.to_pylist()
 
 
-def _scores(column: pa.ChunkedArray, name: str) -> list[float]:
+def _numeric(column: pa.ChunkedArray, name: str) -> None:
     kind = column.type
     if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)):
         raise InputError(
@@ -133,6 +184,10 @@ def _scores(column: pa.ChunkedArray, name: str) -> list[float]:
             found=str(kind),
             hint="Convert it, e.g. with pandas.to_numeric, and check what did not convert",
         )
+
+
+def _scores(column: pa.ChunkedArray, name: str) -> list[float]:
+    _numeric(column, name)
     no_nulls(column, "score", name)
     values = column.cast(pa.float64()).to_numpy()
     bad = np.flatnonzero(~np.isfinite(values))
@@ -143,6 +198,20 @@ def _scores(column: pa.ChunkedArray, name: str) -> list[float]:
             expected="finite scores",
             found=repr(float(values[bad[0]])),
         )
+    return values.tolist()  # Python floats, not numpy scalars
+
+
+def _scorer_scores(
+    column: pa.ChunkedArray, query_ids: list[str], doc_ids: list[str], name: str
+) -> list[float]:
+    """Scores as float64; a missing one reads as NaN and is rejected with its query and doc."""
+    _numeric(column, name)
+    values = np.asarray(column.cast(pa.float64()).to_numpy(zero_copy_only=False), np.float64)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        at = int(bad[0])
+        found = f"{values[at]!r} (NaN also stands for a missing score)"
+        raise _bad_row(at + 1, "bad score", query_ids[at], doc_ids[at], found, name)
     return values.tolist()  # Python floats, not numpy scalars
 
 

@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 
 from mmbright_core.errors import InputError, UnknownNameError, show
-from mmbright_core.io._columns import frame_to_run, read_parquet_table
+from mmbright_core.io._columns import Wording, frame_to_run, read_parquet_table
 from mmbright_core.io._json import finite_number, json_kind, json_path, nested_json
 from mmbright_core.io._open import (
     INTEGER,
@@ -150,12 +150,17 @@ def _json_score(value: Any, name: str, keys: tuple[str, str]) -> float:
     )
 
 
-def run_from_frame(frame: Any, source: str = "<frame>") -> dict[str, dict[str, float]]:
+def run_from_frame(
+    frame: Any, source: str = "<frame>", *, wording: Wording = "reader"
+) -> dict[str, dict[str, float]]:
     """Convert a pandas DataFrame or pyarrow Table with ``query_id, doc_id, score``.
 
     Args:
         frame: The table; other columns (a rank, a tag) are ignored.
         source: The name messages use for it.
+        wording: ``"scorer"`` reports a bad row as ``evaluate`` reports one in a mapping
+            (naming query and doc) and takes an empty table, whatever its column types,
+            for an empty run; otherwise what is rejected is the same.
 
     Returns:
         query_id -> doc_id -> score, in row order.
@@ -163,7 +168,7 @@ def run_from_frame(frame: Any, source: str = "<frame>") -> dict[str, dict[str, f
     Raises:
         InputError: A column is missing or holds a bad value (the message names the row).
     """
-    return frame_to_run(frame, source)
+    return frame_to_run(frame, source, wording)
 
 
 def run_to_frame(run: Run) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""``evaluate``: trec_eval's measures over qrels and a run, from dicts or from columns.
+"""``evaluate``: trec_eval's measures over qrels and a run.
 
 Every measure of a query depends only on where its judged documents sit in the ranking,
 so this module finds the rank of each judged document (never sorting a whole ranking)
@@ -26,15 +26,12 @@ import functools
 import math
 from collections.abc import Callable, Iterable, Mapping
 from numbers import Integral
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from mmbright_core.errors import InputError, show
 from mmbright_core.measures import FAMILIES, Measure, parse_measures
-
-if TYPE_CHECKING:
-    from mmbright_core.metrics._columns import ColumnRun
 from mmbright_core.metrics._oracle import oracle_hits
 from mmbright_core.metrics._ranks import DictRun, FloatArray, IntArray
 from mmbright_core.types import EvalCounts, EvalResult, Missing, Qrels
@@ -56,7 +53,8 @@ def evaluate(
     Args:
         qrels: query_id -> doc_id -> integer label.
         run: query_id -> doc_id -> score, or a pandas DataFrame / pyarrow Table with the
-            columns ``query_id``, ``doc_id`` and ``score`` (the fast path).
+            columns ``query_id``, ``doc_id`` and ``score``, which is validated and turned
+            into that mapping first (each query's documents in row order).
         measures: Measure names or :class:`~mmbright_core.measures.Measure` values, or one.
         missing: ``"skip"`` or ``"zero"``: how judged queries absent from the run count.
 
@@ -72,12 +70,11 @@ def evaluate(
     if missing not in ("skip", "zero"):
         raise InputError("bad missing rule", expected="'skip' or 'zero'", found=repr(missing))
     _check_qrels(qrels)
-    if isinstance(run, Mapping):
-        source: DictRun | ColumnRun = DictRun(run)
-    else:  # pandas and pyarrow load only for a columnar run
-        from mmbright_core.metrics._columns import ColumnRun
+    if not isinstance(run, Mapping):  # pandas and pyarrow load only for a table
+        from mmbright_core.io.runs import run_from_frame
 
-        source = ColumnRun(run)
+        run = run_from_frame(run, "run", wording="scorer")
+    source = DictRun(run)
     in_run = source.query_ids
     judged = [q for q, docs in qrels.items() if docs]
     evaluated = [q for q in judged if q in in_run or missing == "zero"]
