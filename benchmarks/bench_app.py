@@ -26,7 +26,7 @@ from streamlit.testing.v1 import AppTest
 from mmbright_core.data.layout import DOMAINS
 from mmbright_core.ui.state import RunEntry, fingerprint
 
-APP = Path(__file__).resolve().parent.parent / "app.py"
+APP = Path(__file__).resolve().parent.parent / "mmbright_core" / "ui" / "app.py"
 # domain -> (Task 1 queries, Task 2 queries), SPEC §1.
 QUERIES = {
     "academia": (26, 22), "apple": (14, 13), "askubuntu": (35, 28), "aviation": (125, 111),

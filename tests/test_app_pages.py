@@ -26,7 +26,7 @@ from mmbright_core.io.runs import read_run, write_trec_run
 from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.runner import run_task
 
-APP = Path(__file__).resolve().parent.parent / "app.py"
+APP = Path(__file__).resolve().parent.parent / "mmbright_core" / "ui" / "app.py"
 PAGES = ("per_query", "compare", "inspector", "run")
 TASK = 2
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from mmbright_core.errors import MMBrightError
 
-_SUBCOMMANDS = ("eval", "data", "run", "compare")
+_SUBCOMMANDS = ("eval", "data", "run", "compare", "app")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,27 +1,29 @@
-"""MM-BRIGHT failure-analysis dashboard: the entry point (``streamlit run app.py``).
+"""MM-BRIGHT failure-analysis dashboard: the entry script (``mmbright app``).
 
 It draws the shared sidebar (data source, task, protocol, runs) and hands over to the page
 the user picked; each page lives in ``app_pages/`` and only calls the core's public API.
+The repository's ``app.py`` calls :func:`main`, so ``streamlit run app.py`` serves the same app.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from mmbright_core.ui import runs_panel, state
+from mmbright_core.ui import navigation, runs_panel, state
 from mmbright_core.ui.sidebar import render_sidebar
 
-PAGES = [
-    st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),
-    st.Page("app_pages/per_query.py", title="Per query", icon=":material/table:"),
-    st.Page("app_pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
-    st.Page("app_pages/inspector.py", title="Inspector", icon=":material/search:"),
-    st.Page("app_pages/run.py", title="Run a retriever", icon=":material/play_arrow:"),
-]
 
-st.set_page_config(page_title="MM-BRIGHT dashboard", page_icon=":material/insights:", layout="wide")
-state.init_state()
-runs_panel.autoload_demo_runs()
-navigation = st.navigation(PAGES)
-render_sidebar()
-navigation.run()
+def main() -> None:
+    """Draw the dashboard once: Streamlit calls this on every rerun of the script."""
+    st.set_page_config(
+        page_title="MM-BRIGHT dashboard", page_icon=":material/insights:", layout="wide"
+    )
+    state.init_state()
+    runs_panel.autoload_demo_runs()
+    page = st.navigation(navigation.pages())
+    render_sidebar()
+    page.run()
+
+
+if __name__ == "__main__":  # Streamlit runs the entry script as ``__main__``
+    main()

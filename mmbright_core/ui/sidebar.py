@@ -23,12 +23,27 @@ TASK_LABELS = {
 PROTOCOLS = ("paper", "legacy")
 
 
+def initial_source() -> tuple[str, str, str]:
+    """The source widgets' first values, from ``MMBRIGHT_SOURCE``: (kind, folder, revision).
+
+    The spec reads as ``mmbright --source`` reads it: ``demo`` (or unset), ``hf``,
+    ``hf@<revision>``, or a folder. The user may still change it in the sidebar.
+    """
+    spec = state.initial_source_spec()
+    if spec == state.DEFAULT_SOURCE:
+        return SOURCE_KINDS[0], "", PINNED_REVISION
+    if spec == "hf" or spec.startswith("hf@"):
+        return SOURCE_KINDS[2], "", spec.partition("@")[2] or PINNED_REVISION
+    return SOURCE_KINDS[1], spec, PINNED_REVISION
+
+
 def _source_spec(kind: str) -> str:
     """Turn the source widgets into the spec ``open_source`` takes."""
+    _, first_folder, first_revision = initial_source()
     if kind == SOURCE_KINDS[1]:
         folder = st.sidebar.text_input(
             "Folder with {config}/{domain}.parquet",
-            key=state.sticky("source_folder", ""),
+            key=state.sticky("source_folder", first_folder),
             on_change=state.remember,
             args=("source_folder",),
             placeholder="/data/mm-bright",
@@ -42,7 +57,7 @@ def _source_spec(kind: str) -> str:
     if kind == SOURCE_KINDS[2]:
         revision = st.sidebar.text_input(
             "Revision",
-            key=state.sticky("source_revision", PINNED_REVISION),
+            key=state.sticky("source_revision", first_revision),
             on_change=state.remember,
             args=("source_revision",),
         )
@@ -56,7 +71,7 @@ def render_sidebar() -> None:
     kind = st.sidebar.radio(
         "Source",
         SOURCE_KINDS,
-        key=state.sticky("source_kind", SOURCE_KINDS[0]),
+        key=state.sticky("source_kind", initial_source()[0]),
         on_change=state.remember,
         args=("source_kind",),
     )

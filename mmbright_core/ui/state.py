@@ -8,6 +8,7 @@ the runs already there (the page shows the error and the user's other runs stay 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -25,6 +26,8 @@ FRESH_KEY = "fresh_runs"
 _KEEP = "keep_"
 
 DEFAULT_SOURCE = "demo"
+SOURCE_ENV = "MMBRIGHT_SOURCE"
+"""The variable naming the source a new session opens on (``mmbright app --source``)."""
 DEFAULT_TASK: Task = 1
 DEFAULT_PROTOCOL = "paper"
 
@@ -83,12 +86,17 @@ def fingerprint(*parts: str | bytes) -> str:
 def init_state() -> None:
     """Put the defaults into ``st.session_state`` on the first run of a session."""
     defaults: dict[str, object] = {
-        SOURCE_KEY: DEFAULT_SOURCE,
+        SOURCE_KEY: initial_source_spec(),
         RUNS_KEY: {},
         FRESH_KEY: [],
     }
     for key, value in defaults.items():
         st.session_state.setdefault(key, value)
+
+
+def initial_source_spec() -> str:
+    """The source a new session opens on: ``MMBRIGHT_SOURCE`` if set, else the demo."""
+    return os.environ.get(SOURCE_ENV, "").strip() or DEFAULT_SOURCE
 
 
 def source_spec() -> str:

@@ -8,7 +8,7 @@ import streamlit as st
 
 from mmbright_core.analysis import figures
 from mmbright_core.analysis.compare import POOLED, image_effect, most_hurt
-from mmbright_core.ui import inspect, loaders, render, reports, state
+from mmbright_core.ui import inspect, loaders, navigation, render, reports, state
 
 st.title("Compare two runs")
 spec, task, protocol = state.source_spec(), state.current_task(), state.current_protocol()
@@ -58,7 +58,7 @@ st.dataframe(hurt, hide_index=True, key="cmp_hurt")
 render.csv_download(hurt, f"most_hurt_{run_a}_vs_{run_b}.csv", key="cmp_hurt_csv")
 if len(hurt) and st.button("Inspect the most hurt query", key="cmp_inspect"):
     state.set_inspect_target(str(hurt.iloc[0]["domain"]), str(hurt.iloc[0]["query_id"]))
-    st.switch_page("app_pages/inspector.py")
+    st.switch_page(navigation.page_file("inspector"))
 
 st.subheader("By number of query images")
 by_images = image_effect(comparison)["query images"]

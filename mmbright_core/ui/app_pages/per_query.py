@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from mmbright_core.analysis import figures
-from mmbright_core.ui import loaders, render, state, views
+from mmbright_core.ui import loaders, navigation, render, state, views
 from mmbright_core.ui.sidebar import selected_runs
 
 st.title("Per-query scores")
@@ -50,4 +50,4 @@ choice = left.selectbox("Query to inspect", labels, key="pq_query") if labels el
 if right.button("Open in inspector", key="pq_open", disabled=choice is None) and choice:
     domain, query_id = shown.iloc[labels.index(choice)][["domain", "query_id"]]
     state.set_inspect_target(str(domain), str(query_id))
-    st.switch_page("app_pages/inspector.py")
+    st.switch_page(navigation.page_file("inspector"))
