@@ -4,24 +4,34 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# Two installs into the one environment: the dashboard alone (no PyTorch, no Ray; a backend
+# that needs more says which extra to install), and everything the tests need. The full
+# install covers the dashboard's, so it renews both stamps.
 STAMP := $(VENV)/.installed
+APP_STAMP := $(VENV)/.installed-app
 
 .PHONY: app test lint bench demo-runs clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
-	$(BIN)/python -m pip install -e '.[all,dev]'
-	touch $(STAMP)
 
-app: $(STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/streamlit run app.py
+$(APP_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -e '.[app]'
+	touch $(APP_STAMP)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -e '.[all,dev]'
+	touch $(STAMP) $(APP_STAMP)
+
+app: $(APP_STAMP)
+	HF_HUB_OFFLINE=1 $(BIN)/mmbright app
 
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check mmbright_core tests benchmarks app.py app_pages
+	$(BIN)/ruff check mmbright_core tests benchmarks app.py
 	$(BIN)/mypy
 
 bench: $(STAMP)
