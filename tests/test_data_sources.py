@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from fixture_dataset import AQ2, SCHEMAS, encode
 
-from mmbright_core.data import sources
+from mmbright_core.data import image_store, sources
 from mmbright_core.data.layout import DOMAINS, PINNED_REVISION
 from mmbright_core.data.sources import FolderSource, HubSource, open_source
 from mmbright_core.errors import InputError
@@ -148,13 +148,13 @@ def test_decodability_is_checked_once_per_path(
     fixture_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[str] = []
-    real = sources.image_problem
+    real = image_store.image_problem
 
     def counting(data: bytes | None, path: str) -> str | None:
         calls.append(path)
         return real(data, path)
 
-    monkeypatch.setattr(sources, "image_problem", counting)
+    monkeypatch.setattr(image_store, "image_problem", counting)
     source = FolderSource(fixture_dir)
     source.task(3, "academia")
     source.task(4, "academia")

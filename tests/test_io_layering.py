@@ -7,10 +7,10 @@ Imports inside functions and ``TYPE_CHECKING`` blocks count as well.
 
 from __future__ import annotations
 
-import ast
 import importlib
 from pathlib import Path
 
+import layering
 import pytest
 
 import mmbright_core.io
@@ -22,19 +22,7 @@ MODULES = sorted(IO_DIR.glob("*.py"))
 
 def imported_modules(path: Path) -> set[str]:
     """Every module the file imports, relative imports resolved against ``mmbright_core.io``."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:  # from . import x / from ..metrics import y
-                base = ["mmbright_core", "io"][: 3 - node.level]
-                module = ".".join([*base, *([node.module] if node.module else [])])
-            else:
-                module = node.module or ""
-            names.add(module)
-            names.update(f"{module}.{alias.name}" for alias in node.names)
-    return names
+    return layering.imported_modules(path, "mmbright_core.io")
 
 
 def test_every_io_module_is_checked() -> None:

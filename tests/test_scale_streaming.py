@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from fixture_dataset import SCHEMAS
 
-from mmbright_core.data import sources
+from mmbright_core.data import records, sources
 from mmbright_core.data.sources import FolderSource
 from mmbright_core.data.tasks import read_passages
 from mmbright_core.errors import InputError
@@ -86,7 +86,7 @@ def test_passages_stream_in_batches_and_keep_order(
     rows = [(f"big/{i:08x}_{i}.txt", None if i % 7 == 0 else f"passage {i}") for i in range(50)]
     _documents(tmp_path, rows, row_group=8)
     source = FolderSource(tmp_path)
-    monkeypatch.setattr(sources, "BATCH_ROWS", 6)
+    monkeypatch.setattr(records, "BATCH_ROWS", 6)
     sizes = [b.num_rows for b in source.iter_batches("documents", "big", ("id",))]
     assert max(sizes) == 6 and sum(sizes) == 50
     ids, texts = read_passages(source, "big", text=True)

@@ -1,0 +1,223 @@
+"""Finding and checking MM-BRIGHT's parquet files: one file per config and domain (SPEC §2).
+
+A copy of the dataset is a set of ``{config}/{domain}.parquet`` files, in a local folder
+(:class:`FolderFiles`) or fetched one at a time from the Hugging Face hub (:class:`HubFiles`).
+Before a column is read, the file's schema alone tells whether it has that column with a type
+the published schema allows; after, :func:`validated` checks every value read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TypeVar
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from mmbright_core.data.layout import CONFIGS, DOMAINS, PINNED_REVISION, REPO_ID, parquet_name
+from mmbright_core.errors import InputError, UnknownNameError
+
+# Scalar columns of the published schema and the Arrow types they may have (SPEC §2);
+# list columns are checked where they are read (``ids.as_str_list``, ``ids.image_structs``).
+_TEXT_COLUMNS = frozenset({"id", "content", "query", "path"})
+_KEY_COLUMNS = frozenset({"id", "path"})
+_OFF_SCHEMA = "The file does not follow MM-BRIGHT's published schema"
+
+
+class ParquetFiles:
+    """Where a copy's files live, and their checks before anything is read.
+
+    Subclasses say where ``{config}/{domain}.parquet`` lives (:meth:`_locate`) and which
+    domains exist (:meth:`domains`).
+
+    Args:
+        name: What the copy is called (``demo``, ``hf@<revision>``, a folder).
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    def domains(self) -> tuple[str, ...]:
+        """Return the domains this copy holds, sorted."""
+        raise NotImplementedError
+
+    def _locate(self, config: str, domain: str) -> Path:
+        """Return the local path of one config's file for one domain."""
+        raise NotImplementedError
+
+    def check_domain(self, domain: str) -> str:
+        """Return ``domain`` if this copy holds it, else raise UnknownNameError."""
+        if domain not in self.domains():
+            raise UnknownNameError("domain", domain, self.domains())
+        return domain
+
+    def file(self, config: str, domain: str) -> Path:
+        """Return the local path of ``{config}/{domain}.parquet``, fetching it if needed."""
+        if config not in CONFIGS:
+            raise UnknownNameError("config", config, CONFIGS)
+        return self._locate(config, self.check_domain(domain))
+
+    def checked_file(self, config: str, domain: str, columns: Sequence[str]) -> Path:
+        """Return the file after checking from its schema alone that it has ``columns``.
+
+        Raises:
+            InputError: If the file lacks a column, has one of the wrong type, or is not a
+                readable parquet file.
+        """
+        path = self.file(config, domain)
+        try:
+            schema = pq.read_schema(path)
+        except (pa.ArrowException, OSError) as err:
+            raise unreadable(path, err) from err
+        names = schema.names
+        missing = [c for c in columns if c not in names]
+        if not missing:
+            _check_types(path, schema, columns)
+            return path
+        raise InputError(
+            f"the {config!r} file lacks column(s) {', '.join(missing)}",
+            source=str(path),
+            expected=f"the published columns {', '.join(CONFIGS[config])}",
+            found=", ".join(names),
+            hint=_OFF_SCHEMA,
+        )
+
+    def num_rows(self, config: str, domain: str) -> int:
+        """Return the number of rows of one config's file from its metadata, reading no data."""
+        path = self.checked_file(config, domain, ())
+        try:
+            return int(pq.read_metadata(path).num_rows)
+        except (pa.ArrowException, OSError) as err:
+            raise unreadable(path, err) from err
+
+
+class FolderFiles(ParquetFiles):
+    """A local folder with the published layout ``{config}/{domain}.parquet``."""
+
+    def __init__(self, root: Path, name: str | None = None) -> None:
+        super().__init__(name or str(root))
+        self.root = root
+        found = {p.stem for config in CONFIGS for p in (root / config).glob("*.parquet")}
+        if not found:
+            raise InputError(
+                "no MM-BRIGHT parquet files in the folder",
+                source=str(root),
+                expected="files laid out as {config}/{domain}.parquet (documents/biology.parquet)",
+            )
+        self._domains = tuple(sorted(found))
+
+    def domains(self) -> tuple[str, ...]:
+        """Return the domains that have at least one file in the folder."""
+        return self._domains
+
+    def _locate(self, config: str, domain: str) -> Path:
+        path = self.root / parquet_name(config, domain)
+        if not path.is_file():
+            raise InputError(
+                f"missing file for config {config!r}, domain {domain!r}",
+                source=str(path),
+                hint=f"Copy {parquet_name(config, domain)} of the dataset into {self.root}",
+            )
+        return path
+
+
+class HubFiles(ParquetFiles):
+    """The Hugging Face dataset, fetched one parquet file at a time into the hub cache."""
+
+    def __init__(self, revision: str = PINNED_REVISION, repo_id: str = REPO_ID) -> None:
+        super().__init__(f"hf@{revision}")
+        self.revision = revision
+        self.repo_id = repo_id
+        self._paths: dict[tuple[str, str], Path] = {}
+
+    def domains(self) -> tuple[str, ...]:
+        """Return the 29 published domains (no network listing needed)."""
+        return DOMAINS
+
+    def _locate(self, config: str, domain: str) -> Path:
+        key = (config, domain)
+        if key not in self._paths:
+            self._paths[key] = self._download(parquet_name(config, domain))
+        return self._paths[key]
+
+    def _download(self, filename: str) -> Path:
+        import huggingface_hub
+        from huggingface_hub.utils import EntryNotFoundError
+
+        try:
+            local = huggingface_hub.hf_hub_download(
+                self.repo_id, filename, repo_type="dataset", revision=self.revision
+            )
+        except (EntryNotFoundError, OSError, ValueError) as err:
+            raise InputError(
+                f"cannot fetch {filename} ({type(err).__name__}: {err})",
+                source=f"{self.repo_id}@{self.revision}",
+                hint="Check the network (HF_HUB_OFFLINE=1 allows cached files only) and the "
+                "revision, or pass a local folder with the same layout",
+            ) from err
+        return Path(local)
+
+
+def _check_types(path: Path, schema: pa.Schema, columns: Sequence[str]) -> None:
+    """Refuse a projected column whose type the published schema does not allow."""
+    for name in columns:
+        kind = schema.field(name).type
+        if name in _TEXT_COLUMNS and not (
+            pa.types.is_string(kind) or pa.types.is_large_string(kind)
+        ):
+            expected = "a string column"
+        elif name == "bytes" and not (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
+            expected = "a binary column (the raw image file)"
+        else:
+            continue
+        raise InputError(
+            f"column {name!r} has the wrong type",
+            source=str(path),
+            expected=expected,
+            found=str(kind),
+            hint=_OFF_SCHEMA,
+        )
+
+
+_Data = TypeVar("_Data", pa.Table, pa.RecordBatch)
+
+
+def validated(path: Path, data: _Data) -> _Data:
+    """Return ``data`` after checking every value (UTF-8 of strings included) and its keys.
+
+    Raises:
+        InputError: A malformed value, or a null ``id`` or ``path``.
+    """
+    try:
+        data.validate(full=True)
+    except pa.ArrowInvalid as err:
+        raise InputError(
+            f"malformed values ({err})",
+            source=str(path),
+            expected="valid UTF-8 text in every string column",
+            hint="Re-download the file or rebuild the folder",
+        ) from err
+    for name in _KEY_COLUMNS.intersection(data.schema.names):
+        column = data.column(name)
+        if column.null_count:
+            raise InputError(
+                f"column {name!r} holds {column.null_count} null value(s)",
+                source=str(path),
+                expected="an id in every row",
+                found="null",
+                hint=_OFF_SCHEMA,
+            )
+    return data
+
+
+def unreadable(path: Path, err: Exception) -> InputError:
+    """Return the error for a file pyarrow cannot read (``err`` is what pyarrow raised)."""
+    return InputError(
+        f"not a readable parquet file ({type(err).__name__}: {err})",
+        source=str(path),
+        hint="Re-download it or rebuild the folder",
+    )
