@@ -181,24 +181,13 @@ class BM25Index:
     def build(cls, analysed: Iterable[list[str]], k1: float, b: float) -> BM25Index:
         """Index analysed passages (one token list each, in corpus order)."""
         terms: defaultdict[str, int] = defaultdict(count().__next__)
-        rows: list[np.ndarray] = []
-        cols: list[np.ndarray] = []
-        counts: list[np.ndarray] = []
-        lengths: list[int] = []
-        for block in _blocks(analysed):
-            _count_block(block, terms, len(lengths), rows, cols, counts, lengths)
-        size = len(lengths)
-        length = np.asarray(lengths, dtype=np.float64)
-        avgdl = float(length.sum() / size) if size and length.sum() else 1.0
-        term = np.concatenate(rows) if rows else np.zeros(0, np.int32)
-        doc = np.concatenate(cols) if cols else np.zeros(0, np.int32)
-        tf = np.concatenate(counts) if counts else np.zeros(0, np.float64)
-        del rows, cols, counts
-        saturated = tf / (tf + k1 * (1 - b + b * length[doc] / avgdl))
-        postings = sparse.csr_matrix(
-            (saturated.astype(np.float32), (term, doc)), shape=(len(terms), size)
-        )
-        return cls(dict(terms), postings, size, avgdl, k1, b)
+        blocks = _Blocks()
+        for block in _chunks(analysed):
+            blocks.add(block, terms)
+        by_passage = blocks.saturated(k1, b, len(terms))
+        # Term-major for queries: a query reads the rows of its terms only.
+        postings = by_passage.T.tocsr()
+        return cls(dict(terms), postings, by_passage.shape[0], blocks.avgdl, k1, b)
 
     def idf(self, rows: npt.NDArray[np.intp], scoring: str) -> npt.NDArray[np.float64]:
         """Return the idf of the terms at ``rows`` under ``scoring``'s formula."""
@@ -263,7 +252,7 @@ class BM25Index:
         return cls(terms, postings, int(size), avgdl, k1, b)
 
 
-def _blocks(analysed: Iterable[list[str]]) -> Iterator[list[list[str]]]:
+def _chunks(analysed: Iterable[list[str]]) -> Iterator[list[list[str]]]:
     block: list[list[str]] = []
     for tokens in analysed:
         block.append(tokens)
@@ -274,30 +263,59 @@ def _blocks(analysed: Iterable[list[str]]) -> Iterator[list[list[str]]]:
         yield block
 
 
-def _count_block(
-    block: list[list[str]],
-    terms: defaultdict[str, int],
-    first: int,
-    rows: list[np.ndarray],
-    cols: list[np.ndarray],
-    counts: list[np.ndarray],
-    lengths: list[int],
-) -> None:
-    """Append one block's (term, passage, tf) triples and its passages' lengths.
+class _Blocks:
+    """Passage-major term counts, appended block by block (CSR parts: no COO, no re-sort)."""
 
-    ``terms`` numbers a new term on first sight (its default factory counts); the tokens
-    flow from the lists to the id array through C-level iterators only.
-    """
-    sizes = np.fromiter(map(len, block), dtype=np.int64, count=len(block))
-    lengths.extend(sizes.tolist())
-    ids = np.fromiter(
-        map(terms.__getitem__, chain.from_iterable(block)), dtype=np.int64, count=int(sizes.sum())
-    )
-    doc = np.repeat(np.arange(len(block), dtype=np.int64), sizes)
-    pairs, tf = np.unique((doc << 32) | ids, return_counts=True)
-    rows.append((pairs & 0xFFFFFFFF).astype(np.int32))
-    cols.append(((pairs >> 32) + first).astype(np.int32))
-    counts.append(tf.astype(np.float64))
+    def __init__(self) -> None:
+        self.lengths: list[np.ndarray] = []
+        self.per_passage: list[np.ndarray] = []
+        self.indices: list[np.ndarray] = []
+        self.counts: list[np.ndarray] = []
+
+    def add(self, block: list[list[str]], terms: defaultdict[str, int]) -> None:
+        """Count one block's terms; ``terms`` numbers a new term on first sight.
+
+        The tokens flow from the lists to the id array through C-level iterators only.
+        """
+        sizes = np.fromiter(map(len, block), dtype=np.int64, count=len(block))
+        ids = np.fromiter(
+            map(terms.__getitem__, chain.from_iterable(block)), dtype=np.int64, count=sizes.sum()
+        )
+        passage = np.repeat(np.arange(len(block), dtype=np.int64), sizes)
+        pairs, tf = np.unique((passage << 32) | ids, return_counts=True)  # passage, then term
+        self.lengths.append(sizes)
+        self.per_passage.append(np.bincount(pairs >> 32, minlength=len(block)))
+        self.indices.append((pairs & 0xFFFFFFFF).astype(np.int32))
+        self.counts.append(tf.astype(np.float32))
+
+    @property
+    def avgdl(self) -> float:
+        """Mean analysed length (gensim: corpus tokens / passages, empty passages counted)."""
+        total = sum(int(n.sum()) for n in self.lengths)
+        size = sum(len(n) for n in self.lengths)
+        return total / size if size and total else 1.0
+
+    def saturated(self, k1: float, b: float, terms: int) -> sparse.csr_matrix:
+        """Return the (passages, terms) matrix of ``tf / (tf + k1 * (1 - b + b * n / avgdl))``.
+
+        The weights are computed in float64 and stored in float32, as gensim's index does.
+        """
+        avgdl = self.avgdl
+        length = np.concatenate(self.lengths) if self.lengths else np.zeros(0, np.int64)
+        indptr = np.zeros(len(length) + 1, dtype=np.int64)
+        if self.per_passage:
+            np.cumsum(np.concatenate(self.per_passage), out=indptr[1:])
+        indices = np.concatenate(self.indices) if self.indices else np.zeros(0, np.int32)
+        data = np.concatenate(self.counts) if self.counts else np.zeros(0, np.float32)
+        self.indices, self.counts, self.per_passage = [], [], []
+        norm = k1 * (1 - b + b * length / avgdl)
+        for start in range(0, len(length), _BLOCK):  # bounded float64 temporaries
+            stop = min(start + _BLOCK, len(length))
+            low, high = indptr[start], indptr[stop]
+            tf = data[low:high].astype(np.float64)
+            tf /= tf + np.repeat(norm[start:stop], np.diff(indptr[start : stop + 1]))
+            data[low:high] = tf
+        return sparse.csr_matrix((data, indices, indptr), shape=(len(length), terms))
 
 
 def rank_by_text_scores(data: TaskData, k: int, score_texts: Any) -> dict[str, dict[str, float]]:
