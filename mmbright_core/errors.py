@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import Any
 
 
 def show(value: str, limit: int = 60) -> str:
@@ -89,3 +90,18 @@ class MissingDependencyError(MMBrightError, ImportError):
             f"{what} needs the optional package {module!r}, which is not installed; "
             f"install it with: pip install 'mmbright[{extra}]'"
         )
+
+
+class NotesError(InputError):
+    """The notes database cannot be read or written (corrupt, locked, read-only, bad import).
+
+    Takes :class:`InputError`'s arguments, plus ``unsaved``.
+
+    Attributes:
+        unsaved: The text the failed write would have stored (a note, or a tag list), so a
+            caller can show it back instead of losing it; ``None`` when nothing was lost.
+    """
+
+    def __init__(self, problem: str, *, unsaved: str | None = None, **details: Any) -> None:
+        self.unsaved = unsaved
+        super().__init__(problem, **details)
