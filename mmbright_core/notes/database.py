@@ -1,0 +1,305 @@
+"""The notes file: where it lives, how it is opened, its schema and its transactions.
+
+One SQLite file in WAL mode, so that readers (every dashboard session) never wait for the
+one writer; ``busy_timeout`` makes a writer wait for another instead of failing at once.
+Every write is one ``BEGIN IMMEDIATE`` transaction: it takes the write lock before reading,
+so two writers never both read and then collide on upgrading their locks, and a failure
+rolls everything back. SQLite errors leave this module as :class:`NotesError`.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from mmbright_core.errors import NotesError
+from mmbright_core.notes.records import utc_now
+
+#: Environment variable naming the notes file (an explicit path wins over it).
+NOTES_ENV = "MMBRIGHT_NOTES"
+#: How long a write waits for another writer before giving up, in seconds.
+DEFAULT_TIMEOUT = 10.0
+#: The schema this code reads and writes, kept in ``PRAGMA user_version``.
+SCHEMA_VERSION = 1
+
+DEFAULT_TAGS: tuple[tuple[str, str], ...] = (
+    ("image irrelevant to the need", "the query's image adds nothing to what is asked"),
+    ("image essential but misread", "the answer depends on the image and the model missed it"),
+    ("OCR noise", "text read from the image is wrong or garbled"),
+    ("visually similar wrong document", "a retrieved item looks alike but answers otherwise"),
+    ("judgment looks wrong", "the relevance labels themselves seem mistaken"),
+    ("other", "none of the above; say why in the note"),
+)
+
+_KEY = "source TEXT NOT NULL, task INTEGER NOT NULL, protocol TEXT NOT NULL, "
+_KEY += "domain TEXT NOT NULL, query_id TEXT NOT NULL"
+_KEY_COLUMNS = "source, task, protocol, domain, query_id"
+
+_SCHEMA_1 = f"""
+CREATE TABLE tags (
+    name TEXT PRIMARY KEY,
+    description TEXT NOT NULL DEFAULT '',
+    position INTEGER NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE query_notes (
+    {_KEY},
+    note TEXT NOT NULL DEFAULT '',
+    author TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY ({_KEY_COLUMNS})
+);
+CREATE TABLE query_tags (
+    {_KEY},
+    tag TEXT NOT NULL REFERENCES tags(name) ON UPDATE CASCADE ON DELETE RESTRICT,
+    author TEXT,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY ({_KEY_COLUMNS}, tag),
+    FOREIGN KEY ({_KEY_COLUMNS}) REFERENCES query_notes ({_KEY_COLUMNS}) ON DELETE CASCADE
+);
+CREATE INDEX query_tags_by_tag ON query_tags (tag);
+"""
+
+T = TypeVar("T")
+
+# SQLite's primary result codes (the low byte of an extended code).
+_BUSY, _LOCKED, _READONLY, _CANTOPEN = 5, 6, 8, 14
+_PERM, _IOERR, _CORRUPT, _FULL, _NOTADB = 3, 10, 11, 13, 26
+
+
+def default_path(override: str | os.PathLike[str] | None = None) -> Path:
+    r"""Return the notes file: ``override``, else ``$MMBRIGHT_NOTES``, else the data folder's.
+
+    The data folder is ``$XDG_DATA_HOME/mmbright`` (else ``~/.local/share/mmbright``), on
+    macOS ``~/Library/Application Support/mmbright``, on Windows ``%APPDATA%\mmbright``.
+    """
+    if override is not None:
+        return Path(override).expanduser()
+    env = os.environ.get(NOTES_ENV)
+    if env:
+        return Path(env).expanduser()
+    return data_dir() / "notes.sqlite3"
+
+
+def data_dir() -> Path:
+    """Return this user's data folder for mmbright (not created)."""
+    if sys.platform == "win32":
+        appdata = os.environ.get("APPDATA")
+        root = Path(appdata) if appdata else Path.home() / "AppData" / "Roaming"
+    elif sys.platform == "darwin":
+        root = Path.home() / "Library" / "Application Support"
+    else:
+        xdg = os.environ.get("XDG_DATA_HOME", "")
+        # The XDG spec ignores a relative value.
+        root = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".local" / "share"
+    return root / "mmbright"
+
+
+def connect(path: Path, timeout: float) -> sqlite3.Connection:
+    """Open (creating it and its folders if needed) the notes file at ``path``.
+
+    The header is read before anything is written, so a file that is not a database is
+    reported and left byte for byte as it was.
+
+    Raises:
+        NotesError: The folder cannot be made, the file is not a notes database, was made
+            by a newer version, is read-only, or stays locked past ``timeout``.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _unwritable(path, err.strerror or str(err)) from err
+    try:
+        conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as err:
+        raise translate(err, path, timeout) from err
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        _check_foreign(conn, path)
+        retry(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone(), timeout)
+        run(conn, path, timeout, _migrate)
+    except BaseException as err:
+        conn.close()
+        if isinstance(err, sqlite3.Error):
+            raise translate(err, path, timeout) from err
+        raise
+    return conn
+
+
+def _check_foreign(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a database of another program or of a newer schema, before writing to it."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise NotesError(
+            "the notes file was made by a newer version of mmbright",
+            source=str(path),
+            expected=f"schema version {SCHEMA_VERSION} or older",
+            found=f"version {version}",
+            hint="Upgrade mmbright, or choose another file with --db or MMBRIGHT_NOTES",
+        )
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    if version == 0 and tables:
+        raise NotesError(
+            "the file is an SQLite database, but not a notes file",
+            source=str(path),
+            expected="an empty file or a notes database",
+            found=f"tables {', '.join(sorted(tables)[:5])}",
+            hint="Choose another file with --db or MMBRIGHT_NOTES; this one was left as it is",
+        )
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Bring the schema to :data:`SCHEMA_VERSION`, one step at a time, in one transaction."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    steps: dict[int, Callable[[sqlite3.Connection], None]] = {0: _create_1}
+    while version < SCHEMA_VERSION:
+        steps[version](conn)
+        version += 1
+        conn.execute(f"PRAGMA user_version = {version}")
+
+
+def _create_1(conn: sqlite3.Connection) -> None:
+    # executescript would commit the open transaction; run the statements one by one.
+    for statement in _SCHEMA_1.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    now = utc_now()
+    conn.executemany(
+        "INSERT INTO tags (name, description, position, created_at) VALUES (?, ?, ?, ?)",
+        [(name, text, i, now) for i, (name, text) in enumerate(DEFAULT_TAGS)],
+    )
+
+
+def run(
+    conn: sqlite3.Connection,
+    path: Path,
+    timeout: float,
+    body: Callable[[sqlite3.Connection], T],
+    *,
+    write: bool = True,
+    unsaved: str | None = None,
+) -> T:
+    """Run ``body`` in one transaction, retried while the file is busy, up to ``timeout``.
+
+    Args:
+        conn: The connection (autocommit mode: transactions are opened here).
+        path: The file, for messages.
+        timeout: Seconds to keep retrying a busy file.
+        body: The work; it may be run again from scratch after a rollback.
+        write: Take the write lock at once (``BEGIN IMMEDIATE``) rather than a read snapshot.
+        unsaved: The text a failed write would have stored, carried by the error.
+
+    Raises:
+        NotesError: The file stayed locked, is corrupt or read-only; nothing was changed.
+    """
+
+    def attempt() -> T:
+        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        try:
+            result = body(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return result
+
+    try:
+        return retry(attempt, timeout)
+    except sqlite3.Error as err:
+        raise translate(err, path, timeout, unsaved) from err
+    except NotesError as err:
+        if unsaved is not None and err.unsaved is None:
+            err.unsaved = unsaved
+        raise
+
+
+def retry(action: Callable[[], T], timeout: float) -> T:
+    """Call ``action`` again while SQLite answers busy or locked, until ``timeout`` passes.
+
+    SQLite's own busy handler already waits on most lock conflicts; this loop covers the
+    cases that answer busy at once (a WAL file being recovered, a schema lock).
+    """
+    deadline = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        try:
+            return action()
+        except sqlite3.OperationalError as err:
+            if _code(err) not in (_BUSY, _LOCKED) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
+def _code(err: sqlite3.Error) -> int | None:
+    code = getattr(err, "sqlite_errorcode", None)  # Python 3.11 and later
+    if code is not None:
+        return int(code) & 0xFF
+    text = str(err).lower()
+    for words, value in (
+        (("locked", "busy"), _BUSY),
+        (("not a database", "malformed", "corrupt"), _CORRUPT),
+        (("readonly", "read-only"), _READONLY),
+        (("unable to open",), _CANTOPEN),
+    ):
+        if any(word in text for word in words):
+            return value
+    return None
+
+
+def translate(
+    err: sqlite3.Error, path: Path, timeout: float, unsaved: str | None = None
+) -> NotesError:
+    """Turn an SQLite error into a :class:`NotesError` that says what to do about it."""
+    code = _code(err)
+    kept = " Your unsaved text is kept in the error." if unsaved is not None else ""
+    if code in (_BUSY, _LOCKED):
+        return NotesError(
+            "the notes file is locked by another writer",
+            source=str(path),
+            expected=f"the write lock within {timeout:g} s",
+            found=f"still locked ({err})",
+            hint="Close the other program writing it (an import, another dashboard "
+            f"tab saving) and try again; nothing was changed.{kept}",
+            unsaved=unsaved,
+        )
+    if code in (_CORRUPT, _NOTADB):
+        return NotesError(
+            "the notes file is not a readable SQLite database",
+            source=str(path),
+            expected="a notes database made by mmbright",
+            found=str(err),
+            hint="The file was left as it is: move it aside or restore a backup, or choose "
+            f"another file with --db or MMBRIGHT_NOTES.{kept}",
+            unsaved=unsaved,
+        )
+    if code in (_READONLY, _CANTOPEN, _PERM, _IOERR, _FULL):
+        return _unwritable(path, str(err), unsaved)
+    return NotesError(
+        "the notes database failed",
+        source=str(path),
+        found=str(err),
+        hint=f"Nothing was changed.{kept}" if kept else None,
+        unsaved=unsaved,
+    )
+
+
+def _unwritable(path: Path, found: str, unsaved: str | None = None) -> NotesError:
+    kept = " Your unsaved text is kept in the error." if unsaved is not None else ""
+    return NotesError(
+        "cannot write the notes file",
+        source=str(path),
+        expected="a file in a folder this user can create and write",
+        found=found,
+        hint="Make the folder writable, or choose another file with --db or "
+        f"MMBRIGHT_NOTES (SQLite also writes -wal and -shm files beside it).{kept}",
+        unsaved=unsaved,
+    )
