@@ -6,10 +6,29 @@ import difflib
 from collections.abc import Iterable
 from typing import Any
 
+QUOTE_LIMIT = 300
+"""The most characters of one part of a message (problem, expected, found, hint, source):
+a value from the input may be megabytes long, and a message is printed or sent to a page
+whole (an upload holding a 100 MiB id once made a 100 MB message that crashed the tab)."""
 
-def show(value: str, limit: int = 60) -> str:
-    """Quote a found value for a message, cut to ``limit`` characters."""
-    return repr(value if len(value) <= limit else value[:limit] + "...")
+
+def show(value: str, limit: int = 60, *, length: int | None = None) -> str:
+    """Quote a found value for a message, cut to ``limit`` characters with its length said.
+
+    ``show("a" * 10**8)`` is ``'aaaa…' (100,000,000 characters)``. ``length`` is the full
+    length when ``value`` is already a prefix (a value too large to copy whole).
+    """
+    length = len(value) if length is None else length
+    if length <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}… ({length:,} characters)"
+
+
+def cut(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """Cut one part of a message to ``limit`` characters, saying how long it was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"
 
 
 class MMBrightError(Exception):
@@ -33,12 +52,13 @@ class InputError(MMBrightError, ValueError):
         found: str | None = None,
         hint: str | None = None,
     ) -> None:
-        self.problem = problem
-        self.source = source
+        # Every part is cut here, once, so no reader has to remember to cut what it quotes.
+        self.problem = cut(problem)
+        self.source = None if source is None else cut(source)
         self.line = line
-        self.expected = expected
-        self.found = found
-        self.hint = hint
+        self.expected = None if expected is None else cut(expected)
+        self.found = None if found is None else cut(found)
+        self.hint = None if hint is None else cut(hint)
         super().__init__(self._message())
 
     def _message(self) -> str:
@@ -64,12 +84,14 @@ class UnknownNameError(MMBrightError, KeyError):
         self.kind = kind
         self.name = name
         self.known = sorted(known)
+        quoted = show(name, QUOTE_LIMIT)
+        name = name[: QUOTE_LIMIT + 1]  # difflib is quadratic; no known name is this long
         close = difflib.get_close_matches(name, self.known, n=3, cutoff=0.5)
         if not close:
             lowered = {k.lower(): k for k in self.known}
             matches = difflib.get_close_matches(name.lower(), list(lowered), n=3)
             close = [lowered[m] for m in matches]
-        message = f"unknown {kind} {name!r}"
+        message = f"unknown {cut(kind)} {quoted}"
         if close:
             message += f"; did you mean {' or '.join(repr(c) for c in close)}?"
         else:
