@@ -23,13 +23,26 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from mmbright_core.errors import InputError, show
-from mmbright_core.io._open import PARQUET_MAGIC
+from mmbright_core.io._open import (
+    MAX_ID_CHARS,
+    PARQUET_MAGIC,
+    long_id_error,
+    max_input_bytes,
+    size_text,
+)
 
 _REQUIRED = ("query_id", "doc_id", "score")
 
 
-def read_parquet_table(data: bytes, name: str) -> pa.Table:
-    """Read parquet bytes into a Table, turning every failure into an ``InputError``."""
+def read_parquet_table(data: bytes, name: str, max_bytes: int | None = None) -> pa.Table:
+    """Read parquet bytes into a Table, turning every failure into an ``InputError``.
+
+    Only the run's columns are read, batch by batch: a 4 kB file may hold a column that
+    decodes to gigabytes, and its metadata's sizes are the writer's word. Each batch is
+    counted against ``max_bytes`` (:func:`~mmbright_core.io._open.max_input_bytes`) and its
+    ids against :data:`~mmbright_core.io._open.MAX_ID_CHARS` as it is decoded, so such a
+    file is refused after one batch instead of being read whole.
+    """
     if data[:4] != PARQUET_MAGIC:
         raise InputError(
             "not a parquet file",
@@ -38,10 +51,32 @@ def read_parquet_table(data: bytes, name: str) -> pa.Table:
             found=repr(data[:4]),
             hint="Pass format='trec' or 'json' for text files",
         )
+    limit = max_input_bytes(max_bytes)
     try:
-        table = pq.read_table(io.BytesIO(data))
-        table.validate(full=True)  # checks, among others, that strings are valid UTF-8
-        return table
+        parquet = pq.ParquetFile(io.BytesIO(data))
+        schema = parquet.schema_arrow
+        if any(c not in schema.names for c in _REQUIRED):
+            return schema.empty_table()  # frame_to_run names what is missing
+        batches, size = [], 0
+        for batch in parquet.iter_batches(columns=list(_REQUIRED)):
+            size += batch.nbytes
+            if size > limit:
+                raise InputError(
+                    "the parquet file is larger than the input size limit once decoded",
+                    source=name,
+                    expected=f"at most {size_text(limit)} ({limit:,} bytes)",
+                    found=f"more than {size_text(limit)}",
+                    hint="Split the run, or raise the limit with MMBRIGHT_MAX_INPUT_BYTES",
+                )
+            batch.validate(full=True)  # checks, among others, that strings are valid UTF-8
+            for label in ("query_id", "doc_id"):
+                check_id_column(batch.column(label), label, name)
+            batches.append(batch)
+        if not batches:
+            return pa.schema([schema.field(c) for c in _REQUIRED]).empty_table()
+        return pa.Table.from_batches(batches)
+    except InputError:
+        raise
     except (pa.ArrowException, OSError, ValueError, IndexError, KeyError) as err:
         # pyarrow reports a corrupt or truncated file through several exception types.
         raise InputError(
@@ -171,7 +206,29 @@ def _ids(column: pa.ChunkedArray, label: str, name: str) -> list[str]:
             found=str(kind),
         )
     no_nulls(column, label, name)
+    check_id_column(column, label, name)
     return column.to_pylist()
+
+
+def check_id_column(column: pa.Array | pa.ChunkedArray, label: str, name: str) -> None:
+    """Refuse an id column holding a value over :data:`MAX_ID_CHARS` characters.
+
+    Raises:
+        InputError: The first such value, by row, quoted cut to a few hundred characters.
+    """
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+        return  # integer ids are short; other types are refused by _ids
+    lengths = pc.utf8_length(column)
+    longest = pc.max(lengths).as_py()
+    if longest is None or longest <= MAX_ID_CHARS:
+        return
+    row = int(pc.index(pc.greater(lengths, MAX_ID_CHARS), True).as_py())
+    # Only the start is copied out: the value may be hundreds of megabytes.
+    start = pc.utf8_slice_codeunits(column.slice(row, 1), 0, 100)[0].as_py()
+    what = label.replace("_", " ")
+    raise long_id_error(what, start, name, row=row + 1, length=lengths[row].as_py())
 
 
 def _numeric(column: pa.ChunkedArray, name: str) -> None:

@@ -4,15 +4,23 @@ Every reader accepts the same kinds of source, as ir_measures does (STYLE.md): a
 binary or text file object, inline text, or raw bytes. Whatever goes wrong comes back as
 an ``InputError`` that names the source (``<text>``, ``<bytes>`` and ``<stream>`` for data
 without a file name), the line or JSON path, what was expected and what was found.
+
+Reading is bounded: a path must name a regular file (a FIFO, a device or a socket may
+block or never end, so they are refused before they are opened), content is read in
+chunks and refused once it passes :func:`max_input_bytes` (counted after gunzipping, as
+it is decompressed, so a small gzip bomb is stopped early), and content that starts with
+binary data is refused at its first chunk instead of being read whole.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import re
+import stat
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Union
@@ -33,6 +41,21 @@ _BLANK = re.compile(r"[ \t\r\n\f\v]")
 _TO_SPACE = str.maketrans("\t\r\f\v", "    ")
 INTEGER = re.compile(r"[+-]?[0-9]+")
 
+MAX_INPUT_ENV = "MMBRIGHT_MAX_INPUT_BYTES"
+DEFAULT_MAX_INPUT_BYTES = 4 * 2**30
+"""The most bytes a reader takes from one source, after gunzipping: 4 GiB, several times
+the largest full-corpus run (29 domains x 1000 docs per query), while a file past it would
+need several times its size in memory to parse. ``MMBRIGHT_MAX_INPUT_BYTES`` (a number of
+bytes) or a reader's ``max_bytes`` argument sets another limit."""
+
+MAX_ID_CHARS = 1024
+"""The longest query or doc id taken, in characters. The longest real ids are Task 4 pair
+ids, ``<passage id>|||<image path>`` (SPEC §2), a few hundred characters at most; a longer
+one is a column mix-up or a hostile file, and would otherwise be carried into every
+table, message and page."""
+
+_CHUNK = 2**20
+
 
 @dataclass(frozen=True)
 class Loaded:
@@ -49,40 +72,79 @@ class Loaded:
     suffix: str
 
 
-def load(src: Readable) -> Loaded:
-    """Read a source completely into memory and gunzip it if needed.
+def max_input_bytes(limit: int | None = None) -> int:
+    """The most bytes a reader takes from one source (see :data:`DEFAULT_MAX_INPUT_BYTES`).
+
+    Args:
+        limit: An explicit limit; by default ``MMBRIGHT_MAX_INPUT_BYTES``, else 4 GiB.
+
+    Raises:
+        InputError: The limit (or the environment variable) is not a positive integer.
+    """
+    if limit is None:
+        raw = os.environ.get(MAX_INPUT_ENV, "").strip()
+        if not raw:
+            return DEFAULT_MAX_INPUT_BYTES
+        try:
+            limit = int(raw)
+        except ValueError:
+            limit = 0
+        source: str | None = MAX_INPUT_ENV
+        found = show(raw)
+    else:
+        source, found = None, repr(limit)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+        raise InputError(
+            "bad input size limit",
+            source=source,
+            expected="a positive number of bytes, e.g. 8589934592 for 8 GiB",
+            found=found,
+        )
+    return limit
+
+
+def size_text(size: int) -> str:
+    """Write a byte count for a message: ``4 GiB``, ``1.5 MiB``, ``900 bytes``."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:.4g} {unit}"
+    return f"{size:,} bytes"
+
+
+def load(src: Readable, max_bytes: int | None = None) -> Loaded:
+    """Read a source into memory, in bounded chunks, and gunzip it if needed.
 
     A ``str`` is a path when it has no line break and names an existing file; otherwise it
     is the content itself. Gzip is recognised by its magic bytes, whatever the name says.
+    A path must name a regular file; an open file object is read as it comes.
 
     Args:
         src: A path, inline text, raw bytes, or an open file object.
+        max_bytes: The most bytes taken once decompressed (:func:`max_input_bytes`).
 
     Returns:
         The source's name, bytes and format hints.
 
     Raises:
-        InputError: The file does not exist, cannot be read, or is corrupt gzip.
+        InputError: The file does not exist, is no regular file, cannot be read, is
+            corrupt gzip, is binary data, or holds more than ``max_bytes`` bytes.
     """
+    limit = max_input_bytes(max_bytes)
     if isinstance(src, bytes):
-        return _loaded("<bytes>", src, "")
+        return _loaded("<bytes>", src, "", limit)
     if isinstance(src, str) and ("\n" in src or not _is_file(src)):
+        if "\n" not in src and _exists(src):
+            _check_regular(src, os.stat(src).st_mode)
         if "\n" not in src and _looks_like_path(src):
             raise InputError(
                 "file not found", source=src, hint="Check the path, or pass the content itself"
             )
-        return _loaded("<text>", src.encode("utf-8", "surrogatepass"), "")
+        return _loaded("<text>", src.encode("utf-8", "surrogatepass"), "", limit)
     if isinstance(src, (str, os.PathLike)):
         path = Path(src)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise InputError("file not found", source=str(path), hint="Check the path") from None
-        except OSError as err:
-            raise InputError(f"cannot read the file ({err.strerror})", source=str(path)) from None
-        return _loaded(str(path), data, path.name)
+        return _loaded(str(path), _read_path(path, limit), path.name, limit)
     if hasattr(src, "read"):
-        return _load_stream(src)
+        return _load_stream(src, limit)
     raise InputError(
         "unsupported source",
         expected="a path, inline text, bytes or an open file",
@@ -90,11 +152,61 @@ def load(src: Readable) -> Loaded:
     )
 
 
-def _load_stream(stream: IO[Any]) -> Loaded:
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _check_regular(path: str, mode: int) -> None:
+    # Opening a FIFO blocks until a writer comes, and /dev/zero never ends: the type is
+    # checked before the file is opened for reading.
+    if stat.S_ISREG(mode):
+        return
+    kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
+    raise InputError(
+        "not a regular file",
+        source=path,
+        expected="a regular file",
+        found=kind,
+        hint="Pass a file inside the folder"
+        if stat.S_ISDIR(mode)
+        else "Pipes and devices may block or never end; save the content to a file first",
+    )
+
+
+def _read_path(path: Path, limit: int) -> bytes:
+    name = str(path)
+    try:
+        _check_regular(name, os.stat(path).st_mode)
+        # O_NONBLOCK: should the path become a FIFO between the check and here, opening it
+        # returns at once and the check below refuses it; regular files ignore the flag.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        raise InputError("file not found", source=name, hint="Check the path") from None
+    except OSError as err:
+        raise InputError(f"cannot read the file ({err.strerror})", source=name) from None
+    with open(fd, "rb") as handle:
+        _check_regular(name, os.fstat(fd).st_mode)
+        try:
+            return _read_bounded(handle.read, name, limit)
+        except OSError as err:
+            raise InputError(f"cannot read the file ({err.strerror})", source=name) from None
+
+
+def _load_stream(stream: IO[Any], limit: int) -> Loaded:
     raw_name = getattr(stream, "name", None)
     name = raw_name if isinstance(raw_name, str) else "<stream>"
+    content = _read_bounded(stream.read, name, limit)
+    return _loaded(name, content, Path(name).name if name != "<stream>" else "", limit)
+
+
+def _read_chunk(read: Callable[[int], Any], name: str) -> bytes:
     try:
-        content = stream.read()
+        chunk = read(_CHUNK)
     except UnicodeDecodeError as err:
         raise InputError(
             "the stream is not valid UTF-8 text",
@@ -102,29 +214,106 @@ def _load_stream(stream: IO[Any]) -> Loaded:
             found=f"byte {err.object[err.start : err.start + 1]!r}",
             hint="Open the file in binary mode or convert it to UTF-8",
         ) from None
-    if isinstance(content, str):
-        content = content.encode("utf-8", "surrogatepass")
-    if not isinstance(content, bytes):
+    if isinstance(chunk, str):
+        chunk = chunk.encode("utf-8", "surrogatepass")
+    if not isinstance(chunk, (bytes, bytearray)):
         raise InputError(
             "the file object's read() returned neither bytes nor text",
             source=name,
-            found=type(content).__name__,
+            found=type(chunk).__name__,
         )
-    return _loaded(name, content, Path(name).name if name != "<stream>" else "")
+    return bytes(chunk)
 
 
-def _loaded(name: str, data: bytes, file_name: str) -> Loaded:
+def _read_bounded(read: Callable[[int], Any], name: str, limit: int) -> bytes:
+    """Read to the end in chunks; refuse binary data at the first chunk, and past ``limit``."""
+    buffer = io.BytesIO()
+    chunk = _read_chunk(read, name)
+    if chunk[:2] != _GZIP_MAGIC:
+        _refuse_binary(chunk, name)
+    while chunk:
+        _append(buffer, chunk, name)
+        # Compressed content never takes fewer bytes than it expands to, give or take a
+        # header: past the limit here, it is past the limit decompressed too.
+        if buffer.tell() > limit:
+            raise _too_large(name, limit)
+        chunk = _read_chunk(read, name)
+    return buffer.getvalue()
+
+
+def _append(buffer: io.BytesIO, chunk: bytes, name: str) -> None:
+    # Under a memory cap smaller than the size limit, say so in one line, not a traceback.
+    try:
+        buffer.write(chunk)
+    except MemoryError:
+        read = buffer.tell()
+        buffer.close()
+        raise InputError(
+            "the input does not fit in memory",
+            source=name,
+            found=f"{size_text(read)} read when memory ran out",
+            hint=f"Free memory, or lower the input size limit ({MAX_INPUT_ENV}=<bytes>)",
+        ) from None
+
+
+def _too_large(name: str, limit: int, *, decompressed: bool = False) -> InputError:
+    return InputError(
+        "the input is larger than the input size limit"
+        + (" once decompressed" if decompressed else ""),
+        source=name,
+        expected=f"at most {size_text(limit)} ({limit:,} bytes)",
+        found=f"more than {size_text(limit)}",
+        hint=f"Split the input, or raise the limit with {MAX_INPUT_ENV}=<bytes>",
+    )
+
+
+def _refuse_binary(head: bytes, name: str) -> None:
+    """Refuse content whose first chunk holds a NUL byte: no TREC or JSON file has one.
+
+    Parquet (the one binary format read) is let through by its magic bytes; a file of
+    zeros (a sparse file, /dev/zero copied out) is refused here without reading it whole.
+    """
+    at = head.find(b"\0", 0, _CHUNK)
+    if at < 0 or head[:4] == PARQUET_MAGIC:
+        return
+    try:  # report the first byte that is not UTF-8 if it comes first, as ``decode`` does
+        head[:at].decode("utf-8")
+    except UnicodeDecodeError as err:
+        at = err.start
+    raise InputError(
+        "the content is not UTF-8 text",
+        source=name,
+        line=head.count(b"\n", 0, at) + 1,
+        expected="UTF-8 encoded text (TREC or JSON) or a parquet file",
+        found=f"byte {head[at : at + 1]!r} at offset {at} (binary data)",
+        hint="Pass the run or qrels file itself; binary files are read only as parquet",
+    )
+
+
+def _loaded(name: str, data: bytes, file_name: str, limit: int) -> Loaded:
     suffixes = [s.lower() for s in Path(file_name).suffixes] if file_name else []
     if suffixes and suffixes[-1] == ".gz":
         suffixes.pop()
     if data[:2] == _GZIP_MAGIC:
-        data = _gunzip(data, name)
+        data = _gunzip(data, name, limit)
+    _refuse_binary(data[:_CHUNK], name)
+    if len(data) > limit:
+        raise _too_large(name, limit)
     return Loaded(name, data, suffixes[-1] if suffixes else "")
 
 
-def _gunzip(data: bytes, name: str) -> bytes:
+def _gunzip(data: bytes, name: str, limit: int) -> bytes:
+    # The size in the gzip trailer is the writer's word (and modulo 4 GiB): the bytes are
+    # counted as they come out instead, so a bomb stops at the limit.
+    buffer = io.BytesIO()
     try:
-        return gzip.decompress(data)
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+            while chunk := stream.read(_CHUNK):
+                if buffer.tell() == 0:
+                    _refuse_binary(chunk, name)
+                _append(buffer, chunk, name)
+                if buffer.tell() > limit:
+                    raise _too_large(name, limit, decompressed=True)
     except (OSError, EOFError, zlib.error) as err:
         raise InputError(
             "corrupt or truncated gzip data",
@@ -132,11 +321,19 @@ def _gunzip(data: bytes, name: str) -> bytes:
             found=str(err) or type(err).__name__,
             hint="Re-create the file; `gzip -t` checks it",
         ) from None
+    return buffer.getvalue()
 
 
 def _is_file(text: str) -> bool:
     try:
         return "\0" not in text and Path(text).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _exists(text: str) -> bool:
+    try:
+        return "\0" not in text and os.path.exists(text)
     except (OSError, ValueError):
         return False
 
@@ -184,6 +381,52 @@ def decode(loaded: Loaded) -> str:
             found="no content" if not text else "only blank space",
         )
     return text
+
+
+def check_id_lengths(
+    nested: Mapping[str, Mapping[str, object]], name: str, text: str | None = None
+) -> None:
+    """Refuse a query or doc id longer than :data:`MAX_ID_CHARS`.
+
+    Args:
+        nested: query_id -> doc_id -> value, as read.
+        name: The source's name, for messages.
+        text: The text read, to name the line of the long id.
+
+    Raises:
+        InputError: An id is too long (the message quotes its start and its length).
+    """
+    for query_id, docs in nested.items():
+        if len(query_id) > MAX_ID_CHARS:
+            raise long_id_error("query id", query_id, name, text)
+        if docs and max(map(len, docs)) > MAX_ID_CHARS:
+            doc_id = next(d for d in docs if len(d) > MAX_ID_CHARS)
+            raise long_id_error("doc id", doc_id, name, text)
+
+
+def long_id_error(
+    what: str,
+    value: str,
+    name: str,
+    text: str | None = None,
+    *,
+    row: int | None = None,
+    length: int | None = None,
+) -> InputError:
+    """Build the error for an id past :data:`MAX_ID_CHARS` (``what``: "query id"...).
+
+    The line is found in ``text`` where given; ``row`` names a table's row instead, and
+    ``length`` the id's length when ``value`` is only its start.
+    """
+    at = -1 if text is None else text.find(value)
+    return InputError(
+        f"row {row}: {what} too long" if row is not None else f"{what} too long",
+        source=name,
+        line=text.count("\n", 0, at) + 1 if text is not None and at >= 0 else None,
+        expected=f"ids of at most {MAX_ID_CHARS:,} characters",
+        found=show(value, length=length),
+        hint="Check the columns: an id names a query or a document, it never holds its text",
+    )
 
 
 # The two whitespace-separated TREC formats, each named for the other's error message.

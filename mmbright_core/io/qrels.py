@@ -16,6 +16,7 @@ from mmbright_core.io._json import json_kind, json_path, nested_json
 from mmbright_core.io._open import (
     INTEGER,
     Readable,
+    check_id_lengths,
     check_trec_token,
     decode,
     duplicate_error,
@@ -30,30 +31,38 @@ QRELS_FORMATS: tuple[str, ...] = ("trec", "json")
 _TOKEN_HINT = "Write JSON qrels (a .json path) for ids with blanks"
 
 
-def read_qrels(src: Readable, format: str | None = None) -> dict[str, dict[str, int]]:
+def read_qrels(
+    src: Readable, format: str | None = None, *, max_bytes: int | None = None
+) -> dict[str, dict[str, int]]:
     """Read qrels from a TREC qrels file or JSON.
 
     Args:
         src: A path, inline text, bytes or an open file (gzip is recognised by content).
         format: ``"trec"`` or ``"json"``; detected when omitted (``.json`` extension or a
             leading ``{``).
+        max_bytes: The most bytes read, counted decompressed; by default
+            ``MMBRIGHT_MAX_INPUT_BYTES``, else 4 GiB.
 
     Returns:
         query_id -> doc_id -> relevance, in the source's order.
 
     Raises:
-        InputError: The source is malformed; the message says where and how.
+        InputError: The source is malformed, is no regular file, is larger than
+            ``max_bytes`` or holds an id over 1,024 characters; the message says where.
         UnknownNameError: ``format`` is not one of the formats above.
     """
     if format is not None and format not in QRELS_FORMATS:
         raise UnknownNameError("qrels format", format, QRELS_FORMATS)
-    loaded = load(src)
+    loaded = load(src, max_bytes)
     text = decode(loaded)
     if format == "json" or (
         format is None and (loaded.suffix == ".json" or text.lstrip().startswith("{"))
     ):
-        return nested_json(text, loaded.name, _json_relevance, "relevance")
-    return _parse_trec_qrels(text, loaded.name)
+        qrels = nested_json(text, loaded.name, _json_relevance, "relevance")
+    else:
+        qrels = _parse_trec_qrels(text, loaded.name)
+    check_id_lengths(qrels, loaded.name, text)
+    return qrels
 
 
 def _parse_trec_qrels(text: str, name: str) -> dict[str, dict[str, int]]:

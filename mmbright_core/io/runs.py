@@ -28,6 +28,7 @@ from mmbright_core.io._open import (
     PARQUET_MAGIC,
     TREC_LAYOUTS,
     Readable,
+    check_id_lengths,
     check_trec_token,
     decode,
     duplicate_error,
@@ -46,7 +47,7 @@ _TOKEN_HINT = "Use write_json_run for ids with blanks"
 
 
 def read_run(
-    src: Readable | pd.DataFrame, format: str | None = None
+    src: Readable | pd.DataFrame, format: str | None = None, *, max_bytes: int | None = None
 ) -> dict[str, dict[str, float]]:
     """Read a run from a TREC run file, JSON, parquet, or a DataFrame.
 
@@ -55,26 +56,33 @@ def read_run(
             or a pandas DataFrame / pyarrow Table with columns ``query_id, doc_id, score``.
         format: ``"trec"``, ``"json"`` or ``"parquet"``; detected when omitted (parquet
             magic bytes, then the ``.json``/``.parquet`` extension, then a leading ``{``).
+        max_bytes: The most bytes read, counted decompressed (and decoded, for parquet);
+            by default ``MMBRIGHT_MAX_INPUT_BYTES``, else 4 GiB.
 
     Returns:
         query_id -> doc_id -> score, in the source's order.
 
     Raises:
-        InputError: The source is malformed; the message says where and how.
+        InputError: The source is malformed, is no regular file, is larger than
+            ``max_bytes`` or holds an id over 1,024 characters; the message says where.
         UnknownNameError: ``format`` is not one of the formats above.
     """
     if _is_table(src):
         return run_from_frame(src)
     if format is not None and format not in RUN_FORMATS:
         raise UnknownNameError("run format", format, RUN_FORMATS)
-    loaded = load(src)
+    loaded = load(src, max_bytes)
     fmt = format or _detect(loaded.data, loaded.suffix)
     if fmt == "parquet":
-        return frame_to_run(read_parquet_table(loaded.data, loaded.name), loaded.name)
+        table = read_parquet_table(loaded.data, loaded.name, max_bytes)
+        return frame_to_run(table, loaded.name)
     text = decode(loaded)
     if fmt == "json":
-        return nested_json(text, loaded.name, _json_score, "score")
-    return _parse_trec_run(text, loaded.name)
+        run = nested_json(text, loaded.name, _json_score, "score")
+    else:
+        run = _parse_trec_run(text, loaded.name)
+    check_id_lengths(run, loaded.name, text)
+    return run
 
 
 def _is_table(src: object) -> bool:
