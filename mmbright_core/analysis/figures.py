@@ -3,9 +3,19 @@
 Each function takes a table the core returned (leaderboard, results table, comparison) and
 only lays it out; values are plotted as they come (per-query values as fractions, the
 leaderboard x100 as the benchmark reports it).
+
+Plotly reads every text it draws (titles, axis titles, tick labels and categories, legend
+names, hover text, annotations) as pseudo-HTML: ``<b>``, ``<a href>``... are rendered, and
+the entities ``&lt;``, ``&gt;``, ``&amp;`` are shown as the characters (plotly.js decodes
+entities after tags, since 1.41). Every text that comes from users or data (run names,
+domains, query ids, measures, groups) therefore goes through :func:`plain` once, here, so
+a run named ``<b>x</b>.trec`` is shown as written, not in bold.
 """
 
 from __future__ import annotations
+
+import html
+from collections.abc import Iterable
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -17,6 +27,15 @@ _A_COLOR = "#1f77b4"
 _B_COLOR = "#d62728"
 
 
+def plain(text: object) -> str:
+    """Escape ``&``, ``<`` and ``>`` so Plotly shows ``text`` as written, never as markup."""
+    return html.escape(str(text), quote=False)
+
+
+def _plain_all(values: Iterable[object]) -> list[str]:
+    return [plain(v) for v in values]
+
+
 def leaderboard_heatmap(board: pd.DataFrame) -> go.Figure:
     """Heatmap of a leaderboard: one row per (task, run), one column per domain, then Avg.
 
@@ -24,12 +43,12 @@ def leaderboard_heatmap(board: pd.DataFrame) -> go.Figure:
         board: :func:`mmbright_core.analysis.leaderboard.leaderboard` output (x100).
     """
     columns = [c for c in board.columns if c != "domains"]
-    rows = [f"T{task} · {run}" for task, run in board.index]
+    rows = [f"T{task} · {plain(run)}" for task, run in board.index]
     values = board[columns]
     figure = go.Figure(
         go.Heatmap(
             z=values.to_numpy(dtype=float),
-            x=columns,
+            x=_plain_all(columns),
             y=rows,
             text=values.to_numpy(dtype=float),
             texttemplate="%{text:.1f}",
@@ -53,10 +72,10 @@ def leaderboard_heatmap(board: pd.DataFrame) -> go.Figure:
 def score_histogram(values: pd.Series, name: str, measure: str) -> go.Figure:
     """Distribution of one run's per-query values (fractions in [0, 1])."""
     figure = go.Figure(
-        go.Histogram(x=values, xbins={"start": 0, "end": 1.0001, "size": 0.05}, name=name)
+        go.Histogram(x=values, xbins={"start": 0, "end": 1.0001, "size": 0.05}, name=plain(name))
     )
     figure.update_layout(
-        xaxis_title=f"{measure} per query",
+        xaxis_title=f"{plain(measure)} per query",
         yaxis_title="queries",
         bargap=0.05,
         height=320,
@@ -68,7 +87,9 @@ def score_histogram(values: pd.Series, name: str, measure: str) -> go.Figure:
 def pair_scatter(comparison: Comparison) -> go.Figure:
     """Per-query value of run A (x) against run B (y), with the diagonal."""
     frame = comparison.per_query
-    labels = frame["domain"] + " / " + frame["query_id"].astype(str)
+    labels = [
+        f"{plain(d)} / {plain(q)}" for d, q in zip(frame["domain"], frame["query_id"], strict=True)
+    ]
     figure = go.Figure(
         go.Scatter(
             x=frame["a"],
@@ -82,8 +103,8 @@ def pair_scatter(comparison: Comparison) -> go.Figure:
     )
     figure.add_shape(type="line", x0=0, y0=0, x1=1, y1=1, line={"dash": "dot", "color": "gray"})
     figure.update_layout(
-        xaxis_title=f"{comparison.run_a} (A)",
-        yaxis_title=f"{comparison.run_b} (B)",
+        xaxis_title=f"{plain(comparison.run_a)} (A)",
+        yaxis_title=f"{plain(comparison.run_b)} (B)",
         height=420,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
     )
@@ -97,7 +118,7 @@ def delta_histogram(comparison: Comparison) -> go.Figure:
     )
     figure.add_vline(x=0, line_dash="dot", line_color="gray")
     figure.update_layout(
-        xaxis_title=f"{comparison.measure}: B − A",
+        xaxis_title=f"{plain(comparison.measure)}: B − A",
         yaxis_title="queries",
         height=420,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
@@ -111,7 +132,7 @@ def domain_deltas(comparison: Comparison) -> go.Figure:
     figure = go.Figure(
         go.Bar(
             x=s["delta"],
-            y=s["scope"],
+            y=_plain_all(s["scope"]),
             orientation="h",
             error_x={
                 "type": "data",
@@ -126,7 +147,7 @@ def domain_deltas(comparison: Comparison) -> go.Figure:
     )
     figure.add_vline(x=0, line_color="gray")
     figure.update_layout(
-        xaxis_title=f"mean {comparison.measure} delta (B − A), 95% CI",
+        xaxis_title=f"mean {plain(comparison.measure)} delta (B − A), 95% CI",
         height=120 + 26 * len(s),
         yaxis={"autorange": "reversed"},
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
@@ -136,20 +157,21 @@ def domain_deltas(comparison: Comparison) -> go.Figure:
 
 def breakdown_bars(frame: pd.DataFrame, comparison: Comparison, title: str) -> go.Figure:
     """Mean of A and B per group of an image-effect breakdown (e.g. by image count)."""
+    groups = _plain_all(frame["group"])
     figure = go.Figure(
         [
             go.Bar(
-                x=frame["group"], y=frame["mean_a"], name=comparison.run_a, marker_color=_A_COLOR
+                x=groups, y=frame["mean_a"], name=plain(comparison.run_a), marker_color=_A_COLOR
             ),
             go.Bar(
-                x=frame["group"], y=frame["mean_b"], name=comparison.run_b, marker_color=_B_COLOR
+                x=groups, y=frame["mean_b"], name=plain(comparison.run_b), marker_color=_B_COLOR
             ),
         ]
     )
     figure.update_layout(
         barmode="group",
-        xaxis_title=title,
-        yaxis_title=f"mean {comparison.measure}",
+        xaxis_title=plain(title),
+        yaxis_title=f"mean {plain(comparison.measure)}",
         height=320,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
     )
