@@ -120,6 +120,7 @@ class BM25Retriever:
         key = digest.hexdigest()
         if self._last is not None and self._last[0] == key:
             return self._last[1]
+        self._last = None  # another domain's index must not sit beside the new one
         folder = None if self.cache_root is None else self.cache_root / key
         index = BM25Index.load(folder) if folder is not None else None
         if index is None:
