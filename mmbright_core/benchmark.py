@@ -260,22 +260,55 @@ def load_task_runs(
     Args:
         source: The dataset copy whose queries define the domains.
         task: 1, 2, 3 or 4.
-        path: A ``<subdir>`` of official outputs (one ``scores.json`` per domain) or a run
-            file in any format :func:`mmbright_core.io.runs.read_run` reads.
+        path: A ``<subdir>`` of official outputs (one ``scores.json`` per domain), an MTEB
+            predictions file (:func:`load_mteb_runs`) or a run file in any format
+            :func:`mmbright_core.io.runs.read_run` reads.
         domains: Keep only these domains (default: all the source holds).
         protocol: The Task 4 protocol.
 
     Returns:
         domain -> run.
     """
+    from mmbright_core.io.mteb import looks_like_mteb
     from mmbright_core.io.official import read_outputs
     from mmbright_core.io.runs import read_run
 
     chosen = set(domains if domains is not None else source.domains())
     if Path(path).is_dir():
         return {d: dict(r) for d, r in read_outputs(path).runs.items() if d in chosen}
+    if looks_like_mteb(path):
+        return {d: r for d, r in load_mteb_runs(source, task, path).items() if d in chosen}
     known = task_query_ids(source, task, sorted(chosen), protocol)
     return runs_by_domain(read_run(Path(path)), known, name=str(path))
+
+
+def load_mteb_runs(
+    source: Source, task: int, path: str | os.PathLike[str], task_name: str | None = None
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Read an MTEB predictions file as one run per domain of a task.
+
+    Args:
+        source: The dataset copy whose domains the file's subsets must be.
+        task: The task the runs must answer.
+        path: ``<TaskName>_predictions.json``, or any name with ``task_name`` given.
+        task_name: MTEB's task name, when the file name does not carry it.
+
+    Raises:
+        InputError: The file's task is not ``task``, or the file is malformed.
+        UnknownNameError: An unknown MTEB task name, or a subset that is no domain.
+    """
+    from mmbright_core.io.mteb import mteb_task_name, read_mteb_predictions
+
+    found = read_mteb_predictions(path, task_name=task_name, domains=source.domains())
+    if found.task is not None and found.task != task:
+        raise InputError(
+            f"these predictions answer task {found.task} ({found.task_name}), not task {task}",
+            source=str(path),
+            expected=f"{mteb_task_name(task)} predictions",
+            found=str(found.task_name),
+            hint=f"Score them with --task {found.task}",
+        )
+    return found.runs
 
 
 def score_task(

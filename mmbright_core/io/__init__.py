@@ -8,6 +8,12 @@ package but the shared types, errors and ranking rule; scoring lives in
 from __future__ import annotations
 
 from mmbright_core.io.atomic import atomic_write_bytes, atomic_write_text
+from mmbright_core.io.mteb import (
+    MtebPredictions,
+    looks_like_mteb,
+    read_mteb_predictions,
+    write_mteb_predictions,
+)
 from mmbright_core.io.official import (
     OfficialOutputs,
     official_subdir,
@@ -26,10 +32,13 @@ from mmbright_core.io.runs import (
 )
 
 __all__ = [
+    "MtebPredictions",
     "OfficialOutputs",
     "atomic_write_bytes",
     "atomic_write_text",
+    "looks_like_mteb",
     "official_subdir",
+    "read_mteb_predictions",
     "read_outputs",
     "read_qrels",
     "read_run",
@@ -37,6 +46,7 @@ __all__ = [
     "run_to_frame",
     "write_domain_outputs",
     "write_json_run",
+    "write_mteb_predictions",
     "write_parquet_run",
     "write_qrels",
     "write_summary",

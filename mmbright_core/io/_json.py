@@ -28,6 +28,20 @@ def finite_number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def json_score(value: Any, name: str, keys: tuple[str, ...]) -> float:
+    """Return a run's score at JSON path ``keys``, or raise naming the path."""
+    score = finite_number(value)
+    if score is not None:
+        return score
+    raise InputError(
+        f"bad score at {json_path(*keys)}",
+        source=name,
+        expected="a finite number",
+        found=json_kind(value),
+        hint="Scores must be JSON numbers (not strings, NaN or Infinity)",
+    )
+
+
 class JsonObject(list[tuple[str, Any]]):
     """A JSON object kept as its ordered ``(key, value)`` pairs, duplicates included."""
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from mmbright_core.errors import InputError, UnknownNameError, show
 from mmbright_core.io._columns import Wording, frame_to_run, read_parquet_table
-from mmbright_core.io._json import finite_number, json_kind, json_path, nested_json
+from mmbright_core.io._json import json_path, json_score, nested_json
 from mmbright_core.io._open import (
     INTEGER,
     PARQUET_MAGIC,
@@ -78,7 +78,7 @@ def read_run(
         return frame_to_run(table, loaded.name)
     text = decode(loaded)
     if fmt == "json":
-        run = nested_json(text, loaded.name, _json_score, "score")
+        run = nested_json(text, loaded.name, json_score, "score")
     else:
         run = _parse_trec_run(text, loaded.name)
     check_id_lengths(run, loaded.name, text)
@@ -143,19 +143,6 @@ def _text_score(token: str, name: str, line: int) -> float:
 
 def _is_nonfinite_word(token: str) -> bool:
     return token.lower().lstrip("+-") in ("nan", "inf", "infinity")
-
-
-def _json_score(value: Any, name: str, keys: tuple[str, str]) -> float:
-    score = finite_number(value)
-    if score is not None:
-        return score
-    raise InputError(
-        f"bad score at {json_path(*keys)}",
-        source=name,
-        expected="a finite number",
-        found=json_kind(value),
-        hint="Scores must be JSON numbers (not strings, NaN or Infinity)",
-    )
 
 
 def run_from_frame(
