@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from mmbright_core.data.choices import PROTOCOLS as PROTOCOLS
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.types import Protocol4
 
@@ -24,8 +25,6 @@ PAIR_SEPARATOR = "|||"
 
 NONE_MARKER = "N/A"
 """The string ``negative_ids`` uses for "no negatives" (SPEC §2)."""
-
-PROTOCOLS: tuple[Protocol4, ...] = ("paper", "legacy")
 
 # SPEC §3: the paper's key is the hex run right after the domain folder; the January 2026
 # release required exactly one numeric segment, so Biology's chunked ids never matched.

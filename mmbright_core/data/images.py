@@ -25,15 +25,14 @@ import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from PIL import Image, ImageFile, UnidentifiedImageError
 
+from mmbright_core.data.choices import POLICIES as POLICIES
+from mmbright_core.data.choices import ImagePolicy as ImagePolicy
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.types import Query
-
-ImagePolicy = Literal["first", "concat", "all"]
-POLICIES: tuple[ImagePolicy, ...] = ("first", "concat", "all")
 
 # What Pillow raises on hostile bytes besides OSError (UnidentifiedImageError, truncation):
 # plugins raise SyntaxError/ValueError/struct.error/EOFError on malformed headers.

@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable, MutableMapping, Sequence
 from dataclasses import astuple, dataclass, fields
 
+from mmbright_core.data.choices import TASKS as TASKS
 from mmbright_core.data.images import check_image
 from mmbright_core.data.sources import Source
 from mmbright_core.data.tasks import decodable_images, pair_corpus, read_passages
 from mmbright_core.types import Protocol4
-
-TASKS: tuple[int, ...] = (1, 2, 3, 4)
 
 
 @dataclass(frozen=True)
