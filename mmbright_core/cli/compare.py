@@ -15,21 +15,17 @@ import math
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-import pandas as pd
+from mmbright_core.cli.options import add_task_options, declare_later
 
-from mmbright_core.analysis.compare import Comparison, compare_runs, most_hurt
-from mmbright_core.analysis.rankdiff import rank_diff
-from mmbright_core.analysis.report import QueryDetail, comparison_report
-from mmbright_core.analysis.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
-from mmbright_core.analysis.table import source_results_table
-from mmbright_core.benchmark import RUN_DEPTH, load_task_runs
-from mmbright_core.cli.options import add_negatives
-from mmbright_core.data.sources import Source, open_source
-from mmbright_core.io.atomic import atomic_write_text
-from mmbright_core.ranking import top_k
-from mmbright_core.types import Run
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from mmbright_core.analysis.compare import Comparison
+    from mmbright_core.analysis.report import QueryDetail
+    from mmbright_core.data.sources import Source
+    from mmbright_core.types import Run
 
 MEASURE = "nDCG@10"
 _SUMMARY = [
@@ -78,24 +74,17 @@ def register(subparsers: Any) -> None:
         "run_a", metavar="RUN_A", help="baseline: run file or official outputs folder"
     )
     parser.add_argument("run_b", metavar="RUN_B", help="compared run: run file or outputs folder")
-    parser.add_argument("--source", required=True, help="'demo', 'hf' or a dataset folder")
-    parser.add_argument("--task", type=int, required=True, choices=(1, 2, 3, 4), help="task number")
-    parser.add_argument(
-        "--domain",
-        dest="domains",
-        action="append",
-        metavar="D",
-        help="restrict to a domain (repeatable; default: every domain of the runs)",
-    )
-    parser.add_argument(
-        "--protocol",
-        choices=("paper", "legacy"),
-        default="paper",
-        help="Task 4 judgment protocol (default: paper)",
-    )
-    add_negatives(parser)
+    add_task_options(parser, domains="every domain of the runs")
     parser.add_argument("--format", choices=("tsv", "json"), default="tsv")
     parser.add_argument("--report", metavar="HTML", help="also write a self-contained HTML report")
+    declare_later(parser, declare_tests)
+    parser.set_defaults(handler=run)
+
+
+def declare_tests(parser: argparse.ArgumentParser) -> None:
+    """Add the test settings; on first use (their defaults live beside numpy)."""
+    from mmbright_core.analysis.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+
     parser.add_argument(
         "--seed",
         type=int,
@@ -111,11 +100,17 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--top", type=int, default=10, help="most-hurt queries to list (default 10)"
     )
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Compare the two runs and print the result; return the exit status."""
+    from mmbright_core.analysis.compare import compare_runs, most_hurt
+    from mmbright_core.analysis.report import comparison_report
+    from mmbright_core.analysis.table import source_results_table
+    from mmbright_core.benchmark import load_task_runs
+    from mmbright_core.data.sources import open_source
+    from mmbright_core.io.atomic import atomic_write_text
+
     source = open_source(args.source)
     # A domain named twice is compared once: repeating its queries would shrink the CIs.
     domains = list(dict.fromkeys(map(source.check_domain, args.domains))) if args.domains else None
@@ -156,6 +151,8 @@ def _names(path_a: str, path_b: str) -> tuple[str, str]:
 
 
 def _cell(value: Any) -> str:
+    import pandas as pd
+
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, float):
@@ -182,6 +179,8 @@ def _print_rows(frame: pd.DataFrame, columns: list[str], out: IO[str]) -> None:
 
 
 def _records(frame: pd.DataFrame, columns: list[str]) -> list[dict[str, Any]]:
+    import pandas as pd
+
     records = frame[columns].astype(object).to_dict(orient="records")
     return [
         {
@@ -220,6 +219,11 @@ def _details(
     runs: Mapping[str, Mapping[str, Run]],
     hurt: pd.DataFrame,
 ) -> dict[tuple[str, str], QueryDetail]:
+    from mmbright_core.analysis.rankdiff import rank_diff
+    from mmbright_core.analysis.report import QueryDetail
+    from mmbright_core.benchmark import RUN_DEPTH
+    from mmbright_core.ranking import top_k
+
     run_a, run_b = runs.values()
     out = {}
     for domain, query_id in zip(hurt["domain"], hurt["query_id"], strict=True):

@@ -14,9 +14,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from mmbright_core.data.ids import PROTOCOLS
-
-_SOURCE_HELP = "'demo', 'hf' (the pinned hub revision), 'hf@REVISION' or a folder"
+from mmbright_core.cli.options import add_domains, add_protocol, add_source, add_task
+from mmbright_core.errors import InputError
 
 
 def register(subparsers: Any) -> None:
@@ -26,10 +25,10 @@ def register(subparsers: Any) -> None:
         help="count queries, corpus items, judgments and images per domain and task",
         description="Count each task on each domain of a dataset copy, with a total per task.",
     )
-    stats.add_argument("--source", required=True, help=_SOURCE_HELP)
-    stats.add_argument("--task", type=int, nargs="+", choices=(1, 2, 3, 4), help="default: all")
-    stats.add_argument("--domain", nargs="+", help="default: every domain of the source")
-    stats.add_argument("--protocol", choices=PROTOCOLS, default="paper", help="Task 4 protocol")
+    add_source(stats)
+    add_task(stats, required=False, several=True, help="default: all")
+    add_domains(stats, default="every domain of the source")
+    add_protocol(stats)
     stats.add_argument(
         "--format",
         choices=("tsv", "json", "table"),
@@ -44,10 +43,10 @@ def register(subparsers: Any) -> None:
         description="Build a task's qrels under its protocol and write them as TREC qrels. "
         "Queries with no judgment cannot appear in TREC qrels; their count goes to stderr.",
     )
-    qrels.add_argument("--source", required=True, help=_SOURCE_HELP)
-    qrels.add_argument("--task", type=int, required=True, choices=(1, 2, 3, 4))
-    qrels.add_argument("--domain", required=True)
-    qrels.add_argument("--protocol", choices=PROTOCOLS, default="paper", help="Task 4 protocol")
+    add_source(qrels)
+    add_task(qrels)
+    add_domains(qrels, required=True, help="the domain to write (one)")
+    add_protocol(qrels)
     qrels.add_argument("--out", metavar="FILE", help="destination (default: standard output)")
     qrels.set_defaults(handler=run_qrels)
 
@@ -58,7 +57,7 @@ def run_stats(args: argparse.Namespace) -> int:
     from mmbright_core.data.stats import STATS_COLUMNS, TASKS, collect_stats, spec_table
 
     source = open_source(args.source)
-    rows = collect_stats(source, args.task or TASKS, args.domain, args.protocol)
+    rows = collect_stats(source, args.task or TASKS, args.domains, args.protocol)
     if args.format == "json":
         json.dump([asdict(r) for r in rows], sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -80,7 +79,14 @@ def run_qrels(args: argparse.Namespace) -> int:
     from mmbright_core.data.sources import open_source
     from mmbright_core.io.qrels import write_qrels
 
-    data = open_source(args.source).judgments(args.task, args.domain, args.protocol)
+    if len(args.domains) != 1:
+        # TREC qrels carry no domain: two domains' query ids could not be told apart.
+        raise InputError(
+            "qrels are written for one domain at a time",
+            expected="one --domain",
+            found=f"--domain {' '.join(args.domains)}",
+        )
+    data = open_source(args.source).judgments(args.task, args.domains[0], args.protocol)
     if args.out:
         write_qrels(args.out, data.qrels, format="trec")
     else:

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from mmbright_core.cli.options import add_negatives
+from mmbright_core.cli.options import add_task_options
 from mmbright_core.errors import InputError
 from mmbright_core.types import EvalResult, Qrels, Run
 
@@ -48,15 +48,9 @@ def register(subparsers: Any) -> None:
         "benchmark task (instead of --qrels: judgments, exclusions and the top-1000 cut "
         "come from the task's protocol; prints per-domain scores and their macro average)"
     )
-    bench.add_argument(
-        "--source", help="'demo', 'hf' (the pinned hub revision), 'hf@REVISION' or a folder"
+    add_task_options(
+        bench, required=False, task_help="required with --source", domains="those the run covers"
     )
-    bench.add_argument("--task", type=int, choices=(1, 2, 3, 4), help="required with --source")
-    bench.add_argument("--domain", nargs="+", help="default: the domains the run covers")
-    bench.add_argument(
-        "--protocol", choices=("paper", "legacy"), default="paper", help="Task 4 protocol"
-    )
-    add_negatives(bench)
     parser.add_argument(
         "--measure",
         "-m",
@@ -126,17 +120,17 @@ def score_benchmark(args: argparse.Namespace) -> TaskScores:
         )
     source = open_source(args.source)
     if args.run == "-":
-        known = task_query_ids(source, args.task, args.domain, args.protocol)
+        known = task_query_ids(source, args.task, args.domains, args.protocol)
         runs = runs_by_domain(read_run(sys.stdin.buffer), known, name="<stdin>")
     else:
         runs = load_task_runs(
-            source, args.task, args.run, domains=args.domain, protocol=args.protocol
+            source, args.task, args.run, domains=args.domains, protocol=args.protocol
         )
     return score_task(
         source,
         args.task,
         runs,
-        domains=args.domain,
+        domains=args.domains,
         protocol=args.protocol,
         measures=tuple(args.measures or DEFAULT_MEASURES),
         missing=args.missing,
