@@ -8,9 +8,9 @@ only the columns it needs, so tasks 1-2 never open an image config.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from mmbright_core.data.ids import (
     as_str_list,
@@ -25,7 +25,7 @@ from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.types import Document, ImageRef, Protocol4, ProtocolReport, Query, TaskData
 
 if TYPE_CHECKING:
-    from mmbright_core.data.sources import Source
+    import pyarrow as pa
 
 # Per task: the query config and the columns its protocol uses (column projection keeps
 # text-only tasks away from anything large).
@@ -74,6 +74,28 @@ def negatives_for(task: int, negatives: str) -> Negatives:
     return checked if task in NEGATIVE_TASKS else "exclude"
 
 
+class TaskSource(Protocol):
+    """What building a task reads from a copy of the dataset; every data source satisfies it."""
+
+    def read_table(self, config: str, domain: str, columns: Sequence[str]) -> pa.Table:
+        """Read only ``columns`` of one config's file for one domain."""
+        ...
+
+    def iter_batches(
+        self, config: str, domain: str, columns: Sequence[str], batch_rows: int | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        """Stream ``columns`` of one config's file in record batches."""
+        ...
+
+    def image_paths(self, config: str, domain: str) -> tuple[str, ...]:
+        """Return the normalised image paths of an image config, in file order."""
+        ...
+
+    def image_problem(self, config: str, domain: str, path: str) -> str | None:
+        """Return why an image of ``config`` cannot be decoded, or None."""
+        ...
+
+
 Pair = tuple[str, str | None]
 """A Task 4 item: (passage id, image path or None for the text-only variant)."""
 
@@ -89,7 +111,7 @@ class QueryRecord:
     negative_images: tuple[str, ...] = ()
 
 
-def read_queries(source: Source, task: int, domain: str) -> list[QueryRecord]:
+def read_queries(source: TaskSource, task: int, domain: str) -> list[QueryRecord]:
     """Read a task's queries for one domain, projecting the columns its protocol needs.
 
     Raises:
@@ -126,7 +148,7 @@ def _unique(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-def read_passages(source: Source, domain: str, *, text: bool) -> tuple[list[str], list[str]]:
+def read_passages(source: TaskSource, domain: str, *, text: bool) -> tuple[list[str], list[str]]:
     """Return the domain's passage ids and, when ``text``, their contents (else ``[]``).
 
     The file is streamed in record batches: a whole-table read would hold the arrow copy of
@@ -141,7 +163,7 @@ def read_passages(source: Source, domain: str, *, text: bool) -> tuple[list[str]
     return ids, texts
 
 
-def decodable_images(source: Source, domain: str) -> tuple[list[str], dict[str, str]]:
+def decodable_images(source: TaskSource, domain: str) -> tuple[list[str], dict[str, str]]:
     """Split the domain's corpus images into decodable paths and path -> reason for the rest.
 
     The official loader drops what Pillow cannot decode from the Task 3 corpus and the Task 4
@@ -159,7 +181,7 @@ def decodable_images(source: Source, domain: str) -> tuple[list[str], dict[str, 
 
 
 def build_task(
-    source: Source,
+    source: TaskSource,
     task: int,
     domain: str,
     protocol: Protocol4 = "paper",
@@ -212,7 +234,7 @@ def _finish(
 
 
 def _text_task(
-    source: Source,
+    source: TaskSource,
     task: int,
     domain: str,
     records: Sequence[QueryRecord],
@@ -233,7 +255,7 @@ def _text_task(
 
 
 def _image_task(
-    source: Source, domain: str, records: Sequence[QueryRecord], with_corpus: bool
+    source: TaskSource, domain: str, records: Sequence[QueryRecord], with_corpus: bool
 ) -> TaskData:
     # Task 3: positive image paths -> 1; negative_ids are passage ids, so nothing is excluded.
     # The judgments do not depend on the corpus, so without it no image is read at all.
@@ -250,7 +272,7 @@ def _image_task(
 
 
 def _pair_task(
-    source: Source,
+    source: TaskSource,
     domain: str,
     protocol: Protocol4,
     records: Sequence[QueryRecord],
