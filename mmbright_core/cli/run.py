@@ -6,12 +6,12 @@ import argparse
 import json
 from typing import Any
 
+from mmbright_core.cli.engine_options import add_engine_arguments, with_engine
 from mmbright_core.cli.options import add_negatives
 from mmbright_core.data.images import POLICIES
 from mmbright_core.data.sources import open_source
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.base import DEFAULT_K, available_retrievers
-from mmbright_core.retrieval.engines import add_engine_arguments, with_engine
 from mmbright_core.retrieval.runner import run_task
 
 

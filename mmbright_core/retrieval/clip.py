@@ -51,6 +51,13 @@ from mmbright_core.retrieval.cache import (
     default_cache_dir,
     path_sha256,
 )
+from mmbright_core.retrieval.encoders import (
+    BatchEncoder,
+    CallEncoder,
+    EncodeJob,
+    document_bytes,
+    passage_jobs,
+)
 from mmbright_core.retrieval.index import Groups, IndexKind, l2_normalise, rank_vectors
 from mmbright_core.retrieval.textcap import cap_text
 from mmbright_core.types import Query, TaskData
@@ -263,6 +270,42 @@ class ClipRetriever:
 
         return self._cache("image").encode(
             loaders, keys, batch, self.batch_size, desc="clip images"
+        )
+
+    def corpus_jobs(self, data: TaskData, source: ImageSource | None) -> list[EncodeJob]:
+        """Return the passage texts and corpus images a local run encodes (for the Ray engine).
+
+        Task 3 encodes its corpus images in corpus order, Task 4 its distinct images sorted.
+        """
+        jobs = passage_jobs(data)
+        if data.task in (3, 4) and source is not None:
+            if data.task == 3:
+                paths = [d.doc_id if d.image is None else d.image.path for d in data.corpus]
+            else:
+                paths = sorted({d.image.path for d in data.corpus if d.image is not None})
+            raw = [document_bytes(source, data.domain, path) for path in paths]
+            jobs.append(EncodeJob("image", [content_key(r) for r in raw], raw, paths))
+        return jobs
+
+    def batch_encoder(self, role: str, prefix: str = "") -> BatchEncoder | None:
+        """Return the text or image encoder (:meth:`embed_texts`, :meth:`embed_images`).
+
+        Image items are file bytes, decoded here; texts take no prefix.
+        """
+        if role == "text":
+            return CallEncoder(
+                self._cache(role),
+                self.batch_size,
+                self._context_length(),
+                lambda items, _: self.embed_texts(list(items)),
+            )
+        if role == "image":
+            return CallEncoder(self._cache(role), self.batch_size, 0, self._embed_files)
+        return None
+
+    def _embed_files(self, items: Sequence[bytes], names: Sequence[str]) -> np.ndarray:
+        return self.embed_images(
+            [decode_image(raw, n) for raw, n in zip(items, names, strict=True)]
         )
 
     def encode_queries(self, queries: tuple[Query, ...], source: ImageSource | None) -> np.ndarray:

@@ -22,6 +22,7 @@ from mmbright_core.retrieval.cache import (
     default_cache_dir,
     path_sha256,
 )
+from mmbright_core.retrieval.encoders import BatchEncoder, CallEncoder, EncodeJob, passage_jobs
 from mmbright_core.retrieval.index import Groups, IndexKind, rank_vectors
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
 from mmbright_core.types import TaskData
@@ -161,6 +162,22 @@ class DenseRetriever:
     def chunk(self) -> int:
         """Texts per :meth:`encode_batch` call (fixes the batches the vectors come from)."""
         return self.batch_size * 8
+
+    def corpus_jobs(self, data: TaskData, source: ImageSource | None) -> list[EncodeJob]:
+        """Return the passage texts a local run encodes (for the Ray engine)."""
+        return passage_jobs(data, self.document_prefix)
+
+    def batch_encoder(self, role: str, prefix: str = "") -> BatchEncoder | None:
+        """Return the text encoder with ``prefix`` (:meth:`encode_batch`); no image encoder."""
+        if role != "text":
+            return None
+        tokens = self.max_length or DEFAULT_TOKEN_BOUND
+        return CallEncoder(
+            self._cache(prefix),
+            self.chunk,
+            tokens,
+            lambda items, _: self.encode_batch(list(items), prefix),
+        )
 
     def retrieve(
         self, data: TaskData, source: ImageSource | None, k: int

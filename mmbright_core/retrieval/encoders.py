@@ -9,19 +9,17 @@ transformer outputs may change in the last bits with the batch they were compute
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from mmbright_core.data.images import decode_image
+from mmbright_core.data.images import ImageDecodeError
 from mmbright_core.errors import InputError
-from mmbright_core.retrieval.base import Retriever, get_retriever
-from mmbright_core.retrieval.cache import EmbeddingCache
-from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND
-
-ROLES = ("text", "image")
+from mmbright_core.retrieval.base import ImageSource, Retriever, get_retriever, passage_id
+from mmbright_core.retrieval.cache import EmbeddingCache, content_key
+from mmbright_core.types import TaskData
 
 
 class BatchEncoder(Protocol):
@@ -41,33 +39,92 @@ class BatchEncoder(Protocol):
         """Return one float32 vector per item (texts, or image file bytes named by path)."""
 
 
-class _DenseText:
-    """The dense retriever's text encoder (``DenseRetriever.encode_batch``)."""
+@dataclass(frozen=True)
+class EncodeJob:
+    """One encoding a local run does over a corpus, listed so that it can run elsewhere.
 
-    def __init__(self, retriever: Any, prefix: str) -> None:
-        self.retriever, self.prefix = retriever, prefix
-        self.cache = retriever._cache(prefix)
-        self.chunk = retriever.chunk
-        self.tokens = retriever.max_length or DEFAULT_TOKEN_BOUND
+    Attributes:
+        role: ``text`` or ``image`` (which of the retriever's encoders).
+        keys: Each item's content key, in the order the local run encodes them.
+        items: Texts, or image file bytes, parallel to ``keys``.
+        names: Image paths, parallel to ``keys`` (for messages); None for texts.
+        prefix: The text put before every item (the dense retriever's document prefix).
+    """
+
+    role: str
+    keys: list[str]
+    items: list[Any]
+    names: list[str] | None = None
+    prefix: str = ""
+
+
+@runtime_checkable
+class CorpusEncoder(Retriever, Protocol):
+    """A retriever whose corpus encoding can run elsewhere (the Ray engine): dense, clip.
+
+    The engine asks it what a local run would encode, ships those items to workers, and
+    there rebuilds the retriever by name to get the very encoder a local run uses.
+    """
+
+    def corpus_jobs(self, data: TaskData, source: ImageSource | None) -> list[EncodeJob]:
+        """Return the encodings a local run of ``data`` does, in the local order."""
+        ...
+
+    def batch_encoder(self, role: str, prefix: str = "") -> BatchEncoder | None:
+        """Return the encoder for ``role`` (texts with ``prefix``), or None if it has none."""
+        ...
+
+
+class CallEncoder:
+    """A :class:`BatchEncoder` made of a cache, a call size, a token bound and a function.
+
+    Args:
+        cache: The embedding cache the vectors belong to.
+        chunk: Items per call of the local path.
+        tokens: A bound on the text truncation (0 for images).
+        encode: Embeds one call's items (named by ``names``), uncached.
+    """
+
+    def __init__(
+        self,
+        cache: EmbeddingCache,
+        chunk: int,
+        tokens: int,
+        encode: Callable[[Sequence[Any], Sequence[str]], np.ndarray],
+    ) -> None:
+        self.cache, self.chunk, self.tokens = cache, chunk, tokens
+        self._encode = encode
 
     def encode(self, items: Sequence[Any], names: Sequence[str]) -> np.ndarray:
-        return self.retriever.encode_batch(list(items), self.prefix)
+        """Return one float32 vector per item."""
+        return self._encode(items, names)
 
 
-class _ClipEncoder:
-    """The clip retriever's text or image encoder (``ClipRetriever.embed_*``)."""
+def passage_jobs(data: TaskData, prefix: str = "") -> list[EncodeJob]:
+    """Return the text job of a passage corpus: each passage once, in corpus order.
 
-    def __init__(self, retriever: Any, role: str) -> None:
-        self.retriever, self.role = retriever, role
-        self.cache = retriever._cache(role)
-        self.chunk = retriever.batch_size
-        self.tokens = retriever._context_length() if role == "text" else 0
+    Task 4 pairs share their passage's text; Task 3's corpus holds no text.
+    """
+    if data.task == 3 or not data.corpus:
+        return []
+    first: dict[str, str] = {}
+    for doc in data.corpus:
+        first.setdefault(passage_id(doc.doc_id), doc.text)
+    texts = list(first.values())
+    return [EncodeJob("text", [content_key(t) for t in texts], texts, prefix=prefix)]
 
-    def encode(self, items: Sequence[Any], names: Sequence[str]) -> np.ndarray:
-        if self.role == "text":
-            return self.retriever.embed_texts(list(items))
-        images = [decode_image(raw, name) for raw, name in zip(items, names, strict=True)]
-        return self.retriever.embed_images(images)
+
+def document_bytes(source: ImageSource, domain: str, path: str) -> bytes:
+    """Return a corpus image's bytes.
+
+    Raises:
+        ImageDecodeError: The source has none (a task's corpus holds decodable images only,
+            SPEC §3).
+    """
+    raw = source.document_image_bytes(domain, path)
+    if raw is None:
+        raise ImageDecodeError(path, "missing: the dataset has no bytes for this path")
+    return raw
 
 
 @dataclass(frozen=True)
@@ -75,7 +132,7 @@ class EncoderSpec:
     """A picklable recipe for one encoder of a registered retriever.
 
     Attributes:
-        retriever: The registered name (``dense`` or ``clip``).
+        retriever: The registered name of a :class:`CorpusEncoder` (``dense``, ``clip``).
         options: The retriever's options, as sorted ``(name, value)`` pairs.
         role: ``text`` or ``image``.
         prefix: The text prefix (the dense retriever's document or query prefix).
@@ -96,11 +153,11 @@ class EncoderSpec:
         Raises:
             InputError: The retriever has no encoder for the role.
         """
-        built: Any = retriever or self.build_retriever()
-        if self.retriever == "dense" and self.role == "text":
-            return _DenseText(built, self.prefix)
-        if self.retriever == "clip" and self.role in ROLES:
-            return _ClipEncoder(built, self.role)
+        built = retriever or self.build_retriever()
+        if isinstance(built, CorpusEncoder):
+            encoder = built.batch_encoder(self.role, self.prefix)
+            if encoder is not None:
+                return encoder
         raise InputError(
             f"no {self.role} encoder to distribute for retriever {self.retriever!r}",
             expected="dense (text) or clip (text, image)",
