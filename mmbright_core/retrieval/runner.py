@@ -6,13 +6,19 @@ Layout (SPEC §5) under ``<out>/<subdir>/``: ``<domain>/scores.json`` and ``metr
 folder also gets a ``config.json``, written last: a domain is reused only when that stored
 configuration equals the new one (the official code reuses any existing ``scores.json``,
 SPEC §7), and a run killed mid-domain leaves no configuration there, so it re-runs.
+
+Two hooks serve a caller other than the command line (the dashboard): ``progress`` hears of
+each step, within a domain too, and ``guard`` is shown every folder and file before it is
+read or written, so that a server can refuse a symlinked subfolder that leads elsewhere.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,9 +39,43 @@ from mmbright_core.io.runs import read_run, write_trec_run
 from mmbright_core.metrics.official import official_metrics
 from mmbright_core.ranking import top_k
 from mmbright_core.retrieval.base import DEFAULT_K, Retriever, RunConfig, check_k, check_task
-from mmbright_core.types import Run
+from mmbright_core.types import Run, TaskData
 
 CONFIG_FILE = "config.json"
+
+QUERY_STEPS = 10
+"""With a ``progress`` hook, a domain's queries are retrieved in up to this many batches."""
+MIN_BATCH = 16
+"""...of at least this many queries each: each batch re-checks the retriever's corpus cache."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One step of :func:`run_task`, for a progress bar.
+
+    Attributes:
+        domain: The domain in flight.
+        index: Its place among the chosen domains (0-based).
+        domains: How many domains were chosen.
+        done: The share of this domain done, 0 to 1.
+        step: What is happening (``"retrieving queries 32-47 of 120"``...).
+    """
+
+    domain: str
+    index: int
+    domains: int
+    done: float
+    step: str
+
+    @property
+    def overall(self) -> float:
+        """The share of the whole run done, 0 to 1."""
+        return (self.index + self.done) / self.domains
+
+
+ProgressHook = Callable[[Progress], None]
+Guard = Callable[[Path], None]
+"""Called with each folder or file before it is read or written; raises to refuse it."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +120,8 @@ def run_task(
     protocol: str = "paper",
     k: int = DEFAULT_K,
     negatives: str = "exclude",
+    progress: ProgressHook | None = None,
+    guard: Guard | None = None,
 ) -> RunOutcome:
     """Run ``retriever`` on ``task`` for each domain and write the output folders.
 
@@ -93,6 +135,11 @@ def run_task(
         k: The per-query cut.
         negatives: ``"exclude"`` (official) or ``"keep"`` each query's ``negative_ids``
             (tasks 1-2; tasks 3-4 record ``exclude``: it has no effect there).
+        progress: Called at each step: reading a domain, each batch of its queries (the
+            queries are then retrieved in batches; every retriever ranks each query on its
+            own, so the run is the same), writing, reuse.
+        guard: Called with every folder and file before it is read or written; whatever
+            it raises stops the run before anything is written there.
 
     Returns:
         What was run, reused and written.
@@ -108,11 +155,20 @@ def run_task(
         retriever, task=task, protocol=protocol, source=source.name, k=k, negatives=policy
     )
     task_dir = Path(out_dir) / official_subdir(task, retriever.label())
+    check = guard or _no_guard
+    for path in (Path(out_dir), task_dir, *(task_dir / n for n in _TASK_FILES)):
+        check(path)
     outcomes = []
-    for domain in tqdm(chosen, desc=f"task {task} {retriever.name}", unit="domain", disable=None):
+    for index, domain in enumerate(
+        tqdm(chosen, desc=f"task {task} {retriever.name}", unit="domain", disable=None)
+    ):
+        tell = _teller(progress, domain, index, len(chosen))
+        for path in (task_dir / domain, *(task_dir / domain / n for n in _DOMAIN_FILES)):
+            check(path)
         outcome = _reuse(task_dir, domain, config)
         if outcome is None:
-            outcome = _run_domain(source, task, retriever, task_dir, domain, config)
+            outcome = _run_domain(source, task, retriever, task_dir, domain, config, tell)
+        tell(1.0, "reused from disk" if outcome.reused else "done")
         outcomes.append(outcome)
     write_summary(
         task_dir, retriever.label(), TASK_TYPES[task], {o.domain: o.metrics for o in outcomes}
@@ -124,6 +180,25 @@ def run_task(
     return RunOutcome(task_dir, config, tuple(outcomes))
 
 
+_TASK_FILES = ("summary.json", "run.trec", CONFIG_FILE)
+_DOMAIN_FILES = (CONFIG_FILE, "scores.json", "metrics.json")
+
+
+_Tell = Callable[[float, str], None]
+
+
+def _no_guard(path: Path) -> None:
+    return None
+
+
+def _teller(hook: ProgressHook | None, domain: str, index: int, count: int) -> _Tell:
+    def tell(done: float, step: str) -> None:
+        if hook is not None:
+            hook(Progress(domain, index, count, done, step))
+
+    return tell
+
+
 def _domain_config(config: RunConfig, domain: str) -> dict[str, Any]:
     # Through JSON so that it compares equal to what a stored file reads back as.
     stored: dict[str, Any] = json.loads(_dump({"config": config.to_dict(), "domain": domain}))
@@ -132,7 +207,7 @@ def _domain_config(config: RunConfig, domain: str) -> dict[str, Any]:
 
 def _reuse(task_dir: Path, domain: str, config: RunConfig) -> DomainOutcome | None:
     folder = task_dir / domain
-    paths = [folder / name for name in (CONFIG_FILE, "scores.json", "metrics.json")]
+    paths = [folder / name for name in _DOMAIN_FILES]
     if not all(p.is_file() for p in paths):
         return None
     try:
@@ -151,18 +226,49 @@ def _reuse(task_dir: Path, domain: str, config: RunConfig) -> DomainOutcome | No
 
 
 def _run_domain(
-    source: Source, task: int, retriever: Retriever, task_dir: Path, domain: str, config: RunConfig
+    source: Source,
+    task: int,
+    retriever: Retriever,
+    task_dir: Path,
+    domain: str,
+    config: RunConfig,
+    tell: _Tell | None = None,
 ) -> DomainOutcome:
     # The old configuration goes first: outputs written under a new one must never sit
     # beside it if the run stops half-way.
     (task_dir / domain / CONFIG_FILE).unlink(missing_ok=True)
+    if tell is not None:
+        tell(0.0, "reading the domain")
     data = source.task(task, domain, config.protocol, negatives=config.negatives)
-    found = retriever.retrieve(data, source, config.k)
+    if tell is None:
+        found = retriever.retrieve(data, source, config.k)
+    else:
+        found = _retrieve_in_batches(retriever, data, source, config.k, tell)
+        tell(0.95, "scoring and writing")
     run = _cut(found, data.excluded, config.k)
     metrics = official_metrics(data.qrels, run)
     write_domain_outputs(task_dir, domain, run, metrics)
     atomic_write_text(task_dir / domain / CONFIG_FILE, _dump(_domain_config(config, domain)))
     return DomainOutcome(domain, False, run, metrics)
+
+
+def _retrieve_in_batches(
+    retriever: Retriever, data: TaskData, source: Source, k: int, tell: _Tell
+) -> dict[str, dict[str, float]]:
+    # The protocol ranks each query on its own (Retriever.retrieve), so batches of queries
+    # give the same run; the corpus side is built once and kept (index, embedding cache).
+    queries = data.queries
+    size = max(MIN_BATCH, math.ceil(len(queries) / QUERY_STEPS))
+    found: dict[str, dict[str, float]] = {}
+    for start in range(0, max(len(queries), 1), size):
+        batch = queries[start : start + size]
+        tell(0.05 + 0.9 * start / max(len(queries), 1), _batch_step(start, len(batch), queries))
+        found.update(retriever.retrieve(dataclasses.replace(data, queries=batch), source, k))
+    return found
+
+
+def _batch_step(start: int, size: int, queries: Sequence[object]) -> str:
+    return f"retrieving queries {start + 1}-{start + size} of {len(queries)}"
 
 
 def _cut(run: Run, excluded: dict[str, frozenset[str]], k: int) -> dict[str, dict[str, float]]:

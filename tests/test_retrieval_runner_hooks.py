@@ -1,0 +1,63 @@
+"""The runner's two hooks: progress within a domain, and a guard over every path it touches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mmbright_core.data.sources import open_source
+from mmbright_core.errors import InputError
+from mmbright_core.retrieval import get_retriever, runner
+from mmbright_core.retrieval.runner import Progress, run_task
+
+
+@pytest.fixture(scope="module")
+def source(fixture_dir: Path):
+    return open_source(str(fixture_dir))
+
+
+@pytest.mark.parametrize("name", ["bm25", "random"])
+def test_batched_queries_give_the_same_run(
+    source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+):
+    retriever = get_retriever(name)
+    whole = run_task(source, 2, retriever, tmp_path / "whole")
+    monkeypatch.setattr(runner, "MIN_BATCH", 1)  # one query per batch
+    steps: list[Progress] = []
+    batched = run_task(source, 2, retriever, tmp_path / "batched", progress=steps.append)
+    assert [o.run for o in batched.domains] == [o.run for o in whole.domains]
+    queries = sum(len(source.task(2, d).queries) for d in source.domains())
+    retrieving = [s for s in steps if s.step.startswith("retrieving queries")]
+    assert len(retrieving) == queries  # a step per batch, within each domain
+    assert all(0 < s.done < 1 for s in retrieving)
+    overall = [s.overall for s in steps]
+    assert overall == sorted(overall) and overall[-1] == 1.0
+
+
+def test_progress_says_reused(source, tmp_path: Path):
+    retriever = get_retriever("random")
+    run_task(source, 1, retriever, tmp_path)
+    steps: list[Progress] = []
+    run_task(source, 1, retriever, tmp_path, progress=steps.append)
+    assert [s.step for s in steps] == ["reused from disk"] * len(source.domains())
+
+
+def test_the_guard_sees_every_folder_before_it_is_written(source, tmp_path: Path):
+    seen: list[Path] = []
+    outcome = run_task(source, 1, get_retriever("random"), tmp_path, guard=seen.append)
+    task_dir = outcome.task_dir
+    assert tmp_path in seen and task_dir in seen
+    for domain in source.domains():
+        assert task_dir / domain in seen and task_dir / domain / "scores.json" in seen
+    assert task_dir / "summary.json" in seen
+
+
+def test_a_refusing_guard_stops_before_anything_is_written(source, tmp_path: Path):
+    def refuse(path: Path) -> None:
+        if path.name == source.domains()[0]:
+            raise InputError("refused", found=str(path))
+
+    with pytest.raises(InputError, match="refused"):
+        run_task(source, 1, get_retriever("random"), tmp_path, guard=refuse)
+    assert not any(tmp_path.rglob("*.json"))
