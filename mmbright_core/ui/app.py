@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from mmbright_core.ui import navigation, runs_panel, state
+from mmbright_core.ui import hosts, navigation, runs_panel, state
 from mmbright_core.ui.sidebar import render_sidebar
 
 
@@ -18,6 +18,7 @@ def main() -> None:
     st.set_page_config(
         page_title="MM-BRIGHT dashboard", page_icon=":material/insights:", layout="wide"
     )
+    hosts.guard_host()  # before anything is read: a page for a name not allowed stops here
     state.init_state()
     runs_panel.autoload_demo_runs()
     page = st.navigation(navigation.pages())

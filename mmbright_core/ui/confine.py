@@ -1,17 +1,26 @@
-"""Keeping the dashboard's folder inputs inside one root folder on a shared server.
+"""Keeping every path the dashboard opens or writes inside one root folder on a shared server.
 
 When ``MMBRIGHT_DATA_ROOT`` is set, every folder the user types (the local dataset, a runs
-folder, a run's output folder) must lie inside that root once symlinks and ``..`` are
-resolved; a relative folder is taken inside the root. Without the variable the dashboard
+folder, a run's output folder, a model's local folder) must lie inside that root once
+symlinks and ``..`` are resolved; a relative folder is taken inside the root. So must every
+path found *below* a typed folder before the app opens it (a domain folder inside a runs
+folder, a config folder of a dataset, an output subfolder a run writes into): a symlink deep
+inside the root leads out as well as the typed one does. Without the variable the dashboard
 is a local tool and a folder means what it means in a shell.
+
+Whatever the root, a path that cannot be used at all (a NUL character, a symlink loop) is
+refused with an :class:`~mmbright_core.errors.InputError`, never a ``ValueError`` or
+``RuntimeError`` from the file system layer.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, show
 
 ROOT_ENV = "MMBRIGHT_DATA_ROOT"
 """The environment variable naming the folder that every folder input must lie in."""
@@ -27,7 +36,7 @@ def data_root() -> Path | None:
     value = os.environ.get(ROOT_ENV, "").strip()
     if not value:
         return None
-    root = Path(value).expanduser().resolve()
+    root = _resolve(Path(value).expanduser(), repr(value), ROOT_ENV)
     if not root.is_dir():
         raise InputError(
             f"{ROOT_ENV} does not name a folder",
@@ -37,31 +46,150 @@ def data_root() -> Path | None:
     return root
 
 
-def confine(folder: str | os.PathLike[str], what: str = "folder") -> Path:
-    """Return the folder to use for a user's input, refusing one outside the data root.
-
-    Args:
-        folder: What the user typed.
-        what: What the folder is for (``"dataset folder"``...), for the message.
-
-    Returns:
-        The folder, resolved (symlinks and ``..`` followed) when a root is configured,
-        else as typed with ``~`` expanded.
-
-    Raises:
-        InputError: A root is configured and the folder resolves outside it.
-    """
-    root = data_root()
-    typed = Path(folder).expanduser()
-    if root is None:
-        return typed
-    # strict=False: an output folder may not exist yet; what exists is still resolved.
-    resolved = (root / typed).resolve()
-    if resolved != root and root not in resolved.parents:
+def _usable(path: str | os.PathLike[str], what: str) -> Path:
+    text = os.fspath(path)
+    if "\0" in text:  # the OS refuses it; Python says "embedded null byte" (ValueError)
         raise InputError(
-            f"the {what} is outside the folder this server may read",
-            expected=f"a folder inside {root}",
-            found=f"{os.fspath(folder)!r}, which resolves to {resolved}",
-            hint=f"This server confines folders to {ROOT_ENV}; give a path inside it",
+            f"the {what} holds a NUL character",
+            expected="a path without control characters",
+            found=show(text),
         )
-    return resolved
+    return Path(text).expanduser()
+
+
+def _resolve(path: Path, typed: str, what: str, *, strict: bool = False) -> Path:
+    try:
+        return path.resolve(strict=strict)
+    except FileNotFoundError:
+        raise InputError(f"the {what} does not exist", found=typed) from None
+    except (OSError, RuntimeError, ValueError) as err:  # a symlink loop: RuntimeError (3.11)
+        raise InputError(
+            f"the {what} cannot be resolved",
+            expected="a path whose symlinks lead somewhere",
+            found=f"{typed} ({type(err).__name__}: {err})",
+            hint="A symlink on the way loops or is unreadable; give another path",
+        ) from None
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """The folder every path must resolve into, or None for a local, unconfined dashboard.
+
+    One value is passed wherever the app opens a path: :meth:`typed` for what the user
+    typed, :meth:`check` for each path found or built below it, :meth:`check_tree` for a
+    folder the core will walk on its own (a dataset folder, an official outputs folder).
+
+    Attributes:
+        root: The resolved root folder, or None.
+    """
+
+    root: Path | None
+
+    @classmethod
+    def from_env(cls) -> Confinement:
+        """The confinement ``MMBRIGHT_DATA_ROOT`` asks for (see :func:`data_root`)."""
+        return cls(data_root())
+
+    def typed(self, folder: str | os.PathLike[str], what: str = "folder") -> Path:
+        """Return the path to use for a user's input, refusing one outside the root.
+
+        Args:
+            folder: What the user typed; relative means inside the root when there is one.
+            what: What the path is for (``"dataset folder"``...), for the message.
+
+        Returns:
+            The path, resolved (symlinks and ``..`` followed) when a root is configured,
+            else as typed with ``~`` expanded.
+
+        Raises:
+            InputError: The path holds a NUL character, loops, or resolves outside the root.
+        """
+        typed = _usable(folder, what)
+        if self.root is None:
+            return typed
+        return self.check(self.root / typed, what, shown=repr(os.fspath(folder)))
+
+    def check(
+        self,
+        path: str | os.PathLike[str],
+        what: str = "path",
+        *,
+        strict: bool = False,
+        shown: str | None = None,
+    ) -> Path:
+        """Resolve a path the app is about to open or write and refuse it outside the root.
+
+        Args:
+            path: The path (absolute, or relative to the working folder).
+            what: What it is, for the message.
+            strict: The path must exist (a file about to be read).
+            shown: How to quote the path in a message (default: the path itself).
+
+        Returns:
+            The resolved path when a root is configured, else the path unchanged.
+
+        Raises:
+            InputError: NUL character, symlink loop, missing when ``strict``, or outside.
+        """
+        usable = _usable(path, what)
+        quoted = shown or repr(os.fspath(path))
+        if self.root is None:
+            if strict and not os.path.lexists(usable):
+                raise InputError(f"the {what} does not exist", found=quoted)
+            return usable
+        # strict=False for a path that may not exist yet: what exists is still resolved.
+        resolved = _resolve(usable, quoted, what, strict=strict)
+        if resolved != self.root and self.root not in resolved.parents:
+            raise InputError(
+                f"the {what} is outside the folder this server may read",
+                expected=f"a folder inside {self.root}",
+                found=f"{quoted}, which resolves to {resolved}",
+                hint=f"This server confines folders to {ROOT_ENV}; give a path inside it",
+            )
+        return resolved
+
+    def check_tree(self, folder: Path, what: str, depth: int) -> None:
+        """Check every entry up to ``depth`` levels below ``folder`` (the folder first).
+
+        For a folder the core then reads on its own: a symlink anywhere in it that leads
+        out of the root refuses the whole folder before anything in it is opened.
+
+        Raises:
+            InputError: An entry resolves outside the root, loops, or holds a NUL.
+            OSError: A folder on the way cannot be listed.
+        """
+        if self.root is None:
+            return
+        for entry in _walk(self.check(folder, what), depth):
+            self.check(entry, f"{what} entry", shown=repr(str(entry)))
+
+    def output_guard(self, what: str = "output folder") -> _Guard:
+        """A callable for the runner: check each folder or file before it is written or read."""
+        return _Guard(self, what)
+
+
+@dataclass(frozen=True)
+class _Guard:
+    confinement: Confinement
+    what: str
+
+    def __call__(self, path: Path) -> None:
+        # A symlinked subfolder is followed by every write below it: refuse it when it
+        # leads out, before anything is written there.
+        self.confinement.check(path, f"{self.what} entry", shown=repr(str(path)))
+
+
+def _walk(folder: Path, depth: int) -> Iterator[Path]:
+    if depth <= 0 or not folder.is_dir():
+        return
+    for entry in sorted(folder.iterdir()):
+        yield entry
+        # The caller checks the entry before this resumes; recursing through it as named
+        # checks every link on the way, and the depth bound ends a loop of links.
+        if entry.is_dir():
+            yield from _walk(entry, depth - 1)
+
+
+def confine(folder: str | os.PathLike[str], what: str = "folder") -> Path:
+    """``Confinement.from_env().typed(folder, what)``: a typed folder, checked (see there)."""
+    return Confinement.from_env().typed(folder, what)

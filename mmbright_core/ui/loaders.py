@@ -10,6 +10,7 @@ argument that the cache skips.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -20,7 +21,7 @@ from mmbright_core.analysis.table import source_results_table
 from mmbright_core.data.ids import check_protocol
 from mmbright_core.data.sources import Source, open_source
 from mmbright_core.types import Document, Query, Task
-from mmbright_core.ui.confine import confine
+from mmbright_core.ui.confine import Confinement
 from mmbright_core.ui.state import RunEntry
 
 MEASURE = "nDCG@10"
@@ -31,11 +32,25 @@ MEASURE = "nDCG@10"
 def get_source(spec: str) -> Source:
     """Open a data source once per spec and share it across sessions.
 
-    A folder spec is confined to the server's data root, if one is set (:mod:`.confine`).
+    A folder spec is confined to the server's data root, if one is set (:mod:`.confine`):
+    the folder and every config folder and file in it, before the source opens any.
     """
     if spec == "demo" or spec == "hf" or spec.startswith("hf@"):
         return open_source(spec)
-    return open_source(str(confine(spec, "dataset folder")))
+    return open_source(str(dataset_folder(spec)))
+
+
+def dataset_folder(spec: str) -> Path:
+    """The dataset folder a spec names, with every config folder and file in it checked.
+
+    Raises:
+        InputError: The folder, or an entry of it, resolves outside the server's data root,
+            loops, or holds a NUL character.
+    """
+    confinement = Confinement.from_env()
+    folder = confinement.typed(spec, "dataset folder")
+    confinement.check_tree(folder, "dataset folder", depth=2)
+    return folder
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

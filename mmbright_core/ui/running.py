@@ -1,32 +1,130 @@
-"""Running a retriever from the dashboard: one domain at a time, with progress and cancel.
+"""Running a retriever from the dashboard: progress within each domain, cancel, reuse.
 
-Each domain goes through the core's runner (:func:`mmbright_core.retrieval.runner.run_task`),
-which writes the official outputs and reuses a domain whose stored configuration matches. A
-final call over all the chosen domains therefore only rewrites the summary. Cancelling
-reruns the page: Streamlit stops the script at its next call, after the domain in flight;
-finished domains stay on disk and are reused by the next run.
+The run goes through the core's runner (:func:`mmbright_core.retrieval.runner.run_task`) in
+one call, which writes the official outputs and reuses a domain whose stored configuration
+matches; its ``progress`` hook moves the bar per batch of queries, and its ``guard`` checks
+every folder and file it reads or writes against the server's data root. Cancelling reruns
+the page: Streamlit stops the script at its next call (the next progress step); finished
+domains stay on disk and are reused by the next run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import streamlit as st
 
-from mmbright_core.errors import MMBrightError
+from mmbright_core.errors import InputError, MMBrightError
 from mmbright_core.retrieval import Retriever, get_retriever
-from mmbright_core.retrieval.runner import RunOutcome, run_task
+from mmbright_core.retrieval.runner import Progress, RunOutcome, run_task
 from mmbright_core.types import Task
 from mmbright_core.ui import loaders, render, state
-from mmbright_core.ui.confine import confine
+from mmbright_core.ui.confine import Confinement, data_root
 
 MESSAGES_KEY = "run_page_messages"
 
+OUTPUTS_ENV = "MMBRIGHT_OUTPUTS"
+"""The variable naming the Run page's default output folder."""
+
+# The tasks each built-in retriever runs (its ``tasks``), known without importing the
+# backend or building a model; test_app_run.py checks it against the classes themselves.
+RETRIEVER_TASKS: Mapping[str, frozenset[int]] = {
+    "bm25": frozenset({1, 2, 4}),
+    "dense": frozenset({1, 2, 4}),
+    "clip": frozenset({1, 2, 3, 4}),
+    "ocr-bm25": frozenset({2, 4}),
+    "ocr-dense": frozenset({2, 4}),
+    "random": frozenset({1, 2, 3, 4}),
+}
+
+# The model options each retriever takes, shown as fields on the page (``mmbright run
+# --model / --pretrained``); a checkpoint file is open_clip's ``pretrained`` given as a path.
+RETRIEVER_FIELDS: Mapping[str, tuple[str, ...]] = {
+    "dense": ("model",),
+    "ocr-dense": ("model",),
+    "clip": ("model", "pretrained", "checkpoint"),
+}
+_LOCAL_DIR = "local-dir:"
+
+
+def runnable(names: Sequence[str], task: Task) -> list[str]:
+    """The retrievers that can run ``task`` (a retriever registered by a plugin is kept)."""
+    return [n for n in names if task in RETRIEVER_TASKS.get(n, frozenset({task}))]
+
+
+def default_output_folder() -> str:
+    """Where runs go unless the user types another folder.
+
+    ``$MMBRIGHT_OUTPUTS`` if set; else ``outputs`` inside ``MMBRIGHT_DATA_ROOT`` on a shared
+    server; else the user's data folder, ``$XDG_DATA_HOME/mmbright/outputs`` (by default
+    ``~/.local/share/mmbright/outputs``). Never the folder the server happened to start in.
+    """
+    value = os.environ.get(OUTPUTS_ENV, "").strip()
+    if value:
+        return value
+    try:
+        root = data_root()
+    except InputError:
+        root = None  # the run itself reports the misconfigured root
+    if root is not None:
+        return str(root / "outputs")
+    base = os.environ.get("XDG_DATA_HOME", "").strip() or "~/.local/share"
+    return str(Path(base).expanduser() / "mmbright" / "outputs")
+
+
+def retriever_options(
+    name: str, fields: Mapping[str, str], confinement: Confinement
+) -> dict[str, str]:
+    """Turn the page's model fields into ``get_retriever`` options, confining local paths.
+
+    Args:
+        name: The retriever.
+        fields: ``model``, ``pretrained`` and ``checkpoint`` as typed (blank = default).
+        confinement: Where local model folders and checkpoint files must lie.
+
+    Raises:
+        InputError: Both a pretrained tag and a checkpoint file, or a path outside the root.
+    """
+    given = {k: v.strip() for k, v in fields.items() if k in RETRIEVER_FIELDS.get(name, ())}
+    given = {k: v for k, v in given.items() if v}
+    options: dict[str, str] = {}
+    model = given.get("model")
+    if model is not None:
+        options["model"] = _model_path(model, confinement)
+    checkpoint = given.get("checkpoint")
+    if checkpoint is not None:
+        if "pretrained" in given:
+            raise InputError(
+                "a pretrained tag and a checkpoint file both given",
+                expected="one of them",
+                found=f"{given['pretrained']!r} and {checkpoint!r}",
+                hint="Clear one field",
+            )
+        path = confinement.typed(checkpoint, "checkpoint file")
+        options["pretrained"] = str(confinement.check(path, "checkpoint file", strict=True))
+    elif "pretrained" in given:
+        options["pretrained"] = given["pretrained"]
+    return options
+
+
+def _model_path(model: str, confinement: Confinement) -> str:
+    # A model given as a local folder is read from disk: on a shared server it must lie
+    # inside the root like any other folder. A hub name ("BAAI/bge-large-en") is not a path.
+    if model.startswith(_LOCAL_DIR):
+        folder = confinement.typed(model[len(_LOCAL_DIR) :], "model folder")
+        return _LOCAL_DIR + str(confinement.check(folder, "model folder", strict=True))
+    looks_local = model.startswith(("/", ".", "~")) or os.path.lexists(model.replace("\0", ""))
+    if looks_local:
+        return str(confinement.typed(model, "model folder"))
+    return model
+
 
 @st.cache_resource(max_entries=2, show_spinner="Loading the retriever…")
-def retriever(name: str) -> Retriever:
+def retriever(name: str, options: tuple[tuple[str, str], ...] = ()) -> Retriever:
     """Build a retriever once (models and indexes are heavy) and share it."""
-    return get_retriever(name)
+    return get_retriever(name, **dict(options))
 
 
 def cancel() -> None:
@@ -47,17 +145,27 @@ def render_messages() -> None:
 
 
 def run(
-    spec: str, task: Task, protocol: str, name: str, domains: Sequence[str], k: int, out_dir: str
+    spec: str,
+    task: Task,
+    protocol: str,
+    name: str,
+    domains: Sequence[str],
+    k: int,
+    out_dir: str,
+    fields: Mapping[str, str] | None = None,
 ) -> None:
     """Run retriever ``name`` on the chosen domains, then add the run to the session.
 
-    Errors are shown on the page with the core's message; nothing else changes.
+    The same configuration run again into the same folder replaces its earlier entry
+    (its domains are reused from disk) instead of adding a copy. Errors are shown on the
+    page with the core's message; nothing else changes.
     """
     if not domains:
         st.error("Choose at least one domain.")
         return
     try:
-        outcome = _run_with_progress(spec, task, protocol, name, domains, k, out_dir)
+        options = retriever_options(name, fields or {}, Confinement.from_env())
+        outcome = _run_with_progress(spec, task, protocol, name, options, domains, k, out_dir)
     except (MMBrightError, OSError) as err:
         st.error(render.escape_message(err), icon=":material/error:")
         return
@@ -68,22 +176,37 @@ def run(
             with st.expander("Details"):
                 st.exception(err)
         return
-    config = outcome.config.to_json()
-    entry = state.RunEntry(
-        name=state.unique_name(retriever(name).label(), task),
-        source=spec,
-        task=task,
-        runs={o.domain: o.run for o in outcome.domains},
-        origin=f"retriever: {name} → {outcome.task_dir}",
-        fingerprint=state.fingerprint(str(outcome.task_dir), config),
-        negatives=outcome.config.negatives,
-    )
-    state.add_run(entry)
-    reused = sum(o.reused for o in outcome.domains)
-    _say(
-        "success", f"Added run {entry.name!r}: {len(domains)} domain(s), {reused} reused from disk."
-    )
+    _add(outcome, spec, task, name, options)
     st.rerun()
+
+
+def _add(outcome: RunOutcome, spec: str, task: Task, name: str, options: dict[str, str]) -> None:
+    done = [o.domain for o in outcome.domains]
+    key = state.fingerprint(str(outcome.task_dir), outcome.config.to_json(), *done)
+    same = [n for (t, n), e in state.all_runs().items() if t == task and e.fingerprint == key]
+    label = same[0] if same else state.unique_name(retriever(name, _key(options)).label(), task)
+    state.add_run(
+        state.RunEntry(
+            name=label,
+            source=spec,
+            task=task,
+            runs={o.domain: o.run for o in outcome.domains},
+            origin=f"retriever: {name} → {outcome.task_dir}",
+            fingerprint=key,
+            negatives=outcome.config.negatives,
+        )
+    )
+    reused = sum(o.reused for o in outcome.domains)
+    verb = "Updated" if same else "Added"
+    _say(
+        "success",
+        f"{verb} run {label!r}: {len(done)} domain(s), {len(done) - reused} run now, "
+        f"{reused} reused from disk.",
+    )
+
+
+def _key(options: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(options.items()))
 
 
 def _show_tracebacks() -> bool:
@@ -93,17 +216,37 @@ def _show_tracebacks() -> bool:
 
 
 def _run_with_progress(
-    spec: str, task: Task, protocol: str, name: str, domains: Sequence[str], k: int, out_dir: str
+    spec: str,
+    task: Task,
+    protocol: str,
+    name: str,
+    options: dict[str, str],
+    domains: Sequence[str],
+    k: int,
+    out_dir: str,
 ) -> RunOutcome:
-    out_dir = str(confine(out_dir, "output folder"))
+    confinement = Confinement.from_env()
+    folder = confinement.typed(out_dir, "output folder")
     source = loaders.get_source(spec)
-    backend = retriever(name)
-    bar = st.progress(0.0, text=f"Running {name} on {len(domains)} domain(s)…")
-    for done, domain in enumerate(domains, start=1):
-        run_task(source, task, backend, out_dir, domains=[domain], protocol=protocol, k=k)
-        bar.progress(done / len(domains), text=f"{domain} done ({done}/{len(domains)})")
-    outcome = run_task(
-        source, task, backend, out_dir, domains=list(domains), protocol=protocol, k=k
-    )
-    bar.empty()
+    backend = retriever(name, _key(options))
+    bar = st.progress(0.0, text=f"Running {render.escape_md(name)} on {len(domains)} domain(s)…")
+
+    def show(step: Progress) -> None:
+        where = f"{render.escape_md(step.domain)} ({step.index + 1}/{step.domains})"
+        bar.progress(min(step.overall, 1.0), text=f"{where}: {render.escape_md(step.step)}")
+
+    try:
+        outcome = run_task(
+            source,
+            task,
+            backend,
+            folder,
+            domains=list(domains),
+            protocol=protocol,
+            k=k,
+            progress=show,
+            guard=confinement.output_guard(),
+        )
+    finally:  # an error leaves its message, not a bar stuck half-way (a cancel ends the run)
+        bar.empty()
     return outcome

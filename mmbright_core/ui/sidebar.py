@@ -10,8 +10,7 @@ import streamlit as st
 
 from mmbright_core.data.layout import PINNED_REVISION
 from mmbright_core.errors import InputError
-from mmbright_core.ui import render, state
-from mmbright_core.ui.confine import confine
+from mmbright_core.ui import loaders, render, state
 
 SOURCE_KINDS = ("Demo (synthetic)", "Local folder", "Hugging Face")
 TASK_LABELS = {
@@ -50,8 +49,8 @@ def _source_spec(kind: str) -> str:
         ).strip()
         if folder:
             try:
-                confine(folder, "dataset folder")  # the pages refuse it too (loaders.get_source)
-            except InputError as err:
+                loaders.dataset_folder(folder)  # the pages refuse it too (loaders.get_source)
+            except (InputError, OSError) as err:
                 st.sidebar.error(render.escape_message(err), icon=":material/block:")
         return folder or state.DEFAULT_SOURCE
     if kind == SOURCE_KINDS[2]:

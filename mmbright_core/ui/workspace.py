@@ -25,7 +25,7 @@ from mmbright_core.io._open import PARQUET_MAGIC
 from mmbright_core.io.official import TASK_TYPES, read_outputs
 from mmbright_core.io.runs import read_run
 from mmbright_core.types import Task
-from mmbright_core.ui.confine import confine
+from mmbright_core.ui.confine import Confinement
 from mmbright_core.ui.state import RunEntry, fingerprint
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -107,24 +107,24 @@ def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) 
         InputError: Nothing readable is there, the folder (or an entry of it) lies outside
             the server's data root, or a run answers another task.
     """
-    root = confine(folder, "runs folder")
+    confinement = Confinement.from_env()
+    root = confinement.typed(folder, "runs folder")
     if not root.is_dir():
         raise InputError("no such folder", found=repr(folder))
-    official = [
-        confine(c, "runs folder")
-        for c in ([root] if _is_official(root) else sorted(root.iterdir()))
-        if _is_official(c)
-    ]
+    # Every entry is checked before anything inside it is looked at, and an outputs folder
+    # down to its domains' files before the reader opens them: a symlink deeper in the
+    # root leads out as well as the typed folder does.
+    entries = [root] if _is_official(root) else sorted(root.iterdir())
+    checked = [confinement.check(c, "runs folder entry", shown=repr(str(c))) for c in entries]
+    official = [c for c in checked if _is_official(c)]
     if official:
-        entries = [_official_entry(path, source.name, task) for path in official]
-        for entry in entries:
+        for path in official:
+            confinement.check_tree(path, "runs folder", depth=2)
+        entries_read = [_official_entry(path, source.name, task) for path in official]
+        for entry in entries_read:
             check_task_runs(source, task, entry.runs, protocol=protocol, name=entry.origin)
-        return entries
-    files = [
-        confine(p, "run file")
-        for p in sorted(root.iterdir())
-        if p.is_file() and p.name.endswith(RUN_SUFFIXES)
-    ]
+        return entries_read
+    files = [p for p in checked if p.is_file() and p.name.endswith(RUN_SUFFIXES)]
     if not files:
         raise InputError(
             "no run in the folder",
