@@ -7,6 +7,12 @@ import streamlit as st
 from mmbright_core.retrieval import DEFAULT_K, available_retrievers
 from mmbright_core.ui import loaders, render, running, state
 
+FIELD_LABELS = {
+    "model": ("Model", "A model name, a hub id, or a local folder (clip: local-dir:<folder>)"),
+    "pretrained": ("Pretrained tag", "open_clip's tag (openai, laion2b_s32b_b82k) or none"),
+    "checkpoint": ("Checkpoint file", "A local open_clip checkpoint (instead of a tag)"),
+}
+
 st.title("Run a retriever")
 spec, task, protocol = state.source_spec(), state.current_task(), state.current_protocol()
 source = render.attempt(loaders.get_source, spec)
@@ -16,14 +22,25 @@ st.caption(
     "Runs write the official outputs layout (scores.json, metrics.json, summary.json) into the "
     "output folder; a domain already run with the same configuration is reused."
 )
-name = st.selectbox("Retriever", available_retrievers(), key="run_retriever")
+names = running.runnable(available_retrievers(), task)
+name = st.selectbox(f"Retriever (those that run task {task})", names, key="run_retriever")
 domains = st.multiselect("Domains", source.domains(), default=source.domains(), key="run_domains")
+fields = running.RETRIEVER_FIELDS.get(str(name), ())
+typed: dict[str, str] = {}
+for column, field in zip(st.columns(3), fields, strict=False):
+    label, help_text = FIELD_LABELS[field]
+    typed[field] = column.text_input(label, "", key=f"run_{field}", help=help_text)
 left, right = st.columns(2)
 k = left.number_input("Documents kept per query", 1, DEFAULT_K, DEFAULT_K, key="run_k")
-out_dir = right.text_input("Output folder", "outputs", key="run_out")
+out_dir = right.text_input(
+    "Output folder",
+    running.default_output_folder(),
+    key="run_out",
+    help=f"Default: ${running.OUTPUTS_ENV}, else the user's data folder",
+)
 start_col, cancel_col, _ = st.columns([1, 1, 4])
 start = start_col.button("Run", key="run_start", type="primary", icon=":material/play_arrow:")
 cancel_col.button("Cancel", key="run_cancel", on_click=running.cancel, icon=":material/stop:")
 running.render_messages()
-if start:
-    running.run(spec, task, protocol, name, domains, int(k), out_dir)
+if start and name is not None:
+    running.run(spec, task, protocol, str(name), domains, int(k), out_dir, typed)

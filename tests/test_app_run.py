@@ -1,0 +1,138 @@
+"""The Run page: honest counts, no duplicate runs, retrievers for the task, model fields."""
+
+from __future__ import annotations
+
+import typing
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from test_app_pages import _errors, _fresh, _goto, _use_folder
+
+from mmbright_core.errors import InputError
+from mmbright_core.retrieval import base
+from mmbright_core.ui import running
+from mmbright_core.ui.confine import ROOT_ENV, Confinement
+
+
+@pytest.fixture
+def run_page(fixture_dir: Path) -> AppTest:
+    at = _fresh()
+    _use_folder(at, fixture_dir)
+    return _goto(at, "run")
+
+
+def _start(at: AppTest, out: Path, name: str = "random") -> str:
+    at.selectbox(key="run_retriever").set_value(name).run()
+    at.text_input(key="run_out").input(str(out)).run()
+    at.button(key="run_start").click().run()
+    assert not at.exception and not _errors(at), _errors(at)
+    return " ".join(s.value for s in at.success)
+
+
+def test_a_fresh_run_reuses_nothing_and_a_repeat_reuses_everything(run_page, tmp_path: Path):
+    first = _start(run_page, tmp_path / "empty")
+    assert "Added run 'random': 2 domain(s), 2 run now, 0 reused from disk" in first
+    again = _start(run_page, tmp_path / "empty")
+    assert "Updated run 'random': 2 domain(s), 0 run now, 2 reused from disk" in again
+    assert run_page.multiselect(key="selected_runs_2").value == ["random"]  # no "random (2)"
+    elsewhere = _start(run_page, tmp_path / "other")  # another folder: another run
+    assert "Added run 'random (2)'" in elsewhere
+
+
+@pytest.mark.parametrize(
+    ("task", "absent", "present"),
+    [(1, {"ocr-bm25", "ocr-dense"}, {"bm25", "clip"}), (3, {"bm25", "dense"}, {"clip", "random"})],
+)
+def test_only_retrievers_that_run_the_task_are_offered(
+    fixture_dir: Path, task: int, absent: set[str], present: set[str]
+):
+    at = _fresh()
+    _use_folder(at, fixture_dir)
+    at.selectbox(key="task").set_value(task).run()
+    _goto(at, "run")
+    offered = set(at.selectbox(key="run_retriever").options)
+    assert present <= offered and not absent & offered
+
+
+def test_the_task_table_matches_the_retrievers() -> None:
+    # The page reads tasks from a table, without importing backends or building models.
+    for name in base.available_retrievers():
+        factory = base._factory(name)
+        made = factory if isinstance(factory, type) else typing.get_type_hints(factory)["return"]
+        assert running.RETRIEVER_TASKS[name] == made.tasks, name
+
+
+def test_model_fields_are_shown_for_the_retrievers_that_take_them(run_page):
+    run_page.selectbox(key="run_retriever").set_value("clip").run()
+    keys = {t.key for t in run_page.text_input}
+    assert {"run_model", "run_pretrained", "run_checkpoint"} <= keys
+    run_page.selectbox(key="run_retriever").set_value("random").run()
+    assert not {t.key for t in run_page.text_input} & {"run_model", "run_checkpoint"}
+
+
+def test_model_fields_become_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    free = Confinement(None)
+    fields = {"model": "ViT-B-32", "pretrained": "laion2b_s34b_b79k", "checkpoint": ""}
+    assert running.retriever_options("clip", fields, free) == {
+        "model": "ViT-B-32",
+        "pretrained": "laion2b_s34b_b79k",
+    }
+    weights = tmp_path / "open_clip.bin"
+    weights.write_bytes(b"\0")
+    fields = {"model": "ViT-B-32", "checkpoint": str(weights)}
+    assert running.retriever_options("clip", fields, free)["pretrained"] == str(weights)
+    assert running.retriever_options("random", fields, free) == {}  # takes no model
+    with pytest.raises(InputError, match="pretrained tag and a checkpoint file"):
+        running.retriever_options("clip", {**fields, "pretrained": "openai"}, free)
+
+    root = tmp_path / "root"
+    root.mkdir()
+    confined = Confinement(root.resolve())
+    with pytest.raises(InputError, match="checkpoint file is outside"):
+        running.retriever_options("clip", {"checkpoint": str(weights)}, confined)
+    with pytest.raises(InputError, match="model folder is outside"):
+        running.retriever_options("clip", {"model": f"local-dir:{tmp_path}"}, confined)
+    with pytest.raises(InputError, match="model folder is outside"):
+        running.retriever_options("dense", {"model": str(tmp_path)}, confined)
+    hub = running.retriever_options("dense", {"model": "BAAI/bge-large-en-v1.5"}, confined)
+    assert hub == {"model": "BAAI/bge-large-en-v1.5"}  # a hub id is not a path
+
+
+def test_the_clip_advice_can_be_followed_on_the_page(run_page, tmp_path: Path):
+    # The error for weights that cannot be had names a checkpoint field the page now has.
+    run_page.selectbox(key="run_retriever").set_value("clip").run()
+    run_page.text_input(key="run_checkpoint").input(str(tmp_path / "absent.bin")).run()
+    run_page.text_input(key="run_out").input(str(tmp_path / "out")).run()
+    run_page.button(key="run_start").click().run()
+    assert not run_page.exception
+    assert any("checkpoint file does not exist" in e for e in _errors(run_page))
+
+
+def test_the_default_output_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    for name in (running.OUTPUTS_ENV, ROOT_ENV, "XDG_DATA_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert running.default_output_folder() == str(
+        tmp_path / "home" / ".local" / "share" / "mmbright" / "outputs"
+    )
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert running.default_output_folder() == str(tmp_path / "xdg" / "mmbright" / "outputs")
+    monkeypatch.setenv(ROOT_ENV, str(tmp_path))
+    assert running.default_output_folder() == str(tmp_path.resolve() / "outputs")
+    monkeypatch.setenv(running.OUTPUTS_ENV, str(tmp_path / "mine"))
+    assert running.default_output_folder() == str(tmp_path / "mine")
+
+
+def test_the_page_writes_to_the_default_folder(
+    fixture_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv(running.OUTPUTS_ENV, str(tmp_path / "outs"))
+    at = _fresh()
+    _use_folder(at, fixture_dir)
+    _goto(at, "run")
+    assert at.text_input(key="run_out").value == str(tmp_path / "outs")
+    at.selectbox(key="run_retriever").set_value("random").run()
+    at.button(key="run_start").click().run()
+    assert not _errors(at)
+    assert (tmp_path / "outs" / "run_random" / "summary.json").is_file()
