@@ -378,10 +378,18 @@ class EnglishAnalyzer:
         tokens = (self._ascii_findall if text.isascii() else self._pattern.findall)(text)
         if all(len(token) <= MAX_TOKEN_LENGTH // 2 for token in tokens):
             return tokens
+        return [token for _, token in self._chopped(text)]
+
+    def _token_spans(self, text: str) -> list[tuple[int, str]]:
+        """Return :meth:`tokens` of ``text`` with the offset each starts at."""
+        pattern = token_pattern(ascii_only=True) if text.isascii() else self._pattern
+        found = [(m.start(), m.group()) for m in pattern.finditer(text)]
+        if all(len(token) <= MAX_TOKEN_LENGTH // 2 for _, token in found):
+            return found
         return list(self._chopped(text))
 
-    def _chopped(self, text: str) -> Iterator[str]:
-        """Scan ``text`` token by token, chopping tokens longer than the scanner's buffer."""
+    def _chopped(self, text: str) -> Iterator[tuple[int, str]]:
+        """Scan ``text`` token by token (start, token), chopping tokens longer than the buffer."""
         search, match, position = self._pattern.search, self._pattern.match, 0
         while (found := search(text, position)) is not None:
             token, start = found.group(), found.start()
@@ -392,7 +400,7 @@ class EnglishAnalyzer:
                     end -= 1
                 short = match(text, start, end)
                 token = short.group() if short is not None else text[start:end]
-            yield token
+            yield start, token
             position = start + len(token)
 
     def _piece_terms(self, piece: str) -> tuple[str, ...]:
@@ -429,6 +437,33 @@ class EnglishAnalyzer:
         for piece in set(split).difference(pieces):
             pieces[piece] = self._piece_terms(piece.strip(_EDGES))
         return list(_chain(map(pieces.__getitem__, split)))
+
+    def analyze_spans(self, text: str) -> list[tuple[str, int, int]]:
+        """Return the terms of ``text`` with where each one's token lies in ``text``.
+
+        The terms are exactly :meth:`analyze`'s, in the same order; ``text[start:end]`` is the
+        raw token a term came from (possessive included), for highlighting. Slower than
+        :meth:`analyze` (no piece cache): meant for one passage or query at a time.
+
+        Args:
+            text: Any string.
+
+        Returns:
+            ``(term, start, end)`` per term, offsets in code points.
+        """
+        cache, out, position = self._terms, [], 0
+        for piece in text.split():
+            start = text.find(piece, position)  # split() keeps pieces in order, verbatim
+            position = start + len(piece)
+            stripped = piece.strip(_EDGES)
+            offset = start + len(piece) - len(piece.lstrip(_EDGES))
+            for at, token in self._token_spans(stripped):
+                term = cache.get(token)
+                if term is None:
+                    term = self.term(token)
+                if term:
+                    out.append((term, offset + at, offset + at + len(token)))
+        return out
 
     def analyze_many(self, texts: Iterable[str]) -> Iterator[list[str]]:
         """Yield the terms of each text in turn (the caches are shared)."""

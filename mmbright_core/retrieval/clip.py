@@ -41,7 +41,13 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from mmbright_core.data.images import POLICIES, ImageDecodeError, decode_image, query_images
+from mmbright_core.data.images import (
+    POLICIES,
+    ImageDecodeError,
+    QueryImages,
+    decode_image,
+    query_images,
+)
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval.base import ImageSource, check_k, check_task, passage_id, require
 from mmbright_core.retrieval.cache import (
@@ -317,9 +323,7 @@ class ClipRetriever:
         texts = self.encode_texts([q.text for q in queries])
         if source is None:
             return l2_normalise(texts)
-        images = [query_images(source, q, self.image_policy).images for q in queries]
-        if self.no_image == "white":
-            images = [found or [white_image()] for found in images]
+        images = [self.query_pictures(q, source).images for q in queries]
         flat = [image for found in images for image in found]
         flat_vectors = self.encode_images(
             [partial(_same, im) for im in flat], [image_key(im) for im in flat]
@@ -333,6 +337,17 @@ class ClipRetriever:
             start += len(found)
             out.append(fuse(text, image))
         return np.stack(out)
+
+    def query_pictures(self, query: Query, source: ImageSource) -> QueryImages:
+        """Return the images a query's text is fused with, and the query images left out.
+
+        The image policy chooses among the images that decode; a query with none gets the
+        white image (``no_image="white"``) or none at all (``"text"``: its text alone).
+        """
+        found = query_images(source, query, self.image_policy)
+        if not found.images and self.no_image == "white":
+            found.images = [white_image()]
+        return found
 
     def retrieve(
         self, data: TaskData, source: ImageSource | None, k: int
@@ -370,9 +385,16 @@ class ClipRetriever:
 
     def _corpus_images(self, data: TaskData, source: Any) -> np.ndarray:
         paths = [d.doc_id if d.image is None else d.image.path for d in data.corpus]
-        return l2_normalise(self._image_vectors(data.domain, paths, source))
+        return l2_normalise(self.document_image_vectors(data.domain, paths, source))
 
-    def _image_vectors(self, domain: str, paths: list[str], source: Any) -> np.ndarray:
+    def document_image_vectors(
+        self, domain: str, paths: Sequence[str], source: ImageSource
+    ) -> np.ndarray:
+        """Return the raw embeddings of corpus images (by path), cached by their bytes.
+
+        Raises:
+            ImageDecodeError: The source has no bytes for a path.
+        """
         loaders, keys = [], []
         for path in paths:
             raw = source.document_image_bytes(domain, path)
@@ -381,6 +403,10 @@ class ClipRetriever:
             loaders.append(partial(decode_image, raw, path))
             keys.append(content_key(raw))
         return self.encode_images(loaders, keys)
+
+    def white_vector(self) -> np.ndarray:
+        """Return the raw embedding of the white image, as a ``(1, dim)`` array (cached)."""
+        return self.encode_images([white_image], [image_key(white_image())])
 
     def _pairs(self, data: TaskData, source: Any) -> np.ndarray:
         passages = Groups.from_keys([passage_id(d.doc_id) for d in data.corpus])
@@ -392,8 +418,8 @@ class ClipRetriever:
         # reshape: a domain without images gives an empty (0, 0) block.
         images = np.vstack(
             [
-                self._image_vectors(data.domain, paths, source).reshape(-1, texts.shape[1]),
-                self.encode_images([white_image], [image_key(white_image())]),
+                self.document_image_vectors(data.domain, paths, source).reshape(-1, texts.shape[1]),
+                self.white_vector(),
             ]
         )
         image_of = [row[d.image.path] if d.image is not None else len(paths) for d in data.corpus]

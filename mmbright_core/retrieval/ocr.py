@@ -113,10 +113,14 @@ class OcrAugmented:
         ocr = {f"ocr_{key}": value for key, value in self.reader.settings.items()}
         return {**self.inner.settings(), **ocr, "image_policy": self.image_policy}
 
+    def read_query(self, query: Query, source: ImageSource) -> list[str]:
+        """Return the non-empty texts read from the query's images, in policy order."""
+        images = query_images(source, query, self.image_policy).images
+        return [text for text in (self.reader.read(image) for image in images) if text]
+
     def augment(self, query: Query, source: ImageSource) -> Query:
         """Return ``query`` with the text read from its images appended to its text."""
-        images = query_images(source, query, self.image_policy).images
-        found = [text for text in (self.reader.read(image) for image in images) if text]
+        found = self.read_query(query, source)
         return dataclasses.replace(query, text="\n".join([query.text, *found])) if found else query
 
     def retrieve(
