@@ -3,8 +3,8 @@
 It hands over to ``streamlit run`` with the dashboard's server settings as flags, so an
 installed ``mmbright[app]`` serves the app as ``streamlit run app.py`` does in a checkout
 (which reads them from ``.streamlit/config.toml``): loopback only, XSRF protection on, no
-usage statistics, no "magic" rendering. Arguments after ``--`` go to streamlit unchanged and
-win over these (``mmbright app -- --server.address 0.0.0.0``).
+usage statistics, no "magic" rendering, no file watcher. Arguments after ``--`` go to
+streamlit unchanged and win over these (``mmbright app -- --server.address 0.0.0.0``).
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ SETTINGS: Mapping[str, Mapping[str, object]] = {
         "maxUploadSize": 200,
         "enableXsrfProtection": True,
         "enableCORS": True,
+        "fileWatcherType": "none",
+        "runOnSave": False,
     },
     "browser": {"gatherUsageStats": False},
     "runner": {"magicEnabled": False},

@@ -1,0 +1,119 @@
+"""The shared-server recipe in chromium: symlinks deep inside the root refused, a quiet log.
+
+The server runs as the README's "A shared demo server" says (``MMBRIGHT_DATA_ROOT`` set,
+``--client.showErrorDetails type``, no file watcher). A runs folder whose domain folder and
+an output folder whose run subfolder are symlinks leading out of the root are refused on the
+page, nothing is written outside the root, and the server's log holds no file-watcher
+warning. Screenshots go to ``test-artifacts/screenshots/``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from serving import (
+    BROWSER_MARKS,
+    CHROMIUM,
+    LAUNCH_ARGS,
+    ROOT,
+    no_exception,
+    open_runs_panel,
+    settle,
+    streamlit_server,
+)
+
+from mmbright_core.io.official import write_domain_outputs, write_summary
+from mmbright_core.ui.confine import ROOT_ENV
+
+pytestmark = BROWSER_MARKS
+SHOTS = ROOT / "test-artifacts" / "screenshots"
+RECIPE = (
+    "--client.showErrorDetails",
+    "type",
+    "--server.fileWatcherType",
+    "none",
+    "--server.runOnSave",
+    "false",
+)
+A1 = "academia/a1b2c3d4_101.txt"
+
+
+def _layout(fixture_dir: Path, base: Path) -> tuple[Path, Path]:
+    root, private = base / "served", base / "private"
+    shutil.copytree(fixture_dir, root / "data")
+    private.mkdir()
+    theirs = private / "theirs"
+    write_domain_outputs(theirs, "academia", {"a1": {A1: 1.0}}, {"NDCG@10": 1.0})
+    mine = root / "runs" / "run_mine"
+    write_domain_outputs(mine, "biology", {"b1": {A1: 1.0}}, {"NDCG@10": 1.0})
+    write_summary(mine, "mine", "text", {"biology": {"NDCG@10": 1.0}})
+    (mine / "academia").symlink_to(theirs / "academia")  # a domain folder leading out
+    (root / "outputs").mkdir()
+    (root / "outputs" / "run_random").symlink_to(private / "written")  # an output subfolder
+    return root, private
+
+
+def _listing(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.mark.timeout(600)
+def test_shared_server_refuses_deep_symlinks_and_keeps_a_quiet_log(
+    fixture_dir: Path, tmp_path: Path
+):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    root, private = _layout(fixture_dir, tmp_path)
+    before = _listing(private)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    log_dir = tmp_path / "log"
+    log_dir.mkdir()
+    with (
+        streamlit_server(log_dir, *RECIPE, env={ROOT_ENV: str(root)}) as (url, _),
+        sync_api.sync_playwright() as p,
+    ):
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url)
+        page.get_by_text("MM-BRIGHT failure analysis").wait_for(timeout=60_000)
+        settle(page)
+        sidebar = page.locator('[data-testid="stSidebar"]')
+        sidebar.get_by_text("Local folder").click()
+        settle(page)
+        sidebar.get_by_label("Folder with").fill("data")
+        sidebar.get_by_label("Folder with").press("Enter")
+        settle(page)
+
+        open_runs_panel(page)
+        page.get_by_role("tab", name="Folder").click()
+        field = page.get_by_label("Folder: official outputs")
+        field.fill("runs")
+        field.press("Enter")
+        settle(page)
+        page.get_by_role("button", name="Add runs from folder").click()
+        settle(page)
+        page.get_by_text("runs folder entry is outside").wait_for(timeout=30_000)
+        no_exception(page)
+        page.screenshot(path=str(SHOTS / "shared-runs-symlink-refused.png"), full_page=True)
+
+        page.locator('[data-testid="stSidebarNav"]').get_by_role(
+            "link", name="Run a retriever"
+        ).click()
+        settle(page)
+        page.get_by_role("heading", name="Run a retriever").wait_for(timeout=60_000)
+        page.locator('[data-testid="stMain"] [data-testid="stSelectbox"]').first.click()
+        page.get_by_role("option", name="random", exact=True).click()
+        settle(page)
+        out = page.get_by_role("textbox", name="Output folder")
+        assert out.input_value() == str(root / "outputs")  # the default is inside the root
+        page.get_by_role("button", name="Run", exact=True).click()
+        settle(page)
+        page.get_by_text("output folder entry is outside").wait_for(timeout=60_000)
+        no_exception(page)
+        page.screenshot(path=str(SHOTS / "shared-output-symlink-refused.png"), full_page=True)
+        browser.close()
+    assert _listing(private) == before  # nothing written outside the root
+    log = (log_dir / "server.log").read_text(encoding="utf-8", errors="replace")
+    assert "Inotify" not in log and "watchdog" not in log.lower(), log[-2000:]
+    assert "Traceback" not in log, log[-2000:]
