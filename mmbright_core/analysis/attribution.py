@@ -1,0 +1,119 @@
+"""Why a retrieved document scored what it did, for one query: the score taken apart.
+
+- ``bm25``, ``ocr-bm25``: each query term's share of the BM25 sum, with its origin (the query
+  text, the words read from the query images, or both) and a passage snippet whose matched
+  words can be highlighted (:mod:`~mmbright_core.analysis.attribution_lexical`);
+- ``clip``: the fused query's text part and image part, which add up to the score, and the
+  images used (:mod:`~mmbright_core.analysis.attribution_vectors`);
+- ``dense``, ``ocr-dense``: the similarity, and for ``ocr-dense`` the similarity without the
+  words read from the images.
+
+Everything is computed on demand from the retriever that made the run (one index look-up or
+one batch of encodings per call), so the parts add up to the run's stored score. A run read
+from files is explained only through the retriever its configuration rebuilds
+(:func:`retriever_from_config`); without one, the answer is :class:`Unavailable`, never a
+guess.
+
+Example:
+    >>> retriever = retriever_from_config(outputs_config)  # doctest: +SKIP
+    >>> explain(retriever, data, source, "biology_0", ["biology/d1.txt"])  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mmbright_core.analysis.attribution_config import retriever_from_config
+from mmbright_core.analysis.attribution_lexical import explain_lexical
+from mmbright_core.analysis.attribution_records import (
+    Attribution,
+    DenseAttribution,
+    FusionAttribution,
+    LexicalAttribution,
+    Span,
+    TermContribution,
+    Unavailable,
+)
+from mmbright_core.analysis.attribution_vectors import explain_dense, explain_fusion
+from mmbright_core.errors import InputError
+from mmbright_core.retrieval.base import ImageSource, Retriever, check_task
+from mmbright_core.retrieval.bm25 import BM25Retriever
+from mmbright_core.retrieval.clip import ClipRetriever
+from mmbright_core.retrieval.dense import DenseRetriever
+from mmbright_core.retrieval.ocr import OcrAugmented
+from mmbright_core.types import TaskData
+
+__all__ = [
+    "Attribution",
+    "DenseAttribution",
+    "FusionAttribution",
+    "LexicalAttribution",
+    "Span",
+    "TermContribution",
+    "Unavailable",
+    "explain",
+    "retriever_from_config",
+]
+
+
+def explain(
+    retriever: Retriever | Unavailable | None,
+    data: TaskData,
+    source: ImageSource | None,
+    query_id: str,
+    doc_ids: Sequence[str],
+) -> dict[str, Attribution]:
+    """Explain the scores of ``doc_ids`` for one query, as ``retriever`` computes them.
+
+    Args:
+        retriever: The retriever that made the run (as :func:`retriever_from_config`
+            rebuilds it). :class:`Unavailable` (from that function) or None gives every
+            document that answer.
+        data: The task's data for the run's domain (the run's task, protocol and corpus).
+        source: Where the query and corpus images come from (tasks 2-4 of ``clip``, OCR).
+        query_id: The query.
+        doc_ids: The documents to explain (typically the run's top 10 for the query).
+
+    Returns:
+        doc_id -> its attribution, in the order given; a document absent from the corpus
+        gets :class:`Unavailable`.
+
+    Raises:
+        InputError: ``query_id`` is not a query of ``data``, the retriever cannot run the
+            task, or it needs a source and none was given.
+    """
+    if retriever is None or isinstance(retriever, Unavailable):
+        reason = retriever or Unavailable(
+            "explaining a score needs the retriever that made the run: "
+            "rebuild it with retriever_from_config(config) or pass it"
+        )
+        return dict.fromkeys(doc_ids, reason)
+    query = next((q for q in data.queries if q.query_id == query_id), None)
+    if query is None:
+        raise InputError(
+            f"query {query_id!r} is not in the task's data",
+            expected=f"a query id of task {data.task}, domain {data.domain}",
+            found=query_id,
+        )
+    check_task(retriever, data.task)
+    wanted = set(doc_ids)
+    where = {doc.doc_id: i for i, doc in enumerate(data.corpus) if doc.doc_id in wanted}
+    positions = {d: where[d] for d in dict.fromkeys(doc_ids) if d in where}
+    found: dict[str, Attribution] = {}
+    ocr = isinstance(retriever, OcrAugmented)
+    inner = retriever.inner if isinstance(retriever, OcrAugmented) else None
+    if not positions:
+        pass
+    elif isinstance(retriever, BM25Retriever) or (ocr and isinstance(inner, BM25Retriever)):
+        found = explain_lexical(retriever, data, source, query, positions)  # type: ignore[arg-type]
+    elif isinstance(retriever, ClipRetriever):
+        found = explain_fusion(retriever, data, source, query, positions)
+    elif isinstance(retriever, DenseRetriever) or (ocr and isinstance(inner, DenseRetriever)):
+        docs = {d: data.corpus[p] for d, p in positions.items()}
+        found = explain_dense(retriever, source, query, docs)  # type: ignore[arg-type]
+    else:
+        return dict.fromkeys(
+            doc_ids, Unavailable(f"no attribution for retriever {retriever.name!r} yet")
+        )
+    missing = Unavailable(f"not in the corpus of task {data.task}, domain {data.domain}")
+    return {doc_id: found.get(doc_id, missing) for doc_id in doc_ids}

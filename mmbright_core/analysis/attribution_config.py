@@ -1,0 +1,171 @@
+"""Rebuilding a run's retriever from its recorded configuration, or saying why it cannot be.
+
+A run written by ``mmbright run`` keeps its :class:`~mmbright_core.retrieval.base.RunConfig`
+in ``config.json``: the retriever's name and what its ``settings()`` reported. Each
+retriever's settings are mapped back to the options its factory takes; the rebuilt
+retriever's own settings must then equal the recorded ones field by field (the analyzer's
+fingerprint, the weights, the OCR engine's version...), or nothing is returned but the
+reason: an explanation computed with another model would be a guess.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from mmbright_core.analysis.attribution_records import Unavailable
+from mmbright_core.errors import InputError, MissingDependencyError
+from mmbright_core.retrieval.base import Retriever, RunConfig, get_retriever
+
+Recipe = Callable[[RunConfig, dict[str, Any]], dict[str, Any]]
+_RANDOM_WEIGHTS = re.compile(r"random:seed=(-?\d+):")
+
+
+def _bm25(config: RunConfig, options: dict[str, Any]) -> dict[str, Any]:
+    return {"k1": options["k1"], "b": options["b"], "scoring": options["scoring"]}
+
+
+def _dense(config: RunConfig, options: dict[str, Any]) -> dict[str, Any]:
+    from mmbright_core.retrieval.dense import default_text_model
+
+    try:
+        default = str(default_text_model())
+    except MissingDependencyError:
+        default = None
+    return {
+        # The packaged default model is recorded by its folder: ask for the default again.
+        "model": None if config.model == default else config.model,
+        "revision": config.revision,
+        "max_length": config.truncation,
+        "query_prefix": options["query_prefix"],
+        "document_prefix": options["document_prefix"],
+        "index": options["index"],
+        "cache_dtype": options["cache_dtype"],
+    }
+
+
+def _clip(config: RunConfig, options: dict[str, Any]) -> dict[str, Any]:
+    seed = _RANDOM_WEIGHTS.match(str(options["weights"]))
+    return {
+        "model": config.model,
+        "pretrained": config.revision or "none",  # None was recorded for random weights
+        "seed": int(seed.group(1)) if seed else 0,
+        "image_policy": config.image_policy,
+        "no_image": config.no_image,
+        "index": options["index"],
+        "cache_dtype": options["cache_dtype"],
+    }
+
+
+def _ocr(inner: Recipe) -> Recipe:
+    def recipe(config: RunConfig, options: dict[str, Any]) -> dict[str, Any]:
+        return {
+            **inner(config, options),
+            "image_policy": config.image_policy,
+            "min_score": options["ocr_min_score"],
+        }
+
+    return recipe
+
+
+_RECIPES: dict[str, Recipe] = {
+    "bm25": _bm25,
+    "ocr-bm25": _ocr(_bm25),
+    "dense": _dense,
+    "ocr-dense": _ocr(_dense),
+    "clip": _clip,
+    "random": lambda config, options: {"seed": options["seed"]},
+}
+# Where the recipe's retriever takes them: where the caches are, which device encodes.
+_CACHED = frozenset({"bm25", "ocr-bm25", "dense", "ocr-dense", "clip"})
+_DEVICE = frozenset({"dense", "clip"})
+
+
+def retriever_from_config(
+    config: RunConfig | Mapping[str, Any],
+    *,
+    cache_dir: str | None = None,
+    device: str | None = None,
+) -> Retriever | Unavailable:
+    """Rebuild the retriever that made a run, exactly as configured, or say why not.
+
+    Args:
+        config: The run's configuration: a :class:`RunConfig`, its ``to_dict()`` form, or
+            the whole ``config.json`` of a run folder (``{"config": ..., "domains": ...}``).
+        cache_dir: Where the retriever keeps its indexes and embeddings (default: its own).
+        device: Torch device for the encoders (``dense``, ``clip``).
+
+    Returns:
+        The retriever, or :class:`Unavailable` with the reason it cannot be rebuilt
+        faithfully (an unknown retriever, settings not recorded, a model, analyzer or
+        package version that now gives other settings, a missing optional package).
+
+    Raises:
+        InputError: ``config`` is not a run configuration.
+    """
+    config = _as_config(config)
+    recipe = _RECIPES.get(config.retriever)
+    if recipe is None:
+        return Unavailable(
+            f"no recipe to rebuild retriever {config.retriever!r} from its configuration: "
+            "pass the retriever itself"
+        )
+    try:
+        options = recipe(config, dict(config.options))
+    except KeyError as err:
+        return Unavailable(
+            f"the run's configuration does not record {err.args[0]!r}, which rebuilding "
+            f"{config.retriever!r} needs (read the run folder's config.json, not a summary)"
+        )
+    if config.retriever in _CACHED:
+        options["cache_dir"] = cache_dir
+    if config.retriever in _DEVICE:
+        options["device"] = device
+    try:
+        retriever = get_retriever(config.retriever, **options)
+        rebuilt = RunConfig.build(
+            retriever,
+            task=config.task,
+            protocol=config.protocol,
+            source=config.source,
+            k=config.k,
+            negatives=config.negatives,
+        )
+    except (MissingDependencyError, InputError) as err:
+        return Unavailable(f"cannot rebuild {config.retriever!r}: {err}")
+    differences = _differences(config, rebuilt)
+    if differences:
+        return Unavailable(
+            f"the rebuilt {config.retriever!r} differs from the run's: " + "; ".join(differences)
+        )
+    return retriever
+
+
+def _as_config(config: RunConfig | Mapping[str, Any]) -> RunConfig:
+    if isinstance(config, RunConfig):
+        return config
+    fields = config.get("config", config) if "retriever" not in config else config
+    if not isinstance(fields, Mapping):
+        raise InputError("not a run configuration", expected="a mapping", found=repr(fields))
+    try:
+        return RunConfig.from_dict(fields)
+    except TypeError as err:  # a required field is missing
+        raise InputError(
+            "not a run configuration",
+            expected="retriever, task, protocol, source and k at least",
+            found=", ".join(sorted(fields)) or "nothing",
+        ) from err
+
+
+def _differences(recorded: RunConfig, rebuilt: RunConfig) -> list[str]:
+    """Return ``name: recorded X, now Y`` for every setting that differs (version aside)."""
+    old, new = recorded.to_dict(), rebuilt.to_dict()
+    for side in (old, new):
+        side.pop("package_version")
+        side.update({f"options.{k}": v for k, v in side.pop("options").items()})
+    return [
+        f"{key}: recorded {old.get(key)!r}, now {new.get(key)!r}"
+        for key in sorted(set(old) | set(new))
+        if old.get(key) != new.get(key)
+    ]

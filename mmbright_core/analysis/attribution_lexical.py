@@ -1,0 +1,186 @@
+"""BM25 scores split into per-term contributions, with the passage snippet to highlight.
+
+A BM25 score here is ``sum over query terms r of weights[r] * postings[r, passage]``
+(:meth:`~mmbright_core.retrieval.bm25.BM25Index.query_weights`), so each term's product is
+its exact share. ``ocr-bm25`` scores the query text with the OCR text appended
+(:meth:`~mmbright_core.retrieval.ocr.OcrAugmented.augment`, one line per image read): the
+augmented query is scored as the run scored it, and the original text and the words read
+from the images are analysed apart to tell each term's origin.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from mmbright_core.analysis.attribution_records import (
+    Attribution,
+    LexicalAttribution,
+    Origin,
+    Span,
+    TermContribution,
+)
+from mmbright_core.errors import InputError
+from mmbright_core.ranking import ranked
+from mmbright_core.retrieval.analyzer import EnglishAnalyzer
+from mmbright_core.retrieval.base import ImageSource, passage_id
+from mmbright_core.retrieval.bm25 import BM25Retriever
+from mmbright_core.retrieval.index import Groups
+from mmbright_core.retrieval.ocr import OcrAugmented
+from mmbright_core.types import Query, TaskData
+
+#: Characters of passage text shown around the strongest matches.
+SNIPPET_WIDTH = 300
+
+
+def explain_lexical(
+    retriever: BM25Retriever | OcrAugmented,
+    data: TaskData,
+    source: ImageSource | None,
+    query: Query,
+    positions: dict[str, int],
+) -> dict[str, Attribution]:
+    """Split the BM25 score of each document (doc_id -> corpus position) into its terms.
+
+    One index look-up and one slice of the postings serve every document.
+    """
+    bm25 = retriever.inner if isinstance(retriever, OcrAugmented) else retriever
+    if not isinstance(bm25, BM25Retriever):
+        raise TypeError(f"not a BM25 retriever: {type(bm25).__name__}")
+    analyzer, found, scored = bm25.analyzer, [], query.text
+    if isinstance(retriever, OcrAugmented):
+        if source is None:
+            raise InputError(
+                "OCR needs the query images", found="no source", hint="Pass the data source."
+            )
+        found = retriever.read_query(query, source)
+        scored = retriever.augment(query, source).text  # the text the run scored
+    texts, unit_of = _units(data)
+    index = bm25.index(texts)
+    tokens = analyzer.analyze(scored)
+    rows, weights = index.query_weights(tokens, bm25.scoring)
+    term_of = {index.terms[t]: t for t in set(tokens) if t in index.terms}
+    terms = [term_of[int(r)] for r in rows]
+    query_tf = Counter(tokens)
+    origins, surface = _origins(analyzer, query.text, "\n".join(found))
+    units = [unit_of(p) for p in positions.values()]
+    passage = index.postings[rows][:, units].toarray() if len(rows) else np.zeros((0, len(units)))
+    out: dict[str, Attribution] = {}
+    for column, (doc_id, unit) in enumerate(zip(positions, units, strict=True)):
+        spans = analyzer.analyze_spans(texts[unit])
+        passage_tf = Counter(term for term, _, _ in spans)
+        parts = {}
+        for row, term in enumerate(terms):
+            value = float(passage[row, column])
+            parts[term] = TermContribution(
+                term=term,
+                surface=surface[term],
+                query_tf=query_tf[term],
+                passage_tf=passage_tf[term],
+                query_weight=float(weights[row]),
+                passage_weight=value,
+                contribution=float(weights[row]) * value,
+                origin=origins[term],
+            )
+        order = ranked({term: part.contribution for term, part in parts.items()})
+        strength = {t: p.contribution for t, p in parts.items() if p.contribution > 0}
+        start, end = snippet_window(texts[unit], spans, strength)
+        out[doc_id] = LexicalAttribution(
+            doc_id=doc_id,
+            score=float(sum(parts[term].contribution for term, _ in order)),
+            terms=tuple(parts[term] for term, _ in order),
+            snippet=texts[unit][start:end],
+            snippet_start=start,
+            spans=tuple(
+                Span(term, s - start, e - start)
+                for term, s, e in spans
+                if term in strength and start <= s and e <= end
+            ),
+        )
+    return out
+
+
+def _units(data: TaskData) -> tuple[list[str], Callable[[int], int]]:
+    """Return the texts BM25 indexed for ``data`` and corpus position -> unit of that list.
+
+    Task 4 pairs share their passage's text, indexed once (``rank_by_text_scores``); in the
+    other tasks every document is its own unit, which spares grouping a large corpus.
+    """
+    if data.task != 4:
+        return [d.text for d in data.corpus], int
+    groups = Groups.from_keys([passage_id(d.doc_id) for d in data.corpus])
+    texts = [data.corpus[i].text for i in groups.members[groups.offsets[:-1]]]
+    return texts, lambda position: int(groups.unit_of_doc[position])
+
+
+def _origins(
+    analyzer: EnglishAnalyzer, text: str, image_text: str
+) -> tuple[defaultdict[str, Origin], defaultdict[str, tuple[str, ...]]]:
+    """Return term -> origin and term -> raw surface forms, from the text and the OCR words."""
+    origins: defaultdict[str, Origin] = defaultdict(lambda: "text")
+    surface: dict[str, dict[str, None]] = defaultdict(dict)  # ordered set
+    parts: tuple[tuple[Origin, str], ...] = (("text", text), ("image", image_text))
+    for where, part in parts:
+        for term, start, end in analyzer.analyze_spans(part):
+            surface[term][part[start:end]] = None
+            seen = origins.get(term)
+            origins[term] = where if seen in (None, where) else "both"
+    forms: defaultdict[str, tuple[str, ...]] = defaultdict(tuple)
+    forms.update({term: tuple(found) for term, found in surface.items()})
+    return origins, forms
+
+
+def snippet_window(
+    text: str, spans: Sequence[tuple[str, int, int]], strength: dict[str, float]
+) -> tuple[int, int]:
+    """Return ``(start, end)``: the passage window that shows the most of the score.
+
+    The window is about ``SNIPPET_WIDTH`` characters; of all windows it holds the matched
+    terms (each counted once) whose contributions add up to the most.
+
+    Args:
+        text: The passage.
+        spans: ``(term, start, end)`` of every term of ``text`` (``analyze_spans``).
+        strength: term -> contribution, for the matched terms only.
+
+    Returns:
+        The window, widened to whole words where the text allows.
+    """
+    hits = [(term, s, e) for term, s, e in spans if term in strength]
+    if not hits:
+        return _widen(text, 0, 0)
+    best, best_at, inside = -1.0, (0, 0), Counter[str]()
+    total, right = 0.0, 0
+    for left, (_, start, _) in enumerate(hits):
+        if right == left:  # a token longer than the window still gets one
+            inside[hits[left][0]] += 1
+            total += strength[hits[left][0]]
+            right += 1
+        while right < len(hits) and hits[right][2] - start <= SNIPPET_WIDTH:
+            term = hits[right][0]
+            total += strength[term] if inside[term] == 0 else 0.0
+            inside[term] += 1
+            right += 1
+        if total > best:
+            best, best_at = total, (start, hits[right - 1][2])
+        term = hits[left][0]
+        inside[term] -= 1
+        total -= strength[term] if inside[term] == 0 else 0.0
+    return _widen(text, *best_at)
+
+
+def _widen(text: str, start: int, end: int) -> tuple[int, int]:
+    """Pad ``[start, end)`` evenly to the snippet width, then trim broken words at the edges."""
+    spare = max(SNIPPET_WIDTH - (end - start), 0)
+    low = max(start - spare // 2, 0)
+    high = min(low + max(SNIPPET_WIDTH, end - start), len(text))
+    low = max(min(low, high - SNIPPET_WIDTH), 0)
+    if low > 0 and not text[low - 1].isspace():
+        cut = next((i for i in range(low, start) if text[i].isspace()), None)
+        low = low if cut is None else cut + 1
+    if high < len(text) and not text[high].isspace():
+        cut = next((i for i in range(high - 1, end - 1, -1) if text[i].isspace()), None)
+        high = high if cut is None else cut
+    return low, high

@@ -1,0 +1,138 @@
+"""What an attribution says about one retrieved document: the records, one per kind of model.
+
+Every record but :class:`Unavailable` carries the score recomputed from its parts, which
+equals the run's stored score where the run was made by this package with the same
+retriever: lexical contributions sum to the BM25 score (float64), the text and image parts of
+a fused query sum to the CLIP score (float32 precision, as the vectors are stored).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal, NamedTuple
+
+from PIL import Image
+
+Origin = Literal["text", "image", "both"]
+"""Where a query term comes from: the query text, the words read from its images, or both."""
+
+
+@dataclass(frozen=True)
+class TermContribution:
+    """One query term's share of a BM25 score: ``query_weight * passage_weight``.
+
+    Attributes:
+        term: The analysed term (stemmed, lower-cased).
+        surface: The raw query tokens it came from, in first-seen order.
+        query_tf: How often it occurs in the scored query.
+        passage_tf: How often it occurs in the passage.
+        query_weight: The query side of the formula (``idf**2 * sat(query tf)`` for the
+            official ``gensim`` scoring, ``idf * query tf`` for ``lucene``).
+        passage_weight: The passage side, as indexed (``sat(passage tf)``, float32).
+        contribution: ``query_weight * passage_weight``.
+        origin: ``text``, ``image`` (only in the words read from the query images) or ``both``.
+    """
+
+    term: str
+    surface: tuple[str, ...]
+    query_tf: int
+    passage_tf: int
+    query_weight: float
+    passage_weight: float
+    contribution: float
+    origin: Origin
+
+
+class Span(NamedTuple):
+    """Where a matched term's raw token lies in a snippet (``snippet[start:end]``)."""
+
+    term: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class LexicalAttribution:
+    """A BM25 score (``bm25``, ``ocr-bm25``) split into per-term contributions.
+
+    Attributes:
+        doc_id: The document.
+        score: The sum of the contributions: the run's score.
+        terms: Every query term the corpus knows, by contribution (ranking order), zero
+            for terms the passage lacks.
+        snippet: The passage text around the strongest matches (about 300 characters).
+        snippet_start: Where the snippet starts in the passage.
+        spans: Each matched term's tokens in the snippet, in text order.
+    """
+
+    kind: ClassVar[str] = "lexical"
+    doc_id: str
+    score: float
+    terms: tuple[TermContribution, ...]
+    snippet: str
+    snippet_start: int
+    spans: tuple[Span, ...]
+
+
+@dataclass(frozen=True)
+class FusionAttribution:
+    """A dual-encoder score (``clip``) split into what the query's text and image give.
+
+    The fused query is ``(t + i) / ||t + i||`` (raw text and image features, SPEC §3), so
+    ``100 * q.d = 100 * t.d / ||t + i|| + 100 * i.d / ||t + i||``: the two parts.
+
+    Attributes:
+        doc_id: The document.
+        score: ``text_part + image_part``: the run's score.
+        text_part: What the query text contributes.
+        image_part: What the query image contributes (0 for a text-only query).
+        policy: The image policy (``first``, ``concat``, ``all``).
+        images_used: The query image paths fused, in order (empty for a placeholder).
+        placeholder: ``white`` when no image decoded and the white image stood in, ``text``
+            when the text went alone, None when real images were used.
+        pictures: The images as encoded (``concat``: the one concatenated image).
+        skipped: Query image path -> why it was left out (it did not decode).
+    """
+
+    kind: ClassVar[str] = "fusion"
+    doc_id: str
+    score: float
+    text_part: float
+    image_part: float
+    policy: str
+    images_used: tuple[str, ...] = ()
+    placeholder: str | None = None
+    pictures: tuple[Image.Image, ...] = field(default=(), compare=False, repr=False)
+    skipped: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class DenseAttribution:
+    """A dense text score (``dense``, ``ocr-dense``): the cosine x 100.
+
+    Attributes:
+        doc_id: The document.
+        score: The similarity of the scored query (OCR-augmented for ``ocr-dense``).
+        without_ocr: For ``ocr-dense``, the similarity of the query text alone (None
+            otherwise, or when no text was read from the images).
+    """
+
+    kind: ClassVar[str] = "dense"
+    doc_id: str
+    score: float
+    without_ocr: float | None = None
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """No attribution, and why (no retriever, an unknown kind, a document not in the corpus).
+
+    Attributes:
+        reason: What is missing, said so that a reader can fix it.
+    """
+
+    kind: ClassVar[str] = "unavailable"
+    reason: str
+
+
+Attribution = LexicalAttribution | FusionAttribution | DenseAttribution | Unavailable

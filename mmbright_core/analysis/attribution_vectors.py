@@ -1,0 +1,145 @@
+"""Embedding scores explained: CLIP's text and image parts, dense with and without OCR.
+
+The vectors come from the retrievers' own public methods, which go through their
+content-keyed embedding caches: explaining the documents of a run just made costs a few
+cache reads, and otherwise a handful of encodings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+from PIL import Image
+
+from mmbright_core.analysis.attribution_records import (
+    Attribution,
+    DenseAttribution,
+    FusionAttribution,
+)
+from mmbright_core.errors import InputError
+from mmbright_core.retrieval.base import ImageSource
+from mmbright_core.retrieval.clip import ClipRetriever, fuse, image_key
+from mmbright_core.retrieval.dense import DenseRetriever
+from mmbright_core.retrieval.index import l2_normalise
+from mmbright_core.retrieval.ocr import OcrAugmented
+from mmbright_core.types import Document, Query, TaskData
+
+Vectors = npt.NDArray[np.float64]
+# Scores are 100 x the cosine (SPEC §3).
+_SCALE = 100.0
+
+
+def explain_fusion(
+    clip: ClipRetriever,
+    data: TaskData,
+    source: ImageSource | None,
+    query: Query,
+    positions: dict[str, int],
+) -> dict[str, Attribution]:
+    """Split each document's CLIP score into the query text's and the query image's parts."""
+    if data.task > 1 and source is None:
+        raise InputError(
+            f"task {data.task} needs image bytes", found="no source", hint="Pass the source."
+        )
+    source = source if data.task > 1 else None  # Task 1 queries are their text alone
+    text = clip.encode_texts([query.text])[0]
+    found = clip.query_pictures(query, source) if source is not None else None
+    pictures = tuple(found.images) if found is not None else ()
+    if pictures:
+        loaders = [_loader(picture) for picture in pictures]
+        image = clip.encode_images(loaders, [image_key(p) for p in pictures]).mean(axis=0)
+        norm = float(np.linalg.norm(text.astype(np.float64) + image.astype(np.float64)))
+    else:
+        image, norm = np.zeros_like(text), float(np.linalg.norm(text.astype(np.float64)))
+    docs = [data.corpus[p] for p in positions.values()]
+    vectors = _document_vectors(clip, data, source, docs)
+    text_parts = _SCALE * (vectors @ text.astype(np.float64)) / norm
+    image_parts = _SCALE * (vectors @ image.astype(np.float64)) / norm
+    problems = tuple(found.problems.items()) if found is not None else ()
+    used = _images_used(query, found.problems if found is not None else {}, clip.image_policy)
+    placeholder = None
+    if source is not None and not used:
+        placeholder = "white" if pictures else "text"
+    return {
+        doc_id: FusionAttribution(
+            doc_id=doc_id,
+            score=float(text_parts[row] + image_parts[row]),
+            text_part=float(text_parts[row]),
+            image_part=float(image_parts[row]),
+            policy=clip.image_policy,
+            images_used=used if source is not None else (),
+            placeholder=placeholder,
+            pictures=pictures,
+            skipped=problems,
+        )
+        for row, doc_id in enumerate(positions)
+    }
+
+
+def _loader(picture: Image.Image) -> Callable[[], Image.Image]:
+    return lambda: picture
+
+
+def _images_used(query: Query, problems: dict[str, str], policy: str) -> tuple[str, ...]:
+    """Return the query image paths that decoded, as the policy takes them."""
+    decoded = tuple(ref.path for ref in query.images if ref.path not in problems)
+    return decoded[:1] if policy == "first" else decoded
+
+
+def _document_vectors(
+    clip: ClipRetriever, data: TaskData, source: ImageSource | None, docs: Sequence[Document]
+) -> Vectors:
+    """Return the L2-normalised vectors the retriever ranks ``docs`` by, as float64 rows."""
+    if data.task == 3 and source is not None:
+        paths = [d.doc_id if d.image is None else d.image.path for d in docs]
+        vectors = l2_normalise(clip.document_image_vectors(data.domain, paths, source))
+    elif data.task == 4 and source is not None:
+        texts = clip.encode_texts([d.text for d in docs])
+        paths = [d.image.path for d in docs if d.image is not None]
+        found = clip.document_image_vectors(data.domain, paths, source) if paths else None
+        white = clip.white_vector()[0]
+        images, row = [], 0
+        for doc in docs:  # a pair without image (``__NO_IMAGE__``) fuses the white image
+            if doc.image is None or found is None:  # found is None: no doc has an image
+                images.append(white)
+                continue
+            images.append(found[row])
+            row += 1
+        vectors = fuse(texts, np.stack(images)) if docs else texts
+    else:
+        vectors = clip.encode_texts([d.text for d in docs])
+    # rank_vectors normalises what it indexes once more: so do we.
+    return l2_normalise(vectors).astype(np.float64)
+
+
+def explain_dense(
+    retriever: DenseRetriever | OcrAugmented,
+    source: ImageSource | None,
+    query: Query,
+    docs: dict[str, Document],
+) -> dict[str, Attribution]:
+    """Return each document's dense similarity; for ``ocr-dense`` also without the OCR words."""
+    dense = retriever.inner if isinstance(retriever, OcrAugmented) else retriever
+    if not isinstance(dense, DenseRetriever):
+        raise TypeError(f"not a dense retriever: {type(dense).__name__}")
+    texts = [query.text]
+    if isinstance(retriever, OcrAugmented):
+        if source is None:
+            raise InputError(
+                "OCR needs the query images", found="no source", hint="Pass the data source."
+            )
+        augmented = retriever.augment(query, source).text
+        texts = [augmented] if augmented == query.text else [augmented, query.text]
+    queries = l2_normalise(dense.encode(texts, dense.query_prefix)).astype(np.float64)
+    vectors = dense.encode([d.text for d in docs.values()], dense.document_prefix)
+    scores = _SCALE * (l2_normalise(vectors).astype(np.float64) @ queries.T)
+    return {
+        doc_id: DenseAttribution(
+            doc_id=doc_id,
+            score=float(scores[row, 0]),
+            without_ocr=float(scores[row, 1]) if len(texts) > 1 else None,
+        )
+        for row, doc_id in enumerate(docs)
+    }
