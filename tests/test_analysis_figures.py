@@ -93,3 +93,77 @@ def test_report_escapes_names_in_text_and_figures() -> None:
     assert "&lt;b&gt;BOLD&lt;a href=" in page and "&lt;i&gt;bio&lt;/i&gt;&amp;co" in page
     # plotly.js itself holds an '<a href=' (a map attribution): look for the input's link
     assert "<b>BOLD" not in page and "<a href='https://evil" not in page and "<i>bio" not in page
+
+
+def _numeric_comparison():  # type: ignore[no-untyped-def]
+    # Domains and groups that look like numbers; three queries tie at (1, 1).
+    rows = []
+    pairs = [(1.0, 1.0), (1.0, 1.0), (1.0, 1.0), (0.9, 0.1), (0.2, 0.6), (0.5, 0.5)]
+    for i, (a, b) in enumerate(pairs):
+        domain, images = ("2019", "7")[i % 2], (0, 1, 4, 4, 2, 9)[i]
+        rows += [("a", 2, domain, str(i), a, images, images), ("b", 2, domain, str(i), b, 1, 1)]
+    frame = pd.DataFrame(rows, columns=COLUMNS).assign(
+        query_chars=900, n_judged=3, n_relevant=1, first_relevant_rank=1.0, covered=True
+    )
+    return compare_runs(frame, "a", "b", n_resamples=50)
+
+
+def test_groups_that_look_numeric_stay_categories() -> None:
+    comparison = _numeric_comparison()
+    groups = image_effect(comparison)["query images"]
+    assert "3-5" in list(groups["group"])
+    bars = figures.breakdown_bars(groups, comparison, "query images").to_dict()
+    assert bars["layout"]["xaxis"]["type"] == "category"
+    assert list(bars["layout"]["xaxis"]["categoryarray"]) == ["0", "1", "2", "3-5", "6+"]
+    domains = figures.domain_deltas(comparison).to_dict()["layout"]["yaxis"]
+    assert domains["type"] == "category"
+    assert list(domains["categoryarray"]) == ["2019", "7", "(pooled)"]
+    heatmap = figures.leaderboard_heatmap(_board()).to_dict()["layout"]
+    assert heatmap["xaxis"]["type"] == heatmap["yaxis"]["type"] == "category"
+
+
+def test_heatmap_is_anchored_and_shows_absent_and_partial() -> None:
+    index = pd.MultiIndex.from_tuples([(2, "full"), (2, "half")], names=["task", "run"])
+    board = pd.DataFrame(
+        {"1": [80.0, 96.0], "2": [77.0, float("nan")], "Avg.": [78.5, 96.0], "domains": [2, 1]},
+        index=index,
+    )
+    trace = figures.leaderboard_heatmap(board, {2: 2}).to_dict()["data"][0]
+    assert (trace["zmin"], trace["zmax"]) == figures.SCALE_POINTS == (0.0, 100.0)
+    assert list(trace["y"]) == ["T2 · full", "T2 · half · partial 1/2"]
+    assert trace["text"][1] == ["96.0", "—", "96.0 (1/2)"]
+    assert trace["customdata"][1][1] == "not run"
+    assert "partial: 1 of 2 domains" in trace["customdata"][1][2]
+
+
+def test_coinciding_points_are_set_apart_and_counted() -> None:
+    comparison = _numeric_comparison()
+    trace = figures.pair_scatter(comparison).data[0]
+    points = list(zip(trace.x, trace.y, strict=True))
+    assert len(set(points)) == len(points)  # three ties at (1, 1) drawn apart
+    ties = [i for i, row in enumerate(trace.customdata) if list(row[2:4]) == [1.0, 1.0]]
+    assert len(ties) == 3  # the hover keeps the true values
+    assert max(abs(points[i][0] - 1) + abs(points[i][1] - 1) for i in ties) < 0.05  # near
+    assert {trace.customdata[i][4] for i in ties} == {" · 3 queries at this point"}
+    assert trace.customdata[next(i for i in range(6) if i not in ties)][4] == ""
+    again = figures.pair_scatter(comparison).data[0]
+    assert points == list(zip(again.x, again.y, strict=True))  # deterministic
+
+
+def test_scatter_colours_show_on_light_and_dark() -> None:
+    marker = figures.pair_scatter(_numeric_comparison()).to_dict()["data"][0]["marker"]
+    scale = marker["colorscale"]
+    mid = next(color for stop, color in scale if stop == 0.5)
+    assert mid.lower() not in ("#ffffff", "white", "#f7f7f7")  # vanishes on the light theme
+    assert marker["cmid"] == 0 and marker["cmin"] == -marker["cmax"]
+    assert marker["line"]["width"] > 0  # an outline keeps pale points visible
+
+
+def test_few_values_are_dots_many_a_histogram() -> None:
+    few = figures.score_histogram(pd.Series([0.1, 0.1, 0.5]), "r", "nDCG@10", ["a", "b", "c"])
+    trace = few.data[0]
+    assert trace.type == "scatter" and list(trace.y) == [1, 2, 1]  # equal values stack
+    many = figures.score_histogram(pd.Series([0.1] * figures.STRIP_BELOW), "r", "nDCG@10")
+    assert many.to_dict()["data"][0]["type"] == "histogram"
+    deltas = figures.delta_distribution(pd.Series([-0.2, 0.0, 0.3]), "nDCG@10")
+    assert deltas.to_dict()["data"][0]["type"] == "scatter"

@@ -15,8 +15,10 @@ a run named ``<b>x</b>.trec`` is shown as written, not in bold.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -25,6 +27,17 @@ from mmbright_core.analysis.compare import POOLED, Comparison
 _HEIGHT_PER_ROW = 34
 _A_COLOR = "#1f77b4"
 _B_COLOR = "#d62728"
+_ABSENT = "—"
+SCALE_POINTS = (0.0, 100.0)
+"""The heatmap's fixed colour range (nDCG@10 x100): equal gaps look equal on every board."""
+# Red for B losing, grey for a tie, blue for B winning: the grey midpoint and both ends stay
+# visible on a white and on a near-black background (a white midpoint vanishes on the light
+# theme, a dark end on the dark one); the grey outline keeps pale points visible too.
+_DIVERGING = [[0.0, "#d7301f"], [0.5, "#9e9e9e"], [1.0, "#2c7fb8"]]
+_OUTLINE = {"width": 0.8, "color": "rgba(120, 120, 120, 0.9)"}
+STRIP_BELOW = 30
+"""Fewer values than this are drawn one dot each (a strip), not as a histogram."""
+_SPREAD = 0.012  # radius by which queries sharing one point are set apart, in score units
 
 
 def plain(text: object) -> str:
@@ -36,25 +49,64 @@ def _plain_all(values: Iterable[object]) -> list[str]:
     return [plain(v) for v in values]
 
 
-def leaderboard_heatmap(board: pd.DataFrame) -> go.Figure:
+def categorical(labels: Sequence[str]) -> dict[str, object]:
+    """An axis showing exactly ``labels``, in that order, as categories.
+
+    Labels that look like numbers (image counts ``"0"``, ``"3-5"``, numeric domain names or
+    query ids) would otherwise make Plotly guess a numeric or date axis and drop the rest.
+    """
+    return {"type": "category", "categoryorder": "array", "categoryarray": list(labels)}
+
+
+def _row_label(task: object, run: object, domains: int, total: int | None) -> str:
+    label = f"T{task} · {plain(run)}"
+    return f"{label} · partial {domains}/{total}" if total and domains < total else label
+
+
+def leaderboard_heatmap(
+    board: pd.DataFrame, task_domains: Mapping[int, int] | None = None
+) -> go.Figure:
     """Heatmap of a leaderboard: one row per (task, run), one column per domain, then Avg.
+
+    The colour scale is fixed to 0-100, so a 2-point gap looks like 2 points whatever the
+    spread of the board. A domain a run did not cover is blank ("—", hover "not run"); a
+    run covering fewer domains than its task has is labelled partial, its Avg. too.
 
     Args:
         board: :func:`mmbright_core.analysis.leaderboard.leaderboard` output (x100).
+        task_domains: task -> how many domains the task has; marks partial runs.
     """
-    columns = [c for c in board.columns if c != "domains"]
-    rows = [f"T{task} · {plain(run)}" for task, run in board.index]
-    values = board[columns]
+    columns = [c for c in board.columns if c not in ("domains",)]
+    totals = task_domains or {}
+    counts = board["domains"].astype(int).tolist() if "domains" in board else [0] * len(board)
+    rows = [
+        _row_label(task, run, count, totals.get(int(task)))
+        for (task, run), count in zip(board.index, counts, strict=True)
+    ]
+    values = board[columns].to_numpy(dtype=float)
+    text = [[_absent_or(v) for v in row] for row in values]
+    hover = [["not run" if math.isnan(v) else f"{v:.1f}" for v in row] for row in values]
+    average = len(columns) - 1
+    for i, ((task, _), count) in enumerate(zip(board.index, counts, strict=True)):
+        total = totals.get(int(task))
+        if total and count < total and not math.isnan(values[i][average]):
+            text[i][average] += f" ({count}/{total})"
+            hover[i][average] += f" · partial: {count} of {total} domains"
+    x = _plain_all(columns)
     figure = go.Figure(
         go.Heatmap(
-            z=values.to_numpy(dtype=float),
-            x=_plain_all(columns),
+            z=values,
+            x=x,
             y=rows,
-            text=values.to_numpy(dtype=float),
-            texttemplate="%{text:.1f}",
+            text=text,
+            texttemplate="%{text}",
+            customdata=hover,
+            zmin=SCALE_POINTS[0],
+            zmax=SCALE_POINTS[1],
             colorscale="Viridis",
             colorbar={"title": "nDCG@10 ×100"},
-            hovertemplate="%{y}<br>%{x}: %{z:.1f}<extra></extra>",
+            hovertemplate="%{y}<br>%{x}: %{customdata}<extra></extra>",
+            hoverongaps=True,
             xgap=1,
             ygap=1,
         )
@@ -63,19 +115,32 @@ def leaderboard_heatmap(board: pd.DataFrame) -> go.Figure:
     figure.update_layout(
         height=120 + _HEIGHT_PER_ROW * len(rows),
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        yaxis={"autorange": "reversed"},
-        xaxis={"side": "top"},
+        yaxis={**categorical(rows), "autorange": "reversed"},
+        xaxis={**categorical(x), "side": "top"},
     )
     return figure
 
 
-def score_histogram(values: pd.Series, name: str, measure: str) -> go.Figure:
-    """Distribution of one run's per-query values (fractions in [0, 1])."""
+def _absent_or(value: float) -> str:
+    return _ABSENT if math.isnan(value) else f"{value:.1f}"
+
+
+def score_histogram(
+    values: pd.Series, name: str, measure: str, labels: Sequence[str] | None = None
+) -> go.Figure:
+    """Distribution of one run's per-query values (fractions in [0, 1]).
+
+    Below :data:`STRIP_BELOW` values each query is one dot (hover: ``labels``), since a
+    histogram of a handful of queries is mostly empty bins.
+    """
+    title = f"{plain(measure)} per query"
+    if len(values) < STRIP_BELOW:
+        return _strip(values, name, title, labels, (-0.02, 1.02))
     figure = go.Figure(
         go.Histogram(x=values, xbins={"start": 0, "end": 1.0001, "size": 0.05}, name=plain(name))
     )
     figure.update_layout(
-        xaxis_title=f"{plain(measure)} per query",
+        xaxis_title=title,
         yaxis_title="queries",
         bargap=0.05,
         height=320,
@@ -84,55 +149,156 @@ def score_histogram(values: pd.Series, name: str, measure: str) -> go.Figure:
     return figure
 
 
+def _strip(
+    values: pd.Series,
+    name: str,
+    title: str,
+    labels: Sequence[str] | None,
+    x_range: tuple[float, float] | None = None,
+    color: object = _A_COLOR,
+) -> go.Figure:
+    """One dot per value along x, equal values stacked upwards so each stays visible."""
+    x = pd.Series(values, dtype=float).reset_index(drop=True)
+    level = x.round(3).groupby(x.round(3)).cumcount()
+    shown = _plain_all(labels) if labels is not None else [""] * len(x)
+    figure = go.Figure(
+        go.Scatter(
+            x=x,
+            y=level + 1,
+            mode="markers",
+            text=shown,
+            name=plain(name),
+            marker={"size": 11, "color": color, "line": _OUTLINE},
+            hovertemplate="%{text}<br>%{x:.3f}<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        xaxis={"title": title, "range": list(x_range) if x_range else None},
+        yaxis={"title": "queries", "rangemode": "tozero", "dtick": 1},
+        height=260,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+    )
+    return figure
+
+
+def spread(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Set apart the points that coincide: a small circle around the shared point.
+
+    Deterministic (the k-th of n queries at one point sits at angle 2πk/n), so a point
+    clicked stays the same query from one rerun to the next.
+
+    Returns:
+        ``(x, y, count)``: the drawn positions and how many queries share each true point.
+    """
+    key = pd.DataFrame(
+        {"a": np.round(np.asarray(a, float), 6), "b": np.round(np.asarray(b, float), 6)}
+    )
+    group = key.groupby(["a", "b"], sort=False)
+    count = group["a"].transform("size").to_numpy()
+    k = group.cumcount().to_numpy()
+    angle = 2 * np.pi * k / np.maximum(count, 1)
+    radius = np.where(count > 1, _SPREAD, 0.0)
+    return (
+        key["a"].to_numpy() + radius * np.cos(angle),
+        key["b"].to_numpy() + radius * np.sin(angle),
+        count,
+    )
+
+
 def pair_scatter(comparison: Comparison) -> go.Figure:
-    """Per-query value of run A (x) against run B (y), with the diagonal."""
+    """Per-query value of run A (x) against run B (y), with the diagonal.
+
+    Colour is B − A on a diverging scale centred on 0; queries sharing one point (ties at
+    (1, 1)) are set apart by :func:`spread` and the hover says how many share it. Each
+    point's ``customdata`` is (domain, query_id, A, B, shared-point note) as shown, in
+    ``per_query`` order, so a selected point's index is its row there.
+    """
     frame = comparison.per_query
     labels = [
         f"{plain(d)} / {plain(q)}" for d, q in zip(frame["domain"], frame["query_id"], strict=True)
     ]
+    x, y, count = spread(frame["a"], frame["b"])
+    shared = [f" · {n} queries at this point" if n > 1 else "" for n in count]
+    widest = float(frame["delta"].abs().max()) if len(frame) else 0.0
+    widest = widest if widest > 0 else 1.0
     figure = go.Figure(
         go.Scatter(
-            x=frame["a"],
-            y=frame["b"],
+            x=x,
+            y=y,
             mode="markers",
             text=labels,
-            marker={"color": frame["delta"], "colorscale": "RdBu", "cmid": 0, "size": 7},
-            hovertemplate="%{text}<br>A %{x:.3f} → B %{y:.3f}<extra></extra>",
+            customdata=[
+                list(row)
+                for row in zip(
+                    _plain_all(frame["domain"]),
+                    _plain_all(frame["query_id"]),
+                    frame["a"].astype(float),
+                    frame["b"].astype(float),
+                    shared,
+                    strict=True,
+                )
+            ],
+            marker={
+                "color": frame["delta"],
+                "colorscale": _DIVERGING,
+                "cmin": -widest,
+                "cmax": widest,
+                "cmid": 0,
+                "size": 9,
+                "line": _OUTLINE,
+                "colorbar": {"title": "B − A"},
+            },
+            hovertemplate="%{text}<br>A %{customdata[2]:.3f} → B %{customdata[3]:.3f}"
+            "%{customdata[4]}<extra></extra>",
             name="queries",
         )
     )
     figure.add_shape(type="line", x0=0, y0=0, x1=1, y1=1, line={"dash": "dot", "color": "gray"})
     figure.update_layout(
-        xaxis_title=f"{plain(comparison.run_a)} (A)",
-        yaxis_title=f"{plain(comparison.run_b)} (B)",
+        xaxis={"title": f"{plain(comparison.run_a)} (A)", "range": [-0.05, 1.05]},
+        yaxis={"title": f"{plain(comparison.run_b)} (B)", "range": [-0.05, 1.05]},
         height=420,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        clickmode="event+select",
     )
     return figure
 
 
 def delta_histogram(comparison: Comparison) -> go.Figure:
     """Distribution of per-query deltas B - A."""
-    figure = go.Figure(
-        go.Histogram(x=comparison.per_query["delta"], xbins={"size": 0.05}, name="B − A")
-    )
+    frame = comparison.per_query
+    labels = [f"{d} / {q}" for d, q in zip(frame["domain"], frame["query_id"], strict=True)]
+    return delta_distribution(frame["delta"], comparison.measure, labels)
+
+
+def delta_distribution(
+    deltas: pd.Series, measure: str, labels: Sequence[str] | None = None
+) -> go.Figure:
+    """Distribution of per-query deltas B − A: a histogram, or a strip of dots when few."""
+    title = f"{plain(measure)}: B − A"
+    if len(deltas) < STRIP_BELOW:
+        colors = [_B_COLOR if d < 0 else _A_COLOR if d > 0 else "#9e9e9e" for d in deltas]
+        figure = _strip(deltas, "B − A", title, labels, (-1.05, 1.05), colors)
+    else:
+        figure = go.Figure(go.Histogram(x=deltas, xbins={"size": 0.05}, name="B − A"))
+        figure.update_layout(
+            xaxis_title=title,
+            yaxis_title="queries",
+            height=420,
+            margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        )
     figure.add_vline(x=0, line_dash="dot", line_color="gray")
-    figure.update_layout(
-        xaxis_title=f"{plain(comparison.measure)}: B − A",
-        yaxis_title="queries",
-        height=420,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-    )
     return figure
 
 
 def domain_deltas(comparison: Comparison) -> go.Figure:
     """Mean delta per domain (and pooled) with its bootstrap CI; hover shows Holm p-values."""
     s = comparison.summary
+    scopes = _plain_all(s["scope"])
     figure = go.Figure(
         go.Bar(
             x=s["delta"],
-            y=_plain_all(s["scope"]),
+            y=scopes,
             orientation="h",
             error_x={
                 "type": "data",
@@ -149,7 +315,7 @@ def domain_deltas(comparison: Comparison) -> go.Figure:
     figure.update_layout(
         xaxis_title=f"mean {plain(comparison.measure)} delta (B − A), 95% CI",
         height=120 + 26 * len(s),
-        yaxis={"autorange": "reversed"},
+        yaxis={**categorical(scopes), "autorange": "reversed"},
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
     )
     return figure
@@ -170,7 +336,7 @@ def breakdown_bars(frame: pd.DataFrame, comparison: Comparison, title: str) -> g
     )
     figure.update_layout(
         barmode="group",
-        xaxis_title=plain(title),
+        xaxis={**categorical(groups), "title": plain(title)},
         yaxis_title=f"mean {plain(comparison.measure)}",
         height=320,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
