@@ -17,7 +17,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import mmbright_core.data
-from mmbright_core.analysis.compare import POOLED, compare_runs
+from mmbright_core.analysis.compare import POOLED, compare_runs, most_hurt
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.benchmark import score_task
 from mmbright_core.data.sources import open_source
@@ -150,7 +150,7 @@ def test_home_headlines_match_the_core(app: AppTest, fixture_dir: Path, runs_dir
     for index, name in enumerate(("multi", "text")):
         by_domain = _by_domain(read_run(runs_dir / f"{name}.trec"))
         expected = score_task(source, TASK, by_domain).macro["nDCG@10"]
-        assert metrics["nDCG@10 ×100 (macro)"][index] == f"{100 * expected:.1f}"
+        assert metrics["nDCG@10 ×100"][index] == f"{100 * expected:.1f}"
     assert metrics["Coverage"] == ["100.0%", "100.0%"]
     heatmap = _traces(app, "leaderboard_heatmap")[0]
     assert heatmap["type"] == "heatmap"
@@ -171,7 +171,7 @@ def test_home_shows_and_scores_each_run_by_its_negatives_policy(
     runs = {o.domain: o.run for o in keep.domains}
     expected = score_task(source, TASK, runs, negatives="keep").macro["nDCG@10"]
     index = [line.split("**")[1] for line in lines].index("random")
-    shown = [m.value for m in app.metric if m.label == "nDCG@10 ×100 (macro)"][index]
+    shown = [m.value for m in app.metric if m.label == "nDCG@10 ×100"][index]
     assert shown == f"{100 * expected:.1f}"
 
 
@@ -325,8 +325,114 @@ def test_the_demo_opens_with_its_shipped_runs_of_every_task():
     source = open_source("demo")
     for task, prefix in ((2, "run_"), (4, "it2it_")):
         at.selectbox(key="task").set_value(task).run()
-        shown = [m.value for m in at.metric if m.label == "nDCG@10 ×100 (macro)"]
+        shown = [m.value for m in at.metric if m.label == "nDCG@10 ×100"]
         runs = [read_outputs(shipped / f"{prefix}{name}").runs for name in ("bm25", "ocr-bm25")]
         macros = [score_task(source, task, run).macro["nDCG@10"] for run in runs]
         expected = [f"{100 * macro:.1f}" for macro in macros]
         assert shown == expected, task
+
+
+def _compare(at: AppTest) -> None:
+    _goto(at, "compare")
+    at.selectbox(key="cmp_a").set_value("text").run()
+    at.selectbox(key="cmp_b").set_value("multi").run()
+
+
+def _hurt(fixture_dir: Path, runs_dir: Path):  # type: ignore[no-untyped-def]
+    table = source_results_table(
+        open_source(str(fixture_dir)),
+        TASK,
+        {name: _by_domain(read_run(runs_dir / f"{name}.trec")) for name in ("text", "multi")},
+    )
+    return compare_runs(table, "text", "multi")
+
+
+def test_a_partial_run_is_counted_against_the_task(
+    app: AppTest, runs_dir: Path, tmp_path: Path
+) -> None:
+    # One domain of two: coverage, the domain count and the leaderboard must say so.
+    run = read_run(runs_dir / "text.trec")
+    write_trec_run(
+        tmp_path / "half.trec", {q: d for q, d in run.items() if q.startswith("biology/")}
+    )
+    _add_folder(app, tmp_path)
+    assert not app.exception and not _errors(app)
+    lines = [m.value for m in app.markdown if m.value.startswith("**half**")]
+    assert lines and "partial: 1 of 2 domains" in lines[0]
+    metrics: dict[str, list[str]] = {}
+    for m in app.metric:
+        metrics.setdefault(m.label, []).append(m.value)
+    names = [m.value.split("**")[1] for m in app.markdown if m.value.startswith("**")]
+    half = names.index("half")
+    assert metrics["Domains"][half] == "1 of 2"
+    assert metrics["Domains"][names.index("text")] == "2 of 2"
+    assert float(metrics["Coverage"][half].rstrip("%")) < 100
+    heatmap = _traces(app, "leaderboard_heatmap")[0]
+    assert heatmap["y"][-1] == "T2 · half · partial 1/2"  # after the full runs
+    assert heatmap["zmin"] == 0 and heatmap["zmax"] == 100
+    cells = [cell for row in heatmap["text"] for cell in row]
+    assert "—" in cells and not any("nan" in cell.lower() for cell in cells)
+    assert "not run" in [c for row in heatmap["customdata"] for c in row]
+
+
+def test_home_reference_table_has_the_task_as_heading(app: AppTest) -> None:
+    reference = _frame(app, "model", "reported")
+    assert list(reference.columns) == ["model", "reported", "source"]
+    assert any("Published: Task 2" in m.value for m in app.markdown)
+
+
+def test_compare_bars_keep_every_image_group(app: AppTest, fixture_dir: Path, runs_dir: Path):
+    _compare(app)
+    bars = _traces(app, "cmp_images")
+    groups = list(_frame(app, "group", "queries")["group"])
+    assert list(bars[0]["x"]) == groups
+    chart = next(c for c in app.get("plotly_chart") if "cmp_images" in c.proto.id)
+    axis = json.loads(chart.proto.spec)["layout"]["xaxis"]
+    assert axis["type"] == "category" and axis["categoryarray"] == groups
+
+
+def test_compare_hurt_row_opens_the_inspector(app: AppTest, fixture_dir: Path, runs_dir: Path):
+    _compare(app)
+    assert any("Where multi (B) loses most against text (A)" in s.value for s in app.subheader)
+    table = _frame(app, "query_id", "query", "delta")
+    assert table["query"].str.len().gt(0).all()  # the query text, not only its id
+    hurt = most_hurt(_hurt(fixture_dir, runs_dir), top=20)
+    app.session_state["cmp_hurt"] = {"selection": {"rows": [1], "columns": [], "cells": []}}
+    app.run()
+    assert not app.exception
+    assert app.title[0].value == "Query inspector"
+    target = app.session_state["inspect_query"]
+    assert (target.domain, target.query_id) == (hurt.iloc[1]["domain"], hurt.iloc[1]["query_id"])
+
+
+def test_compare_scatter_point_opens_the_inspector(app: AppTest, fixture_dir: Path, runs_dir: Path):
+    _compare(app)
+    per_query = _hurt(fixture_dir, runs_dir).per_query
+    app.session_state["cmp_scatter"] = {
+        "selection": {"points": [{"point_index": 3}], "point_indices": [3], "box": [], "lasso": []}
+    }
+    app.run()
+    assert not app.exception
+    assert app.title[0].value == "Query inspector"
+    target = app.session_state["inspect_query"]
+    row = per_query.iloc[3]
+    assert (target.domain, target.query_id) == (row["domain"], row["query_id"])
+
+
+def test_per_query_shows_b_minus_a_text_and_b_loses_filter(
+    app: AppTest, fixture_dir: Path, runs_dir: Path
+):
+    _goto(app, "per_query")
+    app.selectbox(key="pq_run").set_value("text").run()
+    app.selectbox(key="pq_run_b").set_value("multi").run()
+    table = _frame(app, "query_id", "query", "nDCG@10", "nDCG@10 (B)", "delta")
+    expected = _hurt(fixture_dir, runs_dir).per_query.set_index(["domain", "query_id"])
+    for row in table.itertuples(index=False):
+        assert row.delta == pytest.approx(expected.loc[(row.domain, row.query_id), "delta"])
+    assert table["query"].str.len().gt(0).all()
+    app.toggle(key="pq_loses").set_value(True).run()
+    losing = _frame(app, "query_id", "delta")
+    assert len(losing) == int((expected["delta"] < 0).sum()) and (losing["delta"] < 0).all()
+    # A handful of queries: one dot each rather than a mostly empty histogram.
+    trace = _traces(app, "pq_hist")[0]
+    assert trace["type"] == "scatter" and len(_values(trace["x"])) == len(losing)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import pandas as pd
 import streamlit as st
 
 from mmbright_core.analysis.compare import most_hurt
@@ -16,7 +17,7 @@ from mmbright_core.benchmark import apply_protocol
 from mmbright_core.data.sources import Source
 from mmbright_core.errors import MMBrightError
 from mmbright_core.types import Task
-from mmbright_core.ui import loaders, state, views
+from mmbright_core.ui import loaders, navigation, state, views
 from mmbright_core.ui.state import InspectTarget, RunEntry
 
 DOMAIN_KEY = "insp_domain"
@@ -124,3 +125,22 @@ def scored(entry: RunEntry, target: InspectTarget, excluded: frozenset[str]) -> 
     """One query's ranking in a run as the benchmark scores it (exclusions, top-1000 cut)."""
     scores = entry.runs.get(target.domain, {}).get(target.query_id, {})
     return apply_protocol({target.query_id: scores}, {target.query_id: excluded})[target.query_id]
+
+
+def point_positions(event: object) -> list[int]:
+    """The row positions of the points selected in a chart (``st.plotly_chart`` on_select).
+
+    Figures that support clicking keep one trace whose points are in table order
+    (:func:`mmbright_core.analysis.figures.pair_scatter`), so a point's index is its row.
+    """
+    selection = event.get("selection") if isinstance(event, Mapping) else None
+    points = selection.get("points", []) if isinstance(selection, Mapping) else []
+    return [int(p["point_index"]) for p in points if isinstance(p, Mapping) and "point_index" in p]
+
+
+def open_query(frame: pd.DataFrame, positions: Sequence[int]) -> None:
+    """Open the inspector on the first selected row of ``frame`` (nothing if none is)."""
+    found = views.picked(frame, positions)
+    if found is not None:
+        state.set_inspect_target(*found)
+        st.switch_page(navigation.page_file("inspector"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from mmbright_core.benchmark import apply_protocol
@@ -139,3 +140,106 @@ def walk(
 
 def _label(qrels: Mapping[str, int], doc: str) -> float:
     return float(qrels[doc]) if doc in qrels else math.nan
+
+
+TaskCounts = Mapping[str, tuple[int, int]]
+"""domain -> (queries, judged queries) of a task: what a run is measured against."""
+
+
+def headlines(table: pd.DataFrame, board: pd.DataFrame, task: TaskCounts) -> pd.DataFrame:
+    """The numbers shown per run, counted against the task rather than the run.
+
+    A run over one of four domains covers a quarter of the task, not all of it: coverage
+    is the share of the task's judged queries the run ranks (SPEC §4: always show it), and
+    ``domains`` / ``task_domains`` say how many domains its macro average is taken over.
+
+    Args:
+        table: The results table of the runs (rows for the domains each run has).
+        board: Their leaderboard (for the macro average over domains, x100).
+        task: The task's queries and judged queries per domain.
+
+    Returns:
+        One row per run: ``run``, ``answered``, ``judged``, ``coverage``, ``missing``,
+        ``dropped``, ``macro``, ``domains``, ``task_domains``, ``partial``.
+    """
+    judged_total = sum(judged for _, judged in task.values())
+    answered = (
+        table.assign(answered=(table["n_judged"] > 0) & table["covered"])
+        .groupby("run", sort=False)["answered"]
+        .sum()
+    )
+    out = answered.to_frame()
+    out["judged"] = judged_total
+    out["coverage"] = out["answered"] / judged_total if judged_total else math.nan
+    out["missing"] = judged_total - out["answered"]
+    out["dropped"] = sum(queries - judged for queries, judged in task.values())
+    macro = board.reset_index().set_index("run")[["Avg.", "domains"]]
+    out = out.join(macro.rename(columns={"Avg.": "macro"}))
+    out["task_domains"] = task_domain_count(task)
+    out["partial"] = out["domains"] < out["task_domains"]
+    return out.reset_index()
+
+
+def task_domain_count(task: TaskCounts) -> int:
+    """How many domains of a task have a judged query (the domains a macro average spans)."""
+    return sum(judged > 0 for _, judged in task.values())
+
+
+def rank_board(board: pd.DataFrame, task_domains: Mapping[int, int]) -> pd.DataFrame:
+    """Order a leaderboard for display: per task, full runs by Avg. first, partial runs after.
+
+    A partial run's average is over fewer domains, so it is never ranked among full ones.
+    """
+    totals = [task_domains.get(int(task), 0) for task, _ in board.index]
+    keys = pd.DataFrame(
+        {
+            "task": [task for task, _ in board.index],
+            "partial": board["domains"].to_numpy() < np.asarray(totals),
+            "avg": -board["Avg."].to_numpy(dtype=float),
+            "run": [str(run) for _, run in board.index],
+        }
+    )
+    order = keys.sort_values(["task", "partial", "avg", "run"], kind="stable").index
+    return board.iloc[list(order)]
+
+
+QUERY_CHARS = 160
+"""Longest query text shown in a table cell (the inspector shows it whole)."""
+
+
+def with_text(rows: pd.DataFrame, texts: Mapping[tuple[str, str], str]) -> pd.DataFrame:
+    """Insert a ``query`` column (its text, cut to :data:`QUERY_CHARS`) after ``query_id``."""
+    shown = [
+        _cut(texts.get((str(d), str(q)), ""))
+        for d, q in zip(rows["domain"], rows["query_id"], strict=True)
+    ]
+    out = rows.copy()
+    out.insert(list(out.columns).index("query_id") + 1, "query", shown)
+    return out
+
+
+def _cut(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= QUERY_CHARS else flat[: QUERY_CHARS - 1] + "…"
+
+
+def with_pair(rows: pd.DataFrame, deltas: pd.DataFrame, measure: str) -> pd.DataFrame:
+    """Add run B's value and ``delta`` (B − A) to run A's rows, from :func:`paired_deltas`.
+
+    Queries scored in only one run get NaN in both columns.
+    """
+    pair = deltas[["domain", "query_id", "b", "delta"]].rename(columns={"b": f"{measure} (B)"})
+    merged = rows.merge(pair, on=["domain", "query_id"], how="left")
+    columns = list(rows.columns)
+    at = columns.index(measure) + 1
+    order = [*columns[:at], f"{measure} (B)", "delta", *columns[at:]]
+    return merged[order]
+
+
+def picked(frame: pd.DataFrame, positions: Sequence[int]) -> tuple[str, str] | None:
+    """(domain, query_id) of the first selected position of a table or chart, if any."""
+    for position in positions:
+        if 0 <= position < len(frame):
+            row = frame.iloc[position]
+            return str(row["domain"]), str(row["query_id"])
+    return None

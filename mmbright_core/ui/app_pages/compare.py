@@ -8,7 +8,10 @@ import streamlit as st
 
 from mmbright_core.analysis import figures
 from mmbright_core.analysis.compare import POOLED, image_effect, most_hurt
-from mmbright_core.ui import inspect, loaders, navigation, render, reports, state
+from mmbright_core.ui import inspect, loaders, queries, render, reports, state, views
+
+HURT_COLUMNS = ["domain", "query_id", "query", "delta"]
+"""The most-hurt table's columns: enough to recognise the query; the CSV has them all."""
 
 st.title("Compare two runs")
 spec, task, protocol = state.source_spec(), state.current_task(), state.current_protocol()
@@ -43,22 +46,48 @@ delta.metric(
 if comparison.unpaired:
     st.caption(f"{comparison.unpaired} queries scored in one run only are left out.")
 
+st.caption("Click a point of the scatter or a row of the table below to open that query.")
 scatter, histogram = st.columns(2)
-scatter.plotly_chart(figures.pair_scatter(comparison), key="cmp_scatter")
+clicked = scatter.plotly_chart(
+    figures.pair_scatter(comparison),
+    key="cmp_scatter",
+    on_select="rerun",
+    selection_mode="points",
+)
 histogram.plotly_chart(figures.delta_histogram(comparison), key="cmp_delta_hist")
+inspect.open_query(comparison.per_query, inspect.point_positions(clicked))
 
 st.subheader("By domain (Holm-corrected over domains)")
 st.plotly_chart(figures.domain_deltas(comparison), key="cmp_domains")
 st.dataframe(comparison.summary, hide_index=True, key="cmp_summary")
 render.csv_download(comparison.summary, f"compare_{run_a}_vs_{run_b}.csv", key="cmp_summary_csv")
 
-st.subheader("Where images hurt most")
+st.subheader(
+    f"Where {render.escape_md(run_b)} (B) loses most against {render.escape_md(run_a)} (A)"
+)
 hurt = most_hurt(comparison, top=20)
-st.dataframe(hurt, hide_index=True, key="cmp_hurt")
+texts = render.attempt(queries.query_texts, spec, task, protocol, hurt["domain"].unique())
+shown = views.with_text(hurt, texts or {})[HURT_COLUMNS]
+rows = st.dataframe(
+    shown,
+    hide_index=True,
+    key="cmp_hurt",
+    on_select="rerun",
+    selection_mode="single-row",
+    column_config={
+        "domain": st.column_config.TextColumn("domain", width="small"),
+        "query_id": st.column_config.TextColumn("query id", width="small"),
+        "query": st.column_config.TextColumn("query", width="medium"),
+        "a": st.column_config.NumberColumn("A", format="%.3f", width="small"),
+        "b": st.column_config.NumberColumn("B", format="%.3f", width="small"),
+        "delta": st.column_config.NumberColumn("B − A", format="%+.3f", width="small"),
+        "n_images": st.column_config.NumberColumn("images", width="small"),
+    },
+)
+inspect.open_query(hurt, rows.selection.rows if rows is not None else [])
 render.csv_download(hurt, f"most_hurt_{run_a}_vs_{run_b}.csv", key="cmp_hurt_csv")
 if len(hurt) and st.button("Inspect the most hurt query", key="cmp_inspect"):
-    state.set_inspect_target(str(hurt.iloc[0]["domain"]), str(hurt.iloc[0]["query_id"]))
-    st.switch_page(navigation.page_file("inspector"))
+    inspect.open_query(hurt, [0])
 
 st.subheader("By number of query images")
 by_images = image_effect(comparison)["query images"]

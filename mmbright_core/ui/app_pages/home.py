@@ -7,7 +7,7 @@ import streamlit as st
 
 from mmbright_core.analysis import figures
 from mmbright_core.analysis.leaderboard import leaderboard, load_reference, reproduction
-from mmbright_core.ui import loaders, render, runs_panel, state
+from mmbright_core.ui import loaders, queries, render, runs_panel, state, views
 from mmbright_core.ui.sidebar import TASK_LABELS, selected_runs
 
 st.title("MM-BRIGHT failure analysis")
@@ -25,25 +25,37 @@ chosen = {name: state.task_runs()[name] for name in selected_runs()}
 st.subheader("Headline numbers")
 table = render.attempt(loaders.table_for, spec, task, protocol, chosen) if chosen else None
 board = leaderboard(table, loaders.MEASURE) if table is not None else None
-if table is None or board is None:
+counts = render.attempt(queries.task_counts, spec, task, protocol) if board is not None else None
+if table is None or board is None or counts is None:
     st.info("Choose runs in the sidebar (or add some above) to see their scores.")
 else:
-    for row in loaders.headlines(table, board).itertuples(index=False):
-        line = chosen[row.run].provenance
-        st.markdown(f"**{render.escape_md(row.run)}** · {render.escape_md(line)}")
-        macro, coverage, dropped, missing = st.columns(4)
+    for row in views.headlines(table, board, counts).itertuples(index=False):
+        line = f"**{render.escape_md(row.run)}** · {render.escape_md(chosen[row.run].provenance)}"
+        if row.partial:
+            line += f" · :orange-badge[partial: {row.domains} of {row.task_domains} domains]"
+        st.markdown(line)
+        macro, domains, coverage, dropped, missing = st.columns(5)
         macro.metric(
-            "nDCG@10 ×100 (macro)", f"{row.macro:.1f}", help=f"mean over {row.domains} domain(s)"
+            "nDCG@10 ×100",
+            f"{row.macro:.1f}",
+            help=f"Macro average: the mean over {row.domains} of the task's "
+            f"{row.task_domains} domains"
+            + (" (partial: not comparable with runs over every domain)" if row.partial else ""),
+        )
+        domains.metric(
+            "Domains", f"{row.domains} of {row.task_domains}", help="domains the run is scored on"
         )
         coverage.metric(
-            "Coverage", f"{100 * row.coverage:.1f}%", help="judged queries the run ranks"
+            "Coverage",
+            f"{100 * row.coverage:.1f}%",
+            help=f"{int(row.answered)} of the task's {int(row.judged)} judged queries are ranked",
         )
         dropped.metric(
-            "Dropped queries",
+            "Unjudged",
             int(row.dropped),
             help="queries with no judgment at all, left out of scoring as trec_eval leaves them",
         )
-        missing.metric("Missing from run", int(row.missing), help="judged but not ranked")
+        missing.metric("Missing", int(row.missing), help="judged queries the run does not rank")
 
 st.subheader("Leaderboard")
 boards = {task: board} if board is not None and len(board) else {}
@@ -62,26 +74,54 @@ if others and st.toggle(
         )
         if other is not None and len(other):
             boards[each_task] = other
+totals: dict[int, int] = {
+    each: views.task_domain_count(found)
+    for each in boards
+    if (found := render.attempt(queries.task_counts, spec, each, protocol)) is not None
+}
 if boards:
-    board = pd.concat([boards[t] for t in sorted(boards)])
-    left, right = st.columns([3, 1])
-    with left:
-        st.plotly_chart(figures.leaderboard_heatmap(board), key="leaderboard_heatmap")
-        render.csv_download(board.reset_index(), "leaderboard.csv", key="leaderboard_csv")
-    with right:
-        st.markdown("**Published (nDCG@10 ×100, Avg. over 29 domains)**")
-        reference = pd.DataFrame(
-            [(r.task, r.model, r.value, r.source) for r in load_reference() if r.task == task],
-            columns=["task", "model", "reported", "source"],
-        )
-        st.dataframe(reference, hide_index=True, key="reference_table", on_select="ignore")
-        matched = reproduction(board)
-        if len(matched):
-            st.markdown("**Runs matching a published model**")
-            st.dataframe(
-                matched.drop(columns="citation"), hide_index=True, key="reproduction_table"
-            )
+    board = views.rank_board(pd.concat([boards[t] for t in sorted(boards)]), totals)
+    st.plotly_chart(figures.leaderboard_heatmap(board, totals), key="leaderboard_heatmap")
+    st.caption(
+        "Colours span 0-100. Per task, runs over every domain come first, by Avg.; a partial "
+        "run (fewer domains) follows, its Avg. marked with the domains it covers. "
+        "— marks a domain the run was not scored on."
+    )
+    render.csv_download(board.reset_index(), "leaderboard.csv", key="leaderboard_csv")
     if spec == state.DEFAULT_SOURCE:
         st.caption("Demo averages cover the demo's few synthetic domains, not the 29 of the paper.")
 else:
     st.info("No scored run to put on the leaderboard yet.")
+
+with st.container():
+    st.markdown(f"**Published: {TASK_LABELS[task]}**")
+    st.caption("nDCG@10 ×100, average over the paper's 29 domains")
+    reference = pd.DataFrame(
+        [(r.model, r.value, r.source) for r in load_reference() if r.task == task],
+        columns=["model", "reported", "source"],
+    )
+    st.dataframe(
+        reference,
+        hide_index=True,
+        key="reference_table",
+        on_select="ignore",
+        column_config={
+            "model": st.column_config.TextColumn("model", width="medium"),
+            "reported": st.column_config.NumberColumn("reported", format="%.1f", width="small"),
+            "source": st.column_config.TextColumn("source", width="small"),
+        },
+    )
+matched = reproduction(board) if boards else None
+if matched is not None and len(matched):
+    with st.container():
+        st.markdown("**Runs matching a published model**")
+        st.dataframe(
+            matched.drop(columns=["citation", "task", "source"]),
+            hide_index=True,
+            key="reproduction_table",
+            column_config={
+                "ours": st.column_config.NumberColumn("ours", format="%.1f"),
+                "reported": st.column_config.NumberColumn("reported", format="%.1f"),
+                "difference": st.column_config.NumberColumn("diff.", format="%+.1f"),
+            },
+        )

@@ -1,12 +1,14 @@
-"""Per query: one run's distribution of nDCG@10, a filterable table, and click-through."""
+"""Per query: a run's nDCG@10 per query (and B − A against a second run), filterable."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from mmbright_core.analysis import figures
-from mmbright_core.ui import loaders, navigation, render, state, views
+from mmbright_core.ui import loaders, navigation, queries, render, state, views
 from mmbright_core.ui.sidebar import selected_runs
+
+NO_PAIR = "(none)"
 
 st.title("Per-query scores")
 spec, task, protocol = state.source_spec(), state.current_task(), state.current_protocol()
@@ -14,34 +16,70 @@ names = selected_runs()
 if not names:
     st.info("Choose runs in the sidebar (or add some on the Home page).")
     st.stop()
-run = st.selectbox("Run", names, key="pq_run")
-# Only the run shown is scored (each run's scores are cached on their own).
-table = render.attempt(loaders.table_for, spec, task, protocol, {run: state.task_runs()[run]})
+pick_a, pick_b = st.columns(2)
+run = pick_a.selectbox("Run (A)", names, key="pq_run")
+others = [NO_PAIR, *(n for n in names if n != run)]
+run_b = pick_b.selectbox(
+    "Compared with (B)", others, key="pq_run_b", help="Adds B's score and B − A per query"
+)
+paired = run_b != NO_PAIR
+entries = state.task_runs()
+# Only the runs shown are scored (each run's scores are cached on their own).
+table = render.attempt(loaders.table_for, spec, task, protocol, {run: entries[run]})
 if table is None:
     st.stop()
 rows = views.run_rows(table, run, loaders.MEASURE)
+if paired:
+    deltas = render.attempt(loaders.deltas_for, spec, task, protocol, entries, run, run_b)
+    if deltas is None:
+        st.stop()
+    rows = views.with_pair(rows, deltas, loaders.MEASURE)
+texts = render.attempt(queries.query_texts, spec, task, protocol, rows["domain"].unique())
+rows = views.with_text(rows, texts or {})
+
 domain_col, image_col, score_col = st.columns(3)
 domains = domain_col.multiselect("Domains", sorted(rows["domain"].unique()), key="pq_domains")
 most_images = max(int(rows["n_images"].max()) if len(rows) else 0, 1)
 images = image_col.slider("Query images", 0, most_images, (0, most_images), key="pq_images")
-scores = score_col.slider("nDCG@10 range", 0.0, 1.0, (0.0, 1.0), step=0.05, key="pq_scores")
+scores = score_col.slider("nDCG@10 of A", 0.0, 1.0, (0.0, 1.0), step=0.05, key="pq_scores")
+loses = st.toggle("Only where B loses (B − A < 0)", key="pq_loses", disabled=not paired)
 shown = views.filter_rows(rows, loaders.MEASURE, domains=domains, images=images, scores=scores)
+if paired:
+    shown = shown.loc[shown["delta"].notna()].reset_index(drop=True)
+    if loses:
+        shown = shown.loc[shown["delta"] < 0].reset_index(drop=True)
 
-st.plotly_chart(
-    figures.score_histogram(shown[loaders.MEASURE], run, loaders.MEASURE), key="pq_hist"
+labels = [f"{d} / {q}" for d, q in zip(shown["domain"], shown["query_id"], strict=True)]
+if paired:
+    st.plotly_chart(
+        figures.delta_distribution(shown["delta"], loaders.MEASURE, labels), key="pq_hist"
+    )
+else:
+    st.plotly_chart(
+        figures.score_histogram(shown[loaders.MEASURE], run, loaders.MEASURE, labels),
+        key="pq_hist",
+    )
+st.caption(
+    f"{len(shown)} of {len(rows)} queries shown (queries without a score are left out"
+    + (", and those B does not score)." if paired else ").")
+    + " Pick a row to open it in the inspector."
 )
-st.caption(f"{len(shown)} of {len(rows)} queries shown (queries without a score are left out).")
+number = st.column_config.NumberColumn(format="%.4f", width="small")
 picked = st.dataframe(
     shown,
     hide_index=True,
     key="pq_table",
     on_select="rerun",
     selection_mode="single-row",
-    column_config={loaders.MEASURE: st.column_config.NumberColumn(format="%.4f")},
+    column_config={
+        "query": st.column_config.TextColumn("query", width="large"),
+        loaders.MEASURE: number,
+        f"{loaders.MEASURE} (B)": number,
+        "delta": st.column_config.NumberColumn("B − A", format="%+.4f", width="small"),
+    },
 )
 render.csv_download(shown, f"per_query_{run}.csv", key="pq_csv")
 
-labels = [f"{d} / {q}" for d, q in zip(shown["domain"], shown["query_id"], strict=True)]
 selected_rows = picked.selection.rows if picked is not None else []
 if selected_rows:
     st.session_state["pq_query"] = labels[selected_rows[0]]

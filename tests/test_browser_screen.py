@@ -1,0 +1,114 @@
+"""What a researcher sees in the browser: nothing clipped, every group drawn, clicks that open.
+
+Headless chromium against ``streamlit run app.py`` on the demo, at 1000 and 1400 px wide,
+in the light and the dark theme (Streamlit follows the browser's colour scheme). Screenshots
+are kept under ``test-artifacts/screenshots/screen/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from serving import (
+    BROWSER_MARKS,
+    CHROMIUM,
+    LAUNCH_ARGS,
+    ROOT,
+    no_exception,
+    settle,
+    streamlit_server,
+)
+
+SHOTS = ROOT / "test-artifacts" / "screenshots" / "screen"
+TASK_LABEL = "Task 2: text+image → text"
+
+pytestmark = BROWSER_MARKS
+
+CLIPPED = "e => e.scrollWidth > e.clientWidth + 1"
+FRAMES = '[data-testid="stDataFrame"]'
+TEXTS = "els => els.map(e => e.textContent)"
+CHARTS = '[data-testid="stPlotlyChart"]'  # Compare: scatter, deltas, domains, images
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with streamlit_server(tmp_path_factory.mktemp("streamlit")) as (url, _):
+        yield url
+
+
+def _open(browser, server: str, width: int, scheme: str):  # type: ignore[no-untyped-def]
+    page = browser.new_page(viewport={"width": width, "height": 1000}, color_scheme=scheme)
+    page.goto(server)
+    page.get_by_text("MM-BRIGHT failure analysis").wait_for(timeout=60_000)
+    settle(page)
+    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
+    page.get_by_role("option", name=TASK_LABEL).click()
+    settle(page)
+    page.get_by_text("Headline numbers").wait_for()
+    settle(page)
+    no_exception(page)
+    return page
+
+
+def _goto(page, title: str, marker: str) -> None:  # type: ignore[no-untyped-def]
+    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title).click()
+    page.get_by_text(marker).first.wait_for(timeout=60_000)
+    settle(page)
+    no_exception(page)
+
+
+def _clipped_texts(page, selector: str) -> list[str]:  # type: ignore[no-untyped-def]
+    found = page.locator(selector)
+    return [
+        found.nth(i).inner_text() for i in range(found.count()) if found.nth(i).evaluate(CLIPPED)
+    ]
+
+
+@pytest.mark.parametrize(("width", "scheme"), [(1000, "light"), (1000, "dark"), (1400, "light")])
+def test_pages_fit_and_keep_every_group(server: str, width: int, scheme: str) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        page = _open(browser, server, width, scheme)
+        # Home: the published table needs no sideways scrolling; metric labels are whole.
+        reference = page.locator(FRAMES).first  # Home's first table
+        reference.scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        scroller = reference.locator(".dvn-scroller").first
+        assert not scroller.evaluate(CLIPPED), "the reference table scrolls sideways"
+        assert not _clipped_texts(page, '[data-testid="stMetricLabel"] p')
+        assert page.get_by_text("Published: Task 2").count() == 1
+        page.screenshot(path=str(SHOTS / f"home-{width}-{scheme}.png"), full_page=True)
+
+        _goto(page, "Compare", "By number of query images")
+        ticks = page.locator(CHARTS).nth(3).locator(".xtick text").evaluate_all(TEXTS)
+        assert "3-5" in ticks, ticks
+        hurt = page.locator(FRAMES).nth(1).locator(".dvn-scroller").first
+        assert not hurt.evaluate(CLIPPED), "the most-hurt table scrolls sideways"
+        page.screenshot(path=str(SHOTS / f"compare-{width}-{scheme}.png"), full_page=True)
+
+        _goto(page, "Per query", "queries shown")
+        page.screenshot(path=str(SHOTS / f"per-query-{width}-{scheme}.png"), full_page=True)
+        browser.close()
+
+
+def test_a_scatter_point_opens_the_inspector(server: str) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        page = _open(browser, server, 1400, "light")
+        _goto(page, "Compare", "By number of query images")
+        point = page.locator(CHARTS).first.locator(".scatterlayer .point").first
+        point.scroll_into_view_if_needed()
+        label = point.evaluate("e => e.__data__.tx")  # the hover label: "domain / query id"
+        point.click(force=True)
+        page.get_by_text("Query inspector").first.wait_for(timeout=60_000)
+        settle(page)
+        no_exception(page)
+        domain, query_id = label.split(" / ")
+        assert page.get_by_role("heading", name=f"{domain} / {query_id}").count() == 1
+        page.screenshot(path=str(SHOTS / "inspector-from-scatter.png"), full_page=True)
+        browser.close()
