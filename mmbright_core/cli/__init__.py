@@ -1,7 +1,9 @@
 """The ``mmbright`` command line: one module per subcommand, registered here.
 
 Each subcommand module exposes ``register(subparsers)``, which adds its parser and sets
-``handler`` to a function ``(args) -> int``. Errors this package raises on purpose are
+``handler`` to a function ``(args) -> int``. Registering imports nothing heavy (handlers import
+their backends when they run; see :class:`.options.SubcommandParser`), so ``mmbright --help``
+answers without loading numpy or pandas. Errors this package raises on purpose are
 printed to stderr as one message with exit status 2; nothing prints a traceback for them.
 """
 
@@ -12,9 +14,10 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from mmbright_core.cli.options import SubcommandParser
 from mmbright_core.errors import MMBrightError
 
-_SUBCOMMANDS = ("eval", "data", "run", "compare", "app")
+_SUBCOMMANDS = ("eval", "data", "run", "compare", "app", "notes")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,7 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mmbright",
         description="Evaluate and analyse retrieval runs on the MM-BRIGHT benchmark.",
     )
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    subparsers = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=SubcommandParser
+    )
     for name in _SUBCOMMANDS:
         importlib.import_module(f"mmbright_core.cli.{name}").register(subparsers)
     return parser

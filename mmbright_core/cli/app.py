@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mmbright_core.retrieval.base import require
+from mmbright_core.cli.options import add_source
 
 APP = Path(__file__).resolve().parent.parent / "ui" / "app.py"
 """The dashboard's entry script inside the installed package."""
@@ -48,10 +48,7 @@ def register(subparsers: Any) -> None:
         "Arguments after -- go to 'streamlit run' (e.g. -- --server.address 0.0.0.0).",
     )
     parser.add_argument("--port", type=int, help="the port to serve on (default: 8501)")
-    parser.add_argument(
-        "--source",
-        help="the data a new session opens on: demo (default), hf, hf@REVISION or a folder",
-    )
+    add_source(parser, required=False, lead="the data a new session opens on (default: demo)")
     parser.add_argument(
         "streamlit_args", nargs=argparse.REMAINDER, help="-- then options for 'streamlit run'"
     )
@@ -81,6 +78,8 @@ def streamlit_command(args: argparse.Namespace) -> list[str]:
 
 def run_app(args: argparse.Namespace) -> int:
     """Replace this process with the streamlit server (its signals and exit status)."""
+    from mmbright_core.retrieval.base import require
+
     require("streamlit", "the dashboard", "app")
     require("plotly", "the dashboard", "app")
     from mmbright_core.ui.state import SOURCE_ENV  # imports streamlit: only once it is there

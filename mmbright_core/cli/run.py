@@ -6,13 +6,9 @@ import argparse
 import json
 from typing import Any
 
-from mmbright_core.cli.engine_options import add_engine_arguments, with_engine
-from mmbright_core.cli.options import add_negatives
-from mmbright_core.data.images import POLICIES
-from mmbright_core.data.sources import open_source
+from mmbright_core.cli.options import add_task_options, declare_later
+from mmbright_core.data.choices import POLICIES
 from mmbright_core.errors import InputError
-from mmbright_core.retrieval.base import DEFAULT_K, available_retrievers
-from mmbright_core.retrieval.runner import run_task
 
 
 def register(subparsers: Any) -> None:
@@ -24,12 +20,16 @@ def register(subparsers: Any) -> None:
         "<out>/<subdir>/<domain>/{scores,metrics,config}.json, summary.json, run.trec and "
         "config.json. A domain whose stored configuration equals the new one is reused.",
     )
-    parser.add_argument(
-        "--source",
-        required=True,
-        help='"demo", "hf", "hf@<revision>" or a folder with the published layout',
-    )
-    parser.add_argument("--task", required=True, type=int, choices=(1, 2, 3, 4))
+    add_task_options(parser, domains="all")
+    declare_later(parser, declare_backend)
+    parser.set_defaults(handler=handle)
+
+
+def declare_backend(parser: argparse.ArgumentParser) -> None:
+    """Add the retriever, its options and the engine; on first use (they import retrieval)."""
+    from mmbright_core.cli.engine_options import add_engine_arguments
+    from mmbright_core.retrieval.base import DEFAULT_K, available_retrievers
+
     parser.add_argument(
         "--retriever", required=True, help=f"one of: {', '.join(available_retrievers())}"
     )
@@ -40,25 +40,11 @@ def register(subparsers: Any) -> None:
         "weights); a local-dir: model uses its own weights",
     )
     parser.add_argument(
-        "--domain",
-        action="append",
-        dest="domains",
-        metavar="D",
-        help="a domain to run (repeatable; default: all)",
-    )
-    parser.add_argument(
         "--image-policy",
         choices=POLICIES,
         help="several query images: first (default: the released code's images[0], which "
         "made the published runs), concat (the paper, MTEB) or all",
     )
-    parser.add_argument(
-        "--protocol",
-        default="paper",
-        choices=("paper", "legacy"),
-        help="Task 4 judgment protocol (default: paper)",
-    )
-    add_negatives(parser)
     parser.add_argument("--k", type=int, default=DEFAULT_K, help="documents kept per query")
     parser.add_argument(
         "--cache-dir", help="embedding cache root (default: $MMBRIGHT_CACHE or ~/.cache/mmbright)"
@@ -73,7 +59,6 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--out", required=True, help="output root folder")
     add_engine_arguments(parser)
-    parser.set_defaults(handler=handle)
 
 
 def parse_options(pairs: list[str]) -> dict[str, Any]:
@@ -113,6 +98,10 @@ def retriever_options(args: argparse.Namespace) -> dict[str, object]:
 
 def handle(args: argparse.Namespace) -> int:
     """Run the subcommand and print each domain's nDCG@10."""
+    from mmbright_core.cli.engine_options import with_engine
+    from mmbright_core.data.sources import open_source
+    from mmbright_core.retrieval.runner import run_task
+
     options = retriever_options(args)
     retriever = with_engine(args.retriever, options, args)
     source = open_source(args.source)

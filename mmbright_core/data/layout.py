@@ -74,6 +74,7 @@ CONFIGS: MappingProxyType[str, tuple[str, ...]] = MappingProxyType(
 )
 """Config name -> its published columns (SPEC §2)."""
 
+
 def parquet_name(config: str, domain: str) -> str:
     """Return the path of one config's split inside the dataset: ``{config}/{domain}.parquet``."""
     return f"{config}/{domain}.parquet"

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from mmbright_core.data.choices import NEGATIVES as NEGATIVES
+from mmbright_core.data.choices import Negatives as Negatives
 from mmbright_core.data.ids import (
     as_str_list,
     image_key,
@@ -38,12 +40,6 @@ _QUERY_COLUMNS: dict[int, tuple[str, tuple[str, ...]]] = {
         ("id", "query", "gold_ids", "image_paths", "positive_images", "negative_images"),
     ),
 }
-
-Negatives = Literal["exclude", "keep"]
-"""What tasks 1-2 do with each query's ``negative_ids`` (SPEC §3)."""
-
-NEGATIVES: tuple[Negatives, ...] = ("exclude", "keep")
-"""``exclude`` (the default and the official numbers) or ``keep``."""
 
 NEGATIVE_TASKS = frozenset({1, 2})
 """The tasks whose exclusions come from ``negative_ids``; Task 3 has none to apply (they are
