@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from mmbright_core.analysis.compare import Comparison, compare_runs, paired_deltas
-from mmbright_core.analysis.leaderboard import AVERAGE, leaderboard
+from mmbright_core.analysis.leaderboard import leaderboard
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.data.ids import check_protocol
 from mmbright_core.data.sources import Source, open_source
@@ -189,26 +189,3 @@ def deltas_for(
     """
     pair = _pair(entries, run_a, run_b)
     return paired_deltas(table_for(spec, task, protocol, pair), run_a, run_b, MEASURE)
-
-
-def headlines(table: pd.DataFrame, board: pd.DataFrame) -> pd.DataFrame:
-    """The numbers shown per run: macro nDCG@10, coverage, dropped and missing queries.
-
-    Coverage is the share of judged queries the run ranks (SPEC §4: always show it,
-    whichever averaging rule is used); dropped queries have no judgment at all.
-
-    Args:
-        table: The results table of the runs.
-        board: Their leaderboard (for the macro average over domains, x100).
-    """
-    judged = table["n_judged"] > 0
-    counts = (
-        table.assign(judged=judged, answered=judged & table["covered"], dropped=~judged)
-        .groupby("run", sort=False)[["judged", "answered", "dropped"]]
-        .sum()
-    )
-    counts["coverage"] = counts["answered"] / counts["judged"].where(counts["judged"] > 0)
-    counts["missing"] = counts["judged"] - counts["answered"]
-    macro = board.reset_index().set_index("run")[[AVERAGE, "domains"]]
-    macro = macro.rename(columns={AVERAGE: "macro"})
-    return counts.join(macro).reset_index()
