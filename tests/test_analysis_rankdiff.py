@@ -52,7 +52,14 @@ def test_rank_diff_without_missing_items_matches_scipy():
     run_a = {"d1": 5.0, "d2": 4.0, "d3": 3.0, "d4": 2.0, "d5": 1.0}
     run_b = {"d1": 3.0, "d2": 5.0, "d3": 1.0, "d4": 4.0, "d5": 2.0}
     diff = rank_diff({"d1": 1}, run_a, run_b, k=5)
-    assert set(diff.docs["change"]) == {"kept"}
+    assert list(diff.docs["change"]) == [
+        "moved up 1",
+        "moved up 2",
+        "moved down 2",
+        "moved up 1",
+        "moved down 2",
+    ]
+    assert list(diff.docs["move"]) == list(diff.docs["change"])
     expected = sps.kendalltau(diff.docs["rank_a"], diff.docs["rank_b"]).statistic
     assert diff.kendall_tau == pytest.approx(expected)
     # B ranks d2 d4 d1 d5 d3 (RBO of a reorder of the same five is < 1).
@@ -70,7 +77,12 @@ def test_rank_diff_moves_by_hand():
     assert rows["d1"].change == "relevant dropped" and rows["d1"].rank_b == 3
     assert rows["d2"].change == "relevant dropped" and math.isnan(rows["d2"].rank_b)
     assert rows["d3"].change == "non-relevant entered" and rows["d3"].relevance == 0
-    assert rows["d4"].change == "non-relevant entered" and math.isnan(rows["d4"].relevance)
+    assert rows["d4"].change == "unjudged entered" and math.isnan(rows["d4"].relevance)
+    assert (rows["d1"].move, rows["d2"].move, rows["d4"].move) == (
+        "moved down 2",
+        "not in B",
+        "moved up 2",
+    )
     # d2 is absent from B: ranked 5 (below B's four). Ranks A 1 2 3 4, B 3 5 1 2:
     # concordant pairs (d1,d2), (d3,d4); the other four discordant: tau = -2/6.
     assert diff.kendall_tau == pytest.approx(-1 / 3)

@@ -27,8 +27,14 @@ CHANGE_ORDER = (
     "relevant entered",
     "non-relevant entered",
     "non-relevant dropped",
-    "kept",
+    "unjudged entered",
+    "unjudged dropped",
+    "moved up",
+    "moved down",
+    "same rank",
 )
+"""The kinds of ``change``, in display order; a move within the top k is written with its
+size ("moved up 2"), so that a changed rank never reads as kept."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +45,10 @@ class RankDiff:
         k: The cut-off compared.
         docs: One row per document in the union of both top-k lists, with columns
             ``doc_id``, ``relevance`` (NaN if unjudged), ``rank_a`` and ``rank_b`` (1-based
-            rank in each full run, NaN if absent), and ``change`` (one of ``CHANGE_ORDER``).
+            rank in each full run, NaN if absent), ``change`` (a kind of ``CHANGE_ORDER``:
+            entering or leaving the top k, else "moved up 2", "moved down 1", "same rank")
+            and ``move`` (the rank change from A to B in words, for every row: "moved up
+            2", "same rank", "not in A", "not in B").
         kendall_tau: Kendall tau-b over the union of the two top-k lists.
         rbo: Rank-biased overlap of the two top-k lists (extrapolated, p = ``RBO_P``).
     """
@@ -163,6 +172,7 @@ def rank_diff(
         }
     )
     docs["change"] = [_change(row, k) for row in docs.itertuples(index=False)]
+    docs["move"] = [move_label(a, b) for a, b in zip(docs["rank_a"], docs["rank_b"], strict=True)]
     docs = docs.sort_values(["rank_b", "rank_a"], na_position="last", kind="stable")
     tau = kendall_tau_b(
         docs["rank_a"].fillna(len(order_a) + 1), docs["rank_b"].fillna(len(order_b) + 1)
@@ -170,12 +180,25 @@ def rank_diff(
     return RankDiff(k, docs.reset_index(drop=True), tau, rbo(order_a[:k], order_b[:k]))
 
 
+def move_label(rank_a: float, rank_b: float) -> str:
+    """Say how a document's rank changed from run A to run B ("moved up 2", "not in B").
+
+    Up means towards rank 1. NaN is a rank the run does not have.
+    """
+    if math.isnan(rank_a) or math.isnan(rank_b):
+        return "not in A" if math.isnan(rank_a) else "not in B"
+    shift = int(rank_a - rank_b)
+    if shift == 0:
+        return "same rank"
+    return f"moved up {shift}" if shift > 0 else f"moved down {-shift}"
+
+
 def _change(row: Any, k: int) -> str:
     in_a = row.rank_a <= k  # NaN compares False: absent means not in the top k
     in_b = row.rank_b <= k
-    relevant = row.relevance > 0
     if in_a and in_b:
-        return "kept"
-    if in_a:
-        return "relevant dropped" if relevant else "non-relevant dropped"
-    return "relevant entered" if relevant else "non-relevant entered"
+        return move_label(row.rank_a, row.rank_b)
+    # An unjudged document is not known to be non-relevant (the qrels hold no label for it).
+    judged = "unjudged" if math.isnan(row.relevance) else "non-relevant"
+    kind = "relevant" if row.relevance > 0 else judged
+    return f"{kind} dropped" if in_a else f"{kind} entered"
