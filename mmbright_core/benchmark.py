@@ -14,6 +14,7 @@ import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mmbright_core.data.ids import PAIR_SEPARATOR
 from mmbright_core.data.sources import Source
@@ -22,6 +23,9 @@ from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.metrics import evaluate
 from mmbright_core.ranking import top_k
 from mmbright_core.types import EvalResult, Missing, Protocol4, Qrels, Run
+
+if TYPE_CHECKING:
+    from mmbright_core.io._open import Readable
 
 RUN_DEPTH = 1000
 """Every run is cut to its top 1,000 per query (SPEC §3)."""
@@ -283,15 +287,22 @@ def load_task_runs(
 
 
 def load_mteb_runs(
-    source: Source, task: int, path: str | os.PathLike[str], task_name: str | None = None
+    source: Source,
+    task: int,
+    src: Readable,
+    *,
+    task_name: str | None = None,
+    max_bytes: int | None = None,
 ) -> dict[str, dict[str, dict[str, float]]]:
     """Read an MTEB predictions file as one run per domain of a task.
 
     Args:
         source: The dataset copy whose domains the file's subsets must be.
         task: The task the runs must answer.
-        path: ``<TaskName>_predictions.json``, or any name with ``task_name`` given.
+        src: ``<TaskName>_predictions.json`` (a path, or an open file with that name), or
+            any name with ``task_name`` given.
         task_name: MTEB's task name, when the file name does not carry it.
+        max_bytes: The most bytes read (see :func:`mmbright_core.io.read_run`).
 
     Raises:
         InputError: The file's task is not ``task``, or the file is malformed.
@@ -299,11 +310,13 @@ def load_mteb_runs(
     """
     from mmbright_core.io.mteb import mteb_task_name, read_mteb_predictions
 
-    found = read_mteb_predictions(path, task_name=task_name, domains=source.domains())
+    found = read_mteb_predictions(
+        src, task_name=task_name, domains=source.domains(), max_bytes=max_bytes
+    )
     if found.task is not None and found.task != task:
         raise InputError(
             f"these predictions answer task {found.task} ({found.task_name}), not task {task}",
-            source=str(path),
+            source=str(getattr(src, "name", src)),
             expected=f"{mteb_task_name(task)} predictions",
             found=str(found.task_name),
             hint=f"Score them with --task {found.task}",

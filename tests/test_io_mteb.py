@@ -108,3 +108,25 @@ def test_eval_refuses_predictions_of_another_task(tmp_path, capsys):
     assert main(["eval", "--source", "demo", "--task", "2", "--run", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert "answer task 3" in err and "\n" not in err
+
+
+def test_the_dashboard_takes_an_mteb_upload():
+    from mmbright_core.data.sources import open_source
+    from mmbright_core.ui.workspace import entry_from_bytes
+
+    source = open_source("demo")
+    runs = {d: dict(r) for d, r in read_outputs(DEMO_RUNS / "run_bm25").runs.items()}
+    data = _predictions(runs).encode()
+    entry = entry_from_bytes("MMBrightIT2TRetrieval_predictions.json", data, source, 2, "paper")
+    assert entry.runs == runs and entry.name == "MMBrightIT2TRetrieval_predictions"
+    with pytest.raises(InputError, match="answer task 2"):
+        entry_from_bytes("MMBrightIT2TRetrieval_predictions.json", data, source, 4, "paper")
+
+
+def test_run_writes_mteb_predictions_that_score_as_its_outputs(tmp_path, capsys):
+    argv = ["--source", "demo", "--task", "2", "--domain", "gis"]
+    assert main(["run", *argv, "--retriever", "bm25", "--out", str(tmp_path), "--mteb"]) == 0
+    path = tmp_path / "run_bm25" / "MMBrightIT2TRetrieval_predictions.json"
+    found = read_mteb_predictions(path)
+    assert found.task == 2 and found.model["retriever"] == "bm25"
+    assert found.runs == {"gis": dict(read_outputs(tmp_path / "run_bm25").runs["gis"])}

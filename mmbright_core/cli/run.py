@@ -58,6 +58,11 @@ def declare_backend(parser: argparse.ArgumentParser) -> None:
         help="another backend option, e.g. k1=1.2 or query_prefix='search_query: '",
     )
     parser.add_argument("--out", required=True, help="output root folder")
+    parser.add_argument(
+        "--mteb",
+        action="store_true",
+        help="also write MTEB's <TaskName>_predictions.json beside summary.json",
+    )
     add_engine_arguments(parser)
 
 
@@ -122,4 +127,10 @@ def handle(args: argparse.Namespace) -> int:
         mean = sum(d.metrics["NDCG@10"] for d in outcome.domains) / len(outcome.domains)
         print(f"Avg.\tnDCG@10 {100 * mean:.1f}")
     print(f"wrote {outcome.task_dir}")
+    if args.mteb:
+        from mmbright_core.io.mteb import write_mteb_predictions
+
+        runs = {d.domain: d.run for d in outcome.domains}
+        path = write_mteb_predictions(outcome.task_dir, args.task, runs, outcome.config.to_dict())
+        print(f"wrote {path}")
     return 0

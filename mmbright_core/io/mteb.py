@@ -73,15 +73,22 @@ def task_from_file_name(path: str | os.PathLike[str]) -> str | None:
     return name[: -len(SUFFIX)] if name.endswith(SUFFIX) else None
 
 
-def looks_like_mteb(path: str | os.PathLike[str]) -> bool:
-    """Whether a file is (by its name, or the start of its content) an MTEB predictions file."""
+def looks_like_mteb(path: str | os.PathLike[str], head: bytes | None = None) -> bool:
+    """Whether a file is an MTEB predictions file, by its name or the start of its content.
+
+    Args:
+        path: The file (or, with ``head`` given, only its name).
+        head: The first bytes of the content, if already in memory.
+    """
     if task_from_file_name(path) is not None:
         return True
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(4096)
-    except OSError:
-        return False
+    if head is None:
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(4096)
+        except OSError:
+            return False
+    head = head[:4096]
     return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{") and META_KEY.encode() in head
 
 
@@ -110,7 +117,7 @@ def read_mteb_predictions(
         UnknownNameError: An unknown task name, or a subset that is no domain.
     """
     loaded = load(src, max_bytes)
-    name = task_name or (task_from_file_name(src) if isinstance(src, (str, Path)) else None)
+    name = task_name or task_from_file_name(loaded.name)
     if name is not None and name not in MTEB_TASKS:
         raise UnknownNameError("MTEB task", name, tuple(MTEB_TASKS))
     top = object_pairs(

@@ -8,27 +8,25 @@ wrong file fails with one message instead of scoring zero everywhere.
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import io
-import zlib
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from mmbright_core.benchmark import check_task_runs, runs_by_domain, task_query_ids
+from mmbright_core.benchmark import (
+    check_task_runs,
+    load_mteb_runs,
+    runs_by_domain,
+    task_query_ids,
+)
 from mmbright_core.data.ids import check_protocol
 from mmbright_core.data.sources import Source
 from mmbright_core.data.tasks import check_negatives
 from mmbright_core.errors import InputError
-from mmbright_core.io._open import PARQUET_MAGIC
+from mmbright_core.io.mteb import looks_like_mteb
 from mmbright_core.io.official import TASK_TYPES, read_outputs
 from mmbright_core.io.runs import read_run
 from mmbright_core.types import Task
 from mmbright_core.ui.confine import Confinement
 from mmbright_core.ui.state import RunEntry, fingerprint
-
-_GZIP_MAGIC = b"\x1f\x8b"
 
 RUN_SUFFIXES = (".trec", ".run", ".txt", ".json", ".parquet", ".gz", ".tsv")
 """File endings taken as runs when a folder of run files is loaded."""
@@ -43,7 +41,7 @@ def entry_from_bytes(
     *,
     max_bytes: int | None = None,
 ) -> RunEntry:
-    """Read an uploaded run file (TREC, JSON or parquet) for the current task.
+    """Read an uploaded run file (TREC, JSON, parquet or MTEB predictions) for the task.
 
     Args:
         name: The file's name (it names the run and, by its ending, the format).
@@ -51,46 +49,26 @@ def entry_from_bytes(
         source: The data source (to file queries under domains).
         task: The current task.
         protocol: The Task 4 protocol.
-        max_bytes: The most bytes the content may take once decompressed (the upload
-            limit); a small gzip or parquet file may otherwise expand a thousandfold.
+        max_bytes: The most bytes the content may take once decompressed and decoded (the
+            upload limit), counted by the reader as it reads: a small gzip or parquet file
+            may otherwise expand a thousandfold.
 
     Raises:
         InputError: The file is malformed, expands past ``max_bytes``, or answers another
             task (by its query ids or by the shape of its doc ids).
     """
-    if max_bytes is not None:
-        _check_expanded_size(name, data, max_bytes)
     stream = io.BytesIO(data)
     stream.name = name  # the reader names the file in its errors and detects the format
-    run = read_run(stream)
-    known = task_query_ids(source, task, protocol=check_protocol(protocol))
-    runs = runs_by_domain(run, known, name)
+    if looks_like_mteb(name, head=data[:4096]):
+        runs = load_mteb_runs(source, task, stream, max_bytes=max_bytes)
+    else:
+        run = read_run(stream, max_bytes=max_bytes)
+        known = task_query_ids(source, task, protocol=check_protocol(protocol))
+        runs = runs_by_domain(run, known, name)
     check_task_runs(source, task, runs, protocol=protocol, name=name)
     return RunEntry(
         Path(name).stem, source.name, task, runs, f"upload: {name}", fingerprint(name, data)
     )
-
-
-def _check_expanded_size(name: str, data: bytes, limit: int) -> None:
-    """Refuse compressed content that expands past ``limit`` bytes, reading no further."""
-    size: int | None = None
-    try:
-        if data[:2] == _GZIP_MAGIC:
-            with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
-                size = len(stream.read(limit + 1))
-        elif data[:4] == PARQUET_MAGIC:
-            meta = pq.read_metadata(io.BytesIO(data))
-            size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-    except (OSError, EOFError, zlib.error, pa.ArrowException):
-        return  # corrupt: the reader names the problem
-    if size is not None and size > limit:
-        raise InputError(
-            "the file expands past the upload limit once decompressed",
-            source=name,
-            expected=f"at most {limit / 2**20:.0f} MB of content",
-            found=f"more than {size / 2**20:.0f} MB",
-            hint="Split the run, or load it from a folder",
-        )
 
 
 def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) -> list[RunEntry]:
