@@ -342,3 +342,91 @@ def breakdown_bars(frame: pd.DataFrame, comparison: Comparison, title: str) -> g
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
     )
     return figure
+
+
+def rank_slope(docs: pd.DataFrame, run_a: str, run_b: str, k: int = 10) -> go.Figure:
+    """One line per judged-relevant document: its rank in run A (left) and in run B (right).
+
+    Args:
+        docs: A rank-diff table (:func:`~mmbright_core.analysis.rankdiff.rank_diff`'s
+            ``docs``, or any frame with ``doc_id``, ``relevance``, ``rank_a``, ``rank_b``).
+            Only rows with relevance > 0 are drawn; a rank a run lacks is drawn at
+            ``k + 1``, labelled "> k".
+        run_a: The name of run A (the left axis).
+        run_b: The name of run B (the right axis).
+        k: The cut-off: a dotted line is drawn between ranks ``k`` and ``k + 1``.
+
+    Returns:
+        Rank 1 at the top; each line is named by its doc id and coloured by whether the
+        document fell (red) or rose or stayed (blue).
+    """
+    relevant = docs.loc[docs["relevance"] > 0]
+    outside = k + 1
+    fig = go.Figure()
+    sides = [plain(run_a), plain(run_b)]
+    if sides[0] == sides[1]:
+        sides = [f"A: {sides[0]}", f"B: {sides[1]}"]
+    deepest = outside
+    for row in relevant.itertuples(index=False):
+        ranks = [_rank_or(row.rank_a, outside), _rank_or(row.rank_b, outside)]
+        deepest = max(deepest, *ranks)
+        words = [_rank_word(row.rank_a), _rank_word(row.rank_b)]
+        fell = ranks[1] > ranks[0]
+        fig.add_trace(
+            go.Scatter(
+                x=sides,
+                y=ranks,
+                mode="lines+markers+text",
+                name=plain(row.doc_id),
+                text=words,
+                textposition=["middle left", "middle right"],
+                line={"color": _B_COLOR if fell else _A_COLOR, "width": 2},
+                hovertemplate=f"{plain(row.doc_id)}<br>%{{x}}: rank %{{text}}<extra></extra>",
+            )
+        )
+    fig.add_hline(y=k + 0.5, line_dash="dot", line_color="#9e9e9e")
+    fig.update_layout(
+        title=f"Judged-relevant items: rank in {sides[0]} → {sides[1]}",
+        xaxis=categorical(sides),
+        yaxis={"autorange": "reversed", "title": "rank", "range": [deepest + 0.5, 0.5]},
+        height=320,
+        margin={"l": 60, "r": 60, "t": 50, "b": 30},
+    )
+    return fig
+
+
+def _rank_or(rank: float, outside: int) -> float:
+    return outside if math.isnan(rank) or rank > outside else float(rank)
+
+
+def _rank_word(rank: float) -> str:
+    return "not ranked" if math.isnan(rank) else f"{int(rank)}"
+
+
+def score_split(text_part: float, image_part: float, doc_id: str) -> go.Figure:
+    """Two horizontal bars: the part of a fused score from the query text and from its image.
+
+    Args:
+        text_part: What the query's text features contribute.
+        image_part: What the query's image features contribute.
+        doc_id: The document (named in the title).
+    """
+    fig = go.Figure(
+        go.Bar(
+            x=[text_part, image_part],
+            y=["text", "image"],
+            orientation="h",
+            marker_color=[_A_COLOR, _B_COLOR],
+            text=[f"{text_part:.2f}", f"{image_part:.2f}"],
+            textposition="auto",
+            hovertemplate="%{y}: %{x:.4f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=f"{plain(doc_id)}: {text_part + image_part:.4f}",
+        yaxis=categorical(["text", "image"]),
+        height=140,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        showlegend=False,
+    )
+    return fig
