@@ -1,6 +1,6 @@
 """The shared-server recipe in chromium: symlinks deep inside the root refused, a quiet log.
 
-The server runs as the README's "A shared demo server" says (``MMBRIGHT_DATA_ROOT`` set,
+The server runs as docs/safety.md's "A shared demo server" says (``MMBRIGHT_DATA_ROOT`` set,
 ``--client.showErrorDetails type``, no file watcher). A runs folder whose domain folder and
 an output folder whose run subfolder are symlinks leading out of the root are refused on the
 page, nothing is written outside the root, and the server's log holds no file-watcher

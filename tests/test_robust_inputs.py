@@ -1,6 +1,6 @@
 """Malformed inputs not covered elsewhere: each is refused with an InputError that says why.
 
-The README's "Bad input and safety" table lists every kind of bad input the readers and
+docs/safety.md's "Bad input, catalogued" table lists every kind of bad input the readers and
 loaders reject and names the test of each; the rows whose test lives here are below.
 Three known defects of the dataset reader are pinned as strict expected failures: they pass
 (and then fail here, as a reminder to drop the mark) once the reader refuses them.

@@ -1,6 +1,6 @@
 """The dashboard as a shared demo server, in chromium: many sessions, bad uploads, hostile data.
 
-The server runs the way the README says a shared one should: ``MMBRIGHT_DATA_ROOT`` set,
+The server runs the way docs/safety.md says a shared one should: ``MMBRIGHT_DATA_ROOT`` set,
 ``--client.showErrorDetails type``, bound to 127.0.0.1, here with a 1 MB upload limit. Twenty
 browser sessions open the demo at once (twice), each must see its pages whole, and the
 server's resident memory must stay bounded; the figures go to

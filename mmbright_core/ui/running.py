@@ -211,7 +211,7 @@ def _key(options: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
 
 def _show_tracebacks() -> bool:
     # st.exception ignores client.showErrorDetails; a shared server that hides tracebacks
-    # of uncaught errors (README, "Bad input and safety") must not show these either.
+    # of uncaught errors (docs/safety.md, "Bad input and safety") must not show these either.
     return str(st.get_option("client.showErrorDetails")).lower() in ("full", "true")
 
 
