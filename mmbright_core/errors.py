@@ -114,6 +114,18 @@ class MissingDependencyError(MMBrightError, ImportError):
         )
 
 
+class InputTooLargeError(InputError):
+    """The input passes a size limit (counted decompressed and decoded, as it is read).
+
+    Attributes:
+        limit: The limit in bytes.
+    """
+
+    def __init__(self, problem: str, *, limit: int, **details: Any) -> None:
+        self.limit = limit
+        super().__init__(problem, **details)
+
+
 class NotesError(InputError):
     """The notes database cannot be read or written (corrupt, locked, read-only, bad import).
 

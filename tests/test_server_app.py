@@ -103,8 +103,8 @@ def test_upload_expanding_past_the_limit(fixture_dir: Path, small_uploads: int):
     assert len(bomb) < 2**20 // 10  # well under the limit as uploaded
     _upload(at, "bomb.trec.gz", bomb)
     errors = _errors(at)
-    assert len(errors) == 1 and "larger than the input size limit once decompressed" in errors[0]
-    assert "at most 1 MiB" in errors[0] and _runs(at) == []
+    assert len(errors) == 1 and "expands past the upload limit" in errors[0]
+    assert "at most 1 MB" in errors[0] and _runs(at) == []
     _still_works(at)
 
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from mmbright_core.errors import InputError, show
+from mmbright_core.errors import InputError, InputTooLargeError, show
 from mmbright_core.io._open import (
     MAX_ID_CHARS,
     PARQUET_MAGIC,
@@ -61,8 +61,9 @@ def read_parquet_table(data: bytes, name: str, max_bytes: int | None = None) -> 
         for batch in parquet.iter_batches(columns=list(_REQUIRED)):
             size += batch.nbytes
             if size > limit:
-                raise InputError(
+                raise InputTooLargeError(
                     "the parquet file is larger than the input size limit once decoded",
+                    limit=limit,
                     source=name,
                     expected=f"at most {size_text(limit)} ({limit:,} bytes)",
                     found=f"more than {size_text(limit)}",

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Union
 
-from mmbright_core.errors import InputError, show
+from mmbright_core.errors import InputError, InputTooLargeError, show
 from mmbright_core.io._json import json_path
 from mmbright_core.io.atomic import atomic_write_bytes
 
@@ -256,10 +256,11 @@ def _append(buffer: io.BytesIO, chunk: bytes, name: str) -> None:
         ) from None
 
 
-def _too_large(name: str, limit: int, *, decompressed: bool = False) -> InputError:
-    return InputError(
+def _too_large(name: str, limit: int, *, decompressed: bool = False) -> InputTooLargeError:
+    return InputTooLargeError(
         "the input is larger than the input size limit"
         + (" once decompressed" if decompressed else ""),
+        limit=limit,
         source=name,
         expected=f"at most {size_text(limit)} ({limit:,} bytes)",
         found=f"more than {size_text(limit)}",

@@ -20,7 +20,7 @@ from mmbright_core.benchmark import (
 from mmbright_core.data.ids import check_protocol
 from mmbright_core.data.sources import Source
 from mmbright_core.data.tasks import check_negatives
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, InputTooLargeError
 from mmbright_core.io.mteb import looks_like_mteb
 from mmbright_core.io.official import TASK_TYPES, read_outputs
 from mmbright_core.io.runs import read_run
@@ -59,12 +59,22 @@ def entry_from_bytes(
     """
     stream = io.BytesIO(data)
     stream.name = name  # the reader names the file in its errors and detects the format
-    if looks_like_mteb(name, head=data[:4096]):
-        runs = load_mteb_runs(source, task, stream, max_bytes=max_bytes)
-    else:
-        run = read_run(stream, max_bytes=max_bytes)
-        known = task_query_ids(source, task, protocol=check_protocol(protocol))
-        runs = runs_by_domain(run, known, name)
+    try:
+        if looks_like_mteb(name, head=data[:4096]):
+            runs = load_mteb_runs(source, task, stream, max_bytes=max_bytes)
+        else:
+            run = read_run(stream, max_bytes=max_bytes)
+            known = task_query_ids(source, task, protocol=check_protocol(protocol))
+            runs = runs_by_domain(run, known, name)
+    except InputTooLargeError as err:
+        # The reader counts as it reads; the page names the limit the user met.
+        raise InputError(
+            "the file expands past the upload limit once decompressed",
+            source=name,
+            expected=f"at most {err.limit / 2**20:.0f} MB of content",
+            found=f"more than {err.limit / 2**20:.0f} MB",
+            hint="Split the run, or load it from a folder",
+        ) from None
     check_task_runs(source, task, runs, protocol=protocol, name=name)
     return RunEntry(
         Path(name).stem, source.name, task, runs, f"upload: {name}", fingerprint(name, data)
