@@ -7,11 +7,19 @@ from pathlib import Path
 import pytest
 from fixture_dataset import build_fixture
 
+from mmbright_core.data.sources import Source, open_source
+
 
 @pytest.fixture(scope="session")
 def fixture_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder holding the fixture dataset in the published layout."""
     return build_fixture(tmp_path_factory.mktemp("mmbright-fixture"))
+
+
+@pytest.fixture(scope="module")
+def source(fixture_dir: Path) -> Source:
+    """The fixture dataset opened as a folder source (one per test module, with its caches)."""
+    return open_source(str(fixture_dir))
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,4 @@
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -9,7 +8,6 @@ import pytest
 from mmbright_core.analysis.leaderboard import leaderboard
 from mmbright_core.analysis.table import results_table, source_results_table
 from mmbright_core.benchmark import apply_protocol, score_task
-from mmbright_core.data.sources import FolderSource
 from mmbright_core.io.runs import run_to_frame
 from mmbright_core.measures import parse_measure
 from mmbright_core.types import ImageRef, Query, TaskData
@@ -116,10 +114,6 @@ def test_frames_get_the_benchmark_exclusions_and_cut_as_dicts_do(seed):
         q: sum(d in qrels[q] for d in docs) / 1000 for q, docs in cut.items()
     }
 
-
-@pytest.fixture(scope="module")
-def source(fixture_dir: Path):
-    return FolderSource(fixture_dir)
 
 
 A1, A3 = "academia/a1b2c3d4_101.txt", "academia/e5f6a7b8_201.txt"

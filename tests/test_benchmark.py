@@ -1,12 +1,11 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
 from mmbright_core.benchmark import apply_protocol, runs_by_domain, score_task
-from mmbright_core.data.sources import FolderSource, Source
+from mmbright_core.data.sources import Source
 from mmbright_core.errors import InputError, UnknownNameError
 
 A1, A2, A3 = "academia/a1b2c3d4_101.txt", "academia/a1b2c3d4_102.txt", "academia/e5f6a7b8_201.txt"
@@ -31,10 +30,6 @@ ACADEMIA_SKIP = (1 + A2_NDCG + 1) / 3
 ACADEMIA_ZERO = (1 + A2_NDCG + 0 + 1) / 4
 BIOLOGY = (1 / math.log2(3) + 1) / 2
 
-
-@pytest.fixture(scope="module")
-def source(fixture_dir: Path) -> Source:
-    return FolderSource(fixture_dir)
 
 
 def test_macro_average_over_domains_with_exclusions(source: Source) -> None:

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import io
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,13 +17,8 @@ from mmbright_core.data.images import (
     load_image,
     query_images,
 )
-from mmbright_core.data.sources import FolderSource, Source
+from mmbright_core.data.sources import Source
 from mmbright_core.errors import InputError, UnknownNameError
-
-
-@pytest.fixture(scope="module")
-def source(fixture_dir: Path) -> Source:
-    return FolderSource(fixture_dir)
 
 
 def _png(image: Image.Image) -> bytes:

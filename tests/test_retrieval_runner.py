@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import read_outputs
 from mmbright_core.io.runs import read_run
 from mmbright_core.metrics import evaluate
@@ -17,10 +16,6 @@ from mmbright_core.retrieval.runner import run_task
 
 DOMAINS = ("academia", "biology")
 
-
-@pytest.fixture(scope="module")
-def source(fixture_dir: Path):
-    return open_source(str(fixture_dir))
 
 
 def check_outputs(source, task: int, task_dir: Path, k: int, protocol: str = "paper") -> None:

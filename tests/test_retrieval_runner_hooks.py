@@ -6,15 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from mmbright_core.data.sources import open_source
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval import get_retriever, runner
 from mmbright_core.retrieval.runner import Progress, run_task
-
-
-@pytest.fixture(scope="module")
-def source(fixture_dir: Path):
-    return open_source(str(fixture_dir))
 
 
 @pytest.mark.parametrize("name", ["bm25", "random"])

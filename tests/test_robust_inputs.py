@@ -173,10 +173,6 @@ def test_image_that_is_text() -> None:
 # --- uploads -----------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def source(fixture_dir: Path):  # type: ignore[no-untyped-def]
-    return open_source(str(fixture_dir))
-
 
 def test_upload_empty_file(source) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InputError, match=r"^run\.trec: empty input"):

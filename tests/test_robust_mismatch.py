@@ -8,7 +8,7 @@ import pytest
 
 from mmbright_core.benchmark import check_doc_ids, doc_id_shape, score_task
 from mmbright_core.cli import main
-from mmbright_core.data.sources import FolderSource, Source
+from mmbright_core.data.sources import Source
 from mmbright_core.errors import InputError
 from mmbright_core.io.runs import write_trec_run
 from mmbright_core.metrics import evaluate
@@ -21,10 +21,6 @@ AI3 = "academia/academia_e5f6a7b8_0002/image_1.png"
 PAIR_TEXT = f"{A1}|||__NO_IMAGE__"
 PAIR_IMAGE = f"{A1}|||{AI1}"
 
-
-@pytest.fixture(scope="module")
-def source(fixture_dir: Path) -> Source:
-    return FolderSource(fixture_dir)
 
 
 @pytest.mark.parametrize(
