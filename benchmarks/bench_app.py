@@ -74,11 +74,11 @@ def build_dataset(root: Path) -> None:
         )
 
 
-def build_runs(spec: str, n_runs: int, depth: int) -> dict[str, RunEntry]:
+def build_runs(spec: str, n_runs: int, depth: int) -> dict[tuple[int, str], RunEntry]:
     """``n_runs`` runs for each of Task 1 and Task 2: random scores over each domain's pool."""
     rng = np.random.default_rng(1)
     pools = {d: [_passage(d, n) for n in range(POOL)] for d in DOMAINS}
-    entries: dict[str, RunEntry] = {}
+    entries: dict[tuple[int, str], RunEntry] = {}
     for task, column in ((1, 0), (2, 1)):
         for r in range(n_runs):
             runs = {}
@@ -90,7 +90,7 @@ def build_runs(spec: str, n_runs: int, depth: int) -> dict[str, RunEntry]:
                     for q, (row, srow) in enumerate(zip(picks.tolist(), scores, strict=True))
                 }
             name = f"t{task}-run{r}"
-            entries[name] = RunEntry(name, spec, task, runs, "synthetic", fingerprint(name))
+            entries[(task, name)] = RunEntry(name, spec, task, runs, "synthetic", fingerprint(name))
     return entries
 
 

@@ -202,3 +202,50 @@ def _change(row: Any, k: int) -> str:
     judged = "unjudged" if math.isnan(row.relevance) else "non-relevant"
     kind = "relevant" if row.relevance > 0 else judged
     return f"{kind} dropped" if in_a else f"{kind} entered"
+
+
+def unjudged_lead(ranking: Sequence[str], qrels: Mapping[str, int], k: int = 10) -> int:
+    """How many unjudged documents a top ``k`` ranks above its first relevant document.
+
+    A document absent from the query's qrels is unjudged; one judged 0 is non-relevant and
+    is not counted. With no relevant document in the top ``k``, every unjudged one counts.
+
+    Args:
+        ranking: Doc ids in ranking order (after the protocol's exclusions).
+        qrels: doc_id -> relevance for the query.
+        k: Cut-off.
+    """
+    count = 0
+    for doc in ranking[:k]:
+        label = qrels.get(doc)
+        if label is not None and label > 0:
+            break
+        count += label is None
+    return count
+
+
+def judgment_gap(
+    qrels: Mapping[str, int],
+    top_a: Sequence[str],
+    top_b: Sequence[str],
+    delta: float,
+    k: int = 10,
+) -> bool:
+    """Whether B's loss on a query may be a gap in the judgments rather than a failure.
+
+    Definition: B scores below A (``delta < 0``), and B's top ``k`` ranks more unjudged
+    documents above its first relevant document than A's top ``k`` does
+    (:func:`unjudged_lead`). The places B's relevant documents lost went to documents
+    nobody assessed, which may be relevant: a judged non-relevant document moving up, or
+    relevant ones reordered, is not a gap. MM-BRIGHT's qrels list only relevant passages,
+    so there every other passage is unjudged, and a loss where B pushes its first relevant
+    passage down is flagged; a loss only further down the top ``k`` is not.
+
+    Args:
+        qrels: doc_id -> relevance for the query.
+        top_a: Run A's top ``k`` doc ids in order (after exclusions).
+        top_b: Run B's top ``k`` doc ids in order.
+        delta: B's measure minus A's for the query.
+        k: Cut-off.
+    """
+    return delta < 0 and unjudged_lead(top_b, qrels, k) > unjudged_lead(top_a, qrels, k)

@@ -121,12 +121,32 @@ def permutation_test(
         null = np.abs((1 - 2 * patterns) @ nonzero)
         return PermutationResult(float(np.mean(null >= threshold)), True, int(null.size))
     rng = np.random.default_rng(seed)
+    table = _byte_sums(nonzero)
+    columns = np.arange(table.shape[1])
     hits = 0
     for start in range(0, n_resamples, _CHUNK):
         size = min(_CHUNK, n_resamples - start)
-        signs = rng.integers(0, 2, size=(size, nonzero.size), dtype=np.int8) * 2 - 1
-        hits += int(np.sum(np.abs(signs @ nonzero) >= threshold))
+        # The same coin flips as one product per query would use, packed eight to a byte:
+        # each byte picks the signed sum of its eight deltas from the table.
+        coins = rng.integers(0, 2, size=(size, nonzero.size), dtype=np.int8)
+        flips = np.packbits(coins, axis=1, bitorder="little")
+        hits += int(np.sum(np.abs(table[flips, columns].sum(axis=1)) >= threshold))
     return PermutationResult((hits + 1) / (n_resamples + 1), False, n_resamples)
+
+
+def _byte_sums(values: FloatArray) -> FloatArray:
+    """The signed sums of each run of eight values under every sign pattern of a byte.
+
+    Entry ``[pattern, j]`` is ``sum(s_i * values[8j + i])`` with ``s_i = +1`` where bit ``i``
+    of ``pattern`` is set and ``-1`` elsewhere (the values padded with zeros to a multiple of
+    eight). A resample then costs one lookup per eight queries instead of eight products.
+    """
+    groups = -(-values.size // 8)
+    padded = np.zeros(groups * 8)
+    padded[: values.size] = values
+    signs = ((np.arange(256)[:, None] >> np.arange(8)) & 1) * 2.0 - 1.0
+    sums: FloatArray = signs @ padded.reshape(groups, 8).T
+    return sums
 
 
 def paired_t_test(deltas: npt.ArrayLike) -> TTestResult:

@@ -9,7 +9,10 @@ given as a DataFrame or Arrow table is first turned into the mapping (``run_from
 
 from __future__ import annotations
 
+import io
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -171,3 +174,83 @@ def _score(
 def _empty_scores(measures: list[str]) -> pd.DataFrame:
     columns = ["task", "domain", "query_id", *measures, "first_relevant_rank", "covered", "run"]
     return pd.DataFrame(columns=columns)
+
+
+def query_image_features(
+    source: Source,
+    task: int,
+    domains: Sequence[str],
+    *,
+    protocol: Protocol4 = "paper",
+    ocr_cache: Path | None = None,
+) -> pd.DataFrame:
+    """What each query's first image is: its size from the file header, and its OCR words.
+
+    Only the image header is read for the size (no pixels are decoded). The words are those
+    the ``ocr-*`` retrievers cached for the query's first decodable image (the ``first``
+    policy); OCR is never run here, so a query whose image has no cached result gets NaN
+    (the ``not read`` slice). Without an ``ocr_cache`` no image is decoded at all.
+
+    Args:
+        source: The dataset copy.
+        task: The task whose queries are described.
+        domains: The domains to describe.
+        protocol: The Task 4 protocol.
+        ocr_cache: The cache root of the OCR retrievers (``retrieval.cache.default_cache_dir``).
+
+    Returns:
+        One row per query: ``domain``, ``query_id``, ``ocr_words``, ``image_width``,
+        ``image_height`` (NaN where there is no image, or its header cannot be read).
+    """
+    reader = None if ocr_cache is None else _cached_ocr(ocr_cache)
+    rows = []
+    for domain in domains:
+        for query in source.judgments(task, source.check_domain(domain), protocol).queries:
+            width = height = words = math.nan
+            if query.images:
+                width, height = _header_size(source.query_image_bytes(domain, query.images[0].path))
+                words = math.nan if reader is None else _cached_words(reader, source, query)
+            rows.append((domain, query.query_id, words, width, height))
+    columns = ["domain", "query_id", "ocr_words", "image_width", "image_height"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _header_size(data: bytes | None) -> tuple[float, float]:
+    from PIL import Image, UnidentifiedImageError
+
+    if not data:
+        return math.nan, math.nan
+    try:
+        with Image.open(io.BytesIO(data)) as image:  # reads the header, not the pixels
+            width, height = image.size
+    except (UnidentifiedImageError, OSError, ValueError):
+        return math.nan, math.nan
+    return (float(width), float(height)) if width and height else (math.nan, math.nan)
+
+
+class _NotCached(Exception):
+    """No OCR result is cached for an image."""
+
+
+def _cached_ocr(cache_root: Path) -> Any:
+    from mmbright_core.retrieval.ocr import OcrReader
+
+    class CachedOnly(OcrReader):
+        """The retrievers' reader, with recognition replaced by a refusal: cache hits only."""
+
+        def _recognise(self, image: Any) -> str:
+            raise _NotCached
+
+    return CachedOnly(cache_root)
+
+
+def _cached_words(reader: Any, source: Source, query: Any) -> float:
+    from mmbright_core.data.images import query_images
+
+    images = query_images(source, query, "first").images
+    if not images:
+        return math.nan
+    try:
+        return float(len(reader.read(images[0]).split()))
+    except _NotCached:
+        return math.nan
