@@ -125,3 +125,57 @@ def test_a_domain_named_twice_is_compared_once(fixture_dir, runs, capsys):
     once = _json(capsys, *argv, "--domain", "academia")
     twice = _json(capsys, *argv, "--domain", "academia", "--domain", "academia")
     assert twice["summary"] == once["summary"]
+
+
+def test_slice_names_agree_with_the_core():
+    from mmbright_core.analysis.compare import SLICES
+    from mmbright_core.cli.compare import _SLICES
+
+    assert _SLICES == SLICES
+
+
+def test_compare_by_images_prints_the_slice_table(fixture_dir, runs, capsys):
+    out = _json(capsys, "--source", str(fixture_dir), "--task", "2", *runs, "--by", "images")
+    groups = {row["group"]: row for row in out["slice"]}
+    # Paired queries: a1 and a2 (2 images each) lose 1 - A1_B and 1 - A2_B; a4 (3) loses 1;
+    # b1 (1 image) ties.
+    assert list(groups) == ["1", "2", "3-5"]
+    assert groups["2"]["queries"] == 2 and groups["2"]["losses"] == 2
+    assert groups["2"]["delta"] == pytest.approx((A1_B - 1 + A2_B - 1) / 2)
+    assert groups["2"]["ci_low"] == pytest.approx(A1_B - 1)
+    assert groups["2"]["ci_high"] == pytest.approx(A2_B - 1)
+    assert groups["1"]["ties"] == 1 and groups["3-5"]["delta"] == -1.0
+
+
+def test_compare_by_ocr_words_says_not_read_without_a_cached_result(fixture_dir, runs, capsys):
+    out = _json(capsys, "--source", str(fixture_dir), "--task", "2", *runs, "--by", "ocr-words")
+    assert {row["group"] for row in out["slice"]} <= {"not read", "no image"}
+
+
+def test_compare_reads_failure_tags_from_the_notes_file(
+    fixture_dir, runs, tmp_path, monkeypatch, capsys
+):
+    from mmbright_core.notes import NotesStore, QueryKey
+
+    notes = tmp_path / "notes.sqlite3"
+    monkeypatch.setenv("MMBRIGHT_NOTES", str(notes))
+    with NotesStore(notes) as store:
+        store.add_tag("<b>bold</b> tag")
+        store.set_tags(
+            QueryKey(str(fixture_dir), 2, "paper", "academia", "a4"), ["<b>bold</b> tag"]
+        )
+    report = tmp_path / "report.html"
+    argv = [*runs, "--by", "tag", "--report", str(report)]
+    assert (
+        main(["compare", "--source", str(fixture_dir), "--task", "2", *argv, "--format", "json"])
+        == 0
+    )
+    printed = capsys.readouterr()
+    out = json.loads(printed.out)
+    hurt = {row["query_id"]: row["tags"] for row in out["most_hurt"]}
+    assert hurt["a4"] == "<b>bold</b> tag" and hurt["a1"] == ""
+    assert [row["group"] for row in out["slice"]] == ["<b>bold</b> tag", "(no tag)"]
+    assert f"failure tags read from {notes} (1 annotated queries)" in printed.err
+    page = report.read_text(encoding="utf-8")
+    assert "&lt;b&gt;bold&lt;/b&gt; tag" in page and "<b>bold</b>" not in page
+    assert "judgment gap" in page

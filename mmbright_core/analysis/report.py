@@ -19,8 +19,8 @@ from typing import Any
 
 import pandas as pd
 
-from mmbright_core.analysis.compare import Comparison, image_effect, most_hurt
-from mmbright_core.analysis.rankdiff import RankDiff
+from mmbright_core.analysis.compare import Comparison, Tags, image_effect, most_hurt, with_tags
+from mmbright_core.analysis.rankdiff import RankDiff, judgment_gap
 from mmbright_core.data.images import ImageDecodeError, decode_image
 from mmbright_core.errors import MissingDependencyError
 
@@ -58,6 +58,7 @@ def comparison_report(
     title: str | None = None,
     details: Mapping[tuple[str, str], QueryDetail] | None = None,
     top: int = 10,
+    tags: Tags | None = None,
 ) -> str:
     """Render a comparison as one self-contained HTML document.
 
@@ -66,6 +67,7 @@ def comparison_report(
         title: The page title; by default ``"<B> vs <A>: <measure>"``.
         details: (domain, query_id) -> text, images and rank diff of the most-hurt queries.
         top: How many of the most-hurt queries to show.
+        tags: (domain, query_id) -> failure tags, shown in the most-hurt table.
 
     Returns:
         The HTML text.
@@ -92,11 +94,35 @@ def comparison_report(
         ]
     parts += [f"<h2>Most hurt queries (top {top})</h2>"]
     hurt = most_hurt(comparison, top)
-    parts.append(_table(hurt) if len(hurt) else "<p>No query lost against the baseline.</p>")
+    shown = _gaps(with_tags(hurt, tags or {}), details or {})
+    parts.append(_table(shown) if len(hurt) else "<p>No query lost against the baseline.</p>")
     for row in hurt.itertuples(index=False):
         detail = (details or {}).get((row.domain, row.query_id), QueryDetail())
         parts.append(_query_section(row, detail))
     return _page(heading, "\n".join(parts))
+
+
+def _gaps(hurt: pd.DataFrame, details: Mapping[tuple[str, str], QueryDetail]) -> pd.DataFrame:
+    """Add ``judgment gap`` (yes / no, blank without a rank diff) to the most-hurt rows."""
+    flags = []
+    for row in hurt.itertuples(index=False):
+        diff = details.get((row.domain, row.query_id), QueryDetail()).rank_diff
+        flags.append("" if diff is None else "yes" if _diff_gap(diff, row.delta) else "no")
+    return hurt.assign(**{"judgment gap": flags})
+
+
+def _diff_gap(diff: RankDiff, delta: float) -> bool:
+    docs = diff.docs
+    qrels = {
+        d: int(r)
+        for d, r in zip(docs["doc_id"], docs["relevance"], strict=True)
+        if not math.isnan(r)
+    }
+    tops = [
+        list(docs.loc[docs[rank] <= diff.k].sort_values(rank)["doc_id"])
+        for rank in ("rank_a", "rank_b")
+    ]
+    return judgment_gap(qrels, tops[0], tops[1], delta, diff.k)
 
 
 def _e(text: object) -> str:

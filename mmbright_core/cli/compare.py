@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from mmbright_core.types import Run
 
 MEASURE = "nDCG@10"
+# The names of ``analysis.compare.SLICES``, written out so that ``--help`` needs no pandas
+# (a test checks that the two agree).
+_SLICES = ("domain", "images", "decodable", "length", "ocr-words", "image-size", "aspect", "tag")
+_IMAGE_SLICES = ("ocr-words", "image-size", "aspect")
 _SUMMARY = [
     "scope",
     "queries",
@@ -58,7 +62,10 @@ _HURT = [
     "query_chars",
     "first_relevant_rank_a",
     "first_relevant_rank_b",
+    "tags",
 ]
+_SLICE = ["group", "queries", "mean_a", "mean_b", "delta", "ci_low", "ci_high"]
+_SLICE += ["wins", "ties", "losses"]
 
 
 def register(subparsers: Any) -> None:
@@ -77,6 +84,12 @@ def register(subparsers: Any) -> None:
     add_task_options(parser, domains="every domain of the runs")
     parser.add_argument("--format", choices=("tsv", "json"), default="tsv")
     parser.add_argument("--report", metavar="HTML", help="also write a self-contained HTML report")
+    parser.add_argument(
+        "--by",
+        choices=_SLICES,
+        help="also print the image effect (mean delta, CI, wins/ties/losses) per group of "
+        "this slice of the queries",
+    )
     declare_later(parser, declare_tests)
     parser.set_defaults(handler=run)
 
@@ -104,12 +117,13 @@ def declare_tests(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Compare the two runs and print the result; return the exit status."""
-    from mmbright_core.analysis.compare import compare_runs, most_hurt
+    from mmbright_core.analysis.compare import compare_runs, most_hurt, slice_effect, with_tags
     from mmbright_core.analysis.report import comparison_report
-    from mmbright_core.analysis.table import source_results_table
+    from mmbright_core.analysis.table import query_image_features, source_results_table
     from mmbright_core.benchmark import load_task_runs
     from mmbright_core.data.sources import open_source
     from mmbright_core.io.atomic import atomic_write_text
+    from mmbright_core.retrieval.cache import default_cache_dir
 
     source = open_source(args.source)
     # A domain named twice is compared once: repeating its queries would shrink the CIs.
@@ -132,14 +146,23 @@ def run(args: argparse.Namespace) -> int:
     comparison = compare_runs(
         table, names[0], names[1], MEASURE, seed=args.seed, n_resamples=args.resamples
     )
-    hurt = most_hurt(comparison, args.top)
+    tags = _read_tags(args.source, args.task, args.protocol)
+    hurt = with_tags(most_hurt(comparison, args.top), tags)
+    sliced = None
+    if args.by:
+        features = None
+        if args.by in _IMAGE_SLICES:
+            features = query_image_features(
+                source, args.task, chosen, protocol=args.protocol, ocr_cache=default_cache_dir()
+            )
+        sliced = slice_effect(comparison, args.by, features=features, tags=tags)
     if args.format == "json":
-        _print_json(comparison, hurt, sys.stdout)
+        _print_json(comparison, hurt, sys.stdout, sliced)
     else:
-        _print_tsv(comparison, hurt, sys.stdout)
+        _print_tsv(comparison, hurt, sys.stdout, sliced, args.by)
     if args.report:
         details = _details(source, args.task, args.protocol, args.negatives, runs, hurt)
-        page = comparison_report(comparison, details=details, top=args.top)
+        page = comparison_report(comparison, details=details, top=args.top, tags=tags)
         atomic_write_text(args.report, page)
         print(f"report written to {args.report}", file=sys.stderr)
     return 0
@@ -160,7 +183,26 @@ def _cell(value: Any) -> str:
     return "nan" if value is pd.NA else str(value)
 
 
-def _print_tsv(comparison: Comparison, hurt: pd.DataFrame, out: IO[str]) -> None:
+def _read_tags(source: str, task: int, protocol: str) -> dict[tuple[str, str], list[str]]:
+    """The failure tags of the task's queries, from the notes file when there is one."""
+    from mmbright_core.notes import NotesStore, default_path
+
+    path = default_path()
+    if not path.is_file():
+        return {}
+    with NotesStore(path) as store:
+        found = store.for_scope(source, task, protocol)
+    print(f"failure tags read from {path} ({len(found)} annotated queries)", file=sys.stderr)
+    return {key: list(notes.tags) for key, notes in found.items()}
+
+
+def _print_tsv(
+    comparison: Comparison,
+    hurt: pd.DataFrame,
+    out: IO[str],
+    sliced: pd.DataFrame | None = None,
+    by: str | None = None,
+) -> None:
     print(
         f"# {comparison.run_b} vs {comparison.run_a}: {comparison.measure}, delta = B - A; "
         f"seed {comparison.seed}, {comparison.n_resamples} resamples; "
@@ -170,6 +212,9 @@ def _print_tsv(comparison: Comparison, hurt: pd.DataFrame, out: IO[str]) -> None
     _print_rows(comparison.summary, _SUMMARY, out)
     print(f"\n# most hurt queries (top {len(hurt)})", file=out)
     _print_rows(hurt, _HURT, out)
+    if sliced is not None:
+        print(f"\n# image effect by {by}", file=out)
+        _print_rows(sliced, _SLICE, out)
 
 
 def _print_rows(frame: pd.DataFrame, columns: list[str], out: IO[str]) -> None:
@@ -191,7 +236,9 @@ def _records(frame: pd.DataFrame, columns: list[str]) -> list[dict[str, Any]]:
     ]
 
 
-def _print_json(comparison: Comparison, hurt: pd.DataFrame, out: IO[str]) -> None:
+def _print_json(
+    comparison: Comparison, hurt: pd.DataFrame, out: IO[str], sliced: pd.DataFrame | None = None
+) -> None:
     data = {
         "run_a": comparison.run_a,
         "run_b": comparison.run_b,
@@ -202,6 +249,8 @@ def _print_json(comparison: Comparison, hurt: pd.DataFrame, out: IO[str]) -> Non
         "summary": _records(comparison.summary, _SUMMARY),
         "most_hurt": _records(hurt, _HURT),
     }
+    if sliced is not None:
+        data["slice"] = _records(sliced, _SLICE)
     json.dump(data, out, indent=2, allow_nan=False, default=_plain)
     out.write("\n")
 
