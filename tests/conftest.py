@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -26,3 +28,29 @@ def source(fixture_dir: Path) -> Source:
 def _private_cache(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory):
     """Keep every cache a test writes (BM25 indexes, embeddings, OCR) out of the home folder."""
     monkeypatch.setenv("MMBRIGHT_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture(autouse=True)
+def _private_notes(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory):
+    """Keep the notes database a test opens (the inspector reads it) out of the home folder."""
+    if "MMBRIGHT_NOTES" not in os.environ:
+        monkeypatch.setenv("MMBRIGHT_NOTES", str(tmp_path_factory.getbasetemp() / "notes.sqlite3"))
+
+
+TINY_CLIP = "mmbright-test-tiny"
+TINY_CLIP_CONFIG = {
+    "embed_dim": 32,
+    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "head_width": 16, "patch_size": 16},
+    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
+}
+
+
+@pytest.fixture(scope="session")
+def tiny_clip(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The name of a tiny open_clip model (random weights) registered for this session."""
+    open_clip = pytest.importorskip("open_clip")
+    pytest.importorskip("torch")
+    path = tmp_path_factory.mktemp("clip-config") / f"{TINY_CLIP}.json"
+    path.write_text(json.dumps(TINY_CLIP_CONFIG))
+    open_clip.add_model_config(path)
+    return TINY_CLIP

@@ -326,23 +326,6 @@ def test_random_round_trips():
 
 # --- CLIP: text part + image part ---------------------------------------------------------------
 
-TINY = "mmbright-attribution-tiny"
-TINY_CONFIG = {
-    "embed_dim": 32,
-    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "head_width": 16, "patch_size": 16},
-    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-}
-
-
-@pytest.fixture(scope="module")
-def tiny_clip(tmp_path_factory: pytest.TempPathFactory) -> str:
-    open_clip = pytest.importorskip("open_clip")
-    pytest.importorskip("torch")
-    path = tmp_path_factory.mktemp("clip-config") / f"{TINY}.json"
-    path.write_text(json.dumps(TINY_CONFIG))
-    open_clip.add_model_config(path)
-    return TINY
-
 
 @pytest.mark.slow
 @pytest.mark.parametrize(

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import TINY_CLIP as TINY
+from conftest import TINY_CLIP_CONFIG as TINY_CONFIG
 from PIL import Image
 
 from mmbright_core.cli import main
@@ -34,20 +36,10 @@ torch = pytest.importorskip("torch")
 F = pytest.importorskip("torch.nn.functional")
 save_file = pytest.importorskip("safetensors.torch").save_file
 
-TINY = "mmbright-test-tiny"
-TINY_CONFIG = {
-    "embed_dim": 32,
-    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "head_width": 16, "patch_size": 16},
-    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-}
-
 
 @pytest.fixture(scope="module", autouse=True)
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = tmp_path_factory.mktemp("clip-config") / f"{TINY}.json"
-    path.write_text(json.dumps(TINY_CONFIG))
-    open_clip.add_model_config(path)
-    return TINY
+def tiny_model(tiny_clip: str) -> str:
+    return tiny_clip
 
 
 @pytest.fixture(scope="module")
