@@ -366,7 +366,7 @@ def rank_slope(docs: pd.DataFrame, run_a: str, run_b: str, k: int = 10) -> go.Fi
     sides = [plain(run_a), plain(run_b)]
     if sides[0] == sides[1]:
         sides = [f"A: {sides[0]}", f"B: {sides[1]}"]
-    deepest = outside
+    deepest = float(outside)
     for row in relevant.itertuples(index=False):
         ranks = [_rank_or(row.rank_a, outside), _rank_or(row.rank_b, outside)]
         deepest = max(deepest, *ranks)

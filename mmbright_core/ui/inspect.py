@@ -12,12 +12,13 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 import streamlit as st
 
+from mmbright_core.analysis.attribution import Attribution, FusionAttribution, Unavailable
 from mmbright_core.analysis.compare import most_hurt
 from mmbright_core.benchmark import apply_protocol
 from mmbright_core.data.sources import Source
 from mmbright_core.errors import MMBrightError
 from mmbright_core.types import Task
-from mmbright_core.ui import loaders, navigation, state, views
+from mmbright_core.ui import explain_view, loaders, navigation, state, views
 from mmbright_core.ui.state import InspectTarget, RunEntry
 
 DOMAIN_KEY = "insp_domain"
@@ -144,3 +145,77 @@ def open_query(frame: pd.DataFrame, positions: Sequence[int]) -> None:
     if found is not None:
         state.set_inspect_target(*found)
         st.switch_page(navigation.page_file("inspector"))
+
+
+def image_words(
+    spec: str, task: Task, protocol: str, target: InspectTarget, entries: Mapping[str, RunEntry]
+) -> dict[str, dict[str, str]]:
+    """Run name -> query image path -> the words the run read from it, for the OCR runs."""
+    found = {}
+    for name, entry in entries.items():
+        words = loaders.image_words(spec, task, target.domain, protocol, entry, target.query_id)
+        if words is not None:
+            found[name] = words
+    return found
+
+
+def fusions(found: Mapping[str, Mapping[str, Attribution]]) -> dict[str, FusionAttribution]:
+    """Run name -> one of its fusion attributions (they share the query side: images, policy)."""
+    return {
+        name: first
+        for name, attributions in found.items()
+        if (
+            first := next(
+                (f for f in attributions.values() if isinstance(f, FusionAttribution)), None
+            )
+        )
+    }
+
+
+def attribution_table(
+    tops: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]],
+    found: Mapping[str, Mapping[str, Attribution]],
+) -> pd.DataFrame:
+    """The top 10 of every shown run, one row per hit, with its score taken apart.
+
+    The ``from text``, ``from image`` and ``from both`` columns add up to ``score`` where
+    the run's retriever could be rebuilt; ``explained`` says what else is known, or why not.
+    """
+    rows = []
+    for name, (top, _) in tops.items():
+        for hit in top.itertuples(index=False):
+            doc = str(hit.doc_id)
+            part = explain_view.summary_row(found.get(name, {}).get(doc, _NO_ATTRIBUTION))
+            rows.append(
+                {
+                    "run": name,
+                    "rank": int(hit.rank),
+                    "document": explain_view.shown_id(doc),
+                    "judgment": _judgment(hit.relevance),
+                    "score": float(hit.score),
+                    **part,
+                }
+            )
+    columns = ["run", "rank", "document", "judgment", "score", *_PART_COLUMNS, "explained"]
+    return pd.DataFrame(rows).reindex(columns=columns)
+
+
+_PART_COLUMNS = ("from text", "from image", "from both")
+_NO_ATTRIBUTION = Unavailable("not explained")
+
+
+def _judgment(relevance: float) -> str:
+    if pd.isna(relevance):
+        return "unjudged"
+    return f"relevant {int(relevance)}" if relevance > 0 else "not relevant"
+
+
+def aligned(docs: pd.DataFrame) -> pd.DataFrame:
+    """The rank-diff table as shown: one row per document, its rank in each run, its move."""
+    out = docs.assign(
+        document=[explain_view.shown_id(str(d)) for d in docs["doc_id"]],
+        judgment=[_judgment(r) for r in docs["relevance"]],
+    )
+    return out[["document", "judgment", "rank_a", "rank_b", "move", "change"]].rename(
+        columns={"rank_a": "rank in A", "rank_b": "rank in B"}
+    )

@@ -9,20 +9,34 @@ argument that the cache skips.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import dataclasses
+import json
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from mmbright_core.analysis.attribution import (
+    Attribution,
+    Unavailable,
+    explain,
+    retriever_from_config,
+)
 from mmbright_core.analysis.compare import Comparison, compare_runs, paired_deltas
 from mmbright_core.analysis.leaderboard import leaderboard
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.data.ids import check_protocol
+from mmbright_core.data.images import query_images
 from mmbright_core.data.sources import Source, open_source
-from mmbright_core.types import Document, Query, Task
+from mmbright_core.io.official import read_outputs
+from mmbright_core.retrieval.base import Retriever
+from mmbright_core.retrieval.ocr import OcrAugmented
+from mmbright_core.types import Document, Query, Task, TaskData
 from mmbright_core.ui.confine import Confinement
 from mmbright_core.ui.state import RunEntry
+from mmbright_core.ui.workspace import DEMO_RUNS
 
 MEASURE = "nDCG@10"
 """The benchmark's primary measure (SPEC §1), shown on every page."""
@@ -189,3 +203,154 @@ def deltas_for(
     """
     pair = _pair(entries, run_a, run_b)
     return paired_deltas(table_for(spec, task, protocol, pair), run_a, run_b, MEASURE)
+
+
+# --- Explaining one query's scores (the inspector) ---------------------------------------------
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def task_data(spec: str, task: Task, domain: str, protocol: str) -> TaskData:
+    """The task's data for one domain, corpus included (what an explanation scores against)."""
+    return get_source(spec).task(task, domain, protocol)
+
+
+def run_config(entry: RunEntry) -> dict[str, Any] | None:
+    """The whole ``config.json`` of a run read from an outputs folder, if it has one.
+
+    A run uploaded as a file has none: its retriever is unknown.
+    """
+    return _run_config(entry.origin, entry.name, entry.task, entry.fingerprint)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _run_config(origin: str, name: str, task: Task, key: str) -> dict[str, Any] | None:
+    if origin == "demo":
+        folders = [c for c in sorted(DEMO_RUNS.iterdir()) if (c / "config.json").is_file()]
+    elif origin.startswith(FOLDER_ORIGIN):
+        folders = [Path(origin[len(FOLDER_ORIGIN) :])]
+    else:
+        return None
+    for folder in folders:
+        config = _read_config(folder / "config.json")
+        recorded = config.get("config", {}) if config else {}
+        if recorded.get("task") == task and (origin != "demo" or _model(folder) == name):
+            return config
+    return None
+
+
+FOLDER_ORIGIN = "folder: "
+"""How a run read from an outputs folder names its origin (``workspace``)."""
+
+
+def _read_config(path: Path) -> dict[str, Any] | None:
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _model(folder: Path) -> str:
+    return read_outputs(folder).model
+
+
+@st.cache_resource(max_entries=8, show_spinner="Rebuilding the run's retriever…")
+def retriever_for(config_text: str) -> Retriever | Unavailable:
+    """The retriever a run's configuration (its ``config.json``, as text) rebuilds, or why not."""
+    return retriever_from_config(json.loads(config_text))
+
+
+def entry_retriever(entry: RunEntry) -> Retriever | Unavailable:
+    """The retriever that made a run, or :class:`Unavailable` saying what is missing."""
+    config = run_config(entry)
+    if config is None:
+        return Unavailable(
+            "attribution needs the retriever that made the run: load the run from its "
+            "outputs folder (with its config.json), not as a run file"
+        )
+    return retriever_for(json.dumps(config, sort_keys=True))
+
+
+def explanations(
+    spec: str,
+    task: Task,
+    domain: str,
+    protocol: str,
+    entry: RunEntry,
+    query_id: str,
+    doc_ids: Sequence[str],
+) -> dict[str, Attribution]:
+    """Each shown document's attribution in one run for one query, computed once and cached.
+
+    Keyed by the run's fingerprint and the query: opening another query computes only that
+    query's top documents.
+    """
+    return _explanations(
+        spec, task, domain, protocol, entry.name, entry.fingerprint, query_id, tuple(doc_ids), entry
+    )
+
+
+@st.cache_resource(max_entries=64, show_spinner="Explaining the scores…")
+def _explanations(
+    spec: str,
+    task: Task,
+    domain: str,
+    protocol: str,
+    name: str,
+    key: str,
+    query_id: str,
+    doc_ids: tuple[str, ...],
+    _entry: RunEntry,
+) -> dict[str, Attribution]:
+    retriever = entry_retriever(_entry)
+    if isinstance(retriever, Unavailable):
+        return dict.fromkeys(doc_ids, retriever)
+    data = task_data(spec, task, domain, protocol)
+    return explain(retriever, data, get_source(spec), query_id, list(doc_ids))
+
+
+def image_words(
+    spec: str, task: Task, domain: str, protocol: str, entry: RunEntry, query_id: str
+) -> dict[str, str] | None:
+    """Query image path -> the words an OCR run read from it (None for a run without OCR).
+
+    With the ``concat`` policy the words are read from the images joined into one: they are
+    filed under the first image.
+    """
+    retriever = entry_retriever(entry)
+    if not isinstance(retriever, OcrAugmented):
+        return None
+    return _image_words(
+        spec, task, domain, protocol, entry.name, entry.fingerprint, query_id, entry
+    )
+
+
+@st.cache_resource(max_entries=64, show_spinner="Reading the query images…")
+def _image_words(
+    spec: str,
+    task: Task,
+    domain: str,
+    protocol: str,
+    name: str,
+    key: str,
+    query_id: str,
+    _entry: RunEntry,
+) -> dict[str, str]:
+    retriever = entry_retriever(_entry)
+    query = queries(spec, task, domain, protocol)[query_id]
+    if not isinstance(retriever, OcrAugmented) or not query.images:
+        return {}
+    source = get_source(spec)
+    if retriever.image_policy == "concat":
+        return {query.images[0].path: "\n".join(retriever.read_query(query, source))}
+    problems = query_images(source, query, retriever.image_policy).problems
+    words: dict[str, str] = {}
+    for ref in query.images:
+        if ref.path in problems:
+            continue
+        words[ref.path] = "\n".join(
+            retriever.read_query(dataclasses.replace(query, images=(ref,)), source)
+        )
+        if retriever.image_policy == "first":
+            break  # the policy reads the first image that decodes, and only it
+    return words

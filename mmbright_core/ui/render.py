@@ -94,8 +94,8 @@ def judgment_badge(relevance: float | None, excluded: bool = False) -> str:
     label = int(relevance)
     if label >= 2:
         return ":green-badge[relevant · 2]"
-    if label == 1:
-        return ":green-badge[relevant · 1]"
+    if label == 1:  # a colour of its own: a Task 4 pair graded 1 is not one graded 2
+        return ":blue-badge[relevant · 1]"
     return ":red-badge[not relevant · 0]"
 
 
@@ -111,8 +111,16 @@ def points(value: float) -> str:
     return "–" if math.isnan(value) else f"{100 * value:.1f}"
 
 
-def show_image(data: bytes | None, path: str, width: int | None = None) -> bool:
+def show_image(
+    data: bytes | None, path: str, width: int | None = None, full_key: str | None = None
+) -> bool:
     """Show one image, or a warning with its path and why it cannot be decoded.
+
+    Args:
+        data: The image's bytes (None when missing).
+        path: Its path, shown as the caption.
+        width: Width in pixels (default: as large as it is, up to the column).
+        full_key: When given, an expander under the image (of this key) opens it full size.
 
     Returns:
         True when the image was shown.
@@ -126,7 +134,15 @@ def show_image(data: bytes | None, path: str, width: int | None = None) -> bool:
         )
         return False
     st.image(image, caption=path, width=width or "content")
+    if full_key is not None:
+        with st.expander("Full size", icon=":material/zoom_in:", key=full_key):
+            st.image(image, width="stretch")
     return True
+
+
+def cut(text: str, limit: int = PASSAGE_CHARS) -> str:
+    """``text`` up to ``limit`` characters, with an ellipsis when it was longer."""
+    return text[:limit] + ("…" if len(text) > limit else "")
 
 
 def show_query(source: Source, query: Query) -> None:
@@ -138,28 +154,45 @@ def show_query(source: Source, query: Query) -> None:
         show_image(source.query_image_bytes(query.domain, ref.path), ref.path)
 
 
-def show_document(source: Source, domain: str, doc_id: str, document: Document | None) -> None:
-    """Show a retrieved item: its passage text in an expander, its image, or both (Task 4)."""
+def show_document(
+    source: Source, domain: str, doc_id: str, document: Document | None, key: str | None = None
+) -> None:
+    """Show a retrieved item: its passage text in an expander, its image, or both (Task 4).
+
+    With a ``key``, the item's image opens full size from an expander of that key.
+    """
     if document is None:
         st.caption(f"{escape_md(doc_id)} is not in the corpus.")
         return
     if document.text:
         with st.expander("Passage text"):
-            st.text(
-                document.text[:PASSAGE_CHARS] + ("…" if len(document.text) > PASSAGE_CHARS else "")
-            )
+            st.text(cut(document.text))
     if document.image is not None:
         show_image(
-            source.document_image_bytes(domain, document.image.path), document.image.path, 240
+            source.document_image_bytes(domain, document.image.path),
+            document.image.path,
+            240,
+            full_key=f"full_{key}" if key else None,
         )
 
 
 def show_hit(
-    source: Source, domain: str, hit: pd.Series, document: Document | None, key: str
+    source: Source,
+    domain: str,
+    hit: pd.Series,
+    document: Document | None,
+    key: str,
+    explained: Callable[[], None] | None = None,
 ) -> None:
-    """Show one row of a query's top list: rank, score, judgment badge and the content."""
+    """Show one row of a query's top list: rank, score, judgment badge and the content.
+
+    ``explained``, when given, draws the hit's score attribution under its id, before the
+    content (which stays one click away).
+    """
     with st.container(border=True, key=key):
         badge = judgment_badge(hit["relevance"])
         st.markdown(f"**#{int(hit['rank'])}** · score {hit['score']:.4f} · {badge}")
         st.caption(escape_md(hit["doc_id"]))
-        show_document(source, domain, str(hit["doc_id"]), document)
+        if explained is not None:
+            explained()
+        show_document(source, domain, str(hit["doc_id"]), document, key)

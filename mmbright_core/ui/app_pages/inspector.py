@@ -1,11 +1,12 @@
-"""Inspector: one query, its images, and each run's top 10 with judgments and rank diff."""
+"""Inspector: one query, what its images added, and why each run ranked what it did."""
 
 from __future__ import annotations
 
 import streamlit as st
 
+from mmbright_core.analysis.figures import rank_slope
 from mmbright_core.analysis.rankdiff import rank_diff
-from mmbright_core.ui import inspect, loaders, render, state, views
+from mmbright_core.ui import explain_view, inspect, loaders, notes_panel, render, state, views
 
 TOP = 10
 
@@ -20,18 +21,31 @@ if target is None:
     st.info("This source has no query for this task.")
     st.stop()
 
-pick_domain, pick_query, back, forward = st.columns([2, 3, 1, 1], vertical_alignment="bottom")
+pick_domain, pick_query = st.columns([2, 3], vertical_alignment="bottom")
 pick_domain.selectbox("Domain", source.domains(), key=inspect.DOMAIN_KEY, on_change=inspect.on_pick)
 ids = list(loaders.queries(spec, task, target.domain, protocol))
 pick_query.selectbox("Query", ids, key=inspect.QUERY_KEY, on_change=inspect.on_pick)
-back.button(
-    "◀ Previous", key="insp_prev", on_click=inspect.step, args=(order, -1), disabled=not order
-)
-forward.button(
-    "Next ▶", key="insp_next", on_click=inspect.step, args=(order, 1), disabled=not order
-)
-if order:
-    st.caption(render.escape_message(inspect.order_caption(order, target)))
+with st.container(horizontal=True, vertical_alignment="center", key="insp_nav"):
+    st.button(
+        "Previous",
+        key="insp_prev",
+        icon=":material/arrow_back:",
+        on_click=inspect.step,
+        args=(order, -1),
+        disabled=not order,
+        width="content",
+    )
+    st.button(
+        "Next",
+        key="insp_next",
+        icon=":material/arrow_forward:",
+        on_click=inspect.step,
+        args=(order, 1),
+        disabled=not order,
+        width="content",
+    )
+    if order:
+        st.caption(render.escape_message(inspect.order_caption(order, target)))
 
 query = loaders.queries(spec, task, target.domain, protocol)[target.query_id]
 qrels = loaders.qrels(spec, task, target.domain, protocol).get(target.query_id, {})
@@ -43,33 +57,68 @@ excluded = {  # each run under its own policy for negative_ids
     )
     for name in shown
 }
-
-query_col, *run_cols = st.columns([2] + [3] * max(len(shown), 1))
-with query_col:
-    st.subheader(f"{render.escape_md(target.domain)} / {render.escape_md(target.query_id)}")
-    st.caption(f"{len(query.images)} image(s) · {sum(v > 0 for v in qrels.values())} relevant")
-    render.show_query(source, query)
 rankings = {
     name: scores
     for name in shown
     if (scores := runs[name].runs.get(target.domain, {}).get(target.query_id, {}))
 }
 tops = {name: views.ranking(s, qrels, excluded[name], TOP) for name, s in rankings.items()}
-hit_ids = {doc for top, _ in tops.values() for doc in top["doc_id"]}
-documents = loaders.shown_documents(spec, task, target.domain, protocol, hit_ids)
+found = {
+    name: render.attempt(
+        loaders.explanations,
+        spec,
+        task,
+        target.domain,
+        protocol,
+        runs[name],
+        target.query_id,
+        list(top["doc_id"]),
+    )
+    or {}
+    for name, (top, _) in tops.items()
+}
+words = inspect.image_words(spec, task, protocol, target, {n: runs[n] for n in rankings})
+wanted = {doc for top, _ in tops.values() for doc in top["doc_id"]} | set(qrels)
+documents = loaders.shown_documents(spec, task, target.domain, protocol, wanted)
+
+st.subheader(f"{render.escape_md(target.domain)} / {render.escape_md(target.query_id)}")
+st.caption(f"{len(query.images)} image(s) · {sum(v > 0 for v in qrels.values())} relevant")
+query_col, notes_col = st.columns([3, 2])
+with query_col:
+    explain_view.show_query_text(query, words)
+    explain_view.show_query_images(source, query, words, key="insp_qimg")
+    for name, fusion in inspect.fusions(found).items():
+        explain_view.show_fusion(name, fusion, key=f"insp_fusion_{shown.index(name)}")
+with notes_col:
+    notes_panel.show_notes(target.domain, target.query_id)
+with st.expander(f"Relevant items ({sum(v > 0 for v in qrels.values())})", expanded=not tops):
+    explain_view.show_relevant(source, target.domain, qrels, documents, key="insp_rel")
+if any(isinstance(f, explain_view.LexicalAttribution) for a in found.values() for f in a.values()):
+    st.html(explain_view.legend_html())
+
+if len(tops) >= 2:
+    a, b = list(tops)[:2]
+    diff = rank_diff(
+        qrels,
+        inspect.scored(runs[a], target, excluded[a]),
+        inspect.scored(runs[b], target, excluded[b]),
+        k=TOP,
+    )
+    explain_view.show_displacing(
+        source, target.domain, b, tops[b][0], diff.docs, documents, found[b], key="insp_push"
+    )
+
+run_cols = st.columns(max(len(shown), 1))
 for index, (column, name) in enumerate(zip(run_cols, shown, strict=False)):
     with column:
         st.subheader(render.escape_md(name))
         if name not in tops:
             st.info("This run does not rank this query.")
             continue
-        scores = rankings[name]
         top, removed = tops[name]
-        for hit in top.itertuples(index=False):
-            row = top.iloc[int(hit.rank) - 1]
-            render.show_hit(
-                source, target.domain, row, documents.get(hit.doc_id), f"hit_{index}_{hit.rank}"
-            )
+        explain_view.show_hits(
+            source, task, target.domain, top, documents, found[name], key=f"hit_{index}"
+        )
         if len(removed):
             st.caption(
                 f"{len(removed)} excluded document(s) the run had in its top {TOP} were removed."
@@ -79,24 +128,23 @@ for index, (column, name) in enumerate(zip(run_cols, shown, strict=False)):
             )
         st.markdown("**Relevant items missed in the top 10**")
         st.dataframe(
-            views.missed(scores, qrels, excluded[name], TOP),
+            views.missed(rankings[name], qrels, excluded[name], TOP),
             hide_index=True,
             key=f"insp_missed_{index}",
         )
 
-if len(shown) >= 2:
-    a, b = shown[:2]
-    st.subheader(f"Rank diff: {render.escape_md(a)} → {render.escape_md(b)}")
-    diff = rank_diff(
-        qrels,
-        inspect.scored(runs[a], target, excluded[a]),
-        inspect.scored(runs[b], target, excluded[b]),
-        k=TOP,
-    )
+if tops:
+    st.subheader("Score attribution, top 10")
+    st.dataframe(inspect.attribution_table(tops, found), hide_index=True, key="insp_attribution")
+
+if len(tops) >= 2:
+    st.subheader(f"The two runs aligned: {render.escape_md(a)} → {render.escape_md(b)}")
     tau, overlap = st.columns(2)
     tau.metric("Kendall tau (top 10 union)", render.score_text(diff.kendall_tau))
     overlap.metric("RBO (p = 0.9)", render.score_text(diff.rbo))
-    st.dataframe(diff.docs, hide_index=True, key="insp_rankdiff")
+    st.dataframe(inspect.aligned(diff.docs), hide_index=True, key="insp_rankdiff")
+    if (diff.docs["relevance"] > 0).any():
+        st.plotly_chart(rank_slope(diff.docs, a, b, TOP), key="insp_slope")
     render.csv_download(
         diff.docs, f"rank_diff_{target.domain}_{target.query_id}.csv", key="insp_csv"
     )

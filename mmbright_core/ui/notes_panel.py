@@ -1,0 +1,124 @@
+"""Failure tags and a free note on the inspected query, kept in the shared notes database.
+
+The database is one SQLite file (:class:`~mmbright_core.notes.NotesStore`, path from
+``MMBRIGHT_NOTES``): it is read on every run of the page (one indexed look-up), so what one
+browser saved shows in every other and after a restart. A failed save (a locked or corrupt
+file) shows the store's message and leaves what the user typed in the boxes.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from mmbright_core.errors import NotesError
+from mmbright_core.notes import NotesStore, QueryKey, QueryNotes
+from mmbright_core.notes.database import default_path
+from mmbright_core.ui import render, state
+
+TAGS_KEY = "insp_tags"
+NOTE_KEY = "insp_note"
+AUTHOR_KEY = "notes_author"
+NEW_TAG_KEY = "insp_new_tag"
+SHOWN_KEY = "insp_notes_shown"
+"""(query key, updated_at) of the notes last put into the boxes: what the user edits."""
+MESSAGE_KEY = "insp_notes_message"
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _store(path: str) -> NotesStore:
+    return NotesStore(path)
+
+
+def store() -> NotesStore:
+    """The notes database of this server (one shared connection per file)."""
+    return _store(str(default_path()))
+
+
+def query_key(domain: str, query_id: str) -> QueryKey:
+    """The notes key of a query of the current source, task and protocol."""
+    return QueryKey(
+        state.source_spec(), state.current_task(), state.current_protocol(), domain, query_id
+    )
+
+
+def _load(key: QueryKey, notes: QueryNotes) -> None:
+    """Put the stored notes into the boxes unless the user is editing the same query's."""
+    shown = st.session_state.get(SHOWN_KEY)
+    edited = (
+        shown is not None
+        and shown[0] == key
+        and (
+            st.session_state.get(NOTE_KEY) != shown[2]
+            or list(st.session_state.get(TAGS_KEY, [])) != list(shown[3])
+        )
+    )
+    if shown is None or shown[0] != key or (shown[1] != notes.updated_at and not edited):
+        st.session_state[NOTE_KEY] = notes.note
+        st.session_state[TAGS_KEY] = list(notes.tags)
+        st.session_state[SHOWN_KEY] = (key, notes.updated_at, notes.note, notes.tags)
+
+
+def _save(key: QueryKey) -> None:
+    """Form callback: store the tags and the note; on failure keep them in the boxes."""
+    note = str(st.session_state.get(NOTE_KEY, ""))
+    tags = [str(t) for t in st.session_state.get(TAGS_KEY, [])]
+    author = str(state.remembered(AUTHOR_KEY, "") or "").strip() or None
+    try:
+        store().set_tags(key, tags, author)
+        saved = store().set_note(key, note, author)
+    except NotesError as err:
+        st.session_state[MESSAGE_KEY] = ("error", str(err))
+        # The widgets keep their values; the text the store could not write is put back too.
+        st.session_state[NOTE_KEY] = note
+        st.session_state[TAGS_KEY] = tags
+        return
+    st.session_state[SHOWN_KEY] = (key, saved.updated_at, saved.note, saved.tags)
+    st.session_state[MESSAGE_KEY] = ("success", "Saved.")
+
+
+def _add_tag() -> None:
+    """Form callback: append a tag to the taxonomy (the name stays in the box on failure)."""
+    name = str(st.session_state.get(NEW_TAG_KEY, "")).strip()
+    try:
+        store().add_tag(name)
+    except NotesError as err:
+        st.session_state[MESSAGE_KEY] = ("error", str(err))
+        return
+    st.session_state[NEW_TAG_KEY] = ""
+    st.session_state[MESSAGE_KEY] = ("success", f"Tag {name!r} added.")
+
+
+def show_notes(domain: str, query_id: str) -> None:
+    """Tags, note and author for one query, with a form to add a tag to the taxonomy."""
+    key = query_key(domain, query_id)
+    try:
+        notes = store().get(key)
+        taxonomy = [tag.name for tag in store().tags()]
+    except NotesError as err:
+        st.error(render.escape_message(err), icon=":material/error:")
+        return
+    _load(key, notes)
+    chosen = [t for t in st.session_state.get(TAGS_KEY, []) if t not in taxonomy]
+    with st.form("insp_notes_form", border=False):
+        st.multiselect("Failure tags", [*taxonomy, *chosen], key=TAGS_KEY)
+        st.text_area("Note", key=NOTE_KEY, height=100)
+        st.form_submit_button(
+            "Save tags and note", key="insp_save", on_click=_save, args=(key,), type="primary"
+        )
+    st.text_input(
+        "Your name (optional)",
+        key=state.sticky(AUTHOR_KEY, ""),
+        on_change=state.remember,
+        args=(AUTHOR_KEY,),
+    )
+    message = st.session_state.pop(MESSAGE_KEY, None)
+    if message is not None:
+        kind, text = message
+        show = st.error if kind == "error" else st.success
+        show(render.escape_message(text))
+    if notes.updated_at:
+        who = f" by {notes.author}" if notes.author else ""
+        st.caption(render.escape_message(f"Last saved {notes.updated_at[:19]}{who}."))
+    with st.expander("Add a tag to the taxonomy"), st.form("insp_tag_form", border=False):
+        st.text_input("New tag", key=NEW_TAG_KEY)
+        st.form_submit_button("Add tag", key="insp_add_tag", on_click=_add_tag)

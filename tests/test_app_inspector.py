@@ -1,0 +1,279 @@
+"""The inspector explains why an image hurt: AppTest behaviour on the demo and the fixture.
+
+The demo ships ``bm25`` and ``ocr-bm25`` runs of tasks 2 and 4 in the official outputs
+layout, with their ``config.json``: the inspector rebuilds their retrievers and explains each
+hit. The numbers shown are checked against the stored scores and the core's own results.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1.element_tree import Block, Node
+
+import mmbright_core.data
+from mmbright_core.analysis.table import source_results_table
+from mmbright_core.data.sources import open_source
+from mmbright_core.errors import NotesError
+from mmbright_core.io.official import read_outputs
+from mmbright_core.notes import NotesStore
+from mmbright_core.ui.state import InspectTarget
+
+APP = Path(__file__).resolve().parent.parent / "mmbright_core" / "ui" / "app.py"
+SHIPPED = Path(mmbright_core.data.__file__).parent / "demo" / "runs"
+A, B = "bm25", "ocr-bm25"
+
+pytestmark = pytest.mark.slow  # OCR of the demo's query images, BM25 indexes, AppTest runs
+
+
+def _fresh(clear: bool = True) -> AppTest:
+    if clear:
+        st.cache_data.clear()
+        st.cache_resource.clear()
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.run()
+    return at
+
+
+def _inspect(at: AppTest, task: int, target: InspectTarget | None = None) -> AppTest:
+    at.selectbox(key="task").set_value(task).run()
+    at.session_state["compare_pair"] = (A, B)
+    if target is not None:
+        at.session_state["inspect_query"] = target
+    at.switch_page("app_pages/inspector.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _walk(node: Node) -> Iterator[Node]:
+    yield node
+    if isinstance(node, Block):
+        for child in node.children.values():
+            yield from _walk(child)
+
+
+def _blocks(at: AppTest, prefix: str) -> dict[str, Block]:
+    """Keyed containers whose key starts with ``prefix``, by key."""
+    found = {}
+    for node in _walk(at.main):
+        ident = getattr(node.proto, "id", "") if isinstance(node, Block) else ""
+        key = ident.split("-", 2)[-1] if ident.startswith("$$ID-") else ""
+        if key.startswith(prefix):
+            found[key] = node
+    return found
+
+
+def _html(node: Node) -> list[str]:
+    return [n.proto.body for n in _walk(node) if getattr(n, "type", "") == "html"]
+
+
+def _markdown(node: Node) -> str:
+    return " ".join(n.value for n in _walk(node) if getattr(n, "type", "") == "markdown")
+
+
+_TERM = re.compile(r'<span data-term="([^"]*)" data-contribution="([^"]+)">(.*?)</span>')
+_SCORE = re.compile(r"score (-?\d+\.\d{4})")
+
+
+def _terms(bodies: list[str]) -> list[tuple[str, float, bool]]:
+    """(term, contribution, from the image) of every term shown in a hit."""
+    return [
+        (html.unescape(term), float(value), "origin-image" in inner)
+        for body in bodies
+        for term, value, inner in _TERM.findall(body)
+    ]
+
+
+def _stored(name: str) -> dict:
+    return read_outputs(SHIPPED / name).runs
+
+
+def _hurt_queries() -> list[InspectTarget]:
+    """The Task 2 demo queries on which ocr-bm25 scores a lower nDCG@10 than bm25."""
+    runs = {A: _stored("run_bm25"), B: _stored("run_ocr-bm25")}
+    table = source_results_table(open_source("demo"), 2, runs, measures=("nDCG@10",))
+    wide = table.pivot_table(index=["domain", "query_id"], columns="run", values="nDCG@10")
+    worse = wide.loc[wide[B] < wide[A]]
+    return [InspectTarget(str(d), str(q)) for d, q in worse.index]
+
+
+@pytest.fixture(scope="module")
+def hurt() -> list[InspectTarget]:
+    found = _hurt_queries()
+    assert found, "the demo has queries on which the OCR words hurt"
+    return found
+
+
+def test_every_hurt_query_shows_the_image_words_that_displaced_a_relevant_passage(hurt):
+    stored = _stored("run_ocr-bm25")
+    at = _fresh()
+    for target in hurt:
+        _inspect(at, 2, target)
+        pushing = _blocks(at, "insp_push_")
+        assert pushing, f"{target}: no item shown as pushing a relevant one down"
+        words = []
+        for block in pushing.values():
+            terms = _terms(_html(block))  # shown without a click: not inside an expander
+            score = float(_SCORE.search(_markdown(block)).group(1))  # type: ignore[union-attr]
+            assert sum(value for _, value, _ in terms) == pytest.approx(score, abs=1e-3)
+            words += [term for term, _, image in terms if image]
+            snippet = next(b for b in _html(block) if "line-height:1.6" in b)
+            assert "origin-" in snippet  # the matched words are highlighted in the passage
+        assert words, f"{target}: no word from the image matched the displacing passages"
+        hits = _blocks(at, "hit_1_")
+        ranked = list(stored[target.domain][target.query_id].items())
+        for key, block in hits.items():
+            rank = int(key.rsplit("_", 1)[1])
+            terms = _terms(_html(block))
+            assert sum(value for _, value, _ in terms) == pytest.approx(
+                ranked[rank - 1][1], rel=1e-6
+            )
+
+
+def test_the_query_shows_the_words_read_from_each_image_marked_as_from_the_image(hurt):
+    at = _inspect(_fresh(), 2, hurt[0])
+    bodies = _html(at.main)
+    under = [b for b in bodies if b.startswith("<small>Read by ocr-bm25")]
+    assert under and all('class="origin-image"' in b for b in under)
+    added = [b for b in bodies if "adds the words read from the images" in b]
+    assert added and 'class="origin-image"' in added[0]
+    assert any(e.label == "Full size" for e in at.expander)  # each image opens full size
+    assert not any(m.proto.allow_html for m in at.markdown)
+
+
+def test_attribution_table_adds_up_and_aligned_rows_say_the_move(hurt):
+    at = _inspect(_fresh(), 2, hurt[0])
+    table = next(f.value for f in at.dataframe if "from image" in f.value.columns)
+    parts = table[["from text", "from image", "from both"]].sum(axis=1)
+    assert (parts - table["score"]).abs().max() < 1e-3
+    assert set(table["run"]) == {A, B} and len(table) == 20
+    aligned = next(f.value for f in at.dataframe if "move" in f.value.columns)
+    assert "kept" not in set(aligned["change"])
+    for row in aligned.itertuples(index=False):
+        a, b = row[2], row[3]
+        if not math.isnan(a) and not math.isnan(b) and a != b:
+            assert row.move == (f"moved up {int(a - b)}" if b < a else f"moved down {int(b - a)}")
+    slope = next(c for c in at.get("plotly_chart") if "insp_slope" in c.proto.id)
+    assert "Judged-relevant" in slope.proto.spec
+
+
+def test_a_run_without_its_retriever_shows_scores_and_says_why(tmp_path: Path):
+    ranked = _stored("run_bm25")
+    lines = [
+        f"{qid} Q0 {doc} {rank} {score} uploaded"
+        for queries in ranked.values()
+        for qid, docs in queries.items()
+        for rank, (doc, score) in enumerate(list(docs.items())[:20], 1)
+    ]
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "uploaded.trec").write_text("\n".join(lines) + "\n")
+    at = _fresh()
+    at.selectbox(key="task").set_value(2).run()
+    at.text_input(key="runs_folder").input(str(folder)).run()
+    at.button(key="add_folder").click().run()
+    at.session_state["compare_pair"] = ("uploaded", B)
+    at.switch_page("app_pages/inspector.py").run()
+    assert not at.exception
+    first = _blocks(at, "hit_0_1")["hit_0_1"]
+    assert _SCORE.search(_markdown(first))
+    reasons = [c.value for c in _walk(first) if getattr(c, "type", "") == "caption"]
+    assert any("attribution needs the retriever" in r for r in reasons)
+
+
+def test_task4_pairs_are_one_item_per_passage_with_distinct_grades():
+    at = _inspect(_fresh(), 4)
+    shown = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+    assert "__NO_IMAGE__" not in shown and "|||" not in shown
+    groups = _blocks(at, "hit_0_")
+    passages = [_markdown(g).split("·", 1)[1].split()[0] for g in groups.values()]
+    assert len(passages) == len(set(passages))  # a passage's pairs share one item
+    grades = " ".join(_markdown(g) for g in groups.values())
+    assert "green-badge[relevant · 2]" in grades or "blue-badge[relevant · 1]" in grades
+    assert ":green-badge[relevant · 1]" not in grades
+
+
+def test_task3_relevant_items_show_as_an_image_grid_without_any_run():
+    at = _inspect(_fresh(), 3)
+    assert not at.session_state["insp_runs"]
+    relevant = next(e for e in at.expander if e.label.startswith("Relevant items"))
+    images = [n for n in _walk(relevant) if getattr(n, "type", "") == "image"]
+    assert images and any(getattr(n, "type", "") == "column" for n in _walk(relevant))
+
+
+def _annotate(at: AppTest, tag: str, note: str) -> None:
+    at.text_input(key="insp_new_tag").input(tag)
+    at.button(key="insp_add_tag").click().run()
+    at.text_input(key="notes_author").input("Ada").run()
+    # A form's values reach the app with its submit button, in the same run.
+    at.multiselect(key="insp_tags").select(tag)
+    at.text_area(key="insp_note").input(note)
+    at.button(key="insp_save").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+
+
+def test_tags_and_notes_are_read_back_by_another_session_and_after_a_restart(hurt):
+    first = _inspect(_fresh(), 2, hurt[0])
+    _annotate(first, "ocr noise", "The <OCR> words <b>match</b> a boot log.")
+    again = _inspect(_fresh(clear=False), 2, hurt[0])  # another browser session
+    assert again.multiselect(key="insp_tags").value == ["ocr noise"]
+    assert again.text_area(key="insp_note").value == "The <OCR> words <b>match</b> a boot log."
+    restarted = _inspect(_fresh(), 2, hurt[0])  # every cache gone: a new server
+    assert restarted.multiselect(key="insp_tags").value == ["ocr noise"]
+    assert "Ada" in " ".join(c.value for c in restarted.caption)
+    with NotesStore() as store:
+        saved = store.get(("demo", 2, "paper", hurt[0].domain, hurt[0].query_id))
+    assert saved.tags == ("ocr noise",) and saved.author == "Ada"
+
+
+def test_a_failed_save_shows_the_message_and_keeps_the_text(hurt, monkeypatch):
+    at = _inspect(_fresh(), 2, hurt[-1])
+
+    def locked(self, key, text, author=None):
+        raise NotesError("the notes database is locked", unsaved=text)
+
+    monkeypatch.setattr(NotesStore, "set_note", locked)
+    at.text_area(key="insp_note").input("nothing typed is lost")
+    at.button(key="insp_save").click().run()
+    assert any("locked" in e.value for e in at.error)
+    assert at.text_area(key="insp_note").value == "nothing typed is lost"
+    monkeypatch.undo()
+    at.button(key="insp_save").click().run()
+    assert any("Saved" in s.value for s in at.success)
+
+
+def test_a_fusion_run_shows_the_text_and_image_split_of_every_hit(tiny_clip, tmp_path: Path):
+    from mmbright_core.retrieval import get_retriever
+    from mmbright_core.retrieval.runner import run_task
+
+    clip = get_retriever(
+        "clip", model=tiny_clip, pretrained="none", image_policy="concat", cache_dir=str(tmp_path)
+    )
+    outcome = run_task(open_source("demo"), 2, clip, tmp_path / "out", domains=["biology"])
+    stored = read_outputs(outcome.task_dir).runs["biology"]
+    at = _fresh()
+    at.selectbox(key="task").set_value(2).run()
+    at.text_input(key="runs_folder").input(str(outcome.task_dir)).run()
+    at.button(key="add_folder").click().run()
+    query = next(q for q, docs in stored.items() if docs)
+    at.session_state["compare_pair"] = (A, read_outputs(outcome.task_dir).model)
+    at.session_state["inspect_query"] = InspectTarget("biology", query)
+    at.switch_page("app_pages/inspector.py").run()
+    assert not at.exception, at.exception
+    ranked = list(stored[query].items())
+    hits = _blocks(at, "hit_1_")
+    assert len(hits) == min(10, len(ranked))
+    for key, block in hits.items():
+        parts = dict(re.findall(r'data-part="(\w+)" data-value="([^"]+)"', "".join(_html(block))))
+        assert set(parts) == {"text", "image"}
+        total = float(parts["text"]) + float(parts["image"])
+        assert total == pytest.approx(ranked[int(key.rsplit("_", 1)[1]) - 1][1], abs=1e-3)
+    policy = " ".join(c.value for c in at.caption)
+    assert "image policy concat" in policy
