@@ -37,6 +37,8 @@ _MARK = {
     "both": "background:#c5e1a5;color:#000;padding:0 2px;border-radius:3px",
 }
 ORIGIN_WORDS = {"text": "query text", "image": "from the image", "both": "text and image"}
+QUERY_IMAGE_WIDTH = 360
+"""Query images are shown this wide (full size one click away), to leave the words in view."""
 TERMS_SHOWN = 8
 """Terms listed beside a hit (the compact table has every contributing term's sum)."""
 
@@ -190,7 +192,7 @@ def show_query_images(
         st.caption("This query has no image.")
     for index, ref in enumerate(query.images):
         data = source.query_image_bytes(query.domain, ref.path)
-        render.show_image(data, ref.path, full_key=f"{key}_{index}")
+        render.show_image(data, ref.path, QUERY_IMAGE_WIDTH, full_key=f"{key}_{index}")
         for name, by_image in words.items():
             if ref.path in by_image:
                 read = " ".join(by_image[ref.path].split())
