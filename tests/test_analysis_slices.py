@@ -144,11 +144,12 @@ def test_judgment_gap_definition():
     assert not judgment_gap(QRELS, ["u9", "r1"], ["u8", "u9", "r1"], delta=0.0)
 
 
-def test_permutation_test_keeps_the_random_stream_of_one_product_per_query():
-    # The sign matrix the test drew before byte packing: same seed, same p-value.
+def test_permutation_test_by_bytes_is_one_sign_flip_per_bit():
+    # The same bytes, unpacked to one sign per delta and multiplied out: the same p-value.
     deltas = np.random.default_rng(7).normal(0.02, 0.1, size=300)
-    rng = np.random.default_rng(3)
-    signs = rng.integers(0, 2, size=(2_000, deltas.size), dtype=np.int8) * 2 - 1
+    flips = np.random.default_rng(3).integers(0, 256, size=(2_000, 38), dtype=np.uint8)
+    bits = np.unpackbits(flips, axis=1, bitorder="little", count=deltas.size)
+    signs = bits.astype(np.float64) * 2 - 1
     hits = int(np.sum(np.abs(signs @ deltas) >= abs(deltas.sum()) - 1e-9))
     result = stats.permutation_test(deltas, n_resamples=2_000, seed=3)
     assert result.p_value == (hits + 1) / 2_001

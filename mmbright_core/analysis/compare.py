@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -448,3 +449,24 @@ def tagged(rows: pd.DataFrame, tags: Tags, chosen: Collection[str]) -> pd.Series
         index=rows.index,
         dtype=bool,
     )
+
+
+def notes_tags(
+    source: str, task: int, protocol: str
+) -> tuple[Path | None, dict[tuple[str, str], list[str]]]:
+    """The failure tags of a task's queries, read from the notes file when it exists.
+
+    The file is the notes store's (``MMBRIGHT_NOTES``, else the data folder's); it is never
+    created here, so a reader without notes gets ``(None, {})``.
+
+    Returns:
+        The file read (None when there is none) and (domain, query_id) -> tags.
+    """
+    from mmbright_core.notes import NotesStore, default_path
+
+    path = default_path()
+    if not path.is_file():
+        return None, {}
+    with NotesStore(path) as store:
+        found = store.for_scope(source, task, protocol)
+    return path, {key: list(notes.tags) for key, notes in found.items()}

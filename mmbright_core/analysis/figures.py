@@ -430,3 +430,31 @@ def score_split(text_part: float, image_part: float, doc_id: str) -> go.Figure:
         showlegend=False,
     )
     return fig
+
+
+def slice_deltas(frame: pd.DataFrame, comparison: Comparison, by: str) -> go.Figure:
+    """Mean delta (B − A) per group of a slice with its bootstrap CI, groups in slice order."""
+    groups = _plain_all(frame["group"])
+    figure = go.Figure(
+        go.Bar(
+            x=groups,
+            y=frame["delta"],
+            error_y={
+                "type": "data",
+                "array": frame["ci_high"] - frame["delta"],
+                "arrayminus": frame["delta"] - frame["ci_low"],
+            },
+            marker_color=[_B_COLOR if d < 0 else _A_COLOR for d in frame["delta"]],
+            customdata=frame[["queries", "wins", "ties", "losses"]].to_numpy(),
+            hovertemplate="%{x}: %{y:+.3f}<br>%{customdata[0]} queries, wins/ties/losses "
+            "%{customdata[1]}/%{customdata[2]}/%{customdata[3]}<extra></extra>",
+        )
+    )
+    figure.add_hline(y=0, line_color="gray")
+    figure.update_layout(
+        xaxis={**categorical(groups), "title": plain(by)},
+        yaxis_title=f"mean {plain(comparison.measure)} delta (B − A), 95% CI",
+        height=340,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+    )
+    return figure

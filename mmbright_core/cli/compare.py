@@ -185,15 +185,12 @@ def _cell(value: Any) -> str:
 
 def _read_tags(source: str, task: int, protocol: str) -> dict[tuple[str, str], list[str]]:
     """The failure tags of the task's queries, from the notes file when there is one."""
-    from mmbright_core.notes import NotesStore, default_path
+    from mmbright_core.analysis.compare import notes_tags
 
-    path = default_path()
-    if not path.is_file():
-        return {}
-    with NotesStore(path) as store:
-        found = store.for_scope(source, task, protocol)
-    print(f"failure tags read from {path} ({len(found)} annotated queries)", file=sys.stderr)
-    return {key: list(notes.tags) for key, notes in found.items()}
+    path, tags = notes_tags(source, task, protocol)
+    if path is not None:
+        print(f"failure tags read from {path} ({len(tags)} annotated queries)", file=sys.stderr)
+    return tags
 
 
 def _print_tsv(

@@ -13,6 +13,7 @@ from collections.abc import Collection, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from mmbright_core.analysis.compare import JUDGED
 from mmbright_core.benchmark import apply_protocol
 from mmbright_core.ranking import ranked
 
@@ -29,9 +30,10 @@ PER_QUERY_COLUMNS = (
 
 
 def run_rows(table: pd.DataFrame, run: str, measure: str) -> pd.DataFrame:
-    """One run's rows of the results table, with the measure next to the query id."""
+    """One run's rows of the results table, with the measure (and Judged@10) by the query id."""
     rows = table.loc[table["run"] == run]
-    columns = [*PER_QUERY_COLUMNS[:2], measure, *PER_QUERY_COLUMNS[2:]]
+    judged = [JUDGED] if JUDGED in table.columns and measure != JUDGED else []
+    columns = [*PER_QUERY_COLUMNS[:2], measure, *judged, *PER_QUERY_COLUMNS[2:]]
     return rows[columns].reset_index(drop=True)
 
 
@@ -226,13 +228,19 @@ def _cut(text: str) -> str:
 def with_pair(rows: pd.DataFrame, deltas: pd.DataFrame, measure: str) -> pd.DataFrame:
     """Add run B's value and ``delta`` (B − A) to run A's rows, from :func:`paired_deltas`.
 
-    Queries scored in only one run get NaN in both columns.
+    Queries scored in only one run get NaN in both columns. B's Judged@10 follows A's
+    when both are known.
     """
     pair = deltas[["domain", "query_id", "b", "delta"]].rename(columns={"b": f"{measure} (B)"})
+    judged = JUDGED in rows.columns and "judged_b" in deltas.columns
+    if judged:
+        pair[f"{JUDGED} (B)"] = deltas["judged_b"]
     merged = rows.merge(pair, on=["domain", "query_id"], how="left")
     columns = list(rows.columns)
     at = columns.index(measure) + 1
     order = [*columns[:at], f"{measure} (B)", "delta", *columns[at:]]
+    if judged:
+        order.insert(order.index(JUDGED) + 1, f"{JUDGED} (B)")
     return merged[order]
 
 

@@ -7,11 +7,13 @@ import functools
 import streamlit as st
 
 from mmbright_core.analysis import figures
-from mmbright_core.analysis.compare import POOLED, image_effect, most_hurt
-from mmbright_core.ui import inspect, loaders, queries, render, reports, state, views
+from mmbright_core.analysis.compare import POOLED, SLICES, most_hurt, tagged, with_tags
+from mmbright_core.ui import inspect, loaders, queries, render, reports, slices, state, views
 
-HURT_COLUMNS = ["domain", "query_id", "query", "delta"]
+GAP = "judgment_gap"
+HURT_COLUMNS = ["domain", "query_id", "query", "delta", "judged_a", "judged_b", GAP, "tags"]
 """The most-hurt table's columns: enough to recognise the query; the CSV has them all."""
+HURT_ROWS = 20
 
 st.title("Compare two runs")
 spec, task, protocol = state.source_spec(), state.current_task(), state.current_protocol()
@@ -65,9 +67,32 @@ render.csv_download(comparison.summary, f"compare_{run_a}_vs_{run_b}.csv", key="
 st.subheader(
     f"Where {render.escape_md(run_b)} (B) loses most against {render.escape_md(run_a)} (A)"
 )
-hurt = most_hurt(comparison, top=20)
+tags = render.attempt(slices.query_tags, spec, task, protocol) or {}
+tag_col, gap_col = st.columns(2)
+chosen = tag_col.multiselect(
+    "Failure tags (a query with any of them)", slices.tag_names(), key="cmp_tags"
+)
+gaps = gap_col.radio(
+    "Possible judgment gaps",
+    slices.GAP_FILTERS,
+    key="cmp_gaps",
+    horizontal=True,
+    help="A loss where B ranks more unjudged documents (absent from the qrels) above its "
+    "first relevant one than A does: they may be relevant, nobody judged them.",
+)
+losing = most_hurt(comparison, top=len(comparison.per_query))
+losing = losing.loc[tagged(losing, tags, chosen)].reset_index(drop=True)
+if gaps != slices.GAP_FILTERS[0]:
+    flags = slices.gap_flags(spec, task, protocol, entries, run_a, run_b, losing)
+    keep = [flag == (gaps == slices.GAP_FILTERS[2]) for flag in flags]
+    losing = losing.assign(**{GAP: flags}).loc[keep]
+hurt = losing.head(HURT_ROWS).reset_index(drop=True)
+if GAP not in hurt.columns:
+    hurt[GAP] = slices.gap_flags(spec, task, protocol, entries, run_a, run_b, hurt)
+hurt = with_tags(hurt, tags)
 texts = render.attempt(queries.query_texts, spec, task, protocol, hurt["domain"].unique())
-shown = views.with_text(hurt, texts or {})[HURT_COLUMNS]
+shown = views.with_text(hurt, texts or {})
+shown = shown[[c for c in HURT_COLUMNS if c in shown.columns]]
 rows = st.dataframe(
     shown,
     hide_index=True,
@@ -82,17 +107,33 @@ rows = st.dataframe(
         "b": st.column_config.NumberColumn("B", format="%.3f", width="small"),
         "delta": st.column_config.NumberColumn("B − A", format="%+.3f", width="small"),
         "n_images": st.column_config.NumberColumn("images", width="small"),
+        "judged_a": st.column_config.NumberColumn("Judged@10 A", format="%.1f", width="small"),
+        "judged_b": st.column_config.NumberColumn("Judged@10 B", format="%.1f", width="small"),
+        GAP: st.column_config.CheckboxColumn(
+            "judgment gap?", width="small", help="possibly a gap in the judgments"
+        ),
+        "tags": st.column_config.TextColumn("tags", width="medium"),
     },
 )
+st.caption(f"{len(hurt)} of {len(losing)} losing queries listed (the worst first).")
 inspect.open_query(hurt, rows.selection.rows if rows is not None else [])
 render.csv_download(hurt, f"most_hurt_{run_a}_vs_{run_b}.csv", key="cmp_hurt_csv")
 if len(hurt) and st.button("Inspect the most hurt query", key="cmp_inspect"):
     inspect.open_query(hurt, [0])
 
-st.subheader("By number of query images")
-by_images = image_effect(comparison)["query images"]
-st.plotly_chart(figures.breakdown_bars(by_images, comparison, "query images"), key="cmp_images")
-st.dataframe(by_images, hide_index=True, key="cmp_images_table")
+st.subheader("Image effect by slice")
+by = st.selectbox(
+    "Slice by",
+    SLICES,
+    index=SLICES.index("images"),
+    key="cmp_slice",
+    help="OCR words are those the ocr-* retrievers cached ('not read' when none is); "
+    "size and aspect come from the first image's file header.",
+)
+sliced = render.attempt(slices.slice_table, spec, task, protocol, comparison, by, tags)
+if sliced is not None:
+    st.plotly_chart(figures.slice_deltas(sliced, comparison, by), key="cmp_images")
+    st.dataframe(sliced, hide_index=True, key="cmp_images_table")
 
 st.subheader("Export")
 source = render.attempt(loaders.get_source, spec)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from mmbright_core.analysis import figures
-from mmbright_core.ui import loaders, navigation, queries, render, state, views
+from mmbright_core.analysis.compare import JUDGED, tagged, with_tags
+from mmbright_core.ui import loaders, navigation, queries, render, slices, state, views
 from mmbright_core.ui.sidebar import selected_runs
 
 NO_PAIR = "(none)"
@@ -36,14 +37,21 @@ if paired:
     rows = views.with_pair(rows, deltas, loaders.MEASURE)
 texts = render.attempt(queries.query_texts, spec, task, protocol, rows["domain"].unique())
 rows = views.with_text(rows, texts or {})
+tags = render.attempt(slices.query_tags, spec, task, protocol) or {}
+rows = with_tags(rows, tags)
 
 domain_col, image_col, score_col = st.columns(3)
 domains = domain_col.multiselect("Domains", sorted(rows["domain"].unique()), key="pq_domains")
 most_images = max(int(rows["n_images"].max()) if len(rows) else 0, 1)
 images = image_col.slider("Query images", 0, most_images, (0, most_images), key="pq_images")
 scores = score_col.slider("nDCG@10 of A", 0.0, 1.0, (0.0, 1.0), step=0.05, key="pq_scores")
-loses = st.toggle("Only where B loses (B − A < 0)", key="pq_loses", disabled=not paired)
+tag_col, loses_col = st.columns([2, 1], vertical_alignment="bottom")
+chosen = tag_col.multiselect(
+    "Failure tags (a query with any of them)", slices.tag_names(), key="pq_tags"
+)
+loses = loses_col.toggle("Only where B loses (B − A < 0)", key="pq_loses", disabled=not paired)
 shown = views.filter_rows(rows, loaders.MEASURE, domains=domains, images=images, scores=scores)
+shown = shown.loc[tagged(shown, tags, chosen)].reset_index(drop=True)
 if paired:
     shown = shown.loc[shown["delta"].notna()].reset_index(drop=True)
     if loses:
@@ -76,6 +84,9 @@ picked = st.dataframe(
         loaders.MEASURE: number,
         f"{loaders.MEASURE} (B)": number,
         "delta": st.column_config.NumberColumn("B − A", format="%+.4f", width="small"),
+        JUDGED: st.column_config.NumberColumn(format="%.1f", width="small"),
+        f"{JUDGED} (B)": st.column_config.NumberColumn(format="%.1f", width="small"),
+        "tags": st.column_config.TextColumn("tags", width="medium"),
     },
 )
 render.csv_download(shown, f"per_query_{run}.csv", key="pq_csv")

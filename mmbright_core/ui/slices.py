@@ -1,0 +1,124 @@
+"""What the compare and per-query pages add to a comparison: tags, judgment gaps, slices.
+
+Failure tags are read from the notes file on every rerun (an edit in the inspector shows at
+once; reading one task's tags is one small SQLite query) and only when the file exists, so
+opening a page never creates it. Judgment gaps need each query's top 10 in both runs, so
+they are computed for the queries a table lists, not for every query; slices and their
+bootstrap intervals only for the slice chosen. Both are cached on the runs' fingerprints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+import streamlit as st
+
+from mmbright_core.analysis.compare import Comparison, notes_tags, slice_effect
+from mmbright_core.analysis.rankdiff import judgment_gap
+from mmbright_core.analysis.table import query_image_features
+from mmbright_core.data.ids import check_protocol
+from mmbright_core.notes import DEFAULT_TAGS, NotesStore, default_path
+from mmbright_core.ranking import top_k
+from mmbright_core.retrieval.cache import default_cache_dir
+from mmbright_core.types import Task
+from mmbright_core.ui import loaders
+from mmbright_core.ui.state import RunEntry
+
+IMAGE_SLICES = ("ocr-words", "image-size", "aspect")
+"""Slices that read the query images' headers or cached OCR results."""
+GAP_FILTERS = ("show all", "hide possible judgment gaps", "only judgment gaps")
+
+
+def query_tags(spec: str, task: Task, protocol: str) -> dict[tuple[str, str], list[str]]:
+    """(domain, query_id) -> the query's failure tags, from the notes file if there is one."""
+    return notes_tags(spec, task, protocol)[1]
+
+
+def tag_names() -> list[str]:
+    """The taxonomy's tag names, in its order (the default taxonomy without a notes file)."""
+    path = default_path()
+    if not path.is_file():
+        return [name for name, _ in DEFAULT_TAGS]
+    with NotesStore(path) as store:
+        return [tag.name for tag in store.tags()]
+
+
+def gap_flags(
+    spec: str,
+    task: Task,
+    protocol: str,
+    entries: Mapping[str, RunEntry],
+    run_a: str,
+    run_b: str,
+    rows: pd.DataFrame,
+) -> list[bool]:
+    """Whether each row (domain, query_id, delta) may be a judgment gap, in order.
+
+    The definition is :func:`mmbright_core.analysis.rankdiff.judgment_gap`'s, on each
+    run's top 10 after the protocol's exclusions.
+    """
+    keys = tuple(
+        (str(d), str(q), float(x))
+        for d, q, x in zip(rows["domain"], rows["query_id"], rows["delta"], strict=True)
+    )
+    pair = (entries[run_a], entries[run_b])
+    names = tuple((e.name, e.fingerprint, e.negatives) for e in pair)
+    return _gap_flags(spec, task, protocol, names, keys, pair)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _gap_flags(
+    spec: str,
+    task: Task,
+    protocol: str,
+    names: tuple[tuple[str, str, str], ...],
+    keys: tuple[tuple[str, str, float], ...],
+    _pair: tuple[RunEntry, RunEntry],
+) -> list[bool]:
+    flags = []
+    for domain, query_id, delta in keys:
+        qrels = loaders.qrels(spec, task, domain, protocol).get(query_id, {})
+        tops = [_top(spec, task, protocol, entry, domain, query_id) for entry in _pair]
+        flags.append(judgment_gap(qrels, tops[0], tops[1], delta))
+    return flags
+
+
+def _top(
+    spec: str, task: Task, protocol: str, entry: RunEntry, domain: str, query_id: str
+) -> Sequence[str]:
+    excluded = loaders.excluded(spec, task, domain, protocol, entry.negatives)
+    scores = entry.runs.get(domain, {}).get(query_id, {})
+    return list(top_k(scores, 10, excluded.get(query_id, frozenset())))
+
+
+def slice_table(
+    spec: str,
+    task: Task,
+    protocol: str,
+    comparison: Comparison,
+    by: str,
+    tags: Mapping[tuple[str, str], Sequence[str]],
+) -> pd.DataFrame:
+    """The image effect per group of the slice ``by`` (bootstrap CIs for that slice only)."""
+    features = None
+    if by in IMAGE_SLICES:
+        domains = tuple(sorted(comparison.per_query["domain"].unique()))
+        features = image_features(spec, task, protocol, domains)
+    if by != "tag":
+        return _slice(comparison, by, features)
+    return slice_effect(comparison, by, tags=tags)
+
+
+@st.cache_data(max_entries=32, show_spinner="Slicing…")
+def _slice(comparison: Comparison, by: str, features: pd.DataFrame | None) -> pd.DataFrame:
+    return slice_effect(comparison, by, features=features)
+
+
+@st.cache_data(max_entries=8, show_spinner="Reading the query images' headers…")
+def image_features(spec: str, task: Task, protocol: str, domains: tuple[str, ...]) -> pd.DataFrame:
+    """Size, aspect and cached OCR words of each query's first image (OCR is never run)."""
+    source = loaders.get_source(spec)
+    return query_image_features(
+        source, task, domains, protocol=check_protocol(protocol), ocr_cache=default_cache_dir()
+    )
