@@ -24,7 +24,7 @@ from mmbright_core.analysis.attribution import (
     explain,
     retriever_from_config,
 )
-from mmbright_core.analysis.compare import Comparison, compare_runs, paired_deltas
+from mmbright_core.analysis.compare import JUDGED, Comparison, compare_runs, paired_deltas
 from mmbright_core.analysis.leaderboard import leaderboard
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.data.ids import check_protocol
@@ -152,7 +152,7 @@ def _run_table(
         task,
         runs,
         protocol=check_protocol(protocol),
-        measures=(MEASURE,),
+        measures=(MEASURE, JUDGED),  # Judged@10: how much of the top 10 has a judgment
         negatives=negatives,
     )
 
