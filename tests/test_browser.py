@@ -31,10 +31,10 @@ SHOTS = ROOT / "test-artifacts" / "screenshots"
 TASK_LABEL = "Task 2: text+image → text"
 PAGES = {  # sidebar link -> text that appears once the page has finished drawing
     "Per query": "queries shown",
-    "Compare": "By number of query images",
-    "Inspector": "Rank diff",
+    "Compare": "Image effect by slice",
+    "Inspector": "The two runs aligned",
     "Run a retriever": "Output folder",
-    "Home": "Published (nDCG@10",
+    "Home": "Published: Task",
 }
 
 pytestmark = BROWSER_MARKS
@@ -95,11 +95,12 @@ def test_every_page_in_chromium(server: str, demo_runs: Path):
 
 
 def _check_inspector(page) -> None:  # type: ignore[no-untyped-def]
-    columns = page.locator('[data-testid="stHorizontalBlock"]').filter(
-        has=page.locator('[data-testid="stImage"]')
-    )
-    row = columns.filter(has_text="Passage text").first
-    assert row.count() == 1, "the query images and the ranked documents share one row"
-    query_column = row.locator('[data-testid="stColumn"]').first
-    assert query_column.locator('[data-testid="stImage"] img').count() >= 1
-    assert row.locator('[data-testid="stColumn"]').nth(1).get_by_text("score").count() >= 1
+    # The query's images at the top, then each run's ranked documents side by side, each hit
+    # with its score and judgment badge.
+    assert page.locator('[data-testid="stImage"] img').count() >= 1, "the query images show"
+    rows = page.locator('[data-testid="stHorizontalBlock"]').filter(has_text="Passage text")
+    row = rows.filter(has=page.locator('[data-testid="stColumn"]').nth(1)).first
+    columns = row.locator(':scope > [data-testid="stColumn"]')
+    assert columns.count() >= 2, "the two runs' documents sit side by side"
+    for i in range(2):
+        assert columns.nth(i).get_by_text("score").count() >= 1

@@ -134,7 +134,7 @@ def test_installed_wheel_serves_the_dashboard(tmp_path: Path):
             page = browser.new_page()
             page.goto(url)
             page.get_by_text("MM-BRIGHT failure analysis").wait_for(timeout=120_000)
-            page.get_by_text("Published (nDCG@10").first.wait_for(timeout=120_000)
+            page.get_by_text("Published: Task").first.wait_for(timeout=120_000)
             assert page.locator('[data-testid="stException"]').count() == 0
             browser.close()
     finally:
