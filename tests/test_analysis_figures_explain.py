@@ -46,10 +46,3 @@ def test_slope_escapes_names_and_tells_equal_names_apart() -> None:
 def test_slope_of_no_relevant_item_is_empty() -> None:
     docs = pd.DataFrame({"doc_id": ["d"], "relevance": [0.0], "rank_a": [1.0], "rank_b": [2.0]})
     assert figures.rank_slope(docs, "a", "b").to_dict()["data"] == []
-
-
-def test_split_shows_the_two_parts_of_the_score() -> None:
-    fig = figures.score_split(12.5, -2.25, "<d>").to_dict()
-    (bars,) = fig["data"]
-    assert list(bars["x"]) == [12.5, -2.25] and list(bars["y"]) == ["text", "image"]
-    assert fig["layout"]["title"]["text"] == "&lt;d&gt;: 10.2500"

@@ -403,35 +403,6 @@ def _rank_word(rank: float) -> str:
     return "not ranked" if math.isnan(rank) else f"{int(rank)}"
 
 
-def score_split(text_part: float, image_part: float, doc_id: str) -> go.Figure:
-    """Two horizontal bars: the part of a fused score from the query text and from its image.
-
-    Args:
-        text_part: What the query's text features contribute.
-        image_part: What the query's image features contribute.
-        doc_id: The document (named in the title).
-    """
-    fig = go.Figure(
-        go.Bar(
-            x=[text_part, image_part],
-            y=["text", "image"],
-            orientation="h",
-            marker_color=[_A_COLOR, _B_COLOR],
-            text=[f"{text_part:.2f}", f"{image_part:.2f}"],
-            textposition="auto",
-            hovertemplate="%{y}: %{x:.4f}<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        title=f"{plain(doc_id)}: {text_part + image_part:.4f}",
-        yaxis=categorical(["text", "image"]),
-        height=140,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        showlegend=False,
-    )
-    return fig
-
-
 def slice_deltas(frame: pd.DataFrame, comparison: Comparison, by: str) -> go.Figure:
     """Mean delta (B − A) per group of a slice with its bootstrap CI, groups in slice order."""
     groups = _plain_all(frame["group"])

@@ -228,20 +228,10 @@ def _header_size(data: bytes | None) -> tuple[float, float]:
     return (float(width), float(height)) if width and height else (math.nan, math.nan)
 
 
-class _NotCached(Exception):
-    """No OCR result is cached for an image."""
-
-
 def _cached_ocr(cache_root: Path) -> Any:
     from mmbright_core.retrieval.ocr import OcrReader
 
-    class CachedOnly(OcrReader):
-        """The retrievers' reader, with recognition replaced by a refusal: cache hits only."""
-
-        def _recognise(self, image: Any) -> str:
-            raise _NotCached
-
-    return CachedOnly(cache_root)
+    return OcrReader(cache_root)
 
 
 def _cached_words(reader: Any, source: Source, query: Any) -> float:
@@ -250,7 +240,5 @@ def _cached_words(reader: Any, source: Source, query: Any) -> float:
     images = query_images(source, query, "first").images
     if not images:
         return math.nan
-    try:
-        return float(len(reader.read(images[0]).split()))
-    except _NotCached:
-        return math.nan
+    text = reader.cached(images[0])  # never runs OCR: a query not read yet is "not read"
+    return math.nan if text is None else float(len(text.split()))

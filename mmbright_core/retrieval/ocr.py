@@ -59,14 +59,25 @@ class OcrReader:
 
     def read(self, image: Image.Image) -> str:
         """Return the text found in ``image``, its boxes in reading order, one per line."""
-        key = image_key(image)
-        path = None if self.folder is None else self.folder / key[:2] / f"{key}.json"
-        if path is not None and path.is_file():
-            return str(json.loads(path.read_text(encoding="utf-8"))["text"])
+        text = self.cached(image)
+        if text is not None:
+            return text
         text = self._recognise(image)
+        path = self._path(image)
         if path is not None:
             atomic_write_text(path, json.dumps({"text": text}) + "\n")
         return text
+
+    def cached(self, image: Image.Image) -> str | None:
+        """Return the text an earlier :meth:`read` found in ``image``, or None: never runs OCR."""
+        path = self._path(image)
+        if path is None or not path.is_file():
+            return None
+        return str(json.loads(path.read_text(encoding="utf-8"))["text"])
+
+    def _path(self, image: Image.Image) -> Path | None:
+        key = image_key(image)
+        return None if self.folder is None else self.folder / key[:2] / f"{key}.json"
 
     def _recognise(self, image: Image.Image) -> str:
         if self._engine is None:
