@@ -161,3 +161,22 @@ def test_only_the_compared_pair_is_scored(fixture_dir):
     comparison = loaders.comparison_for(str(fixture_dir), 2, "paper", entries, "a", "b")
     assert (comparison.run_a, comparison.run_b) == ("a", "b")
     assert set(comparison.per_query["query_id"]) == {"a1"}
+
+
+def test_comparison_report_from_the_page_carries_failure_tags(fixture_dir, tmp_path, monkeypatch):
+    from mmbright_core.notes import NotesStore, QueryKey, default_path
+
+    monkeypatch.setenv("MMBRIGHT_NOTES", str(tmp_path / "notes.sqlite3"))
+    source = open_source(str(fixture_dir))
+    runs = {
+        "text": {"academia": {"a1": {"academia/a1b2c3d4_101.txt": 2.0, "academia/x_1.txt": 1.0}}},
+        "multi": {"academia": {"a1": {"academia/x_1.txt": 2.0, "academia/a1b2c3d4_101.txt": 1.0}}},
+    }
+    entries = {n: RunEntry(n, source.name, 2, r, "test", n) for n, r in runs.items()}
+    with NotesStore(default_path()) as store:
+        store.set_tags(QueryKey(source.name, 2, "paper", "academia", "a1"), ["OCR noise"])
+    comparison = compare_runs(
+        source_results_table(source, 2, runs), "text", "multi", n_resamples=200
+    )
+    html = reports.comparison_html(source, 2, "paper", entries, comparison)
+    assert "OCR noise" in html

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mmbright_core.analysis.compare import Comparison, most_hurt
+from mmbright_core.analysis.compare import Comparison, most_hurt, notes_tags
 from mmbright_core.analysis.rankdiff import rank_diff
 from mmbright_core.analysis.report import QueryDetail, comparison_report
 from mmbright_core.benchmark import apply_protocol
@@ -57,7 +57,10 @@ def comparison_html(
     entries: Mapping[str, RunEntry],
     comparison: Comparison,
 ) -> str:
-    """Render the comparison of two runs as one self-contained HTML document."""
+    """Render the comparison of two runs as one self-contained HTML document.
+
+    The most-hurt queries carry their failure tags when a notes file holds some.
+    """
     pair = (entries[comparison.run_a], entries[comparison.run_b])
     details = {
         (row.domain, row.query_id): query_detail(
@@ -65,4 +68,5 @@ def comparison_html(
         )
         for row in most_hurt(comparison, REPORT_QUERIES).itertuples(index=False)
     }
-    return comparison_report(comparison, details=details, top=REPORT_QUERIES)
+    tags = notes_tags(source.name, task, protocol)[1]
+    return comparison_report(comparison, details=details, top=REPORT_QUERIES, tags=tags)
