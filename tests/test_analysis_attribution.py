@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_retrieval_analyzer import CASES
+from analyzer_cases import CASES
 
 import mmbright_core.data
 from mmbright_core.analysis.attribution import (

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from apptest import TASK, add_folder, chart_traces, dataframe_with, fresh, goto, use_folder
 from streamlit.testing.v1 import AppTest
 
 import mmbright_core.data
@@ -14,7 +15,6 @@ from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import read_outputs
 from mmbright_core.notes import NotesStore, QueryKey
 from mmbright_core.ranking import top_k
-from tests.test_app_pages import TASK, _add_folder, _frame, _fresh, _goto, _traces, _use_folder
 
 
 @pytest.fixture
@@ -26,22 +26,22 @@ def notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def app(fixture_dir: Path, runs_dir: Path, notes: Path) -> AppTest:
-    at = _fresh()
-    _use_folder(at, fixture_dir)
-    _add_folder(at, runs_dir)
+    at = fresh()
+    use_folder(at, fixture_dir)
+    add_folder(at, runs_dir)
     assert not at.exception
     return at
 
 
 @pytest.fixture(scope="module")
 def runs_dir(fixture_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.test_app_pages import _make_runs
+    from apptest import make_runs
 
-    return _make_runs(fixture_dir, tmp_path_factory.mktemp("slice-runs") / "runs")
+    return make_runs(fixture_dir, tmp_path_factory.mktemp("slice-runs") / "runs")
 
 
 def _compare(at: AppTest) -> None:
-    _goto(at, "compare")
+    goto(at, "compare")
     at.selectbox(key="cmp_a").set_value("text").run()
     at.selectbox(key="cmp_b").set_value("multi").run()
 
@@ -52,13 +52,13 @@ def _tag(notes: Path, source: str, domain: str, query_id: str, *tags: str) -> No
 
 
 def test_demo_most_hurt_queries_lost_their_top_place_to_unjudged_passages(notes: Path):
-    at = _fresh()
+    at = fresh()
     at.selectbox(key="task").set_value(2).run()
-    _goto(at, "compare")
+    goto(at, "compare")
     at.selectbox(key="cmp_a").set_value("bm25").run()
     at.selectbox(key="cmp_b").set_value("ocr-bm25").run()
     assert not at.exception
-    hurt = _frame(at, "query_id", "judgment_gap", "judged_a", "judged_b").head(5)
+    hurt = dataframe_with(at, "query_id", "judgment_gap", "judged_a", "judged_b").head(5)
     assert len(hurt) == 5
     shipped = Path(mmbright_core.data.__file__).parent / "demo" / "runs"
     runs = [read_outputs(shipped / f"run_{name}").runs for name in ("bm25", "ocr-bm25")]
@@ -75,40 +75,40 @@ def test_demo_most_hurt_queries_lost_their_top_place_to_unjudged_passages(notes:
         assert row.judgment_gap == lost_top, (row.domain, row.query_id)
     assert lost_to_unjudged >= 3
     at.radio(key="cmp_gaps").set_value("hide possible judgment gaps").run()
-    kept = _frame(at, "query_id", "judgment_gap")
+    kept = dataframe_with(at, "query_id", "judgment_gap")
     assert not kept["judgment_gap"].any()
     flagged = hurt.loc[hurt["judgment_gap"], "query_id"]
     assert not set(kept["query_id"]) & set(flagged)
     at.radio(key="cmp_gaps").set_value("only judgment gaps").run()
-    only = _frame(at, "query_id", "judgment_gap")
+    only = dataframe_with(at, "query_id", "judgment_gap")
     assert only["judgment_gap"].all() and set(flagged) <= set(only["query_id"])
 
 
 def test_compare_tag_filter_and_tags_column(app: AppTest, fixture_dir: Path, notes: Path):
     _compare(app)
-    everyone = _frame(app, "query_id", "tags")
+    everyone = dataframe_with(app, "query_id", "tags")
     domain, query_id = everyone.iloc[1][["domain", "query_id"]]
     _tag(notes, str(fixture_dir), domain, query_id, "OCR noise", "other")
     app.multiselect(key="cmp_tags").set_value(["other"]).run()
-    tagged = _frame(app, "query_id", "tags")
+    tagged = dataframe_with(app, "query_id", "tags")
     assert list(tagged["query_id"]) == [query_id]
     assert tagged.iloc[0]["tags"] == "OCR noise; other"
     app.multiselect(key="cmp_tags").set_value([]).run()
-    assert len(_frame(app, "query_id", "tags")) == len(everyone)
+    assert len(dataframe_with(app, "query_id", "tags")) == len(everyone)
 
 
 def test_per_query_shows_judged_at_10_and_filters_by_tag(
     app: AppTest, fixture_dir: Path, notes: Path
 ):
-    _goto(app, "per_query")
+    goto(app, "per_query")
     app.selectbox(key="pq_run").set_value("text").run()
     app.selectbox(key="pq_run_b").set_value("multi").run()
-    rows = _frame(app, "query_id", "Judged@10", "Judged@10 (B)", "tags")
+    rows = dataframe_with(app, "query_id", "Judged@10", "Judged@10 (B)", "tags")
     assert rows["Judged@10"].between(0, 1).all()
     domain, query_id = rows.iloc[0][["domain", "query_id"]]
     _tag(notes, str(fixture_dir), domain, query_id, "OCR noise")
     app.multiselect(key="pq_tags").set_value(["OCR noise", "other"]).run()
-    shown = _frame(app, "query_id", "tags")
+    shown = dataframe_with(app, "query_id", "tags")
     assert list(zip(shown["domain"], shown["query_id"], strict=True)) == [(domain, query_id)]
 
 
@@ -117,8 +117,8 @@ def test_compare_slices_keep_their_group_order(app: AppTest, by: str):
     _compare(app)
     app.selectbox(key="cmp_slice").set_value(by).run()
     assert not app.exception
-    table = _frame(app, "group", "queries", "ci_low", "ci_high", "wins", "ties", "losses")
-    bars = _traces(app, "cmp_images")
+    table = dataframe_with(app, "group", "queries", "ci_low", "ci_high", "wins", "ties", "losses")
+    bars = chart_traces(app, "cmp_images")
     # Every group in the table's order, escaped once for Plotly (``<500`` is ``&lt;500``).
     assert list(bars[0]["x"]) == [plain(g) for g in table["group"]]
     if by == "ocr-words":

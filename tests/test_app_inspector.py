@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import streamlit as st
+from apptest import fresh
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Block, Node
 
@@ -26,20 +26,10 @@ from mmbright_core.io.official import read_outputs
 from mmbright_core.notes import NotesStore
 from mmbright_core.ui.state import InspectTarget
 
-APP = Path(__file__).resolve().parent.parent / "mmbright_core" / "ui" / "app.py"
 SHIPPED = Path(mmbright_core.data.__file__).parent / "demo" / "runs"
 A, B = "bm25", "ocr-bm25"
 
 pytestmark = pytest.mark.slow  # OCR of the demo's query images, BM25 indexes, AppTest runs
-
-
-def _fresh(clear: bool = True) -> AppTest:
-    if clear:
-        st.cache_data.clear()
-        st.cache_resource.clear()
-    at = AppTest.from_file(str(APP), default_timeout=120)
-    at.run()
-    return at
 
 
 def _inspect(at: AppTest, task: int, target: InspectTarget | None = None) -> AppTest:
@@ -113,7 +103,7 @@ def hurt() -> list[InspectTarget]:
 
 def test_every_hurt_query_shows_the_image_words_that_displaced_a_relevant_passage(hurt):
     stored = _stored("run_ocr-bm25")
-    at = _fresh()
+    at = fresh(timeout=120)
     for target in hurt:
         _inspect(at, 2, target)
         pushing = _blocks(at, "insp_push_")
@@ -138,7 +128,7 @@ def test_every_hurt_query_shows_the_image_words_that_displaced_a_relevant_passag
 
 
 def test_the_query_shows_the_words_read_from_each_image_marked_as_from_the_image(hurt):
-    at = _inspect(_fresh(), 2, hurt[0])
+    at = _inspect(fresh(timeout=120), 2, hurt[0])
     bodies = _html(at.main)
     under = [b for b in bodies if b.startswith("<small>Read by ocr-bm25")]
     assert under and all('class="origin-image"' in b for b in under)
@@ -149,7 +139,7 @@ def test_the_query_shows_the_words_read_from_each_image_marked_as_from_the_image
 
 
 def test_attribution_table_adds_up_and_aligned_rows_say_the_move(hurt):
-    at = _inspect(_fresh(), 2, hurt[0])
+    at = _inspect(fresh(timeout=120), 2, hurt[0])
     table = next(f.value for f in at.dataframe if "from image" in f.value.columns)
     parts = table[["from text", "from image", "from both"]].sum(axis=1)
     assert (parts - table["score"]).abs().max() < 1e-3
@@ -175,7 +165,7 @@ def test_a_run_without_its_retriever_shows_scores_and_says_why(tmp_path: Path):
     folder = tmp_path / "runs"
     folder.mkdir()
     (folder / "uploaded.trec").write_text("\n".join(lines) + "\n")
-    at = _fresh()
+    at = fresh(timeout=120)
     at.selectbox(key="task").set_value(2).run()
     at.text_input(key="runs_folder").input(str(folder)).run()
     at.button(key="add_folder").click().run()
@@ -189,7 +179,7 @@ def test_a_run_without_its_retriever_shows_scores_and_says_why(tmp_path: Path):
 
 
 def test_task4_pairs_are_one_item_per_passage_with_distinct_grades():
-    at = _inspect(_fresh(), 4)
+    at = _inspect(fresh(timeout=120), 4)
     shown = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
     assert "__NO_IMAGE__" not in shown and "|||" not in shown
     groups = _blocks(at, "hit_0_")
@@ -201,7 +191,7 @@ def test_task4_pairs_are_one_item_per_passage_with_distinct_grades():
 
 
 def test_task3_relevant_items_show_as_an_image_grid_without_any_run():
-    at = _inspect(_fresh(), 3)
+    at = _inspect(fresh(timeout=120), 3)
     assert not at.session_state["insp_runs"]
     relevant = next(e for e in at.expander if e.label.startswith("Relevant items"))
     images = [n for n in _walk(relevant) if getattr(n, "type", "") == "image"]
@@ -220,12 +210,12 @@ def _annotate(at: AppTest, tag: str, note: str) -> None:
 
 
 def test_tags_and_notes_are_read_back_by_another_session_and_after_a_restart(hurt):
-    first = _inspect(_fresh(), 2, hurt[0])
+    first = _inspect(fresh(timeout=120), 2, hurt[0])
     _annotate(first, "ocr noise", "The <OCR> words <b>match</b> a boot log.")
-    again = _inspect(_fresh(clear=False), 2, hurt[0])  # another browser session
+    again = _inspect(fresh(clear=False, timeout=120), 2, hurt[0])  # another browser session
     assert again.multiselect(key="insp_tags").value == ["ocr noise"]
     assert again.text_area(key="insp_note").value == "The <OCR> words <b>match</b> a boot log."
-    restarted = _inspect(_fresh(), 2, hurt[0])  # every cache gone: a new server
+    restarted = _inspect(fresh(timeout=120), 2, hurt[0])  # every cache gone: a new server
     assert restarted.multiselect(key="insp_tags").value == ["ocr noise"]
     assert "Ada" in " ".join(c.value for c in restarted.caption)
     with NotesStore() as store:
@@ -234,7 +224,7 @@ def test_tags_and_notes_are_read_back_by_another_session_and_after_a_restart(hur
 
 
 def test_a_failed_save_shows_the_message_and_keeps_the_text(hurt, monkeypatch):
-    at = _inspect(_fresh(), 2, hurt[-1])
+    at = _inspect(fresh(timeout=120), 2, hurt[-1])
 
     def locked(self, key, text, author=None):
         raise NotesError("the notes database is locked", unsaved=text)
@@ -258,7 +248,7 @@ def test_a_fusion_run_shows_the_text_and_image_split_of_every_hit(tiny_clip, tmp
     )
     outcome = run_task(open_source("demo"), 2, clip, tmp_path / "out", domains=["biology"])
     stored = read_outputs(outcome.task_dir).runs["biology"]
-    at = _fresh()
+    at = fresh(timeout=120)
     at.selectbox(key="task").set_value(2).run()
     at.text_input(key="runs_folder").input(str(outcome.task_dir)).run()
     at.button(key="add_folder").click().run()

@@ -6,8 +6,8 @@ import typing
 from pathlib import Path
 
 import pytest
+from apptest import error_messages, fresh, goto, use_folder
 from streamlit.testing.v1 import AppTest
-from test_app_pages import _errors, _fresh, _goto, _use_folder
 
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval import base
@@ -17,16 +17,16 @@ from mmbright_core.ui.confine import ROOT_ENV, Confinement
 
 @pytest.fixture
 def run_page(fixture_dir: Path) -> AppTest:
-    at = _fresh()
-    _use_folder(at, fixture_dir)
-    return _goto(at, "run")
+    at = fresh()
+    use_folder(at, fixture_dir)
+    return goto(at, "run")
 
 
 def _start(at: AppTest, out: Path, name: str = "random") -> str:
     at.selectbox(key="run_retriever").set_value(name).run()
     at.text_input(key="run_out").input(str(out)).run()
     at.button(key="run_start").click().run()
-    assert not at.exception and not _errors(at), _errors(at)
+    assert not at.exception and not error_messages(at), error_messages(at)
     return " ".join(s.value for s in at.success)
 
 
@@ -47,10 +47,10 @@ def test_a_fresh_run_reuses_nothing_and_a_repeat_reuses_everything(run_page, tmp
 def test_only_retrievers_that_run_the_task_are_offered(
     fixture_dir: Path, task: int, absent: set[str], present: set[str]
 ):
-    at = _fresh()
-    _use_folder(at, fixture_dir)
+    at = fresh()
+    use_folder(at, fixture_dir)
     at.selectbox(key="task").set_value(task).run()
-    _goto(at, "run")
+    goto(at, "run")
     offered = set(at.selectbox(key="run_retriever").options)
     assert present <= offered and not absent & offered
 
@@ -106,7 +106,7 @@ def test_the_clip_advice_can_be_followed_on_the_page(run_page, tmp_path: Path):
     run_page.text_input(key="run_out").input(str(tmp_path / "out")).run()
     run_page.button(key="run_start").click().run()
     assert not run_page.exception
-    assert any("checkpoint file does not exist" in e for e in _errors(run_page))
+    assert any("checkpoint file does not exist" in e for e in error_messages(run_page))
 
 
 def test_the_default_output_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -128,11 +128,11 @@ def test_the_page_writes_to_the_default_folder(
     fixture_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setenv(running.OUTPUTS_ENV, str(tmp_path / "outs"))
-    at = _fresh()
-    _use_folder(at, fixture_dir)
-    _goto(at, "run")
+    at = fresh()
+    use_folder(at, fixture_dir)
+    goto(at, "run")
     assert at.text_input(key="run_out").value == str(tmp_path / "outs")
     at.selectbox(key="run_retriever").set_value("random").run()
     at.button(key="run_start").click().run()
-    assert not _errors(at)
+    assert not error_messages(at)
     assert (tmp_path / "outs" / "run_random" / "summary.json").is_file()

@@ -13,21 +13,14 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
+from apptest import error_messages, fresh, goto, no_html_from_data
+from hostile import A1, A3, HOSTILE_NAME, HOSTILE_PASSAGE, HOSTILE_QUERY, SCRIPT, replace_cell
 from streamlit import config
 from streamlit.testing.v1 import AppTest
-from test_app_pages import _errors, _fresh, _goto, _no_html_from_data
 
 from mmbright_core.ui.render import escape_md, escape_message
 
-A1 = "academia/a1b2c3d4_101.txt"
-A3 = "academia/e5f6a7b8_201.txt"
-SCRIPT = "<script>alert(1)</script>"
-HOSTILE_QUERY = f"{SCRIPT} **bold** [link](javascript:alert(2)) <img src=x onerror=alert(3)>"
-HOSTILE_PASSAGE = f"# Heading\n{SCRIPT}\n<b>not bold</b> :red[not red] $x^2$"
-HOSTILE_NAME = "**x** <img src=x onerror=alert(4)>"
 PAGES = ("home", "per_query", "compare", "inspector", "run")
 
 
@@ -36,19 +29,9 @@ def hostile(fixture_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     """The fixture dataset with script, HTML and Markdown in query a1 and passage A1."""
     root = Path(shutil.copytree(fixture_dir, tmp_path_factory.mktemp("hostile") / "data"))
     for config_name in ("examples", "examples_multimodal"):
-        _replace(root / config_name / "academia.parquet", "id", "a1", "query", HOSTILE_QUERY)
-    _replace(root / "documents" / "academia.parquet", "id", A1, "content", HOSTILE_PASSAGE)
+        replace_cell(root / config_name / "academia.parquet", "id", "a1", "query", HOSTILE_QUERY)
+    replace_cell(root / "documents" / "academia.parquet", "id", A1, "content", HOSTILE_PASSAGE)
     return root
-
-
-def _replace(path: Path, key: str, value: str, column: str, text: str) -> None:
-    table = pq.read_table(path)
-    keys = table[key].to_pylist()
-    cells = [
-        text if k == value else c for k, c in zip(keys, table[column].to_pylist(), strict=True)
-    ]
-    index = table.schema.get_field_index(column)
-    pq.write_table(table.set_column(index, column, pa.array(cells, pa.string())), path)
 
 
 @pytest.fixture
@@ -61,7 +44,7 @@ def small_uploads() -> Iterator[int]:
 
 
 def _open(dataset: Path, task: int = 2) -> AppTest:
-    at = _fresh()
+    at = fresh()
     at.radio(key="source_kind").set_value("Local folder").run()
     at.text_input(key="source_folder").input(str(dataset)).run()
     at.selectbox(key="task").set_value(task).run()
@@ -77,9 +60,9 @@ def _upload(at: AppTest, name: str, data: bytes) -> None:
 
 def _still_works(at: AppTest) -> None:
     for page in PAGES:
-        _goto(at, page)
+        goto(at, page)
         assert not at.exception, page
-        _no_html_from_data(at)
+        no_html_from_data(at)
 
 
 def _runs(at: AppTest) -> list[str]:
@@ -89,11 +72,11 @@ def _runs(at: AppTest) -> list[str]:
 def test_malformed_upload_shows_an_error(fixture_dir: Path):
     at = _open(fixture_dir)
     _upload(at, "broken.trec", b"academia/a1 Q0 doc1 1\n")
-    errors = _errors(at)
+    errors = error_messages(at)
     assert len(errors) == 1 and "broken.trec:1: wrong number of columns" in errors[0]
     assert _runs(at) == []
     _upload(at, "good.trec", f"academia/a1 Q0 {A1} 1 2.0 t\n".encode())
-    assert not _errors(at) and _runs(at) == ["good"]  # the app takes the next file
+    assert not error_messages(at) and _runs(at) == ["good"]  # the app takes the next file
     _still_works(at)
 
 
@@ -102,7 +85,7 @@ def test_upload_expanding_past_the_limit(fixture_dir: Path, small_uploads: int):
     bomb = gzip.compress(f"academia/a1 Q0 {A1} 1 2.0 t\n".encode() + b" " * 2**21, mtime=0)
     assert len(bomb) < 2**20 // 10  # well under the limit as uploaded
     _upload(at, "bomb.trec.gz", bomb)
-    errors = _errors(at)
+    errors = error_messages(at)
     assert len(errors) == 1 and "expands past the upload limit" in errors[0]
     assert "at most 1 MB" in errors[0] and _runs(at) == []
     _still_works(at)
@@ -112,7 +95,7 @@ def test_run_for_another_task_shows_an_error(fixture_dir: Path):
     at = _open(fixture_dir, task=2)
     pairs = f"academia/a1 Q0 {A1}|||__NO_IMAGE__ 1 2.0 t\n".encode()
     _upload(at, "pairs.trec", pairs)
-    errors = _errors(at)
+    errors = error_messages(at)
     assert len(errors) == 1 and "do not fit task 2" in errors[0] and "task 4 run" in errors[0]
     assert _runs(at) == []
     _still_works(at)
@@ -122,9 +105,9 @@ def test_script_html_and_markdown_in_data_are_shown_as_text(hostile: Path):
     at = _open(hostile)
     run = f"academia/a1 Q0 {A1} 1 2.0 t\nacademia/a1 Q0 {A3} 2 1.0 t\n".encode()
     _upload(at, f"{HOSTILE_NAME}.trec", run)
-    assert not _errors(at)
+    assert not error_messages(at)
     assert any(escape_message(HOSTILE_NAME) in s.value for s in at.success)  # escaped
-    _goto(at, "inspector")
+    goto(at, "inspector")
     at.selectbox(key="insp_domain").set_value("academia").run()
     at.selectbox(key="insp_query").set_value("a1").run()
     assert not at.exception
@@ -135,4 +118,4 @@ def test_script_html_and_markdown_in_data_are_shown_as_text(hostile: Path):
     assert escape_md(HOSTILE_NAME) in headers and HOSTILE_NAME not in headers
     markdown = " ".join(m.value for m in at.markdown)
     assert SCRIPT not in markdown and "<img" not in markdown
-    _no_html_from_data(at)
+    no_html_from_data(at)

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hostile import A1, HOSTILE_NAME, HOSTILE_QUERY, SCRIPT, replace_cell
 from serving import (
     BROWSER_MARKS,
     CHROMIUM,
@@ -29,7 +30,6 @@ from serving import (
     settle,
     streamlit_server,
 )
-from test_server_app import A1, HOSTILE_NAME, HOSTILE_QUERY, SCRIPT, _replace
 
 from mmbright_core.data.sources import open_source
 from mmbright_core.ui.confine import ROOT_ENV
@@ -58,7 +58,7 @@ def served(fixture_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("served")
     data = Path(shutil.copytree(fixture_dir, root / "hostile"))
     for config_name in ("examples", "examples_multimodal"):
-        _replace(data / config_name / "academia.parquet", "id", "a1", "query", HOSTILE_QUERY)
+        replace_cell(data / config_name / "academia.parquet", "id", "a1", "query", HOSTILE_QUERY)
     return root
 
 

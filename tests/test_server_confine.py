@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import streamlit as st
-from test_app_pages import _errors, _fresh, _goto
+from apptest import error_messages, fresh, goto
 
 from mmbright_core.errors import InputError
 from mmbright_core.io.official import write_domain_outputs, write_summary
@@ -71,14 +71,14 @@ def test_a_domain_folder_leading_out_of_a_runs_folder_is_refused(
     run = root / "runs" / "run_mine"
     _outputs(run, ("biology",))
     (run / "academia").symlink_to(tmp_path / "private" / "theirs" / "academia")
-    at = _fresh()
+    at = fresh()
     at.radio(key="source_kind").set_value("Local folder").run()
     at.text_input(key="source_folder").input("data").run()
     at.selectbox(key="task").set_value(1).run()
     at.text_input(key="runs_folder").input("runs").run()
     at.button(key="add_folder").click().run()
     assert not at.exception
-    assert any("runs folder entry is outside" in e for e in _errors(at))
+    assert any("runs folder entry is outside" in e for e in error_messages(at))
     assert not at.multiselect(key="selected_runs_1").value
 
 
@@ -88,14 +88,14 @@ def test_a_config_folder_leading_out_of_a_dataset_is_refused(
     shutil.copytree(fixture_dir, root / "data")
     shutil.move(root / "data" / "examples", tmp_path / "private" / "examples")
     (root / "data" / "examples").symlink_to(tmp_path / "private" / "examples")
-    at = _fresh()
+    at = fresh()
     at.radio(key="source_kind").set_value("Local folder").run()
     at.text_input(key="source_folder").input("data").run()
     assert not at.exception
     assert any("dataset folder entry is outside" in e.value for e in at.sidebar.error)
-    _goto(at, "run")
+    goto(at, "run")
     assert not at.exception
-    assert any("dataset folder entry is outside" in e for e in _errors(at))
+    assert any("dataset folder entry is outside" in e for e in error_messages(at))
 
 
 @pytest.mark.parametrize("inside", ["run_random", "run_random/academia"])
@@ -106,23 +106,23 @@ def test_a_run_never_writes_through_a_symlinked_subfolder(
     target = root / "outputs" / inside
     target.parent.mkdir(parents=True)
     target.symlink_to(tmp_path / "private")
-    at = _fresh()
+    at = fresh()
     at.radio(key="source_kind").set_value("Local folder").run()
     at.text_input(key="source_folder").input("data").run()
     at.selectbox(key="task").set_value(1).run()
-    _goto(at, "run")
+    goto(at, "run")
     at.selectbox(key="run_retriever").set_value("random").run()
     at.text_input(key="run_out").input("outputs").run()
     at.button(key="run_start").click().run()
     assert not at.exception
-    assert any("output folder entry is outside" in e for e in _errors(at))
+    assert any("output folder entry is outside" in e for e in error_messages(at))
     assert not any((tmp_path / "private").iterdir())  # nothing written outside the root
 
 
 def test_path_errors_are_messages_on_the_page(fixture_dir: Path, root: Path):
     (root / "loop").symlink_to(root / "loop")
     shutil.copytree(fixture_dir, root / "data")
-    at = _fresh()
+    at = fresh()
     at.radio(key="source_kind").set_value("Local folder").run()
     at.text_input(key="source_folder").input("data\0").run()
     assert not at.exception
@@ -132,15 +132,15 @@ def test_path_errors_are_messages_on_the_page(fixture_dir: Path, root: Path):
     for typed, said in (("runs\0", "NUL character"), ("loop", "cannot be resolved")):
         at.text_input(key="runs_folder").input(typed).run()
         at.button(key="add_folder").click().run()
-        assert not at.exception and any(said in e for e in _errors(at)), typed
-    _goto(at, "run")
+        assert not at.exception and any(said in e for e in error_messages(at)), typed
+    goto(at, "run")
     for typed, said in (("out\0", "NUL character"), ("loop/out", "cannot be resolved")):
         at.selectbox(key="run_retriever").set_value("random").run()
         at.text_input(key="run_out").input(typed).run()
         at.button(key="run_start").click().run()
         assert not at.exception
-        assert any(said in e for e in _errors(at)), typed
-        assert not any("The retriever failed" in e for e in _errors(at))
+        assert any(said in e for e in error_messages(at)), typed
+        assert not any("The retriever failed" in e for e in error_messages(at))
 
 
 @pytest.mark.parametrize(
@@ -167,11 +167,11 @@ def test_a_page_for_another_host_is_refused(monkeypatch: pytest.MonkeyPatch):
     requested = {"Host": "rebound.evil.example:8501"}
     monkeypatch.setattr(type(st.context), "headers", property(lambda self: requested))
     monkeypatch.setenv(hosts.HOSTS_ENV, "mmbright.example.org,localhost")
-    at = _fresh()
+    at = fresh()
     assert not at.exception
     assert len(at.error) == 1 and "'rebound.evil.example'" in at.error[0].value
     assert hosts.HOSTS_ENV.replace("_", "\\_") in at.error[0].value  # Markdown-escaped
     assert not at.title  # nothing of the page was drawn
     requested["Host"] = "localhost:8501"
-    at = _fresh()
+    at = fresh()
     assert not at.error and at.title[0].value == "MM-BRIGHT failure analysis"

@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from apptest import error_messages, fresh, goto
 from streamlit.testing.v1 import AppTest
-from test_app_pages import _errors, _fresh, _goto
 
 from mmbright_core.errors import InputError
 from mmbright_core.io.runs import write_trec_run
@@ -60,7 +60,7 @@ def test_a_root_that_is_no_folder_refuses_everything(
 
 
 def _app_on(dataset: str) -> AppTest:
-    at = _fresh()
+    at = fresh()
     at.radio(key="source_kind").set_value("Local folder").run()
     at.text_input(key="source_folder").input(dataset).run()
     at.selectbox(key="task").set_value(1).run()
@@ -70,8 +70,8 @@ def _app_on(dataset: str) -> AppTest:
 def test_app_refuses_a_dataset_folder_outside_the_root(fixture_dir: Path, root: Path):
     at = _app_on(str(fixture_dir))
     assert any("dataset folder is outside" in e.value for e in at.sidebar.error)
-    _goto(at, "inspector")
-    assert any("dataset folder is outside" in e for e in _errors(at))
+    goto(at, "inspector")
+    assert any("dataset folder is outside" in e for e in error_messages(at))
     assert not at.exception
 
 
@@ -85,21 +85,21 @@ def test_app_confines_runs_and_output_folders(fixture_dir: Path, root: Path, tmp
     for folder in (str(tmp_path / "private"), "escape", "../private"):
         at.text_input(key="runs_folder").input(folder).run()
         at.button(key="add_folder").click().run()
-        assert any("runs folder is outside" in e for e in _errors(at)), folder
+        assert any("runs folder is outside" in e for e in error_messages(at)), folder
     at.text_input(key="runs_folder").input("runs").run()
     at.button(key="add_folder").click().run()
-    assert not _errors(at)
+    assert not error_messages(at)
     assert at.multiselect(key="selected_runs_1").value == ["mine"]
 
-    _goto(at, "run")
+    goto(at, "run")
     at.selectbox(key="run_retriever").set_value("random").run()
     at.text_input(key="run_out").input(str(tmp_path / "private" / "out")).run()
     at.button(key="run_start").click().run()
-    assert any("output folder is outside" in e for e in _errors(at))
+    assert any("output folder is outside" in e for e in error_messages(at))
     assert not (tmp_path / "private" / "out").exists()
     at.text_input(key="run_out").input("outputs").run()
     at.button(key="run_start").click().run()
-    assert not _errors(at) and not at.exception
+    assert not error_messages(at) and not at.exception
     assert (root / "outputs" / "run_random" / "summary.json").is_file()
 
 
