@@ -54,8 +54,9 @@ class OfficialOutputs:
         runs: domain -> the domain's run (scores.json).
         metrics: domain -> official metric name -> value.
         aggregated: official metric name -> mean over domains, from summary.json.
-        run_config: The scalar settings of the run configuration this package's runner
-            writes beside the outputs (``config.json``), or empty where there is none.
+        run_config: The run configuration this package's runner writes beside the outputs
+            (``config.json``'s ``"config"``: settings and their ``options``), or empty where
+            there is none.
     """
 
     path: Path
@@ -234,13 +235,22 @@ def _read_summary(path: Path) -> dict[str, Any]:
 
 
 def _read_run_config(path: Path) -> dict[str, Any]:
-    """The scalar settings of the runner's ``config.json`` (``"config"``), or {} without one."""
+    """The runner's ``config.json`` (its ``"config"`` object) as plain data, or {} without one."""
     if not path.is_file():
         return {}
     data, name = _read_json(path)
     top = object_pairs(data, name, (), 'with a "config" object')
     settings = object_pairs(top.get("config", JsonObject()), name, ("config",), "of settings")
-    return {k: v for k, v in settings.items() if v is None or isinstance(v, str | int | float)}
+    return {key: _plain(value) for key, value in settings.items()}
+
+
+def _plain(value: Any) -> Any:
+    """A parsed JSON value with its objects as dicts (duplicate keys were refused above)."""
+    if isinstance(value, JsonObject):
+        return {key: _plain(item) for key, item in value}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
 
 
 def _model_from_folder(name: str) -> str:

@@ -13,7 +13,6 @@ import dataclasses
 import json
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -30,13 +29,11 @@ from mmbright_core.analysis.table import source_results_table
 from mmbright_core.data.ids import check_protocol
 from mmbright_core.data.images import query_images
 from mmbright_core.data.sources import Source, open_source
-from mmbright_core.io.official import read_outputs
 from mmbright_core.retrieval.base import Retriever
 from mmbright_core.retrieval.ocr import OcrAugmented
 from mmbright_core.types import Document, Query, Task, TaskData
 from mmbright_core.ui.confine import Confinement
 from mmbright_core.ui.state import RunEntry
-from mmbright_core.ui.workspace import DEMO_RUNS
 
 MEASURE = "nDCG@10"
 """The benchmark's primary measure (SPEC §1), shown on every page."""
@@ -214,46 +211,6 @@ def task_data(spec: str, task: Task, domain: str, protocol: str) -> TaskData:
     return get_source(spec).task(task, domain, protocol)
 
 
-def run_config(entry: RunEntry) -> dict[str, Any] | None:
-    """The whole ``config.json`` of a run read from an outputs folder, if it has one.
-
-    A run uploaded as a file has none: its retriever is unknown.
-    """
-    return _run_config(entry.origin, entry.name, entry.task, entry.fingerprint)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def _run_config(origin: str, name: str, task: Task, key: str) -> dict[str, Any] | None:
-    if origin == "demo":
-        folders = [c for c in sorted(DEMO_RUNS.iterdir()) if (c / "config.json").is_file()]
-    elif origin.startswith(FOLDER_ORIGIN):
-        folders = [Path(origin[len(FOLDER_ORIGIN) :])]
-    else:
-        return None
-    for folder in folders:
-        config = _read_config(folder / "config.json")
-        recorded = config.get("config", {}) if config else {}
-        if recorded.get("task") == task and (origin != "demo" or _model(folder) == name):
-            return config
-    return None
-
-
-FOLDER_ORIGIN = "folder: "
-"""How a run read from an outputs folder names its origin (``workspace``)."""
-
-
-def _read_config(path: Path) -> dict[str, Any] | None:
-    try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return found if isinstance(found, dict) else None
-
-
-def _model(folder: Path) -> str:
-    return read_outputs(folder).model
-
-
 @st.cache_resource(max_entries=8, show_spinner="Rebuilding the run's retriever…")
 def retriever_for(config_text: str) -> Retriever | Unavailable:
     """The retriever a run's configuration (its ``config.json``, as text) rebuilds, or why not."""
@@ -262,7 +219,7 @@ def retriever_for(config_text: str) -> Retriever | Unavailable:
 
 def entry_retriever(entry: RunEntry) -> Retriever | Unavailable:
     """The retriever that made a run, or :class:`Unavailable` saying what is missing."""
-    config = run_config(entry)
+    config = entry.config
     if config is None:
         return Unavailable(
             "attribution needs the retriever that made the run: load the run from its "

@@ -11,6 +11,7 @@ import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import streamlit as st
 
@@ -45,6 +46,8 @@ class RunEntry:
         fingerprint: A digest of the content; caches of scores are keyed on it.
         negatives: The policy for ``negative_ids`` the run is scored by: the one its
             configuration records, else ``"exclude"`` (the official rule, SPEC §3).
+        config: The run configuration recorded beside its outputs (``config.json``), or
+            None for a run without one (a run file, another harness's outputs).
     """
 
     name: str
@@ -54,6 +57,7 @@ class RunEntry:
     origin: str
     fingerprint: str = field(default="")
     negatives: str = field(default="exclude")
+    config: Mapping[str, Any] | None = field(default=None)
 
     @property
     def provenance(self) -> str:

@@ -152,6 +152,7 @@ def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
         f"folder: {outputs.path}",
         fingerprint(str(path), stamp),
         negatives,
+        outputs.run_config or None,
     )
 
 
