@@ -55,11 +55,18 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 60) -> No
 
 @contextmanager
 def streamlit_server(
-    log_dir: Path, *options: str, env: Mapping[str, str] = {}
+    log_dir: Path,
+    *options: str,
+    env: Mapping[str, str] = {},
+    script: str | Path = "app.py",
 ) -> Iterator[tuple[str, subprocess.Popen]]:
-    """Run ``streamlit run app.py`` on a free loopback port until the block ends."""
+    """Run ``streamlit run <script>`` (the dashboard by default) on a free loopback port.
+
+    The server runs from the repository root, so it reads the repository's Streamlit
+    settings whichever script it serves; it stops when the block ends.
+    """
     port = free_port()
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
+    command = [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port)]
     command += ["--server.headless", "true", "--server.address", "127.0.0.1", *options]
     with (log_dir / "server.log").open("wb") as out:
         process = subprocess.Popen(
