@@ -86,7 +86,8 @@ def test_demo_most_hurt_queries_lost_their_top_place_to_unjudged_passages(notes:
 
 def test_compare_tag_filter_and_tags_column(app: AppTest, fixture_dir: Path, notes: Path):
     _compare(app)
-    everyone = dataframe_with(app, "query_id", "tags")
+    everyone = dataframe_with(app, "domain", "query_id", "delta")
+    assert "tags" not in everyone.columns  # no query tagged yet: no empty column to fit in
     domain, query_id = everyone.iloc[1][["domain", "query_id"]]
     _tag(notes, str(fixture_dir), domain, query_id, "OCR noise", "other")
     app.multiselect(key="cmp_tags").set_value(["other"]).run()

@@ -82,7 +82,8 @@ def test_pages_fit_and_keep_every_group(server: str, width: int, scheme: str) ->
         assert page.get_by_text("Published: Task 2").count() == 1
         page.screenshot(path=str(SHOTS / f"home-{width}-{scheme}.png"), full_page=True)
 
-        _goto(page, "Compare", "By number of query images")
+        _goto(page, "Compare", "Image effect by slice")
+        assert not _clipped_texts(page, '[data-testid="stMetricLabel"] p')
         ticks = page.locator(CHARTS).nth(3).locator(".xtick text").evaluate_all(TEXTS)
         assert "3-5" in ticks, ticks
         hurt = page.locator(FRAMES).nth(1).locator(".dvn-scroller").first
@@ -100,7 +101,7 @@ def test_a_scatter_point_opens_the_inspector(server: str) -> None:
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
         page = _open(browser, server, 1400, "light")
-        _goto(page, "Compare", "By number of query images")
+        _goto(page, "Compare", "Image effect by slice")
         point = page.locator(CHARTS).first.locator(".scatterlayer .point").first
         point.scroll_into_view_if_needed()
         label = point.evaluate("e => e.__data__.tx")  # the hover label: "domain / query id"

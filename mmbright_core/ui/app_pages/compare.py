@@ -40,7 +40,7 @@ wins.metric("B wins", int(pooled["wins"]))
 ties.metric("Ties", int(pooled["ties"]))
 losses.metric("B loses", int(pooled["losses"]))
 delta.metric(
-    "Mean delta (B − A)",
+    "Mean B − A",
     f"{pooled['delta']:+.4f}",
     help=f"95% CI [{pooled['ci_low']:+.4f}, {pooled['ci_high']:+.4f}], "
     f"permutation p = {pooled['p_perm']:.3g}, {int(pooled['queries'])} paired queries",
@@ -92,7 +92,9 @@ if GAP not in hurt.columns:
 hurt = with_tags(hurt, tags)
 texts = render.attempt(queries.query_texts, spec, task, protocol, hurt["domain"].unique())
 shown = views.with_text(hurt, texts or {})
-shown = shown[[c for c in HURT_COLUMNS if c in shown.columns]]
+# The tags column only when some listed query has a tag: at 1000 px every column must fit.
+has_tags = "tags" in shown.columns and shown["tags"].astype(bool).any()
+shown = shown[[c for c in HURT_COLUMNS if c in shown.columns and (c != "tags" or has_tags)]]
 rows = st.dataframe(
     shown,
     hide_index=True,
@@ -100,19 +102,23 @@ rows = st.dataframe(
     on_select="rerun",
     selection_mode="single-row",
     column_config={
-        "domain": st.column_config.TextColumn("domain", width="small"),
-        "query_id": st.column_config.TextColumn("query id", width="small"),
-        "query": st.column_config.TextColumn("query", width="medium"),
+        "domain": st.column_config.TextColumn("domain", width=70),
+        "query_id": st.column_config.TextColumn("query id", width=80),
+        "query": st.column_config.TextColumn("query", width=130),
         "a": st.column_config.NumberColumn("A", format="%.3f", width="small"),
         "b": st.column_config.NumberColumn("B", format="%.3f", width="small"),
-        "delta": st.column_config.NumberColumn("B − A", format="%+.3f", width="small"),
+        "delta": st.column_config.NumberColumn("B − A", format="%+.3f", width=60),
         "n_images": st.column_config.NumberColumn("images", width="small"),
-        "judged_a": st.column_config.NumberColumn("Judged@10 A", format="%.1f", width="small"),
-        "judged_b": st.column_config.NumberColumn("Judged@10 B", format="%.1f", width="small"),
-        GAP: st.column_config.CheckboxColumn(
-            "judgment gap?", width="small", help="possibly a gap in the judgments"
+        "judged_a": st.column_config.NumberColumn(
+            "J@10 A", format="%.1f", width=55, help="Judged@10 of run A"
         ),
-        "tags": st.column_config.TextColumn("tags", width="medium"),
+        "judged_b": st.column_config.NumberColumn(
+            "J@10 B", format="%.1f", width=55, help="Judged@10 of run B"
+        ),
+        GAP: st.column_config.CheckboxColumn(
+            "gap?", width=45, help="possibly a gap in the judgments, not a failure"
+        ),
+        "tags": st.column_config.TextColumn("tags", width=120),
     },
 )
 st.caption(f"{len(hurt)} of {len(losing)} losing queries listed (the worst first).")
