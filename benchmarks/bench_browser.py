@@ -437,12 +437,14 @@ def bench_workspace(browser: Any, ws: Workspace, args: argparse.Namespace, logs:
             for round_ in range(args.repeat):
                 page_cycle(timer, out, first=round_ == 0)
                 per_query_actions(timer, ws, out, round_)
+                if "upload not timed" in out.notes:
+                    continue
                 try:
                     upload_run(timer, ws, out)
                 except Exception as err:  # a missing selector: say so, keep the other figures
-                    out.notes[f"upload not timed (round {round_ + 1})"] = str(err).splitlines()[0]
-                    timer.page.reload(wait_until="commit")
-                    break
+                    out.notes["upload not timed"] = str(err).splitlines()[0]
+                    timer.page.goto(url, wait_until="commit")  # back to a page of the session
+                    timer.loaded(lambda: heading(timer.page, TITLES["Home"]).wait_for())
                 print(f"{ws.name}: round {round_ + 1} of {args.repeat} done", file=sys.stderr)
     return out
 
