@@ -149,6 +149,15 @@ def test_gzip_bomb_is_counted_as_it_is_decompressed(tmp_path: Path) -> None:
         read_run(bomb, max_bytes=2**20)
 
 
+def test_input_under_the_limit_but_over_the_memory_cap_is_one_line(tmp_path: Path) -> None:
+    # 2 GiB decompressed is under the default 4 GiB limit but over the 1.5 GiB cap: the
+    # reader runs out of memory, and the command still answers with one line.
+    bomb = _gzip_bomb(tmp_path / "big.trec.gz", 2**31)
+    status, stderr, _ = _eval(str(bomb), tmp_path)
+    line = _one_line(stderr)
+    assert status == 2 and "out of memory" in line and "MMBRIGHT_MAX_INPUT_BYTES" in line
+
+
 def test_limit_from_argument_and_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert max_input_bytes() == DEFAULT_MAX_INPUT_BYTES == 4 * 2**30
     monkeypatch.setenv("MMBRIGHT_MAX_INPUT_BYTES", "1000")

@@ -48,6 +48,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as err:  # a path that cannot be read or written: one line, no traceback
         print(f"mmbright {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except MemoryError:
+        # Input under the size limit that still does not fit (a memory cap below the limit):
+        # by now the unwinding has freed what was read, so one line can be printed.
+        from mmbright_core.io._open import MAX_INPUT_ENV
+
+        print(
+            f"mmbright {args.command}: error: out of memory; set {MAX_INPUT_ENV}=<bytes> "
+            "below the memory available to refuse such input early",
+            file=sys.stderr,
+        )
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -232,28 +232,13 @@ def _read_bounded(read: Callable[[int], Any], name: str, limit: int) -> bytes:
     if chunk[:2] != _GZIP_MAGIC:
         _refuse_binary(chunk, name)
     while chunk:
-        _append(buffer, chunk, name)
+        buffer.write(chunk)  # MemoryError under a cap: the CLI says so in one line
         # Compressed content never takes fewer bytes than it expands to, give or take a
         # header: past the limit here, it is past the limit decompressed too.
         if buffer.tell() > limit:
             raise _too_large(name, limit)
         chunk = _read_chunk(read, name)
     return buffer.getvalue()
-
-
-def _append(buffer: io.BytesIO, chunk: bytes, name: str) -> None:
-    # Under a memory cap smaller than the size limit, say so in one line, not a traceback.
-    try:
-        buffer.write(chunk)
-    except MemoryError:
-        read = buffer.tell()
-        buffer.close()
-        raise InputError(
-            "the input does not fit in memory",
-            source=name,
-            found=f"{size_text(read)} read when memory ran out",
-            hint=f"Free memory, or lower the input size limit ({MAX_INPUT_ENV}=<bytes>)",
-        ) from None
 
 
 def _too_large(name: str, limit: int, *, decompressed: bool = False) -> InputTooLargeError:
@@ -312,7 +297,7 @@ def _gunzip(data: bytes, name: str, limit: int) -> bytes:
             while chunk := stream.read(_CHUNK):
                 if buffer.tell() == 0:
                     _refuse_binary(chunk, name)
-                _append(buffer, chunk, name)
+                buffer.write(chunk)  # MemoryError under a cap: the CLI says so in one line
                 if buffer.tell() > limit:
                     raise _too_large(name, limit, decompressed=True)
     except (OSError, EOFError, zlib.error) as err:
