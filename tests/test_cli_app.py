@@ -50,7 +50,9 @@ def test_app_serves_the_packaged_script_with_the_settings(monkeypatch: pytest.Mo
 
 
 def test_source_reaches_the_app_through_the_environment(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.delenv(SOURCE_ENV, raising=False)
+    # setenv, not delenv: it restores the variable's absence after the test, which the
+    # command's own write would otherwise leak into every later server the tests start.
+    monkeypatch.setenv(SOURCE_ENV, "demo")
     _command(monkeypatch, "--source", "/data/mm-bright")
     assert os.environ[SOURCE_ENV] == "/data/mm-bright"
 
