@@ -115,7 +115,6 @@ def test_frames_get_the_benchmark_exclusions_and_cut_as_dicts_do(seed):
     }
 
 
-
 A1, A3 = "academia/a1b2c3d4_101.txt", "academia/e5f6a7b8_201.txt"
 A_HARD, A_NEG = "academia/0123456789abcdef_301.txt", "academia/deadbeef_501.txt"
 B1, B3 = "biology/fec40b40_1635_0.txt", "biology/abcdef12_77_0.txt"

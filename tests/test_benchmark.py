@@ -31,7 +31,6 @@ ACADEMIA_ZERO = (1 + A2_NDCG + 0 + 1) / 4
 BIOLOGY = (1 / math.log2(3) + 1) / 2
 
 
-
 def test_macro_average_over_domains_with_exclusions(source: Source) -> None:
     scores = score_task(source, 1, RUNS)
     academia = scores.per_domain["academia"]

@@ -28,7 +28,6 @@ BI1 = "biology/biology_fec40b40_0001/image_1.png"
 BI2 = "biology/biology_abcdef12_0002/image_1.jpg"
 
 
-
 def test_task1_text_queries_gold_ids_and_negative_exclusions(source: Source) -> None:
     data = source.task(1, "academia")
     assert [q.query_id for q in data.queries] == ["a1", "a2", "a3", "a4"]

@@ -17,7 +17,6 @@ from mmbright_core.retrieval.runner import run_task
 DOMAINS = ("academia", "biology")
 
 
-
 def check_outputs(source, task: int, task_dir: Path, k: int, protocol: str = "paper") -> None:
     assert (task_dir / "summary.json").is_file() and (task_dir / "config.json").is_file()
     outputs = read_outputs(task_dir)

@@ -173,7 +173,6 @@ def test_image_that_is_text() -> None:
 # --- uploads -----------------------------------------------------------------------------------
 
 
-
 def test_upload_empty_file(source) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InputError, match=r"^run\.trec: empty input"):
         workspace.entry_from_bytes("run.trec", b"", source, 1, "paper")

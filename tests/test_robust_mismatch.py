@@ -22,7 +22,6 @@ PAIR_TEXT = f"{A1}|||__NO_IMAGE__"
 PAIR_IMAGE = f"{A1}|||{AI1}"
 
 
-
 @pytest.mark.parametrize(
     ("doc_id", "shape"),
     [
