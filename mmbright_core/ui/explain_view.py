@@ -227,11 +227,6 @@ def group_pairs(top: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     return [(str(p), keyed.loc[keyed["passage"] == p]) for p in dict.fromkeys(passages)]
 
 
-def pair_badge(relevance: float) -> str:
-    """The grade of a pair: 2 (passage and image) and 1 (passage only) in distinct colours."""
-    return render.judgment_badge(relevance)
-
-
 def show_pair_group(
     source: Source,
     domain: str,
@@ -253,9 +248,8 @@ def show_pair_group(
         for index, row in enumerate(rows.itertuples(index=False)):
             image = pair_parts(str(row.doc_id))[1]
             what = "with its image" if image else "text only"
-            st.markdown(
-                f"#{int(row.rank)} · {what} · score {row.score:.4f} · {pair_badge(row.relevance)}"
-            )
+            badge = render.judgment_badge(row.relevance)  # grades 2 and 1 in distinct colours
+            st.markdown(f"#{int(row.rank)} · {what} · score {row.score:.4f} · {badge}")
             if image:
                 data = source.document_image_bytes(domain, image)
                 render.show_image(data, image, 160, full_key=f"{key}_img{index}")
