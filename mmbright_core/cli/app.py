@@ -3,7 +3,8 @@
 It hands over to ``streamlit run`` with the dashboard's server settings as flags, so an
 installed ``mmbright[app]`` serves the app as ``streamlit run app.py`` does in a checkout
 (which reads them from ``.streamlit/config.toml``): loopback only, XSRF protection on, no
-usage statistics, no "magic" rendering, no file watcher. Arguments after ``--`` go to
+usage statistics, no "magic" rendering, no file watcher, no forced garbage collection after
+each rerun. Arguments after ``--`` go to
 streamlit unchanged and win over these (``mmbright app -- --server.address 0.0.0.0``).
 """
 
@@ -34,7 +35,7 @@ SETTINGS: Mapping[str, Mapping[str, object]] = {
         "runOnSave": False,
     },
     "browser": {"gatherUsageStats": False},
-    "runner": {"magicEnabled": False},
+    "runner": {"magicEnabled": False, "postScriptGC": False},
     "client": {"showErrorDetails": "full", "toolbarMode": "minimal"},
 }
 
