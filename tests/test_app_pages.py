@@ -36,6 +36,7 @@ from mmbright_core.io.official import read_outputs, write_domain_outputs, write_
 from mmbright_core.io.runs import read_run, write_trec_run
 from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.runner import run_task
+from mmbright_core.ui import inspect
 
 PAGES = ("per_query", "compare", "inspector", "run")
 
@@ -199,6 +200,8 @@ def test_inspector_shows_images_rankings_and_walks_hurt_queries(app: AppTest, fi
     assert decodable and decodable <= captions  # every decodable query image is shown
     badges = " ".join(m.value for m in app.markdown)
     assert "relevant" in badges and "#1" in badges
+    app.session_state[inspect.SECTION_KEY] = inspect.SECTIONS[2]  # the two runs aligned
+    app.run()
     assert dataframe_with(app, "change")["change"].notna().all()
     app.button(key="insp_next").click().run()
     assert app.session_state["inspect_query"] != first
@@ -305,7 +308,8 @@ def test_a_partial_run_is_counted_against_the_task(
 def test_home_reference_table_has_the_task_as_heading(app: AppTest) -> None:
     reference = dataframe_with(app, "model", "reported")
     assert list(reference.columns) == ["model", "reported", "source"]
-    assert any("Published: Task 2" in m.value for m in app.markdown)
+    labels = [tab.label for tab in app.tabs]  # the runs panel's tabs come first
+    assert labels[-2:] == ["Your runs", "Published: Task 2: text+image → text"]
 
 
 def test_compare_bars_keep_every_image_group(app: AppTest, fixture_dir: Path, runs_dir: Path):

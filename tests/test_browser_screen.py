@@ -28,7 +28,7 @@ pytestmark = BROWSER_MARKS
 CLIPPED = "e => e.scrollWidth > e.clientWidth + 1"
 FRAMES = '[data-testid="stDataFrame"]'
 TEXTS = "els => els.map(e => e.textContent)"
-CHARTS = '[data-testid="stPlotlyChart"]'  # Compare: scatter, deltas, domains, images
+CHARTS = '[data-testid="stPlotlyChart"]'
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +58,15 @@ def _goto(page, title: str, marker: str) -> None:  # type: ignore[no-untyped-def
     no_exception(page)
 
 
+def _tab(page, name: str):  # type: ignore[no-untyped-def]
+    """Open the tab ``name`` and return its panel, once its content is drawn."""
+    page.get_by_role("tab", name=name).click()
+    panel = page.get_by_role("tabpanel").filter(visible=True)
+    panel.locator("[data-testid]").first.wait_for()
+    settle(page)
+    return panel
+
+
 def _clipped_texts(page, selector: str) -> list[str]:  # type: ignore[no-untyped-def]
     found = page.locator(selector)
     return [
@@ -84,11 +93,16 @@ def test_pages_fit_and_keep_every_group(server: str, width: int, scheme: str) ->
 
         _goto(page, "Compare", "Image effect by slice")
         assert not _clipped_texts(page, '[data-testid="stMetricLabel"] p')
-        ticks = page.locator(CHARTS).nth(3).locator(".xtick text").evaluate_all(TEXTS)
-        assert "3-5" in ticks, ticks
-        hurt = page.locator(FRAMES).nth(1).locator(".dvn-scroller").first
-        assert not hurt.evaluate(CLIPPED), "the most-hurt table scrolls sideways"
+        assert len(_tab(page, "Query by query").locator(CHARTS).all()) == 2
         page.screenshot(path=str(SHOTS / f"compare-{width}-{scheme}.png"), full_page=True)
+        slices = _tab(page, "Image effect by slice")
+        ticks = slices.locator(CHARTS).first.locator(".xtick text").evaluate_all(TEXTS)
+        assert "3-5" in ticks, ticks
+        hurt = _tab(page, "Where B loses most").locator(FRAMES).first
+        assert not hurt.locator(".dvn-scroller").first.evaluate(CLIPPED), (
+            "the most-hurt table scrolls sideways"
+        )
+        page.screenshot(path=str(SHOTS / f"compare-hurt-{width}-{scheme}.png"), full_page=True)
 
         _goto(page, "Per query", "queries shown")
         page.screenshot(path=str(SHOTS / f"per-query-{width}-{scheme}.png"), full_page=True)

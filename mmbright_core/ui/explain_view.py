@@ -155,8 +155,7 @@ def show_attribution(found: Attribution | None) -> None:
     if found is None:
         return
     if isinstance(found, LexicalAttribution):
-        st.html(terms_html(found))
-        st.html(snippet_html(found))
+        st.html(terms_html(found) + snippet_html(found))
     elif isinstance(found, FusionAttribution):
         st.html(split_html(found))
     elif isinstance(found, DenseAttribution):

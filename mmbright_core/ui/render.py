@@ -191,8 +191,11 @@ def show_hit(
     """
     with st.container(border=True, key=key):
         badge = judgment_badge(hit["relevance"])
-        st.markdown(f"**#{int(hit['rank'])}** · score {hit['score']:.4f} · {badge}")
-        st.caption(escape_md(hit["doc_id"]))
+        # One element for the head line and the id: every element is a message to the browser.
+        st.markdown(
+            f"**#{int(hit['rank'])}** · score {hit['score']:.4f} · {badge}  \n"
+            f":gray[{escape_md(hit['doc_id'])}]"
+        )
         if explained is not None:
             explained()
         show_document(source, domain, str(hit["doc_id"]), document, key)

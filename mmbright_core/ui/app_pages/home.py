@@ -79,22 +79,26 @@ totals: dict[int, int] = {
     for each in boards
     if (found := render.attempt(queries.task_counts, spec, each, protocol)) is not None
 }
-if boards:
-    board = views.rank_board(pd.concat([boards[t] for t in sorted(boards)]), totals)
-    st.plotly_chart(figures.leaderboard_heatmap(board, totals), key="leaderboard_heatmap")
-    st.caption(
-        "Colours span 0-100. Per task, runs over every domain come first, by Avg.; a partial "
-        "run (fewer domains) follows, its Avg. marked with the domains it covers. "
-        "— marks a domain the run was not scored on."
-    )
-    render.csv_download(board.reset_index(), "leaderboard.csv", key="leaderboard_csv")
-    if spec == state.DEFAULT_SOURCE:
-        st.caption("Demo averages cover the demo's few synthetic domains, not the 29 of the paper.")
-else:
-    st.info("No scored run to put on the leaderboard yet.")
+# One tab shown at a time: the browser draws only the open tab's charts and tables.
+board_tab, published_tab = st.tabs(["Your runs", f"Published: {TASK_LABELS[task]}"])
+with board_tab:
+    if boards:
+        board = views.rank_board(pd.concat([boards[t] for t in sorted(boards)]), totals)
+        st.plotly_chart(figures.leaderboard_heatmap(board, totals), key="leaderboard_heatmap")
+        st.caption(
+            "Colours span 0-100. Per task, runs over every domain come first, by Avg.; a partial "
+            "run (fewer domains) follows, its Avg. marked with the domains it covers. "
+            "— marks a domain the run was not scored on."
+        )
+        render.csv_download(board.reset_index(), "leaderboard.csv", key="leaderboard_csv")
+        if spec == state.DEFAULT_SOURCE:
+            st.caption(
+                "Demo averages cover the demo's few synthetic domains, not the 29 of the paper."
+            )
+    else:
+        st.info("No scored run to put on the leaderboard yet.")
 
-with st.container():
-    st.markdown(f"**Published: {TASK_LABELS[task]}**")
+with published_tab:
     st.caption("nDCG@10 ×100, average over the paper's 29 domains")
     reference = pd.DataFrame(
         [(r.model, r.value, r.source) for r in load_reference() if r.task == task],
@@ -111,9 +115,8 @@ with st.container():
             "source": st.column_config.TextColumn("source", width="small"),
         },
     )
-matched = reproduction(board) if boards else None
-if matched is not None and len(matched):
-    with st.container():
+    matched = reproduction(board) if boards else None
+    if matched is not None and len(matched):
         st.markdown("**Runs matching a published model**")
         st.dataframe(
             matched.drop(columns=["citation", "task", "source"]),

@@ -9,7 +9,6 @@ from mmbright_core.analysis.rankdiff import rank_diff
 from mmbright_core.ui import explain_view, inspect, loaders, notes_panel, render, state, views
 
 TOP = 10
-
 st.title("Query inspector")
 spec, task, protocol = state.source_spec(), state.current_task(), state.current_protocol()
 source = render.attempt(loaders.get_source, spec)
@@ -115,36 +114,53 @@ for index, (column, name) in enumerate(zip(run_cols, shown, strict=False)):
         if name not in tops:
             st.info("This run does not rank this query.")
             continue
-        top, removed = tops[name]
         explain_view.show_hits(
-            source, task, target.domain, top, documents, found[name], key=f"hit_{index}"
-        )
-        if len(removed):
-            st.caption(
-                f"{len(removed)} excluded document(s) the run had in its top {TOP} were removed."
-            )
-            st.dataframe(
-                removed.assign(judgment="excluded"), hide_index=True, key=f"insp_removed_{index}"
-            )
-        st.markdown("**Relevant items missed in the top 10**")
-        st.dataframe(
-            views.missed(rankings[name], qrels, excluded[name], TOP),
-            hide_index=True,
-            key=f"insp_missed_{index}",
+            source, task, target.domain, tops[name][0], documents, found[name], key=f"hit_{index}"
         )
 
-if tops:
-    st.subheader("Score attribution, top 10")
-    st.dataframe(inspect.attribution_table(tops, found), hide_index=True, key="insp_attribution")
-
-if len(tops) >= 2:
-    st.subheader(f"The two runs aligned: {render.escape_md(a)} → {render.escape_md(b)}")
-    tau, overlap = st.columns(2)
-    tau.metric("Kendall tau (top 10 union)", render.score_text(diff.kendall_tau))
-    overlap.metric("RBO (p = 0.9)", render.score_text(diff.rbo))
-    st.dataframe(inspect.aligned(diff.docs), hide_index=True, key="insp_rankdiff")
-    if (diff.docs["relevance"] > 0).any():
-        st.plotly_chart(rank_slope(diff.docs, a, b, TOP), key="insp_slope")
-    render.csv_download(
-        diff.docs, f"rank_diff_{target.domain}_{target.query_id}.csv", key="insp_csv"
+if not tops:
+    st.stop()
+# Only the open tab is computed and drawn: the others cost nothing until they are opened.
+missed_tab, attribution_tab, aligned_tab = st.tabs(
+    inspect.SECTIONS, key=inspect.SECTION_KEY, on_change="rerun"
+)
+if missed_tab.open:
+    with missed_tab:
+        for index, (column, name) in enumerate(zip(st.columns(len(tops)), tops, strict=True)):
+            removed = tops[name][1]
+            with column:
+                st.markdown(f"**{render.escape_md(name)}**: relevant items missed in the top {TOP}")
+                st.dataframe(
+                    views.missed(rankings[name], qrels, excluded[name], TOP),
+                    hide_index=True,
+                    key=f"insp_missed_{index}",
+                )
+                if len(removed):
+                    st.caption(
+                        f"{len(removed)} excluded document(s) the run had in its top {TOP} "
+                        "were removed."
+                    )
+                    st.dataframe(
+                        removed.assign(judgment="excluded"),
+                        hide_index=True,
+                        key=f"insp_removed_{index}",
+                    )
+if attribution_tab.open:
+    attribution_tab.dataframe(
+        inspect.attribution_table(tops, found), hide_index=True, key="insp_attribution"
     )
+if aligned_tab.open:
+    with aligned_tab:
+        if len(tops) < 2:
+            st.info("Aligning needs two runs that rank this query: choose them under Runs.")
+        else:
+            st.markdown(f"**{render.escape_md(a)}** → **{render.escape_md(b)}**")
+            tau, overlap = st.columns(2)
+            tau.metric("Kendall tau (top 10 union)", render.score_text(diff.kendall_tau))
+            overlap.metric("RBO (p = 0.9)", render.score_text(diff.rbo))
+            st.dataframe(inspect.aligned(diff.docs), hide_index=True, key="insp_rankdiff")
+            if (diff.docs["relevance"] > 0).any():
+                st.plotly_chart(rank_slope(diff.docs, a, b, TOP), key="insp_slope")
+            render.csv_download(
+                diff.docs, f"rank_diff_{target.domain}_{target.query_id}.csv", key="insp_csv"
+            )

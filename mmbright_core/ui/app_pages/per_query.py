@@ -58,38 +58,38 @@ if paired:
         shown = shown.loc[shown["delta"] < 0].reset_index(drop=True)
 
 labels = [f"{d} / {q}" for d, q in zip(shown["domain"], shown["query_id"], strict=True)]
-if paired:
-    st.plotly_chart(
-        figures.delta_distribution(shown["delta"], loaders.MEASURE, labels), key="pq_hist"
-    )
-else:
-    st.plotly_chart(
-        figures.score_histogram(shown[loaders.MEASURE], run, loaders.MEASURE, labels),
-        key="pq_hist",
-    )
 st.caption(
     f"{len(shown)} of {len(rows)} queries shown (queries without a score are left out"
     + (", and those B does not score)." if paired else ").")
     + " Pick a row to open it in the inspector."
 )
-number = st.column_config.NumberColumn(format="%.4f", width="small")
-picked = st.dataframe(
-    shown,
-    hide_index=True,
-    key="pq_table",
-    on_select="rerun",
-    selection_mode="single-row",
-    column_config={
-        "query": st.column_config.TextColumn("query", width="large"),
-        loaders.MEASURE: number,
-        f"{loaders.MEASURE} (B)": number,
-        "delta": st.column_config.NumberColumn("B − A", format="%+.4f", width="small"),
-        JUDGED: st.column_config.NumberColumn(format="%.1f", width="small"),
-        f"{JUDGED} (B)": st.column_config.NumberColumn(format="%.1f", width="small"),
-        "tags": st.column_config.TextColumn("tags", width="medium"),
-    },
-)
-render.csv_download(shown, f"per_query_{run}.csv", key="pq_csv")
+# One tab shown at a time: the browser draws the chart only when its tab is opened.
+table_tab, chart_tab = st.tabs(["Table", "Distribution"])
+with chart_tab:
+    if paired:
+        figure = figures.delta_distribution(shown["delta"], loaders.MEASURE, labels)
+    else:
+        figure = figures.score_histogram(shown[loaders.MEASURE], run, loaders.MEASURE, labels)
+    st.plotly_chart(figure, key="pq_hist")
+with table_tab:
+    number = st.column_config.NumberColumn(format="%.4f", width="small")
+    picked = st.dataframe(
+        shown,
+        hide_index=True,
+        key="pq_table",
+        on_select="rerun",
+        selection_mode="single-row",
+        column_config={
+            "query": st.column_config.TextColumn("query", width="large"),
+            loaders.MEASURE: number,
+            f"{loaders.MEASURE} (B)": number,
+            "delta": st.column_config.NumberColumn("B − A", format="%+.4f", width="small"),
+            JUDGED: st.column_config.NumberColumn(format="%.1f", width="small"),
+            f"{JUDGED} (B)": st.column_config.NumberColumn(format="%.1f", width="small"),
+            "tags": st.column_config.TextColumn("tags", width="medium"),
+        },
+    )
+    render.csv_download(shown, f"per_query_{run}.csv", key="pq_csv")
 
 selected_rows = picked.selection.rows if picked is not None else []
 if selected_rows:
