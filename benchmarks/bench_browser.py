@@ -326,7 +326,25 @@ def page_cycle(timer: Timer, out: Results, first: bool) -> None:
         out.add(label, sample)
         if first and title == "Compare":
             out.add("compare first open", sample)
+        if title == "Compare":
+            compare_tabs(timer, out)
         previous = title
+
+
+def compare_tabs(timer: Timer, out: Results) -> None:
+    """Open Compare's scatter (one point per query), then its first tab again."""
+    page = timer.page
+    for label, tab, drawn in (
+        ("compare: open the scatter tab", "Query by query", "cmp_scatter"),
+        ("compare: back to the first tab", "By domain", "cmp_domains"),
+    ):
+        out.add(
+            label,
+            timer.time(
+                lambda t=tab: page.get_by_role("tab", name=t).click(),
+                lambda d=drawn: page.locator(f".st-key-{d}").wait_for(),
+            ),
+        )
 
 
 def heading_only(page: Any, title: str) -> None:

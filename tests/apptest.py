@@ -70,6 +70,12 @@ def stay(at: AppTest, page: str) -> None:
     at.switch_page(f"app_pages/{page}.py")
 
 
+def open_tab(at: AppTest, key: str, label: str) -> AppTest:
+    """Open the tab ``label`` of the tabs with ``key``: a closed tab is neither run nor drawn."""
+    at.session_state[key] = label
+    return at.run()
+
+
 def chart_traces(at: AppTest, key: str) -> list[dict]:
     for chart in at.get("plotly_chart"):
         if chart.proto.id.endswith(key) or key in chart.proto.id:

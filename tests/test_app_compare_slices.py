@@ -5,7 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from apptest import TASK, add_folder, chart_traces, dataframe_with, fresh, goto, use_folder
+from apptest import (
+    TASK,
+    add_folder,
+    chart_traces,
+    dataframe_with,
+    fresh,
+    goto,
+    open_tab,
+    use_folder,
+)
 from streamlit.testing.v1 import AppTest
 
 import mmbright_core.data
@@ -15,6 +24,7 @@ from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import read_outputs
 from mmbright_core.notes import NotesStore, QueryKey
 from mmbright_core.ranking import top_k
+from mmbright_core.ui import state
 
 
 @pytest.fixture
@@ -57,6 +67,7 @@ def test_demo_most_hurt_queries_lost_their_top_place_to_unjudged_passages(notes:
     goto(at, "compare")
     at.selectbox(key="cmp_a").set_value("bm25").run()
     at.selectbox(key="cmp_b").set_value("ocr-bm25").run()
+    open_tab(at, state.COMPARE_SECTION_KEY, "Where B loses most")
     assert not at.exception
     hurt = dataframe_with(at, "query_id", "judgment_gap", "judged_a", "judged_b").head(5)
     assert len(hurt) == 5
@@ -86,6 +97,7 @@ def test_demo_most_hurt_queries_lost_their_top_place_to_unjudged_passages(notes:
 
 def test_compare_tag_filter_and_tags_column(app: AppTest, fixture_dir: Path, notes: Path):
     _compare(app)
+    open_tab(app, state.COMPARE_SECTION_KEY, "Where B loses most")
     everyone = dataframe_with(app, "domain", "query_id", "delta")
     assert "tags" not in everyone.columns  # no query tagged yet: no empty column to fit in
     domain, query_id = everyone.iloc[1][["domain", "query_id"]]
@@ -116,6 +128,7 @@ def test_per_query_shows_judged_at_10_and_filters_by_tag(
 @pytest.mark.parametrize("by", SLICES)
 def test_compare_slices_keep_their_group_order(app: AppTest, by: str):
     _compare(app)
+    open_tab(app, state.COMPARE_SECTION_KEY, "Image effect by slice")
     app.selectbox(key="cmp_slice").set_value(by).run()
     assert not app.exception
     table = dataframe_with(app, "group", "queries", "ci_low", "ci_high", "wins", "ties", "losses")

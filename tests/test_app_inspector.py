@@ -24,7 +24,7 @@ from mmbright_core.data.sources import open_source
 from mmbright_core.errors import NotesError
 from mmbright_core.io.official import read_outputs
 from mmbright_core.notes import NotesStore
-from mmbright_core.ui import inspect
+from mmbright_core.ui import state
 from mmbright_core.ui.state import InspectTarget
 
 SHIPPED = Path(mmbright_core.data.__file__).parent / "demo" / "runs"
@@ -142,13 +142,13 @@ def test_the_query_shows_the_words_read_from_each_image_marked_as_from_the_image
 def test_attribution_table_adds_up_and_aligned_rows_say_the_move(hurt):
     at = _inspect(fresh(timeout=120), 2, hurt[0])
     assert not any("from image" in f.value.columns for f in at.dataframe)  # its tab is closed
-    at.session_state[inspect.SECTION_KEY] = inspect.SECTIONS[1]
+    at.session_state[state.INSPECT_SECTION_KEY] = state.INSPECT_SECTIONS[1]
     at.run()
     table = next(f.value for f in at.dataframe if "from image" in f.value.columns)
     parts = table[["from text", "from image", "from both"]].sum(axis=1)
     assert (parts - table["score"]).abs().max() < 1e-3
     assert set(table["run"]) == {A, B} and len(table) == 20
-    at.session_state[inspect.SECTION_KEY] = inspect.SECTIONS[2]
+    at.session_state[state.INSPECT_SECTION_KEY] = state.INSPECT_SECTIONS[2]
     at.run()
     aligned = next(f.value for f in at.dataframe if "move" in f.value.columns)
     assert "kept" not in set(aligned["change"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from apptest import (
     TASK,
@@ -21,6 +22,7 @@ from apptest import (
     goto,
     make_runs,
     no_html_from_data,
+    open_tab,
     plotly_values,
     stay,
     use_folder,
@@ -36,7 +38,8 @@ from mmbright_core.io.official import read_outputs, write_domain_outputs, write_
 from mmbright_core.io.runs import read_run, write_trec_run
 from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.runner import run_task
-from mmbright_core.ui import inspect
+from mmbright_core.ui import state
+from mmbright_core.ui.views import HEADLINE
 
 PAGES = ("per_query", "compare", "inspector", "run")
 
@@ -72,14 +75,12 @@ def test_every_page_runs_with_runs(app: AppTest):
 
 def test_home_headlines_match_the_core(app: AppTest, fixture_dir: Path, runs_dir: Path):
     source = open_source(str(fixture_dir))
-    metrics = {}
-    for m in app.metric:
-        metrics.setdefault(m.label, []).append(m.value)
-    for index, name in enumerate(("multi", "text")):
+    lines = headline_rows(app)
+    for name in ("multi", "text"):
         by_domain = _by_domain(read_run(runs_dir / f"{name}.trec"))
         expected = score_task(source, TASK, by_domain).macro["nDCG@10"]
-        assert metrics["nDCG@10 ×100"][index] == f"{100 * expected:.1f}"
-    assert metrics["Coverage"] == ["100.0%", "100.0%"]
+        assert lines.loc[name, HEADLINE] == round(100 * expected, 1)
+    assert list(lines["coverage"]) == [100.0, 100.0]
     heatmap = chart_traces(app, "leaderboard_heatmap")[0]
     assert heatmap["type"] == "heatmap"
     assert sorted(heatmap["y"]) == ["T2 · multi", "T2 · text"]
@@ -93,14 +94,12 @@ def test_home_shows_and_scores_each_run_by_its_negatives_policy(
     keep = run_task(source, TASK, get_retriever("random"), tmp_path, negatives="keep")
     add_folder(app, keep.task_dir)
     assert not app.exception and not error_messages(app)
-    lines = [m.value for m in app.markdown if m.value.startswith("**")]
-    assert any(line.startswith("**random**") and "negatives keep" in line for line in lines)
-    assert any(line.startswith("**text**") and "negatives exclude" in line for line in lines)
+    lines = headline_rows(app)
+    assert "negatives keep" in lines.loc["random", "source"]
+    assert "negatives exclude" in lines.loc["text", "source"]
     runs = {o.domain: o.run for o in keep.domains}
     expected = score_task(source, TASK, runs, negatives="keep").macro["nDCG@10"]
-    index = [line.split("**")[1] for line in lines].index("random")
-    shown = [m.value for m in app.metric if m.label == "nDCG@10 ×100"][index]
-    assert shown == f"{100 * expected:.1f}"
+    assert lines.loc["random", HEADLINE] == round(100 * expected, 1)
 
 
 def test_malformed_run_shows_error_and_keeps_runs(app: AppTest, tmp_path: Path):
@@ -166,12 +165,22 @@ def test_compare_numbers_come_from_the_core(app: AppTest, fixture_dir: Path, run
     assert shown["B wins"] == str(int(pooled["wins"]))
     assert shown["B loses"] == str(int(pooled["losses"]))
     assert int(pooled["losses"]) > 0
+    # A closed tab is not run: the scatter is built only once its tab is opened.
+    assert not any("cmp_scatter" in c.proto.id for c in app.get("plotly_chart"))
+    open_tab(app, state.COMPARE_SECTION_KEY, "Query by query")
     scatter = chart_traces(app, "cmp_scatter")[0]
     assert len(plotly_values(scatter["x"])) == len(expected.per_query)
+    open_tab(app, state.COMPARE_SECTION_KEY, "Where B loses most")
     hurt = dataframe_with(app, "query_id", "delta")
     assert len(hurt) == int(pooled["losses"])
     assert (hurt["delta"] < 0).all()
+    open_tab(app, state.COMPARE_SECTION_KEY, "Export")
     assert [b.proto.label for b in app.get("download_button")][-1].endswith("(HTML)")
+
+
+def headline_rows(at: AppTest) -> pd.DataFrame:
+    """Home's headline table, indexed by run."""
+    return dataframe_with(at, "run", HEADLINE, "domains", "coverage").set_index("run")
 
 
 def _by_domain(run: dict) -> dict:
@@ -186,6 +195,7 @@ def test_inspector_shows_images_rankings_and_walks_hurt_queries(app: AppTest, fi
     goto(app, "compare")
     app.selectbox(key="cmp_a").set_value("text").run()
     app.selectbox(key="cmp_b").set_value("multi").run()
+    open_tab(app, state.COMPARE_SECTION_KEY, "Where B loses most")
     app.button(key="cmp_inspect").click().run()
     assert app.title[0].value == "Query inspector"
     stay(app, "inspector")
@@ -200,7 +210,7 @@ def test_inspector_shows_images_rankings_and_walks_hurt_queries(app: AppTest, fi
     assert decodable and decodable <= captions  # every decodable query image is shown
     badges = " ".join(m.value for m in app.markdown)
     assert "relevant" in badges and "#1" in badges
-    app.session_state[inspect.SECTION_KEY] = inspect.SECTIONS[2]  # the two runs aligned
+    app.session_state[state.INSPECT_SECTION_KEY] = state.INSPECT_SECTIONS[2]  # the two runs aligned
     app.run()
     assert dataframe_with(app, "change")["change"].notna().all()
     app.button(key="insp_next").click().run()
@@ -255,10 +265,10 @@ def test_the_demo_opens_with_its_shipped_runs_of_every_task():
     source = open_source("demo")
     for task, prefix in ((2, "run_"), (4, "it2it_")):
         at.selectbox(key="task").set_value(task).run()
-        shown = [m.value for m in at.metric if m.label == "nDCG@10 ×100"]
+        shown = list(headline_rows(at)[HEADLINE])
         runs = [read_outputs(shipped / f"{prefix}{name}").runs for name in ("bm25", "ocr-bm25")]
         macros = [score_task(source, task, run).macro["nDCG@10"] for run in runs]
-        expected = [f"{100 * macro:.1f}" for macro in macros]
+        expected = [round(100 * macro, 1) for macro in macros]
         assert shown == expected, task
 
 
@@ -287,16 +297,11 @@ def test_a_partial_run_is_counted_against_the_task(
     )
     add_folder(app, tmp_path)
     assert not app.exception and not error_messages(app)
-    lines = [m.value for m in app.markdown if m.value.startswith("**half**")]
-    assert lines and "partial: 1 of 2 domains" in lines[0]
-    metrics: dict[str, list[str]] = {}
-    for m in app.metric:
-        metrics.setdefault(m.label, []).append(m.value)
-    names = [m.value.split("**")[1] for m in app.markdown if m.value.startswith("**")]
-    half = names.index("half")
-    assert metrics["Domains"][half] == "1 of 2"
-    assert metrics["Domains"][names.index("text")] == "2 of 2"
-    assert float(metrics["Coverage"][half].rstrip("%")) < 100
+    lines = headline_rows(app)
+    assert lines.loc["half", "domains"] == "1 of 2 · partial"
+    assert lines.loc["text", "domains"] == "2 of 2"
+    assert lines.loc["half", "coverage"] < 100
+    assert any("not comparable" in c.value for c in app.caption)
     heatmap = chart_traces(app, "leaderboard_heatmap")[0]
     assert heatmap["y"][-1] == "T2 · half · partial 1/2"  # after the full runs
     assert heatmap["zmin"] == 0 and heatmap["zmax"] == 100
@@ -314,6 +319,7 @@ def test_home_reference_table_has_the_task_as_heading(app: AppTest) -> None:
 
 def test_compare_bars_keep_every_image_group(app: AppTest, fixture_dir: Path, runs_dir: Path):
     _compare(app)
+    open_tab(app, state.COMPARE_SECTION_KEY, "Image effect by slice")
     bars = chart_traces(app, "cmp_images")
     groups = list(dataframe_with(app, "group", "queries")["group"])
     assert list(bars[0]["x"]) == groups
@@ -324,6 +330,7 @@ def test_compare_bars_keep_every_image_group(app: AppTest, fixture_dir: Path, ru
 
 def test_compare_hurt_row_opens_the_inspector(app: AppTest, fixture_dir: Path, runs_dir: Path):
     _compare(app)
+    open_tab(app, state.COMPARE_SECTION_KEY, "Where B loses most")
     assert any("Where multi (B) loses most against text (A)" in s.value for s in app.subheader)
     table = dataframe_with(app, "query_id", "query", "delta")
     assert table["query"].str.len().gt(0).all()  # the query text, not only its id
@@ -338,6 +345,7 @@ def test_compare_hurt_row_opens_the_inspector(app: AppTest, fixture_dir: Path, r
 
 def test_compare_scatter_point_opens_the_inspector(app: AppTest, fixture_dir: Path, runs_dir: Path):
     _compare(app)
+    open_tab(app, state.COMPARE_SECTION_KEY, "Query by query")
     per_query = _hurt(fixture_dir, runs_dir).per_query
     app.session_state["cmp_scatter"] = {
         "selection": {"points": [{"point_index": 3}], "point_indices": [3], "box": [], "lasso": []}

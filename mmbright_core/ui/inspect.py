@@ -25,9 +25,6 @@ DOMAIN_KEY = "insp_domain"
 QUERY_KEY = "insp_query"
 PAIR_KEY = "compare_pair"
 """The (A, B) runs last compared; the inspector walks their most-hurt queries."""
-SECTION_KEY = "insp_section"
-SECTIONS = ("Relevant items missed", "Score attribution, top 10", "The two runs aligned")
-"""The tabs under the runs' top lists: only the open one is computed and drawn."""
 
 
 def sync_target(

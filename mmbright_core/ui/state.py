@@ -23,6 +23,18 @@ PROTOCOL_KEY = "protocol"
 RUNS_KEY = "runs"
 INSPECT_KEY = "inspect_query"
 FRESH_KEY = "fresh_runs"
+COMPARE_SECTION_KEY = "cmp_section"
+COMPARE_SECTIONS = (
+    "By domain",
+    "Query by query",
+    "Where B loses most",
+    "Image effect by slice",
+    "Export",
+)
+"""Compare's tabs: only the open one is computed and drawn (the first is open at first)."""
+INSPECT_SECTION_KEY = "insp_section"
+INSPECT_SECTIONS = ("Relevant items missed", "Score attribution, top 10", "The two runs aligned")
+"""The inspector's tabs under the runs' top lists, computed and drawn the same way."""
 
 _KEEP = "keep_"
 

@@ -48,119 +48,136 @@ delta.metric(
 if comparison.unpaired:
     st.caption(f"{comparison.unpaired} queries scored in one run only are left out.")
 
-# One tab shown at a time: the browser draws only the open tab's charts and tables.
-pair_tab, domain_tab, hurt_tab, slice_tab, export_tab = st.tabs(
-    ["Query by query", "By domain", "Where B loses most", "Image effect by slice", "Export"]
+# Only the open tab is computed and drawn: the others cost nothing until they are opened
+# (the scatter alone, one point per query, takes the browser a noticeable part of a second).
+domain_tab, pair_tab, hurt_tab, slice_tab, export_tab = st.tabs(
+    state.COMPARE_SECTIONS, key=state.COMPARE_SECTION_KEY, on_change="rerun"
 )
-with pair_tab:
-    st.caption(
-        "Click a point to open that query in the inspector (or a row of the table under "
-        "'Where B loses most')."
-    )
-    scatter, histogram = st.columns(2)
-    clicked = scatter.plotly_chart(
-        figures.pair_scatter(comparison),
-        key="cmp_scatter",
-        on_select="rerun",
-        selection_mode="points",
-    )
-    histogram.plotly_chart(figures.delta_histogram(comparison), key="cmp_delta_hist")
-    inspect.open_query(comparison.per_query, inspect.point_positions(clicked))
-
-with domain_tab:
-    st.caption("Holm-corrected over domains.")
-    st.plotly_chart(figures.domain_deltas(comparison), key="cmp_domains")
-    st.dataframe(comparison.summary, hide_index=True, key="cmp_summary")
-    render.csv_download(
-        comparison.summary, f"compare_{run_a}_vs_{run_b}.csv", key="cmp_summary_csv"
-    )
-
-with hurt_tab:
-    st.subheader(
-        f"Where {render.escape_md(run_b)} (B) loses most against {render.escape_md(run_a)} (A)"
-    )
-    tags = render.attempt(slices.query_tags, spec, task, protocol) or {}
-    tag_col, gap_col = st.columns(2)
-    chosen = tag_col.multiselect(
-        "Failure tags (a query with any of them)", slices.tag_names(), key="cmp_tags"
-    )
-    gaps = gap_col.radio(
-        "Possible judgment gaps",
-        slices.GAP_FILTERS,
-        key="cmp_gaps",
-        horizontal=True,
-        help="A loss where B ranks more unjudged documents (absent from the qrels) above its "
-        "first relevant one than A does: they may be relevant, nobody judged them.",
-    )
-    losing = most_hurt(comparison, top=len(comparison.per_query))
-    losing = losing.loc[tagged(losing, tags, chosen)].reset_index(drop=True)
-    if gaps != slices.GAP_FILTERS[0]:
-        flags = slices.gap_flags(spec, task, protocol, entries, run_a, run_b, losing)
-        keep = [flag == (gaps == slices.GAP_FILTERS[2]) for flag in flags]
-        losing = losing.assign(**{GAP: flags}).loc[keep]
-    hurt = losing.head(HURT_ROWS).reset_index(drop=True)
-    if GAP not in hurt.columns:
-        hurt[GAP] = slices.gap_flags(spec, task, protocol, entries, run_a, run_b, hurt)
-    hurt = with_tags(hurt, tags)
-    texts = render.attempt(queries.query_texts, spec, task, protocol, hurt["domain"].unique())
-    shown = views.with_text(hurt, texts or {})
-    # The tags column only when some listed query has a tag: at 1000 px every column must fit.
-    has_tags = "tags" in shown.columns and shown["tags"].astype(bool).any()
-    shown = shown[[c for c in HURT_COLUMNS if c in shown.columns and (c != "tags" or has_tags)]]
-    rows = st.dataframe(
-        shown,
-        hide_index=True,
-        key="cmp_hurt",
-        on_select="rerun",
-        selection_mode="single-row",
-        column_config={
-            "domain": st.column_config.TextColumn("domain", width=70),
-            "query_id": st.column_config.TextColumn("query id", width=80),
-            "query": st.column_config.TextColumn("query", width=130),
-            "a": st.column_config.NumberColumn("A", format="%.3f", width="small"),
-            "b": st.column_config.NumberColumn("B", format="%.3f", width="small"),
-            "delta": st.column_config.NumberColumn("B − A", format="%+.3f", width=60),
-            "n_images": st.column_config.NumberColumn("images", width="small"),
-            "judged_a": st.column_config.NumberColumn(
-                "J@10 A", format="%.1f", width=55, help="Judged@10 of run A"
-            ),
-            "judged_b": st.column_config.NumberColumn(
-                "J@10 B", format="%.1f", width=55, help="Judged@10 of run B"
-            ),
-            GAP: st.column_config.CheckboxColumn(
-                "gap?", width=45, help="possibly a gap in the judgments, not a failure"
-            ),
-            "tags": st.column_config.TextColumn("tags", width=120),
-        },
-    )
-    st.caption(f"{len(hurt)} of {len(losing)} losing queries listed (the worst first).")
-    inspect.open_query(hurt, rows.selection.rows if rows is not None else [])
-    render.csv_download(hurt, f"most_hurt_{run_a}_vs_{run_b}.csv", key="cmp_hurt_csv")
-    if len(hurt) and st.button("Inspect the most hurt query", key="cmp_inspect"):
-        inspect.open_query(hurt, [0])
-
-with slice_tab:
-    by = st.selectbox(
-        "Slice by",
-        SLICES,
-        index=SLICES.index("images"),
-        key="cmp_slice",
-        help="OCR words are those the ocr-* retrievers cached ('not read' when none is); "
-        "size and aspect come from the first image's file header.",
-    )
-    sliced = render.attempt(slices.slice_table, spec, task, protocol, comparison, by, tags)
-    if sliced is not None:
-        st.plotly_chart(figures.slice_deltas(sliced, comparison, by), key="cmp_images")
-        st.dataframe(sliced, hide_index=True, key="cmp_images_table")
-
-with export_tab:
-    source = render.attempt(loaders.get_source, spec)
-    if source is not None:
-        st.download_button(
-            "Download the comparison report (HTML)",
-            functools.partial(reports.comparison_html, source, task, protocol, entries, comparison),
-            file_name=f"compare_{run_a}_vs_{run_b}.html",
-            mime="text/html",
-            key="cmp_report",
-            icon=":material/download:",
+if domain_tab.open:
+    with domain_tab:
+        st.caption("Holm-corrected over domains.")
+        st.plotly_chart(figures.domain_deltas(comparison), key="cmp_domains")
+        st.dataframe(comparison.summary, hide_index=True, key="cmp_summary")
+        render.csv_download(
+            comparison.summary, f"compare_{run_a}_vs_{run_b}.csv", key="cmp_summary_csv"
         )
+
+if pair_tab.open:
+    with pair_tab:
+        st.caption(
+            "Click a point to open that query in the inspector (or a row of the table under "
+            "'Where B loses most')."
+        )
+        scatter, histogram = st.columns(2)
+        clicked = scatter.plotly_chart(
+            figures.pair_scatter(comparison),
+            key="cmp_scatter",
+            on_select="rerun",
+            selection_mode="points",
+        )
+        histogram.plotly_chart(figures.delta_histogram(comparison), key="cmp_delta_hist")
+        inspect.open_query(comparison.per_query, inspect.point_positions(clicked))
+
+if hurt_tab.open:
+    with hurt_tab:
+        st.subheader(
+            f"Where {render.escape_md(run_b)} (B) loses most against {render.escape_md(run_a)} (A)"
+        )
+        tags = render.attempt(slices.query_tags, spec, task, protocol) or {}
+        tag_col, gap_col = st.columns(2)
+        # The tab's widgets keep their values while another tab is open (state.sticky).
+        chosen = tag_col.multiselect(
+            "Failure tags (a query with any of them)",
+            slices.tag_names(),
+            key=state.sticky("cmp_tags", []),
+            on_change=state.remember,
+            args=("cmp_tags",),
+        )
+        gaps = gap_col.radio(
+            "Possible judgment gaps",
+            slices.GAP_FILTERS,
+            key=state.sticky("cmp_gaps", slices.GAP_FILTERS[0]),
+            on_change=state.remember,
+            args=("cmp_gaps",),
+            horizontal=True,
+            help="A loss where B ranks more unjudged documents (absent from the qrels) above its "
+            "first relevant one than A does: they may be relevant, nobody judged them.",
+        )
+        losing = most_hurt(comparison, top=len(comparison.per_query))
+        losing = losing.loc[tagged(losing, tags, chosen)].reset_index(drop=True)
+        if gaps != slices.GAP_FILTERS[0]:
+            flags = slices.gap_flags(spec, task, protocol, entries, run_a, run_b, losing)
+            keep = [flag == (gaps == slices.GAP_FILTERS[2]) for flag in flags]
+            losing = losing.assign(**{GAP: flags}).loc[keep]
+        hurt = losing.head(HURT_ROWS).reset_index(drop=True)
+        if GAP not in hurt.columns:
+            hurt[GAP] = slices.gap_flags(spec, task, protocol, entries, run_a, run_b, hurt)
+        hurt = with_tags(hurt, tags)
+        texts = render.attempt(queries.query_texts, spec, task, protocol, hurt["domain"].unique())
+        shown = views.with_text(hurt, texts or {})
+        # The tags column only when some listed query has a tag: at 1000 px every column must fit.
+        has_tags = "tags" in shown.columns and shown["tags"].astype(bool).any()
+        shown = shown[[c for c in HURT_COLUMNS if c in shown.columns and (c != "tags" or has_tags)]]
+        rows = st.dataframe(
+            shown,
+            hide_index=True,
+            key="cmp_hurt",
+            on_select="rerun",
+            selection_mode="single-row",
+            column_config={
+                "domain": st.column_config.TextColumn("domain", width=70),
+                "query_id": st.column_config.TextColumn("query id", width=80),
+                "query": st.column_config.TextColumn("query", width=130),
+                "a": st.column_config.NumberColumn("A", format="%.3f", width="small"),
+                "b": st.column_config.NumberColumn("B", format="%.3f", width="small"),
+                "delta": st.column_config.NumberColumn("B − A", format="%+.3f", width=60),
+                "n_images": st.column_config.NumberColumn("images", width="small"),
+                "judged_a": st.column_config.NumberColumn(
+                    "J@10 A", format="%.1f", width=55, help="Judged@10 of run A"
+                ),
+                "judged_b": st.column_config.NumberColumn(
+                    "J@10 B", format="%.1f", width=55, help="Judged@10 of run B"
+                ),
+                GAP: st.column_config.CheckboxColumn(
+                    "gap?", width=45, help="possibly a gap in the judgments, not a failure"
+                ),
+                "tags": st.column_config.TextColumn("tags", width=120),
+            },
+        )
+        st.caption(f"{len(hurt)} of {len(losing)} losing queries listed (the worst first).")
+        inspect.open_query(hurt, rows.selection.rows if rows is not None else [])
+        render.csv_download(hurt, f"most_hurt_{run_a}_vs_{run_b}.csv", key="cmp_hurt_csv")
+        if len(hurt) and st.button("Inspect the most hurt query", key="cmp_inspect"):
+            inspect.open_query(hurt, [0])
+
+if slice_tab.open:
+    with slice_tab:
+        by = st.selectbox(
+            "Slice by",
+            SLICES,
+            key=state.sticky("cmp_slice", "images"),
+            on_change=state.remember,
+            args=("cmp_slice",),
+            help="OCR words are those the ocr-* retrievers cached ('not read' when none is); "
+            "size and aspect come from the first image's file header.",
+        )
+        tags = render.attempt(slices.query_tags, spec, task, protocol) or {}
+        sliced = render.attempt(slices.slice_table, spec, task, protocol, comparison, by, tags)
+        if sliced is not None:
+            st.plotly_chart(figures.slice_deltas(sliced, comparison, by), key="cmp_images")
+            st.dataframe(sliced, hide_index=True, key="cmp_images_table")
+
+if export_tab.open:
+    with export_tab:
+        source = render.attempt(loaders.get_source, spec)
+        if source is not None:
+            st.download_button(
+                "Download the comparison report (HTML)",
+                functools.partial(
+                    reports.comparison_html, source, task, protocol, entries, comparison
+                ),
+                file_name=f"compare_{run_a}_vs_{run_b}.html",
+                mime="text/html",
+                key="cmp_report",
+                icon=":material/download:",
+            )

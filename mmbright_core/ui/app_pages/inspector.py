@@ -122,7 +122,7 @@ if not tops:
     st.stop()
 # Only the open tab is computed and drawn: the others cost nothing until they are opened.
 missed_tab, attribution_tab, aligned_tab = st.tabs(
-    inspect.SECTIONS, key=inspect.SECTION_KEY, on_change="rerun"
+    state.INSPECT_SECTIONS, key=state.INSPECT_SECTION_KEY, on_change="rerun"
 )
 if missed_tab.open:
     with missed_tab:
