@@ -182,6 +182,40 @@ def headlines(table: pd.DataFrame, board: pd.DataFrame, task: TaskCounts) -> pd.
     return out.reset_index()
 
 
+HEADLINE = "nDCG@10 ×100"
+"""The headline table's score column: the macro average, x100 as the paper reports it."""
+
+
+def headline_table(lines: pd.DataFrame, provenance: Mapping[str, str]) -> pd.DataFrame:
+    """The headline numbers as shown: one row per run, counts against the task.
+
+    Args:
+        lines: :func:`headlines`.
+        provenance: run -> where it came from and its ``negative_ids`` policy.
+
+    Returns:
+        ``run``, the macro average x100, ``domains`` ("1 of 4", "· partial" when the run
+        misses some), ``coverage`` in percent, ``unjudged``, ``missing`` and ``source``.
+    """
+    domains = [
+        f"{int(n)} of {int(total)}" + (" · partial" if partial else "")
+        for n, total, partial in zip(
+            lines["domains"], lines["task_domains"], lines["partial"], strict=True
+        )
+    ]
+    return pd.DataFrame(
+        {
+            "run": lines["run"],
+            HEADLINE: lines["macro"],
+            "domains": domains,
+            "coverage": 100 * lines["coverage"],
+            "unjudged": lines["dropped"].astype(int),
+            "missing": lines["missing"].astype(int),
+            "source": [provenance.get(str(run), "") for run in lines["run"]],
+        }
+    )
+
+
 def task_domain_count(task: TaskCounts) -> int:
     """How many domains of a task have a judged query (the domains a macro average spans)."""
     return sum(judged > 0 for _, judged in task.values())

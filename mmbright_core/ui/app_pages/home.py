@@ -9,6 +9,7 @@ from mmbright_core.analysis import figures
 from mmbright_core.analysis.leaderboard import leaderboard, load_reference, reproduction
 from mmbright_core.ui import loaders, queries, render, runs_panel, state, views
 from mmbright_core.ui.sidebar import TASK_LABELS, selected_runs
+from mmbright_core.ui.views import HEADLINE
 
 st.title("MM-BRIGHT failure analysis")
 spec = state.source_spec()
@@ -29,33 +30,45 @@ counts = render.attempt(queries.task_counts, spec, task, protocol) if board is n
 if table is None or board is None or counts is None:
     st.info("Choose runs in the sidebar (or add some above) to see their scores.")
 else:
-    for row in views.headlines(table, board, counts).itertuples(index=False):
-        line = f"**{render.escape_md(row.run)}** · {render.escape_md(chosen[row.run].provenance)}"
-        if row.partial:
-            line += f" · :orange-badge[partial: {row.domains} of {row.task_domains} domains]"
-        st.markdown(line)
-        macro, domains, coverage, dropped, missing = st.columns(5)
-        macro.metric(
-            "nDCG@10 ×100",
-            f"{row.macro:.1f}",
-            help=f"Macro average: the mean over {row.domains} of the task's "
-            f"{row.task_domains} domains"
-            + (" (partial: not comparable with runs over every domain)" if row.partial else ""),
+    # One table, not a row of metric cards per run: every element is a message to the browser.
+    lines = views.headline_table(
+        views.headlines(table, board, counts),
+        {name: entry.provenance for name, entry in chosen.items()},
+    )
+    st.dataframe(
+        lines,
+        hide_index=True,
+        key="headline_table",
+        column_config={
+            "run": st.column_config.TextColumn("run", width="medium"),
+            HEADLINE: st.column_config.NumberColumn(
+                HEADLINE,
+                format="%.1f",
+                help="Macro average: the mean over the domains the run is scored on",
+            ),
+            "domains": st.column_config.TextColumn(
+                "domains", help="domains the run is scored on, of the task's domains"
+            ),
+            "coverage": st.column_config.NumberColumn(
+                "coverage",
+                format="%.1f%%",
+                help="the share of the task's judged queries the run ranks",
+            ),
+            "unjudged": st.column_config.NumberColumn(
+                "unjudged",
+                help="queries with no judgment at all, left out of scoring as trec_eval does",
+            ),
+            "missing": st.column_config.NumberColumn(
+                "missing", help="judged queries the run does not rank"
+            ),
+            "source": st.column_config.TextColumn("source", width="large"),
+        },
+    )
+    if lines["domains"].str.contains("partial").any():
+        st.caption(
+            "A partial run's average spans only the domains it covers: it is not comparable "
+            "with runs over every domain."
         )
-        domains.metric(
-            "Domains", f"{row.domains} of {row.task_domains}", help="domains the run is scored on"
-        )
-        coverage.metric(
-            "Coverage",
-            f"{100 * row.coverage:.1f}%",
-            help=f"{int(row.answered)} of the task's {int(row.judged)} judged queries are ranked",
-        )
-        dropped.metric(
-            "Unjudged",
-            int(row.dropped),
-            help="queries with no judgment at all, left out of scoring as trec_eval leaves them",
-        )
-        missing.metric("Missing", int(row.missing), help="judged queries the run does not rank")
 
 st.subheader("Leaderboard")
 boards = {task: board} if board is not None and len(board) else {}
