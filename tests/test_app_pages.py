@@ -375,3 +375,15 @@ def test_per_query_shows_b_minus_a_text_and_b_loses_filter(
     # A handful of queries: one dot each rather than a mostly empty histogram.
     trace = chart_traces(app, "pq_hist")[0]
     assert trace["type"] == "scatter" and len(plotly_values(trace["x"])) == len(losing)
+
+
+def test_runs_panel_stays_open_to_show_what_a_load_added(fixture_dir: Path, runs_dir: Path):
+    at = fresh()
+    use_folder(at, fixture_dir)
+    add_folder(at, runs_dir)
+    panel = next(e for e in at.expander if e.label == "Add or remove runs")
+    assert panel.proto.expanded  # the task has runs now, and the message shows
+    assert any("Added run 'text'" in s.value for s in at.success)
+    at.run()  # the next action: the message is gone, the panel folds away
+    panel = next(e for e in at.expander if e.label == "Add or remove runs")
+    assert not panel.proto.expanded

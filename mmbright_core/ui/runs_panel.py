@@ -98,6 +98,11 @@ def autoload_demo_runs() -> None:
         _report("error", f"The demo's runs could not be loaded: {err}")
 
 
+def has_messages() -> bool:
+    """Whether a load has reported something not shown yet (the panel stays open for it)."""
+    return bool(st.session_state.get(MESSAGES_KEY))
+
+
 def render_messages() -> None:
     """Show (once) what the last loads reported."""
     for kind, text in st.session_state.pop(MESSAGES_KEY, []):
