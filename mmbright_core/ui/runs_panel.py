@@ -18,10 +18,12 @@ MESSAGES_KEY = "run_messages"
 UPLOAD_KEY = "upload_files"
 FOLDER_KEY = "runs_folder"
 AUTOLOADED_KEY = "demo_runs_loaded"
+USED_KEY = "runs_panel_used"
 
 
 def _report(kind: str, text: str) -> None:
     st.session_state[MESSAGES_KEY] = [*st.session_state.get(MESSAGES_KEY, []), (kind, text)]
+    st.session_state[USED_KEY] = True
 
 
 def _add(entries: list[state.RunEntry]) -> None:
@@ -98,9 +100,13 @@ def autoload_demo_runs() -> None:
         _report("error", f"The demo's runs could not be loaded: {err}")
 
 
-def has_messages() -> bool:
-    """Whether a load has reported something not shown yet (the panel stays open for it)."""
-    return bool(st.session_state.get(MESSAGES_KEY))
+def used() -> bool:
+    """Whether the panel has reported a load or a removal in this session.
+
+    Home keeps the panel open from then on: it would otherwise fold away on the rerun that
+    shows the report, or on the next one, and hide it.
+    """
+    return bool(st.session_state.get(USED_KEY))
 
 
 def render_messages() -> None:

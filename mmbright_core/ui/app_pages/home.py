@@ -19,8 +19,8 @@ if spec == state.DEFAULT_SOURCE:
     st.info(render.SYNTHETIC_NOTE, icon=":material/science:")
 st.caption(f"Source: {render.escape_md(spec)} · {TASK_LABELS[task]} · protocol {protocol}")
 
-# Open while the task has no run, and after a load, to show what it added or refused.
-with st.expander("Add or remove runs", expanded=not state.task_runs() or runs_panel.has_messages()):
+# Open while the task has no run, and once used, to show what a load added or refused.
+with st.expander("Add or remove runs", expanded=not state.task_runs() or runs_panel.used()):
     runs_panel.render_panel()
 
 chosen = {name: state.task_runs()[name] for name in selected_runs()}
