@@ -180,3 +180,19 @@ def test_comparison_report_from_the_page_carries_failure_tags(fixture_dir, tmp_p
     )
     html = reports.comparison_html(source, 2, "paper", entries, comparison)
     assert "OCR noise" in html
+
+
+def test_a_passage_is_shown_folded_and_escaped():
+    from streamlit.testing.v1 import AppTest
+
+    def page() -> None:
+        from mmbright_core.ui import render
+
+        render.show_passage("<b>bold</b> & <script>alert(1)</script>\n" + "x" * 5000)
+
+    at = AppTest.from_function(page).run()
+    (body,) = [e.proto.body for e in at.get("html")]
+    assert body.startswith("<details><summary>Passage text</summary>")
+    assert "&lt;b&gt;bold&lt;/b&gt; &amp; &lt;script&gt;" in body
+    assert "<script>" not in body and "<b>" not in body
+    assert body.count("x") < 5000  # cut to the passage limit

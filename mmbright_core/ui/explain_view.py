@@ -242,8 +242,7 @@ def show_pair_group(
         first = documents.get(str(rows["doc_id"].iloc[0]))
         show_attribution(found.get(str(rows["doc_id"].iloc[0])))
         if first is not None and first.text:
-            with st.expander("Passage text"):
-                st.text(render.cut(first.text))
+            render.show_passage(first.text)
         for index, row in enumerate(rows.itertuples(index=False)):
             image = pair_parts(str(row.doc_id))[1]
             what = "with its image" if image else "text only"
@@ -334,8 +333,7 @@ def show_relevant(
             f"{render.judgment_badge(row.relevance)} {render.escape_md(shown_id(str(row.doc_id)))}"
         )
         if document is not None and document.text:
-            with st.expander("Passage text"):
-                st.text(render.cut(document.text))
+            render.show_passage(document.text)
         if document is not None and document.image is not None:
             render.show_image(
                 source.document_image_bytes(domain, document.image.path),

@@ -7,6 +7,7 @@ escaped); nothing here passes data to ``unsafe_allow_html``.
 
 from __future__ import annotations
 
+import html
 import math
 import re
 from collections.abc import Callable
@@ -154,6 +155,19 @@ def show_query(source: Source, query: Query) -> None:
         show_image(source.query_image_bytes(query.domain, ref.path), ref.path)
 
 
+def show_passage(text: str) -> None:
+    """A passage's text (cut to :data:`PASSAGE_CHARS`), folded under "Passage text".
+
+    One HTML element, a ``<details>``, rather than an expander holding a text element: a top
+    list shows many passages, and every element is a message to the browser.
+    """
+    st.html(
+        "<details><summary>Passage text</summary>"
+        '<div style="white-space:pre-wrap;font-family:monospace;font-size:0.85em">'
+        f"{html.escape(cut(text))}</div></details>"
+    )
+
+
 def show_document(
     source: Source, domain: str, doc_id: str, document: Document | None, key: str | None = None
 ) -> None:
@@ -165,8 +179,7 @@ def show_document(
         st.caption(f"{escape_md(doc_id)} is not in the corpus.")
         return
     if document.text:
-        with st.expander("Passage text"):
-            st.text(cut(document.text))
+        show_passage(document.text)
     if document.image is not None:
         show_image(
             source.document_image_bytes(domain, document.image.path),
