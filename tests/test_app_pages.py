@@ -95,8 +95,8 @@ def test_home_shows_and_scores_each_run_by_its_negatives_policy(
     add_folder(app, keep.task_dir)
     assert not app.exception and not error_messages(app)
     lines = headline_rows(app)
-    assert "negatives keep" in lines.loc["random", "source"]
-    assert "negatives exclude" in lines.loc["text", "source"]
+    assert lines.loc["random", "negatives"] == "keep"
+    assert lines.loc["text", "negatives"] == "exclude"
     runs = {o.domain: o.run for o in keep.domains}
     expected = score_task(source, TASK, runs, negatives="keep").macro["nDCG@10"]
     assert lines.loc["random", HEADLINE] == round(100 * expected, 1)

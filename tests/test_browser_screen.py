@@ -67,6 +67,13 @@ def _tab(page, name: str):  # type: ignore[no-untyped-def]
     return panel
 
 
+def _scrolls(page, frame) -> bool:  # type: ignore[no-untyped-def]
+    """Whether a data grid needs sideways scrolling to show all its columns."""
+    frame.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)
+    return bool(frame.locator(".dvn-scroller").first.evaluate(CLIPPED))
+
+
 def _clipped_texts(page, selector: str) -> list[str]:  # type: ignore[no-untyped-def]
     found = page.locator(selector)
     return [
@@ -81,15 +88,14 @@ def test_pages_fit_and_keep_every_group(server: str, width: int, scheme: str) ->
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
         page = _open(browser, server, width, scheme)
-        # Home: the published table needs no sideways scrolling; metric labels are whole.
-        reference = page.locator(FRAMES).first  # Home's first table
-        reference.scroll_into_view_if_needed()
-        page.wait_for_timeout(500)
-        scroller = reference.locator(".dvn-scroller").first
-        assert not scroller.evaluate(CLIPPED), "the reference table scrolls sideways"
-        assert not _clipped_texts(page, '[data-testid="stMetricLabel"] p')
+        # Home: neither the headline table nor the published one scrolls sideways.
         assert page.get_by_text("Published: Task 2").count() == 1
         page.screenshot(path=str(SHOTS / f"home-{width}-{scheme}.png"), full_page=True)
+        headline = page.locator(FRAMES).first
+        assert not _scrolls(page, headline), "the headline table scrolls sideways"
+        published = _tab(page, "Published: Task 2: text+image → text").locator(FRAMES).first
+        assert not _scrolls(page, published), "the reference table scrolls sideways"
+        page.screenshot(path=str(SHOTS / f"home-published-{width}-{scheme}.png"), full_page=True)
 
         _goto(page, "Compare", "Image effect by slice")
         assert not _clipped_texts(page, '[data-testid="stMetricLabel"] p')
@@ -99,9 +105,7 @@ def test_pages_fit_and_keep_every_group(server: str, width: int, scheme: str) ->
         ticks = slices.locator(CHARTS).first.locator(".xtick text").evaluate_all(TEXTS)
         assert "3-5" in ticks, ticks
         hurt = _tab(page, "Where B loses most").locator(FRAMES).first
-        assert not hurt.locator(".dvn-scroller").first.evaluate(CLIPPED), (
-            "the most-hurt table scrolls sideways"
-        )
+        assert not _scrolls(page, hurt), "the most-hurt table scrolls sideways"
         page.screenshot(path=str(SHOTS / f"compare-hurt-{width}-{scheme}.png"), full_page=True)
 
         _goto(page, "Per query", "queries shown")
@@ -116,7 +120,8 @@ def test_a_scatter_point_opens_the_inspector(server: str) -> None:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
         page = _open(browser, server, 1400, "light")
         _goto(page, "Compare", "Image effect by slice")
-        point = page.locator(CHARTS).first.locator(".scatterlayer .point").first
+        point = _tab(page, "Query by query").locator(CHARTS).first
+        point = point.locator(".scatterlayer .point").first
         point.scroll_into_view_if_needed()
         label = point.evaluate("e => e.__data__.tx")  # the hover label: "domain / query id"
         point.click(force=True)

@@ -186,16 +186,17 @@ HEADLINE = "nDCG@10 ×100"
 """The headline table's score column: the macro average, x100 as the paper reports it."""
 
 
-def headline_table(lines: pd.DataFrame, provenance: Mapping[str, str]) -> pd.DataFrame:
+def headline_table(lines: pd.DataFrame, negatives: Mapping[str, str]) -> pd.DataFrame:
     """The headline numbers as shown: one row per run, counts against the task.
 
     Args:
         lines: :func:`headlines`.
-        provenance: run -> where it came from and its ``negative_ids`` policy.
+        negatives: run -> the policy for ``negative_ids`` it is scored by.
 
     Returns:
         ``run``, the macro average x100, ``domains`` ("1 of 4", "· partial" when the run
-        misses some), ``coverage`` in percent, ``unjudged``, ``missing`` and ``source``.
+        misses some), ``coverage`` in percent, ``missing`` and ``negatives``. The queries
+        without any judgment are the task's, the same for every run: the page says them once.
     """
     domains = [
         f"{int(n)} of {int(total)}" + (" · partial" if partial else "")
@@ -209,9 +210,8 @@ def headline_table(lines: pd.DataFrame, provenance: Mapping[str, str]) -> pd.Dat
             HEADLINE: lines["macro"],
             "domains": domains,
             "coverage": 100 * lines["coverage"],
-            "unjudged": lines["dropped"].astype(int),
             "missing": lines["missing"].astype(int),
-            "source": [provenance.get(str(run), "") for run in lines["run"]],
+            "negatives": [negatives.get(str(run), "") for run in lines["run"]],
         }
     )
 

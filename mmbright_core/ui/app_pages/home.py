@@ -32,44 +32,52 @@ if table is None or board is None or counts is None:
     st.info("Choose runs in the sidebar (or add some above) to see their scores.")
 else:
     # One table, not a row of metric cards per run: every element is a message to the browser.
-    lines = views.headline_table(
-        views.headlines(table, board, counts),
-        {name: entry.provenance for name, entry in chosen.items()},
-    )
+    # Its widths add up to what a 1000 px window leaves beside the sidebar.
+    counted = views.headlines(table, board, counts)
+    lines = views.headline_table(counted, {name: e.negatives for name, e in chosen.items()})
     st.dataframe(
         lines,
         hide_index=True,
         key="headline_table",
         column_config={
-            "run": st.column_config.TextColumn("run", width="medium"),
+            "run": st.column_config.TextColumn("run", width=110),
             HEADLINE: st.column_config.NumberColumn(
                 HEADLINE,
                 format="%.1f",
+                width=95,
                 help="Macro average: the mean over the domains the run is scored on",
             ),
             "domains": st.column_config.TextColumn(
-                "domains", help="domains the run is scored on, of the task's domains"
+                "domains", width=100, help="domains the run is scored on, of the task's"
             ),
             "coverage": st.column_config.NumberColumn(
                 "coverage",
                 format="%.1f%%",
+                width=75,
                 help="the share of the task's judged queries the run ranks",
             ),
-            "unjudged": st.column_config.NumberColumn(
-                "unjudged",
-                help="queries with no judgment at all, left out of scoring as trec_eval does",
-            ),
             "missing": st.column_config.NumberColumn(
-                "missing", help="judged queries the run does not rank"
+                "missing", width=65, help="judged queries the run does not rank"
             ),
-            "source": st.column_config.TextColumn("source", width="large"),
+            "negatives": st.column_config.TextColumn(
+                "negatives",
+                width=75,
+                help="exclude: the official rule drops a query's negative_ids; keep: scored",
+            ),
         },
     )
-    if lines["domains"].str.contains("partial").any():
-        st.caption(
-            "A partial run's average spans only the domains it covers: it is not comparable "
+    unjudged = int(counted["dropped"].iloc[0]) if len(counted) else 0
+    st.caption(
+        f"{unjudged} of the task's queries have no judgment at all: they are left out of "
+        "scoring, as trec_eval leaves them. Where each run came from is listed in the runs panel "
+        "above."
+        + (
+            " A partial run's average spans only the domains it covers: it is not comparable "
             "with runs over every domain."
+            if counted["partial"].any()
+            else ""
         )
+    )
 
 st.subheader("Leaderboard")
 boards = {task: board} if board is not None and len(board) else {}
