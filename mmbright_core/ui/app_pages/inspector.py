@@ -9,6 +9,7 @@ from mmbright_core.analysis.rankdiff import rank_diff
 from mmbright_core.ui import explain_view, inspect, loaders, notes_panel, render, state, views
 
 TOP = 10
+
 st.title("Query inspector")
 spec, task, protocol = state.source_spec(), state.current_task(), state.current_protocol()
 source = render.attempt(loaders.get_source, spec)
