@@ -9,6 +9,8 @@ holding HTML, a script and Markdown is shown as text: query and passage text thr
 from __future__ import annotations
 
 import gzip
+import html
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -113,9 +115,13 @@ def test_script_html_and_markdown_in_data_are_shown_as_text(hostile: Path):
     assert not at.exception
     texts = [t.value for t in at.text]
     assert HOSTILE_QUERY in texts  # verbatim, through st.text
-    assert any(HOSTILE_PASSAGE in t for t in texts)
+    # A passage is folded in one HTML element, every character of it escaped.
+    bodies = [h.proto.body for h in at.get("html")]
+    assert any(html.escape(HOSTILE_PASSAGE) in b for b in bodies)
+    assert not any(SCRIPT in b or "<b>not bold" in b for b in bodies)
     headers = [h.value for h in at.subheader]
     assert escape_md(HOSTILE_NAME) in headers and HOSTILE_NAME not in headers
     markdown = " ".join(m.value for m in at.markdown)
-    assert SCRIPT not in markdown and "<img" not in markdown
+    # A run name in Markdown is escaped ("\\<img"): no tag is left unescaped.
+    assert not re.search(r"(?<!\\)<(img|script)", markdown)
     no_html_from_data(at)
