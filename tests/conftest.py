@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
+import shutil
 from pathlib import Path
 
+import isolation
 import pytest
 from fixture_dataset import build_fixture
 
 from mmbright_core.data.sources import Source, open_source
+
+_REAL_HOME = pytest.StashKey[tuple[Path, dict[str, tuple[int, int]]]]()
+_TEST_HOME = pytest.StashKey[Path]()
 
 
 @pytest.fixture(scope="session")
@@ -24,17 +28,33 @@ def source(fixture_dir: Path) -> Source:
     return open_source(str(fixture_dir))
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory):
-    """Keep every cache a test writes (BM25 indexes, embeddings, OCR) out of the home folder."""
-    monkeypatch.setenv("MMBRIGHT_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+def pytest_configure(config: pytest.Config) -> None:
+    """Run the whole suite in a temporary home (see ``tests/isolation.py``)."""
+    config.stash[_REAL_HOME] = (isolation.real_home(), isolation.snapshot(isolation.real_home()))
+    config.stash[_TEST_HOME] = isolation.redirect()
 
 
-@pytest.fixture(autouse=True)
-def _private_notes(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory):
-    """Keep the notes database a test opens (the inspector reads it) out of the home folder."""
-    if "MMBRIGHT_NOTES" not in os.environ:
-        monkeypatch.setenv("MMBRIGHT_NOTES", str(tmp_path_factory.getbasetemp() / "notes.sqlite3"))
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if anything under the real home's mmbright folders changed."""
+    home, before = session.config.stash[_REAL_HOME]
+    after = isolation.snapshot(home)
+    if after != before:
+        changed = sorted(set(after.items()) ^ set(before.items()))
+        print(f"\nthe test run changed files in the user's home: {changed[:5]}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    shutil.rmtree(session.config.stash[_TEST_HOME], ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def test_home(pytestconfig: pytest.Config) -> Path:
+    """The temporary home the whole run uses instead of the user's."""
+    return pytestconfig.stash[_TEST_HOME]
+
+
+@pytest.fixture(scope="session")
+def real_home_before(pytestconfig: pytest.Config) -> tuple[Path, dict[str, tuple[int, int]]]:
+    """The user's real home, and what its mmbright folders held before the run."""
+    return pytestconfig.stash[_REAL_HOME]
 
 
 TINY_CLIP = "mmbright-test-tiny"

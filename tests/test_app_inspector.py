@@ -235,12 +235,12 @@ def test_a_failed_save_shows_the_message_and_keeps_the_text(hurt, monkeypatch):
     def locked(self, key, text, author=None):
         raise NotesError("the notes database is locked", unsaved=text)
 
-    monkeypatch.setattr(NotesStore, "set_note", locked)
-    at.text_area(key="insp_note").input("nothing typed is lost")
-    at.button(key="insp_save").click().run()
-    assert any("locked" in e.value for e in at.error)
-    assert at.text_area(key="insp_note").value == "nothing typed is lost"
-    monkeypatch.undo()
+    with monkeypatch.context() as patch:
+        patch.setattr(NotesStore, "set_note", locked)
+        at.text_area(key="insp_note").input("nothing typed is lost")
+        at.button(key="insp_save").click().run()
+        assert any("locked" in e.value for e in at.error)
+        assert at.text_area(key="insp_note").value == "nothing typed is lost"
     at.button(key="insp_save").click().run()
     assert any("Saved" in s.value for s in at.success)
 
