@@ -40,7 +40,7 @@ _STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em auto;padding:0 1em;max-width:70em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.85em;max-width:100%}
 th,td{border:1px solid #ccc;padding:.2em .3em;text-align:right}
-th{background:#f3f3f3;vertical-align:bottom}.text,.settings td{text-align:left}
+th{background:#f3f3f3;vertical-align:bottom}.text,.settings th,.settings td{text-align:left}
 .table{max-width:100%;overflow-x:auto}
 .query{border-top:2px solid #888;margin-top:2em}.excerpt{white-space:pre-wrap;color:#444}
 .images img{max-height:240px;margin:.2em;border:1px solid #ddd}
