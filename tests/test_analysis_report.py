@@ -104,6 +104,71 @@ def test_report_escapes_text():
     assert "&lt;blue&gt;" in page
 
 
+class _Tables(HTMLParser):
+    """Each table of a page as rows of cell texts, its heading row first."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables = []
+        self._in_cell = False
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("th", "td"):
+            self.tables[-1][-1].append("")
+            self._in_cell = True
+
+    def handle_endtag(self, tag):
+        self._in_cell = self._in_cell and tag not in ("th", "td")
+
+    def handle_data(self, data):
+        if self._in_cell:
+            self.tables[-1][-1][-1] += data
+
+
+def _tables(page):
+    parser = _Tables()
+    parser.feed(page)
+    return {
+        tuple(head): [dict(zip(head, row, strict=True)) for row in rows]
+        for head, *rows in parser.tables
+    }
+
+
+def test_report_writes_ranks_counts_and_grades_as_integers():
+    tables = _tables(comparison_report(_comparison(), details=_details(), top=5))
+    # The rank diff of q1 (k=1): d1 relevant, rank 1 in A, 2 in B; d2 unjudged, 2 then 1.
+    diff = next(rows for head, rows in tables.items() if "rank A" in head)
+    assert [(r["doc id"], r["relevance"], r["rank A"], r["rank B"]) for r in diff] == [
+        ("d2", "–", "2", "1"),
+        ("d1", "1", "1", "2"),
+    ]
+    hurt = next(rows for head, rows in tables.items() if "judgment gap" in head)
+    q1 = next(r for r in hurt if r["query id"] == "q1")
+    assert (q1["A"], q1["B"], q1["B − A"]) == ("0.900", "0.100", "-0.800")
+    assert (q1["images"], q1["query chars"], q1["first relevant rank A"]) == ("2", "900", "1")
+    deltas = next(rows for head, rows in tables.items() if "wins" in head)
+    assert [(r["queries"], r["wins"], r["ties"], r["losses"]) for r in deltas] == [
+        ("4", "1", "1", "2"),
+        ("4", "1", "1", "2"),
+    ]
+
+
+def test_report_figures_look_the_same_inside_the_dashboard(monkeypatch):
+    # The dashboard's Export tab builds the report in a process where Streamlit's theme is
+    # Plotly's default: that theme fits no margin to the labels ("tu" for "askubuntu").
+    pio = pytest.importorskip("plotly.io")
+    theme = pytest.importorskip("streamlit.elements.lib.streamlit_plotly_theme")
+    monkeypatch.setattr(pio.templates, "default", "plotly")  # as in `mmbright compare`
+    alone = comparison_report(_comparison(), details=_details())
+    theme.configure_streamlit_plotly_theme()
+    assert pio.templates.default == "streamlit"
+    assert comparison_report(_comparison(), details=_details()) == alone
+
+
 def test_report_without_losses():
     rows = [(r, 1, "a", "q", 0.5, 0, 0, 10, 1, 1, 1.0, True) for r in ("x", "y")]
     comparison = compare_runs(pd.DataFrame(rows, columns=COLUMNS), "x", "y", n_resamples=10)

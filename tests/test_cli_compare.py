@@ -85,6 +85,21 @@ def test_compare_tsv_top_and_domain(fixture_dir, runs, capsys):
     assert capsys.readouterr().out == text
 
 
+def test_compare_prints_ranks_and_counts_as_integers(fixture_dir, runs, capsys):
+    argv = ["--source", str(fixture_dir), "--task", "2", *runs]
+    assert main(["compare", *argv]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = lines.index("# most hurt queries (top 3)") + 1
+    head = lines[start].split("\t")
+    rows = [dict(zip(head, line.split("\t"), strict=True)) for line in lines[start + 1 :]]
+    # a4: B ranks no relevant document; a1: B's first relevant one is at rank 2 (A_HARD excluded).
+    ranks = [(r["query_id"], r["first_relevant_rank_a"], r["first_relevant_rank_b"]) for r in rows]
+    assert ranks == [("a4", "1", "nan"), ("a1", "1", "2"), ("a2", "1", "1")]
+    assert rows[1]["a"] == "1.0000"  # a measure keeps its decimals, even when whole
+    hurt = _json(capsys, *argv)["most_hurt"]
+    assert [type(h["first_relevant_rank_a"]) for h in hurt] == [int, int, int]
+
+
 def test_compare_official_outputs_folder(fixture_dir, runs, tmp_path, capsys):
     folder = tmp_path / "outputs" / "run_multi"
     for domain in ("academia", "biology"):

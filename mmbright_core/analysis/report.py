@@ -4,13 +4,14 @@ The file opens in a browser with no server and no network: plotly.js is inlined 
 front of the first figure, and query images are embedded as PNG thumbnails in ``data:``
 URIs. Every piece of text from the data (run names, domains, query text, doc ids) is
 HTML-escaped. Images that cannot be decoded (SVG, 1x1, corrupt, missing: SPEC §2) are
-shown as their reason, never dropped silently.
+shown as their reason, never dropped silently. The figures carry their own theme and
+margins, so the file is the same whether the command or the dashboard makes it; the
+tables' headings and number formats are in :mod:`mmbright_core.analysis.report_tables`.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import io
 import math
 from collections.abc import Mapping, Sequence
@@ -21,16 +22,28 @@ import pandas as pd
 
 from mmbright_core.analysis.compare import Comparison, Tags, image_effect, most_hurt, with_tags
 from mmbright_core.analysis.rankdiff import RankDiff, judgment_gap
+from mmbright_core.analysis.report_tables import escape as _e
+from mmbright_core.analysis.report_tables import format_value, html_table
 from mmbright_core.data.images import ImageDecodeError, decode_image
 from mmbright_core.errors import MissingDependencyError
 
 THUMBNAIL = (320, 320)
+FIGURE_TEMPLATE = "plotly_white"
+"""The report's own Plotly theme, whatever the process's default (see :func:`_laid_out`)."""
+_FIGURE_MARGIN = {"l": 70, "r": 20, "t": 30, "b": 50, "pad": 4}
 TEXT_EXCERPT = 600
+_DELTA_COLUMNS = ["scope", "queries", "mean_a", "mean_b", "delta", "ci_low", "ci_high"]
+_DELTA_COLUMNS += ["wins", "ties", "losses"]
+_TEST_COLUMNS = ["scope", "t", "p_t", "p_t_holm", "p_perm", "p_perm_holm", "perm_exact"]
+_TEST_COLUMNS += ["cohens_d"]
+# The page is read at 1,000 px and up: headings wrap at their spaces, a table too wide
+# scrolls in its own box, and the body keeps a margin from the window's edge.
 _STYLE = """
-body{font-family:system-ui,sans-serif;margin:2em auto;max-width:70em;color:#222}
-table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}
-th,td{border:1px solid #ccc;padding:.2em .5em;text-align:right}
-th{background:#f3f3f3} td:first-child,th:first-child{text-align:left}
+body{font-family:system-ui,sans-serif;margin:2em auto;padding:0 1em;max-width:70em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.85em;max-width:100%}
+th,td{border:1px solid #ccc;padding:.2em .3em;text-align:right}
+th{background:#f3f3f3;vertical-align:bottom}.text,.settings th,.settings td{text-align:left}
+.table{max-width:100%;overflow-x:auto}
 .query{border-top:2px solid #888;margin-top:2em}.excerpt{white-space:pre-wrap;color:#444}
 .images img{max-height:240px;margin:.2em;border:1px solid #ddd}
 .problem{display:inline-block;padding:.5em;margin:.2em;background:#fee;border:1px solid #c99}
@@ -78,7 +91,7 @@ def comparison_report(
         f"<h1>{_e(heading)}</h1>",
         _settings(comparison),
         "<h2>By domain and pooled</h2>",
-        _table(comparison.summary),
+        *_summary_tables(comparison.summary),
         figures.domain_deltas(comparison),
         "<h2>Per-query deltas</h2>",
         figures.histogram(comparison),
@@ -89,17 +102,30 @@ def comparison_report(
             continue
         parts += [
             f"<h3>By {_e(name)}</h3>",
-            _table(frame),
+            html_table(frame),
             figures.breakdown(comparison, name, frame),
         ]
     parts += [f"<h2>Most hurt queries (top {top})</h2>"]
     hurt = most_hurt(comparison, top)
-    shown = _gaps(with_tags(hurt, tags or {}), details or {})
-    parts.append(_table(shown) if len(hurt) else "<p>No query lost against the baseline.</p>")
+    # The task is the same on every row: the settings table names it once.
+    shown = _gaps(with_tags(hurt, tags or {}), details or {}).drop(columns="task", errors="ignore")
+    parts.append(html_table(shown) if len(hurt) else "<p>No query lost against the baseline.</p>")
     for row in hurt.itertuples(index=False):
         detail = (details or {}).get((row.domain, row.query_id), QueryDetail())
         parts.append(_query_section(row, detail))
     return _page(heading, "\n".join(parts))
+
+
+def _summary_tables(summary: pd.DataFrame) -> list[str]:
+    """The summary as two tables, the deltas then their tests, so each fits a 1,000 px page."""
+    deltas = [c for c in _DELTA_COLUMNS if c in summary.columns]
+    tests = [c for c in _TEST_COLUMNS if c in summary.columns]
+    tests += [c for c in summary.columns if c not in deltas + tests]
+    return [
+        html_table(summary[deltas]),
+        "<h3>Tests: raw p, and Holm over the domains</h3>",
+        html_table(summary[tests]),
+    ]
 
 
 def _gaps(hurt: pd.DataFrame, details: Mapping[tuple[str, str], QueryDetail]) -> pd.DataFrame:
@@ -125,10 +151,6 @@ def _diff_gap(diff: RankDiff, delta: float) -> bool:
     return judgment_gap(qrels, tops[0], tops[1], delta, diff.k)
 
 
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
-
-
 def _page(title: str, body: str) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -141,6 +163,7 @@ def _settings(c: Comparison) -> str:
     items = {
         "baseline (A)": c.run_a,
         "compared (B)": c.run_b,
+        "task": ", ".join(format_value("task", t) for t in sorted(set(c.per_query["task"]))),
         "measure": c.measure,
         "paired queries": len(c.per_query),
         "scored in one run only (left out)": c.unpaired,
@@ -149,26 +172,12 @@ def _settings(c: Comparison) -> str:
         "delta": "B - A per query; Holm over the per-domain family; the pooled test is raw",
     }
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in items.items())
-    return f"<table>{rows}</table>"
-
-
-def _format(value: object) -> str:
-    if isinstance(value, float):
-        return "–" if math.isnan(value) else f"{value:.4f}"
-    return str(value)
-
-
-def _table(frame: pd.DataFrame) -> str:
-    head = "".join(f"<th>{_e(c)}</th>" for c in frame.columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{_e(_format(v))}</td>" for v in row) + "</tr>"
-        for row in frame.itertuples(index=False)
-    )
-    return f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    return f'<table class="settings">{rows}</table>'
 
 
 def _query_section(row: Any, detail: QueryDetail) -> str:
-    head = f"{row.domain} / {row.query_id}: delta {row.delta:+.4f} ({row.a:.4f} → {row.b:.4f})"
+    a, b, delta = (format_value(c, getattr(row, c)) for c in ("a", "b", "delta"))
+    head = f"{row.domain} / {row.query_id}: delta {delta} ({a} → {b})"
     parts = [f'<section class="query"><h3>{_e(head)}</h3>']
     if detail.text:
         excerpt = detail.text[:TEXT_EXCERPT] + ("…" if len(detail.text) > TEXT_EXCERPT else "")
@@ -179,10 +188,10 @@ def _query_section(row: Any, detail: QueryDetail) -> str:
     if detail.rank_diff is not None:
         diff = detail.rank_diff
         parts.append(
-            f"<p>Top {diff.k}: Kendall tau {_e(_format(diff.kendall_tau))}, "
-            f"RBO {_e(_format(diff.rbo))}</p>"
+            f"<p>Top {diff.k}: Kendall tau {_e(format_value('tau', diff.kendall_tau))}, "
+            f"RBO {_e(format_value('rbo', diff.rbo))}</p>"
         )
-        parts.append(_table(diff.docs))
+        parts.append(html_table(diff.docs))
     parts.append("</section>")
     return "".join(parts)
 
@@ -212,7 +221,7 @@ class _Figures:
 
     def _html(self, figure: Any) -> str:
         self._count += 1
-        html_text: str = figure.to_html(
+        html_text: str = _laid_out(figure).to_html(
             full_html=False,
             include_plotlyjs=self._count == 1,
             div_id=f"figure-{self._count}",
@@ -228,3 +237,18 @@ class _Figures:
 
     def breakdown(self, c: Comparison, name: str, frame: pd.DataFrame) -> str:
         return self._html(self._figures.breakdown_bars(frame, c, name))
+
+
+def _laid_out(figure: Any) -> Any:
+    """Give a dashboard figure the report's theme, margins and labels fitted to the plot.
+
+    A figure keeps the Plotly theme that was the default when it was built. In the
+    dashboard (whose Export tab builds this report) that is Streamlit's theme, which
+    fits no margin to the labels: the report showed "tu" for "askubuntu", ".8" for
+    "0.8" and axis titles over the tick labels. The dashboard's own figures keep
+    their look; only the copies drawn here are changed.
+    """
+    figure.update_layout(template=FIGURE_TEMPLATE, margin=_FIGURE_MARGIN)
+    figure.update_xaxes(automargin=True, title_standoff=10)
+    figure.update_yaxes(automargin=True, title_standoff=10)
+    return figure

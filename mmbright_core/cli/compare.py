@@ -173,13 +173,18 @@ def _names(path_a: str, path_b: str) -> tuple[str, str]:
     return (f"A:{a}", f"B:{b}") if a == b else (a, b)
 
 
-def _cell(value: Any) -> str:
+def _cell(column: str, value: Any) -> str:
     import pandas as pd
+
+    from mmbright_core.analysis.report_tables import INTEGER_COLUMNS
 
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, float):
-        return "nan" if math.isnan(value) else f"{value:.4f}"
+        if math.isnan(value):
+            return "nan"
+        # A rank or count is a float only because its column may miss a value.
+        return str(int(value)) if column in INTEGER_COLUMNS else f"{value:.4f}"
     return "nan" if value is pd.NA else str(value)
 
 
@@ -217,20 +222,24 @@ def _print_tsv(
 def _print_rows(frame: pd.DataFrame, columns: list[str], out: IO[str]) -> None:
     print("\t".join(columns), file=out)
     for row in frame[columns].itertuples(index=False):
-        print("\t".join(_cell(v) for v in row), file=out)
+        print("\t".join(_cell(c, v) for c, v in zip(columns, row, strict=True)), file=out)
 
 
 def _records(frame: pd.DataFrame, columns: list[str]) -> list[dict[str, Any]]:
+    records = frame[columns].astype(object).to_dict(orient="records")
+    return [{k: _json_value(k, v) for k, v in r.items()} for r in records]
+
+
+def _json_value(column: str, value: Any) -> Any:
     import pandas as pd
 
-    records = frame[columns].astype(object).to_dict(orient="records")
-    return [
-        {
-            k: None if v is pd.NA or (isinstance(v, float) and math.isnan(v)) else v
-            for k, v in r.items()
-        }
-        for r in records
-    ]
+    from mmbright_core.analysis.report_tables import INTEGER_COLUMNS
+
+    if value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if column in INTEGER_COLUMNS and isinstance(value, float):
+        return int(value)  # a rank or count, a float only because its column may miss one
+    return value
 
 
 def _print_json(

@@ -1,0 +1,116 @@
+"""The report's tables: readable column headings and each value written as its kind.
+
+Counts, ranks and relevance grades are whole numbers, but pandas keeps them as floats in
+any column that may hold a missing value (a document one run did not rank, an unjudged
+one), so they are written as integers by column name, not by dtype. Headings are words
+that wrap and measures have three decimals, so a table fits a 1,000 px page.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import numbers
+
+import numpy as np
+import pandas as pd
+
+_COUNTS = ("task", "queries", "wins", "ties", "losses", "n_judged", "n_relevant", "query_chars")
+_IMAGES = ("n_images", "n_decodable_images")
+_RANKS = ("relevance", "rank_a", "rank_b", "first_relevant_rank")
+INTEGER_COLUMNS = frozenset(
+    (*_COUNTS, *_IMAGES, *_RANKS, "first_relevant_rank_a", "first_relevant_rank_b")
+)
+"""Columns of whole numbers (counts, ranks, relevance grades), floats only for a missing value."""
+
+DECIMALS = 3
+"""Decimals of a measure value, as on the dashboard's pages."""
+_SIGNED = frozenset({"delta", "ci_low", "ci_high"})  # differences B - A carry their sign
+MISSING = "–"
+LABELS = {
+    "query_id": "query id",
+    "doc_id": "doc id",
+    "a": "A",
+    "b": "B",
+    "mean_a": "A",
+    "mean_b": "B",
+    "delta": "B − A",
+    "ci_low": "95% CI low",
+    "ci_high": "95% CI high",
+    "p_t": "p (t)",
+    "p_t_holm": "p (t) Holm",
+    "p_perm": "p (perm.)",
+    "p_perm_holm": "p (perm.) Holm",
+    "perm_exact": "perm. exact",
+    "cohens_d": "Cohen's d",
+    "n_images": "images",
+    "n_decodable_images": "decoded images",
+    "query_chars": "query chars",
+    "n_judged": "judged",
+    "n_relevant": "relevant",
+    "first_relevant_rank_a": "first relevant rank A",
+    "first_relevant_rank_b": "first relevant rank B",
+    "rank_a": "rank A",
+    "rank_b": "rank B",
+}
+"""Column -> heading; any other column is headed by its name with spaces for underscores."""
+
+
+def label(column: str) -> str:
+    """The heading of ``column`` in the report."""
+    return LABELS.get(column, column.replace("_", " "))
+
+
+def format_value(column: str, value: object) -> str:
+    """Write one cell: whole numbers without decimals, measures with three, yes / no for flags.
+
+    Args:
+        column: The column the value comes from (decides integer and signed formats).
+        value: The cell.
+
+    Returns:
+        The text shown; a missing number is shown as an en dash.
+    """
+    if isinstance(value, bool | np.bool_):
+        return "yes" if value else "no"
+    if value is pd.NA or (isinstance(value, numbers.Real) and math.isnan(value)):
+        return MISSING
+    if not isinstance(value, numbers.Real):
+        return str(value)
+    if isinstance(value, numbers.Integral) or (
+        column in INTEGER_COLUMNS and float(value).is_integer()
+    ):
+        return str(int(float(value)))
+    return f"{value:+.{DECIMALS}f}" if column in _SIGNED else f"{value:.{DECIMALS}f}"
+
+
+def html_table(frame: pd.DataFrame) -> str:
+    """Render a table with readable headings; numbers right-aligned, text free to wrap."""
+    columns = [str(c) for c in frame.columns]
+    kinds = [_kind(frame[c]) for c in frame.columns]
+    head = "".join(
+        f'<th class="{k}">{escape(label(c))}</th>' for c, k in zip(columns, kinds, strict=True)
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="{k}">{escape(format_value(c, v))}</td>'
+            for c, k, v in zip(columns, kinds, row, strict=True)
+        )
+        + "</tr>"
+        for row in frame.itertuples(index=False)
+    )
+    table = f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    # An id too long to fit scrolls inside its own box instead of widening the whole page.
+    return f'<div class="table">{table}</div>'
+
+
+def _kind(column: pd.Series) -> str:
+    """``num`` (right-aligned) for a column of numbers, ``text`` for ids, words and flags."""
+    numeric = pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
+    return "num" if numeric else "text"
+
+
+def escape(text: object) -> str:
+    """Escape ``text`` for HTML text and attribute values (quotes too)."""
+    return html.escape(str(text), quote=True)
