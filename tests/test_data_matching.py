@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import huggingface_hub
+import pytest
 from fixture_dataset import A1, A3, AI1, AI3, AI_SVG
 
 from mmbright_core.data.matching import WEAK_MATCH, MatchCounts, match_counts
-from mmbright_core.data.sources import Source
+from mmbright_core.data.sources import Source, open_source
 
 MADE_UP = "academia/ffffffff_1.txt"
 
@@ -48,3 +52,22 @@ def test_image_and_pair_tasks_read_their_corpus_by_id(source: Source) -> None:
 def test_a_domain_the_source_lacks_matches_nothing(source: Source) -> None:
     counts = match_counts(source, 1, {"physics": {"p1": {"physics/aa_1.txt": 1.0}}})
     assert counts == MatchCounts(1, 0, 6, 0, 0, 0) and counts.nothing
+
+
+def test_the_hubs_corpus_is_not_downloaded_for_a_count(
+    fixture_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fetched: list[str] = []
+
+    def download(repo_id: str, filename: str, **_: object) -> str:
+        fetched.append(filename)
+        return str(fixture_dir / filename)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    hub = open_source("hf")
+    monkeypatch.setattr(hub, "domains", lambda: ("academia", "biology"))  # the fixture's
+    counts = match_counts(hub, 1, {"academia": {"a1": {MADE_UP: 1.0}}})
+    assert (counts.matched_queries, counts.run_docs, counts.matched_docs) == (1, 1, None)
+    assert not counts.weak  # nothing says the doc ids are wrong
+    assert "its 1 doc ids were not looked up in the corpus" in counts.describe()
+    assert not any(name.startswith("documents/") for name in fetched)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mmbright_core.data.ids import check_protocol, pair_id
-from mmbright_core.data.sources import Source
+from mmbright_core.data.sources import FolderSource, Source
 from mmbright_core.data.tasks import pair_corpus, read_passages
 from mmbright_core.types import Run
 
@@ -31,16 +31,17 @@ class MatchCounts:
         matched_queries: Those that are queries of the task (in the domain they are filed in).
         task_queries: The task's queries over every domain of the source.
         run_docs: The distinct (domain, doc id) the run ranks for its matched queries.
-        matched_docs: Those that are items of the domain's corpus.
-        corpus_docs: The items in the corpus of the domains the run covers.
+        matched_docs: Those that are items of the domain's corpus, or None when the corpus
+            was not at hand to count them (the hub's: it is not downloaded for a count).
+        corpus_docs: The items in the corpus of the domains the run covers (None likewise).
     """
 
     run_queries: int
     matched_queries: int
     task_queries: int
     run_docs: int
-    matched_docs: int
-    corpus_docs: int
+    matched_docs: int | None
+    corpus_docs: int | None
 
     @property
     def nothing(self) -> bool:
@@ -53,16 +54,20 @@ class MatchCounts:
         return (
             self.nothing
             or self.matched_queries < WEAK_MATCH * self.run_queries
-            or self.matched_docs < WEAK_MATCH * self.run_docs
+            or (self.matched_docs is not None and self.matched_docs < WEAK_MATCH * self.run_docs)
         )
 
     def describe(self) -> str:
         """The counts in one sentence, for a message."""
-        return (
+        queries = (
             f"{self.matched_queries:,} of its {self.run_queries:,} queries are queries of the "
-            f"task (which has {self.task_queries:,}); {self.matched_docs:,} of the "
-            f"{self.run_docs:,} doc ids it ranks are in the corpus ({self.corpus_docs:,} items "
-            "in the domains it covers)"
+            f"task (which has {self.task_queries:,})"
+        )
+        if self.matched_docs is None:
+            return f"{queries}; its {self.run_docs:,} doc ids were not looked up in the corpus"
+        return (
+            f"{queries}; {self.matched_docs:,} of the {self.run_docs:,} doc ids it ranks are in "
+            f"the corpus ({self.corpus_docs:,} items in the domains it covers)"
         )
 
 
@@ -76,7 +81,9 @@ def match_counts(
 ) -> MatchCounts:
     """Count the run's queries the task has and the doc ids its corpus holds.
 
-    The corpus is read by id only (passage ids, image paths), never its text or bytes.
+    The corpus is read by id only (passage ids, image paths), never its text or bytes, and
+    only from a local folder: the hub's corpus files are not downloaded for a count (its doc
+    ids are then left uncounted, ``None``).
 
     Args:
         source: The dataset copy.
@@ -87,9 +94,8 @@ def match_counts(
         protocol: The Task 4 protocol.
     """
     held = set(source.domains())
-    task_queries = 0
-    for domain in sorted(held):
-        task_queries += len(source.judgments(task, domain, protocol).queries)
+    local = isinstance(source, FolderSource)
+    task_queries = sum(len(source.judgments(task, d, protocol).queries) for d in sorted(held))
     filed = sum(len(run) for run in runs.values())
     matched_queries = run_docs = matched_docs = corpus_docs = 0
     for domain, run in runs.items():
@@ -101,7 +107,7 @@ def match_counts(
         docs = {d for query_id, ranked in run.items() if query_id in known for d in ranked}
         matched_queries += sum(1 for query_id in run if query_id in known)
         run_docs += len(docs)
-        if docs:
+        if docs and local:
             corpus = _corpus(source, task, domain, protocol)
             corpus_docs += len(corpus)
             matched_docs += len(docs & corpus)
@@ -110,8 +116,8 @@ def match_counts(
         matched_queries,
         task_queries,
         run_docs,
-        matched_docs,
-        corpus_docs,
+        matched_docs if local else None,
+        corpus_docs if local else None,
     )
 
 
