@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -79,8 +81,49 @@ def test_spec_errors() -> None:
         open_source("hf@a", revision="b")
     with pytest.raises(InputError, match="hub source only"):
         open_source("demo", revision="b")
-    with pytest.raises(InputError, match=r"unknown source.*'demo', 'hf'"):
+    with pytest.raises(InputError, match=r"no such folder: '/no/such/folder'; expected 'demo'"):
         open_source("/no/such/folder")
+
+
+def test_a_file_is_not_a_folder(tmp_path: Path) -> None:
+    (tmp_path / "data.parquet").write_bytes(b"PAR1")
+    with pytest.raises(InputError, match=r"not a folder: '.*data.parquet'.*found a file"):
+        open_source(str(tmp_path / "data.parquet"))
+
+
+def test_cli_names_a_missing_and_an_unreadable_folder(tmp_path: Path) -> None:
+    # The folder is made unreadable for real; as root, the CLI runs as user nobody, for whom
+    # the permission holds (root reads any folder).
+    shared = Path(tempfile.mkdtemp())
+    try:
+        shared.chmod(0o755)
+        locked = shared / "locked"
+        locked.mkdir(mode=0o000)
+        run = shared / "run.trec"
+        run.write_text("a1 Q0 academia/a1b2c3d4_101.txt 1 1.0 t\n")
+        run.chmod(0o644)
+        for folder, said in (
+            (shared / "absent", f"no such folder: '{shared / 'absent'}'"),
+            (locked, f"cannot read the folder '{locked}' (PermissionError"),
+        ):
+            argv = ["eval", "--source", str(folder), "--task", "1", "--run", str(run)]
+            done = _as_unprivileged([sys.executable, "-m", "mmbright_core", *argv])
+            assert done.returncode == 2, done.stderr
+            assert said in done.stderr and "Traceback" not in done.stderr
+            assert len(done.stderr.strip().splitlines()) == 1
+    finally:
+        (shared / "locked").chmod(0o700)
+        shutil.rmtree(shared)
+
+
+def _as_unprivileged(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("needs setpriv to drop root's right to read any folder")
+        argv = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
 
 
 def test_demo_is_a_folder_source(

@@ -14,6 +14,8 @@ tasks (with their corpus) of a bounded number of domains, least recently used fi
 
 from __future__ import annotations
 
+import os
+import stat
 from collections import OrderedDict
 from pathlib import Path
 
@@ -23,7 +25,7 @@ from mmbright_core.data.image_store import IMAGE_INDEX_CACHE, ImageStore
 from mmbright_core.data.layout import PINNED_REVISION
 from mmbright_core.data.records import BATCH_ROWS, RecordReader
 from mmbright_core.data.tasks import Negatives, build_task, negatives_for
-from mmbright_core.errors import InputError
+from mmbright_core.errors import QUOTE_LIMIT, InputError, show
 from mmbright_core.types import Protocol4, TaskData
 
 __all__ = [
@@ -161,7 +163,8 @@ def open_source(spec: str, revision: str | None = None) -> Source:
         revision: A hub revision (``"hf"`` only).
 
     Raises:
-        InputError: For a revision given twice or to a non-hub source, or a missing folder.
+        InputError: For a revision given twice or to a non-hub source, or a folder that is
+            missing, not a folder, unreadable or not in the published layout.
     """
     kind, _, at_revision = spec.partition("@") if spec.startswith("hf@") else (spec, "", "")
     if at_revision and revision and at_revision != revision:
@@ -183,10 +186,45 @@ def open_source(spec: str, revision: str | None = None) -> Source:
             )
         return FolderSource(root, name="demo")
     root = Path(spec).expanduser()
-    if not root.is_dir():
-        raise InputError(
-            "unknown source",
-            expected="'demo', 'hf', 'hf@<revision>' or a folder with {config}/{domain}.parquet",
-            found=repr(spec),
-        )
+    _check_folder(root, spec)
     return FolderSource(root)
+
+
+_KINDS = "'demo', 'hf', 'hf@<revision>' or a folder with {config}/{domain}.parquet"
+
+
+def _check_folder(root: Path, spec: str) -> None:
+    """Refuse a folder spec that is missing, not a folder, or cannot be listed, naming it.
+
+    A typo in a path is the likely cause, so the message says the folder is missing rather
+    than that the spec is unknown (it also lists the other kinds of source).
+
+    Raises:
+        InputError: The path does not exist, is not a folder, or cannot be read.
+    """
+    shown = show(spec, QUOTE_LIMIT)
+    try:
+        kind = root.stat().st_mode
+    except FileNotFoundError:
+        raise InputError(
+            f"no such folder: {shown}",
+            expected=_KINDS,
+            hint="Check the path, or copy the dataset there",
+        ) from None
+    except (OSError, ValueError) as err:  # a NUL character: ValueError
+        raise _unreadable(shown, err) from None
+    if not stat.S_ISDIR(kind):
+        raise InputError(f"not a folder: {shown}", expected=_KINDS, found="a file")
+    try:
+        with os.scandir(root) as entries:
+            next(entries, None)
+    except OSError as err:
+        raise _unreadable(shown, err) from None
+
+
+def _unreadable(shown: str, err: Exception) -> InputError:
+    return InputError(
+        f"cannot read the folder {shown} ({type(err).__name__}: {err})",
+        expected="a folder this program may list and read",
+        hint="Check its permissions, or copy the dataset to a readable folder",
+    )

@@ -11,6 +11,7 @@ import dataclasses
 
 import streamlit as st
 
+from mmbright_core.data.matching import MatchCounts
 from mmbright_core.errors import MMBrightError
 from mmbright_core.ui import loaders, render, state, workspace
 
@@ -35,26 +36,91 @@ def _add(entries: list[state.RunEntry]) -> None:
 
 
 def _on_add_uploads() -> None:
-    files = st.session_state.get(UPLOAD_KEY) or []
+    # Each file is read once for the source and task: a run the user removed, or a file
+    # already refused, would otherwise come back (with its old error) on every click.
+    files = [f for f in st.session_state.get(UPLOAD_KEY) or [] if not state.upload_read(f.file_id)]
+    if not files:
+        _report(
+            "info",
+            "No new file to read: the files in the uploader were read already for this task. "
+            "Upload a file again to read it once more.",
+        )
+        return
     try:
         source = loaders.get_source(state.source_spec())
     except (MMBrightError, OSError) as err:
         _report("error", str(err))
         return
     for file in files:
+        state.mark_upload_read(file.file_id)
         try:
-            entry = workspace.entry_from_bytes(
+            upload = workspace.read_upload(
                 file.name,
                 file.getvalue(),
                 source,
                 state.current_task(),
                 state.current_protocol(),
-                max_bytes=int(st.get_option("server.maxUploadSize")) * 2**20,
+                int(st.get_option("server.maxUploadSize")) * 2**20,
             )
+            entry, counts = upload.entry, upload.match(source, state.current_protocol())
         except MMBrightError as err:
             _report("error", str(err))
             continue
-        _add([entry])
+        if counts.weak:  # it would score 0 where it matches nothing: ask first
+            _pending()[file.file_id] = _Pending(state.source_spec(), file.name, entry, counts)
+            st.session_state[USED_KEY] = True
+        else:
+            _add([entry])
+
+
+@dataclasses.dataclass(frozen=True)
+class _Pending:
+    """An upload that matches the task only a little, kept until the user decides."""
+
+    spec: str
+    file_name: str
+    entry: state.RunEntry
+    counts: MatchCounts
+
+
+def _pending() -> dict[str, _Pending]:
+    pending: dict[str, _Pending] = st.session_state.setdefault(state.UPLOADS_PENDING_KEY, {})
+    return pending
+
+
+def _on_confirm(file_id: str) -> None:
+    held = _pending().pop(file_id, None)
+    if held is not None:
+        _add([held.entry])
+
+
+def _on_discard(file_id: str) -> None:
+    held = _pending().pop(file_id, None)
+    if held is not None:
+        _report("info", f"Discarded {held.file_name}: it was not added.")
+
+
+def _render_pending() -> None:
+    """Show each upload awaiting a word, with its counts and the two ways to decide."""
+    for file_id, held in list(_pending().items()):
+        if held.spec != state.source_spec() or held.entry.task != state.current_task():
+            continue  # it was read for another source or task; it waits for them
+        how = "nothing" if held.counts.nothing else "only a little"
+        st.warning(
+            render.escape_message(
+                f"{held.file_name} matches {how} of task {held.entry.task}: "
+                f"{held.counts.describe()}. A query or document the task does not know scores "
+                "0. Check the source and the task, or add it anyway."
+            ),
+            icon=":material/warning:",
+        )
+        add, discard, _ = st.columns([2, 2, 3])
+        add.button(
+            "Add it anyway", key=f"upload_add_{file_id}", on_click=_on_confirm, args=(file_id,)
+        )
+        discard.button(
+            "Discard it", key=f"upload_discard_{file_id}", on_click=_on_discard, args=(file_id,)
+        )
 
 
 def _on_add_folder() -> None:
@@ -134,6 +200,7 @@ def render_panel() -> None:
         st.caption("The demo's runs: text-only BM25 and BM25 with OCR text of the query images.")
         st.button("Load the demo runs", key="add_demo", on_click=_on_add_demo)
     render_messages()
+    _render_pending()
     _render_loaded()
 
 

@@ -23,6 +23,12 @@ PROTOCOL_KEY = "protocol"
 RUNS_KEY = "runs"
 INSPECT_KEY = "inspect_query"
 FRESH_KEY = "fresh_runs"
+UPLOADS_READ_KEY = "uploads_read"
+"""The uploads already read, as (file id, source spec, task): a file is read once for them,
+so a run removed (or a file refused) does not come back on the next "Add uploaded runs"."""
+UPLOADS_PENDING_KEY = "uploads_pending"
+"""file id -> an upload matching the task only a little, with its counts, awaiting the
+user's word (add it anyway, or discard it)."""
 COMPARE_SECTION_KEY = "cmp_section"
 COMPARE_SECTIONS = (
     "By domain",
@@ -207,6 +213,19 @@ def remove_run(name: str) -> None:
     runs = dict(all_runs())
     runs.pop((current_task(), name), None)
     st.session_state[RUNS_KEY] = runs
+
+
+def upload_read(file_id: str) -> bool:
+    """Whether an uploaded file was read already for the current source and task."""
+    done: set[tuple[str, str, Task]] = st.session_state.get(UPLOADS_READ_KEY, set())
+    return (file_id, source_spec(), current_task()) in done
+
+
+def mark_upload_read(file_id: str) -> None:
+    """Record that an uploaded file was read for the current source and task."""
+    done = set(st.session_state.get(UPLOADS_READ_KEY, set()))
+    done.add((file_id, source_spec(), current_task()))
+    st.session_state[UPLOADS_READ_KEY] = done
 
 
 def unique_name(name: str, task: Task) -> str:

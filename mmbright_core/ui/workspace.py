@@ -18,6 +18,7 @@ from mmbright_core.benchmark import (
     task_query_ids,
 )
 from mmbright_core.data.ids import check_protocol
+from mmbright_core.data.matching import MatchCounts, match_counts
 from mmbright_core.data.sources import Source
 from mmbright_core.data.tasks import check_negatives
 from mmbright_core.errors import InputError, InputTooLargeError
@@ -57,15 +58,42 @@ def entry_from_bytes(
         InputError: The file is malformed, expands past ``max_bytes``, or answers another
             task (by its query ids or by the shape of its doc ids).
     """
+    return read_upload(name, data, source, task, protocol, max_bytes).entry
+
+
+@dataclasses.dataclass(frozen=True)
+class Upload:
+    """An uploaded run read for a task, and how many queries its file holds.
+
+    Attributes:
+        entry: The run, its queries filed under their domains.
+        queries_in_file: Every query of the file, filed or not (a query no domain has is
+            left out of ``entry``).
+    """
+
+    entry: RunEntry
+    queries_in_file: int
+
+    def match(self, source: Source, protocol: str) -> MatchCounts:
+        """What of the run the task knows, so a page can ask before adding a weak match."""
+        runs, task = self.entry.runs, self.entry.task
+        return match_counts(source, task, runs, run_queries=self.queries_in_file, protocol=protocol)
+
+
+def read_upload(
+    name: str, data: bytes, source: Source, task: Task, protocol: str, max_bytes: int | None
+) -> Upload:
+    """Read an upload for the task as :func:`entry_from_bytes` does (see there)."""
     stream = io.BytesIO(data)
     stream.name = name  # the reader names the file in its errors and detects the format
     try:
         if looks_like_mteb(name, head=data[:4096]):
             runs = load_mteb_runs(source, task, stream, max_bytes=max_bytes)
+            in_file = sum(len(run) for run in runs.values())
         else:
             run = read_run(stream, max_bytes=max_bytes)
             known = task_query_ids(source, task, protocol=check_protocol(protocol))
-            runs = runs_by_domain(run, known, name)
+            runs, in_file = runs_by_domain(run, known, name), len(run)
     except InputTooLargeError as err:
         # The reader counts as it reads; the page names the limit the user met.
         raise InputError(
@@ -76,9 +104,9 @@ def entry_from_bytes(
             hint="Split the run, or load it from a folder",
         ) from None
     check_task_runs(source, task, runs, protocol=protocol, name=name)
-    return RunEntry(
-        Path(name).stem, source.name, task, runs, f"upload: {name}", fingerprint(name, data)
-    )
+    stem = Path(name).stem
+    entry = RunEntry(stem, source.name, task, runs, f"upload: {name}", fingerprint(name, data))
+    return Upload(entry, in_file)
 
 
 def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) -> list[RunEntry]:

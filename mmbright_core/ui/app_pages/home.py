@@ -18,6 +18,10 @@ protocol = state.current_protocol()
 if spec == state.DEFAULT_SOURCE:
     st.info(render.SYNTHETIC_NOTE, icon=":material/science:")
 st.caption(f"Source: {render.escape_md(spec)} · {TASK_LABELS[task]} · protocol {protocol}")
+# A dataset folder that is missing, unreadable, outside the server's root or not in the
+# published layout says why here, where the user looks first: the runs panel below would
+# only say that the task has no run yet.
+render.attempt(loaders.get_source, spec)
 
 # Open while the task has no run, and once used, to show what a load added or refused.
 with st.expander("Add or remove runs", expanded=not state.task_runs() or runs_panel.used()):
