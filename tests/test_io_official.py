@@ -80,7 +80,7 @@ def test_a_summary_of_another_run_than_its_domains_is_refused(tmp_path: Path) ->
     write_summary(task_dir, "bm25", "text_text", {"biology": METRICS})
     assert read_outputs(task_dir).metrics["biology"] == METRICS
     write_domain_outputs(task_dir, "biology", RUN, {**METRICS, "NDCG@10": 0.65})
-    with pytest.raises(InputError, match="summary.json disagrees with the metrics of biology"):
+    with pytest.raises(InputError, match=r"summary\.json disagrees with the metrics of biology"):
         read_outputs(task_dir)
 
 

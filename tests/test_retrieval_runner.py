@@ -137,7 +137,7 @@ def test_negatives_keep_is_recorded_and_never_reuses_an_exclude_run(source, tmp_
     exclude = run_task(source, 1, get_retriever("bm25"), tmp_path, k=10)
     assert exclude.config.negatives == "exclude"
     assert not {A_HARD, A_NEG} & set(exclude.domains[0].run["a1"])
-    with pytest.raises(OutputConflictError, match="negatives .recorded 'exclude', now 'keep'"):
+    with pytest.raises(OutputConflictError, match=r"negatives \(recorded 'exclude', now 'keep'\)"):
         run_task(source, 1, get_retriever("bm25"), tmp_path, k=10, negatives="keep")
     keep = run_task(
         source, 1, get_retriever("bm25"), tmp_path, k=10, negatives="keep", new_folder=True

@@ -28,7 +28,7 @@ from mmbright_core.io._json import (
 )
 from mmbright_core.io._open import decode, load
 from mmbright_core.io.atomic import atomic_write_text
-from mmbright_core.io.recorded import check_one_configuration
+from mmbright_core.io.recorded import check_one_configuration, check_summary
 from mmbright_core.io.runs import read_run, run_json
 from mmbright_core.types import Run
 
@@ -169,7 +169,7 @@ def read_outputs(path: str | os.PathLike[str]) -> OfficialOutputs:
     summary = _read_summary(folder / "summary.json")
     run_config = _read_run_config(folder / "config.json")
     check_one_configuration(folder, run_config, configs)
-    _check_summary(folder, summary.get("domains", {}), metrics)
+    check_summary(folder, summary.get("domains", {}), metrics)
     for domain, values in summary.get("domains", {}).items():
         metrics.setdefault(domain, values)
     return OfficialOutputs(
@@ -182,23 +182,6 @@ def read_outputs(path: str | os.PathLike[str]) -> OfficialOutputs:
         run_config=run_config,
         domain_configs=configs,
     )
-
-
-def _check_summary(
-    folder: Path, summary: Mapping[str, Mapping[str, float]], metrics: Mapping[str, Any]
-) -> None:
-    # A summary written by another run than the domains' files would print one figure
-    # while the domains' scores give another.
-    stale = sorted(d for d, values in summary.items() if _disagree(values, metrics.get(d, {})))
-    if stale:
-        raise InputError(
-            "the folder mixes runs: summary.json disagrees with the metrics of "
-            + ", ".join(stale[:3])
-            + (f" and {len(stale) - 3} more" if len(stale) > 3 else ""),
-            source=str(folder),
-            hint="The domains were rewritten after the summary: run the same command again "
-            "to rewrite it, or delete the folder",
-        )
 
 
 def _resolve_subdir(path: Path) -> Path:
@@ -296,11 +279,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(item) for item in value]
     return value
-
-
-def _disagree(one: Mapping[str, float], other: Mapping[str, float]) -> bool:
-    # Only the metrics both name: a summary may list fewer or more of them.
-    return any(abs(one[name] - other[name]) > 1e-9 for name in one.keys() & other.keys())
 
 
 def _model_from_folder(name: str) -> str:

@@ -26,16 +26,18 @@ def config_differences(
 ) -> list[tuple[str, Any, Any]]:
     """The fields two configurations disagree on, as ``(field, recorded, now)``, sorted.
 
-    Options are compared one by one (``options.k1``). A top-level field one side lacks is
-    not held against it: configurations written before the field existed read back with
-    the default they necessarily used (the runner's ``RunConfig.from_dict``), while an
-    option missing on one side is a difference (a backend reports all its options).
+    Options are compared one by one (``options.k1``). A top-level field one side lacks
+    (``options`` included) is not held against it: configurations written before the
+    field existed read back with the default they necessarily used (the runner's
+    ``RunConfig.from_dict``), while one option missing from one side's options is a
+    difference (a backend reports all its options).
 
     Args:
         recorded: The configuration found on disk (``config.json``'s ``"config"``).
         now: The other configuration.
     """
-    left, right = _flat(recorded), _flat(now)
+    both = "options" in recorded and "options" in now
+    left, right = _flat(recorded, both), _flat(now, both)
     out = []
     for name in sorted(left.keys() | right.keys()):
         if name in UNCOMPARED or ("." not in name and not (name in left and name in right)):
@@ -109,6 +111,39 @@ def check_one_configuration(
             )
 
 
+def check_summary(
+    folder: Path, summary: Mapping[str, Mapping[str, float]], metrics: Mapping[str, Any]
+) -> None:
+    """Refuse a ``summary.json`` whose per-domain metrics are not its domains' own.
+
+    A summary written by another run than the domains' files would print one figure while
+    the domains' scores give another.
+
+    Args:
+        folder: The ``<subdir>`` folder, for the message.
+        summary: The summary's ``"domains"``: domain -> metric -> value.
+        metrics: domain -> the metrics its ``metrics.json`` holds.
+
+    Raises:
+        InputError: A domain's metrics differ from the summary's for it.
+    """
+    stale = sorted(d for d, values in summary.items() if _disagree(values, metrics.get(d, {})))
+    if stale:
+        raise InputError(
+            "the folder mixes runs: summary.json disagrees with the metrics of "
+            + ", ".join(stale[:3])
+            + (f" and {len(stale) - 3} more" if len(stale) > 3 else ""),
+            source=str(folder),
+            hint="The domains were rewritten after the summary: run the same command again "
+            "to rewrite it, or delete the folder",
+        )
+
+
+def _disagree(one: Mapping[str, float], other: Mapping[str, float]) -> bool:
+    # Only the metrics both name: a summary may list fewer or more of them.
+    return any(abs(one[name] - other[name]) > 1e-9 for name in one.keys() & other.keys())
+
+
 class _Absent:
     def __repr__(self) -> str:
         return "(none)"
@@ -117,9 +152,11 @@ class _Absent:
 _ABSENT = _Absent()
 
 
-def _flat(config: Mapping[str, Any]) -> dict[str, Any]:
+def _flat(config: Mapping[str, Any], options_too: bool) -> dict[str, Any]:
     out = {k: v for k, v in config.items() if k != "options"}
     options = config.get("options")
+    if not options_too:
+        return out
     if isinstance(options, Mapping):
         out.update({f"options.{k}": v for k, v in options.items()})
     elif options is not None:

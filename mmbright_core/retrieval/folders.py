@@ -35,7 +35,8 @@ class OutputConflictError(InputError):
 
     Attributes:
         folder: The folder refused.
-        reason: Why, in a phrase (``holds a run of another configuration: k (...)``).
+        reason: Why, in a phrase (``holds another configuration (by its config.json):
+            k (recorded 1000, now 10)``).
     """
 
     def __init__(self, folder: Path, reason: str) -> None:
@@ -80,12 +81,11 @@ def conflict(task_dir: Path, config: RunConfig, guard: Guard) -> str | None:
         try:  # through RunConfig: a field added since reads back as the default it had
             stored = RunConfig.from_dict(found).to_dict()
         except (InputError, TypeError, ValueError):
-            return f"holds a configuration this version cannot read ({where})"
+            return f"holds a configuration this version cannot read (its {where})"
         differences = config_differences(stored, now)
         if differences:
             return (
-                "holds a run of another configuration: "
-                f"{describe_differences(differences)} ({where})"
+                f"holds another configuration (by its {where}): {describe_differences(differences)}"
             )
     return None
 

@@ -178,6 +178,9 @@ def run_task(
     task_dir = choice.task_dir
     for path in (task_dir, *(task_dir / n for n in _TASK_FILES)):
         check(path)
+    for domain in chosen:  # every path, before anything is written
+        for path in (task_dir / domain, *(task_dir / domain / n for n in _DOMAIN_FILES)):
+            check(path)
     kept = _kept(task_dir, chosen, config, check)
     held = [d for d in source.domains() if d in chosen or d in {o.domain for o in kept}]
     # The claim goes first: a run stopped at any point leaves a folder that says which
@@ -188,8 +191,6 @@ def run_task(
         tqdm(chosen, desc=f"task {task} {retriever.name}", unit="domain", disable=None)
     ):
         tell = _teller(progress, domain, index, len(chosen))
-        for path in (task_dir / domain, *(task_dir / domain / n for n in _DOMAIN_FILES)):
-            check(path)
         outcome = _reuse(task_dir, domain, config)
         if outcome is None:
             outcome = _run_domain(source, task, retriever, task_dir, domain, config, tell)

@@ -209,7 +209,7 @@ def _add(outcome: RunOutcome, spec: str, task: Task, name: str, options: dict[st
         folder, reason = outcome.avoided[0]
         _say(
             "warning",
-            f"Wrote to {outcome.task_dir}, not {folder}: that folder {reason}, and is left "
+            f"Wrote to {outcome.task_dir}, not {folder}, which {reason}; that folder is left "
             "as it was.",
         )
 
