@@ -50,6 +50,14 @@ def test_bm25_task1_writes_outputs_and_prints_scores(fixture_dir: Path, tmp_path
         str(tmp_path),
     )
     assert rc == 0 and capsys.readouterr().out.count("(reused)") == 2
+    # One domain again: the other stays in the summary, and the printed average is its.
+    argv = ["--source", str(fixture_dir), "--task", "1", "--retriever", "bm25", "--k", "4"]
+    assert run_cli(*argv, "--domain", "biology", "--out", str(tmp_path)) == 0
+    out = capsys.readouterr().out
+    assert "biology\tnDCG@10" in out and "(reused)" in out and "(kept)" in out.split("academia")[1]
+    summary = json.loads((tmp_path / "run_t2t_bm25" / "summary.json").read_text())
+    assert set(summary["domains"]) == {"academia", "biology"}
+    assert f"Avg.\tnDCG@10 {100 * summary['aggregated']['NDCG@10']:.1f}" in out
 
 
 def _files(folder: Path) -> dict[str, bytes]:

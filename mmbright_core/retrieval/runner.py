@@ -176,16 +176,7 @@ def run_task(
     subdir = official_subdir(task, retriever.label())
     choice = choose_folder(Path(out_dir), subdir, config, new_folder=new_folder, guard=check)
     task_dir = choice.task_dir
-    for path in (task_dir, *(task_dir / n for n in _TASK_FILES)):
-        check(path)
-    for domain in chosen:  # every path, before anything is written
-        for path in (task_dir / domain, *(task_dir / domain / n for n in _DOMAIN_FILES)):
-            check(path)
-    kept = _kept(task_dir, chosen, config, check)
-    held = [d for d in source.domains() if d in chosen or d in {o.domain for o in kept}]
-    # The claim goes first: a run stopped at any point leaves a folder that says which
-    # configuration its files belong to.
-    atomic_write_text(task_dir / CONFIG_FILE, _dump({"config": config.to_dict(), "domains": held}))
+    kept, held = _claim(task_dir, source.domains(), chosen, config, check)
     outcomes = []
     for index, domain in enumerate(
         tqdm(chosen, desc=f"task {task} {retriever.name}", unit="domain", disable=None)
@@ -224,6 +215,29 @@ def _teller(hook: ProgressHook | None, domain: str, index: int, count: int) -> _
             hook(Progress(domain, index, count, done, step))
 
     return tell
+
+
+def _claim(
+    task_dir: Path, every: Sequence[str], chosen: Sequence[str], config: RunConfig, check: Guard
+) -> tuple[list[DomainOutcome], list[str]]:
+    """Check every path, then write the folder's config.json before any domain.
+
+    A run stopped at any point then leaves a folder that says which configuration its
+    files belong to (:mod:`mmbright_core.retrieval.folders`).
+
+    Returns:
+        The folder's other domains of this configuration, and every domain it will hold
+        (in the source's order).
+    """
+    for path in (task_dir, *(task_dir / n for n in _TASK_FILES)):
+        check(path)
+    for domain in chosen:
+        for path in (task_dir / domain, *(task_dir / domain / n for n in _DOMAIN_FILES)):
+            check(path)
+    kept = _kept(task_dir, chosen, config, check)
+    held = [d for d in every if d in chosen or d in {o.domain for o in kept}]
+    atomic_write_text(task_dir / CONFIG_FILE, _dump({"config": config.to_dict(), "domains": held}))
+    return kept, held
 
 
 def _kept(
