@@ -37,7 +37,8 @@ lint: $(STAMP)
 bench: $(STAMP)
 	for f in benchmarks/bench_*.py; do $(BIN)/python $$f || exit 1; done
 
-# The demo's shipped runs: text-only BM25 and OCR-augmented BM25 on tasks 2 and 4.
+# The demo's shipped runs: text-only BM25 and OCR-augmented BM25 on tasks 2 and 4
+# (run_it2t_<model> and it2it_<model>; older shipped copies are named run_<model>).
 DEMO_RUNS := mmbright_core/data/demo/runs
 demo-runs: $(STAMP)
 	rm -rf $(DEMO_RUNS)

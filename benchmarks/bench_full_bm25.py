@@ -188,7 +188,7 @@ def main() -> int:
             if args.alone
             else None
         )
-        scores = json.loads((Path(tmp) / "all/run_bm25/physics/scores.json").read_text())
+        scores = json.loads((Path(tmp) / "all/run_t2t_bm25/physics/scores.json").read_text())
         sample = [str(min(args.sample, n)), str(min(args.sample_queries, args.queries))]
         rank = json.loads(
             measured([sys.executable, "-c", _RANK_BM25, str(root), "physics", *sample])[2]

@@ -240,7 +240,7 @@ def test_run_page_adds_a_run(app: AppTest, tmp_path: Path):
     assert any("Added run" in s.value for s in app.success)
     names = app.multiselect(key="selected_runs_2").value
     assert len(names) == 3
-    assert (tmp_path / "outputs" / "run_random" / "summary.json").is_file()
+    assert (tmp_path / "outputs" / "run_it2t_random" / "summary.json").is_file()
 
 
 def test_run_page_error_keeps_the_app_running(app: AppTest, tmp_path: Path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import typing
 from pathlib import Path
 
@@ -135,4 +136,51 @@ def test_the_page_writes_to_the_default_folder(
     at.selectbox(key="run_retriever").set_value("random").run()
     at.button(key="run_start").click().run()
     assert not error_messages(at)
-    assert (tmp_path / "outs" / "run_random" / "summary.json").is_file()
+    assert (tmp_path / "outs" / "run_it2t_random" / "summary.json").is_file()
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def _warnings(at: AppTest) -> str:
+    return " ".join(w.value for w in at.warning).replace("\\", "")  # Markdown escapes
+
+
+def test_task1_then_task2_on_the_page_leaves_both_runs_loadable(
+    run_page: AppTest, fixture_dir: Path, tmp_path: Path
+):
+    from mmbright_core.data.sources import open_source
+    from mmbright_core.ui import workspace
+
+    run_page.selectbox(key="task").set_value(1).run()
+    _start(run_page, tmp_path, "bm25")
+    (one,) = tmp_path.iterdir()
+    written = _files(one)
+    run_page.selectbox(key="task").set_value(2).run()
+    _start(run_page, tmp_path, "bm25")
+    assert not _warnings(run_page)  # another task is another folder, not a conflict
+    assert _files(one) == written
+    source = open_source(str(fixture_dir))
+    folders = sorted(tmp_path.iterdir())
+    assert [f.name for f in folders] == ["run_it2t_bm25", "run_t2t_bm25"]
+    for task, folder in zip((2, 1), folders, strict=True):
+        (entry,) = workspace.entries_from_folder(str(folder), source, task, "paper")
+        assert set(entry.runs) == set(source.domains()) and entry.task == task
+
+
+def test_a_rerun_with_other_settings_goes_to_a_new_folder(run_page: AppTest, tmp_path: Path):
+    _start(run_page, tmp_path, "bm25")
+    (first,) = tmp_path.iterdir()
+    written = _files(first)
+    run_page.number_input(key="run_k").set_value(5).run()
+    said = _start(run_page, tmp_path, "bm25")
+    assert "2 run now, 0 reused" in said
+    moved = tmp_path / f"{first.name}_2"
+    warned = _warnings(run_page)
+    assert f"Wrote to {moved}, not {first}, which holds another configuration" in warned
+    assert "k (recorded 1000, now 5)" in warned
+    assert _files(first) == written  # byte for byte
+    assert json.loads((moved / "config.json").read_text())["config"]["k"] == 5
+    again = _start(run_page, tmp_path, "bm25")  # the same settings: back to their folder
+    assert "0 run now, 2 reused" in again and sorted(tmp_path.iterdir()) == [first, moved]

@@ -74,7 +74,7 @@ def test_every_page_in_chromium(server: str, demo_runs: Path):
         open_runs_panel(page)  # the demo's own runs of the task keep it collapsed
         page.get_by_role("tab", name="Folder").click()
         field = page.get_by_label("Folder: official outputs")
-        field.fill(str(demo_runs))  # holds run_bm25/ and run_random/: both are added
+        field.fill(str(demo_runs))  # holds run_it2t_bm25/ and run_it2t_random/: both are added
         field.press("Enter")
         settle(page)
         page.get_by_role("button", name="Add runs from folder").click()

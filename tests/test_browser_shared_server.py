@@ -51,7 +51,7 @@ def _layout(fixture_dir: Path, base: Path) -> tuple[Path, Path]:
     write_summary(mine, "mine", "text", {"biology": {"NDCG@10": 1.0}})
     (mine / "academia").symlink_to(theirs / "academia")  # a domain folder leading out
     (root / "outputs").mkdir()
-    (root / "outputs" / "run_random").symlink_to(private / "written")  # an output subfolder
+    (root / "outputs" / "run_it2t_random").symlink_to(private / "written")  # an output subfolder
     return root, private
 
 

@@ -34,7 +34,7 @@ def test_bm25_task1_writes_outputs_and_prints_scores(fixture_dir: Path, tmp_path
     out = capsys.readouterr().out
     assert rc == 0
     assert "academia\tnDCG@10" in out and "Avg.\tnDCG@10" in out
-    outputs = read_outputs(tmp_path / "run_bm25")
+    outputs = read_outputs(tmp_path / "run_t2t_bm25")
     assert set(outputs.runs) == {"academia", "biology"}
     assert all(len(docs) <= 4 for run in outputs.runs.values() for docs in run.values())
     rc = run_cli(
@@ -50,24 +50,91 @@ def test_bm25_task1_writes_outputs_and_prints_scores(fixture_dir: Path, tmp_path
         str(tmp_path),
     )
     assert rc == 0 and capsys.readouterr().out.count("(reused)") == 2
+    # One domain again: the other stays in the summary, and the printed average is its.
+    argv = ["--source", str(fixture_dir), "--task", "1", "--retriever", "bm25", "--k", "4"]
+    assert run_cli(*argv, "--domain", "biology", "--out", str(tmp_path)) == 0
+    out = capsys.readouterr().out
+    assert "biology\tnDCG@10" in out and "(reused)" in out and "(kept)" in out.split("academia")[1]
+    summary = json.loads((tmp_path / "run_t2t_bm25" / "summary.json").read_text())
+    assert set(summary["domains"]) == {"academia", "biology"}
+    assert f"Avg.\tnDCG@10 {100 * summary['aggregated']['NDCG@10']:.1f}" in out
 
 
-def test_negatives_keep_is_recorded_and_not_reused_by_an_exclude_run(
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_negatives_keep_is_recorded_and_an_exclude_run_is_refused_beside_it(
     fixture_dir: Path, tmp_path: Path, capsys
 ):
     argv = ["--source", str(fixture_dir), "--task", "1", "--retriever", "bm25"]
     assert run_cli(*argv, "--negatives", "keep", "--out", str(tmp_path)) == 0
     capsys.readouterr()
-    config = json.loads((tmp_path / "run_bm25" / "config.json").read_text())
+    task_dir = tmp_path / "run_t2t_bm25"
+    config = json.loads((task_dir / "config.json").read_text())
     assert config["config"]["negatives"] == "keep"
-    domain = json.loads((tmp_path / "run_bm25" / "academia" / "config.json").read_text())
+    domain = json.loads((task_dir / "academia" / "config.json").read_text())
     assert domain["config"]["negatives"] == "keep"
-    assert run_cli(*argv, "--out", str(tmp_path)) == 0
-    assert "(reused)" not in capsys.readouterr().out
-    config = json.loads((tmp_path / "run_bm25" / "config.json").read_text())
-    assert config["config"]["negatives"] == "exclude"
-    assert run_cli(*argv, "--out", str(tmp_path)) == 0
+    written = _files(task_dir)
+    assert run_cli(*argv, "--out", str(tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(task_dir) in err
+    assert "negatives (recorded 'keep', now 'exclude')" in err
+    assert "Nothing was written" in err and "--out" in err and "delete the folder" in err
+    assert _files(task_dir) == written  # byte for byte
+    assert run_cli(*argv, "--negatives", "keep", "--out", str(tmp_path)) == 0
     assert capsys.readouterr().out.count("(reused)") == 2
+
+
+def _wrote(printed: str) -> Path:
+    return Path(printed.rpartition("wrote ")[2].strip())
+
+
+def test_task1_then_task2_into_one_folder_leaves_both_loadable(
+    fixture_dir: Path, tmp_path: Path, capsys
+):
+    # Officially both tasks write run_bm25; the second replaced the first's scores.
+    argv = ["--source", str(fixture_dir), "--retriever", "bm25", "--out", str(tmp_path)]
+    assert run_cli(*argv, "--task", "1") == 0
+    one = _wrote(capsys.readouterr().out)
+    written = _files(one)
+    assert run_cli(*argv, "--task", "2") == 0
+    two = _wrote(capsys.readouterr().out)
+    assert (one.name, two.name) == ("run_t2t_bm25", "run_it2t_bm25")
+    assert _files(one) == written
+    for task, task_dir in ((1, one), (2, two)):
+        eval_args = ["eval", "--source", str(fixture_dir), "--task", str(task)]
+        assert main([*eval_args, "--run", str(task_dir), "--format", "json"]) == 0
+        macro = json.loads(capsys.readouterr().out)["macro"]["nDCG@10"]
+        summary = json.loads((task_dir / "summary.json").read_text())
+        assert round(macro, 5) == summary["aggregated"]["NDCG@10"]
+        assert json.loads((task_dir / "config.json").read_text())["config"]["task"] == task
+
+
+def test_a_rerun_with_other_options_killed_half_way_cannot_mix_a_folder(
+    fixture_dir: Path, tmp_path: Path, capsys
+):
+    # Once: a full run, then a rerun with other options stopped after its first domain left
+    # domains of two configurations, and eval printed a figure summary.json did not.
+    argv = ["--source", str(fixture_dir), "--task", "1", "--retriever", "bm25"]
+    assert run_cli(*argv, "--out", str(tmp_path)) == 0
+    task_dir = tmp_path / "run_t2t_bm25"
+    written = _files(task_dir)
+    capsys.readouterr()
+    assert run_cli(*argv, "--option", "k1=1.5", "--out", str(tmp_path)) == 2
+    assert "options.k1 (recorded 0.9, now 1.5)" in capsys.readouterr().err
+    assert _files(task_dir) == written
+    # A folder mixed by hand (or by an older version) is refused by eval, not averaged.
+    stored = json.loads((task_dir / "biology" / "config.json").read_text())
+    stored["config"]["options"]["k1"] = 1.5
+    (task_dir / "biology" / "config.json").write_text(json.dumps(stored))
+    eval_args = ["eval", "--source", str(fixture_dir), "--task", "1", "--run", str(task_dir)]
+    assert main(eval_args) == 2
+    err = capsys.readouterr().err
+    assert "mixes configurations" in err and "options.k1" in err and "biology" in err
+    (task_dir / "biology" / "config.json").unlink()
+    assert main(eval_args) == 2
+    assert "biology has no config.json" in capsys.readouterr().err
 
 
 def test_domain_selection_and_backend_options(fixture_dir: Path, tmp_path: Path):
@@ -193,7 +260,7 @@ def test_ocr_bm25_task2(fixture_dir: Path, tmp_path: Path):
         "--out",
         str(tmp_path / "o"),
     )
-    assert rc == 0 and (tmp_path / "o" / "run_ocr-bm25" / "summary.json").is_file()
+    assert rc == 0 and (tmp_path / "o" / "run_it2t_ocr-bm25" / "summary.json").is_file()
 
 
 @pytest.mark.parametrize(("name", "task"), [("bm25", 1), ("bm25", 2), ("bm25", 4), ("random", 3)])

@@ -126,7 +126,7 @@ def test_the_dashboard_takes_an_mteb_upload():
 def test_run_writes_mteb_predictions_that_score_as_its_outputs(tmp_path, capsys):
     argv = ["--source", "demo", "--task", "2", "--domain", "gis"]
     assert main(["run", *argv, "--retriever", "bm25", "--out", str(tmp_path), "--mteb"]) == 0
-    path = tmp_path / "run_bm25" / "MMBrightIT2TRetrieval_predictions.json"
+    path = tmp_path / "run_it2t_bm25" / "MMBrightIT2TRetrieval_predictions.json"
     found = read_mteb_predictions(path)
     assert found.task == 2 and found.model["retriever"] == "bm25"
-    assert found.runs == {"gis": dict(read_outputs(tmp_path / "run_bm25").runs["gis"])}
+    assert found.runs == {"gis": dict(read_outputs(tmp_path / "run_it2t_bm25").runs["gis"])}

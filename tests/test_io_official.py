@@ -20,10 +20,68 @@ METRICS = {"NDCG@10": 0.61315, "MAP@10": 0.5, "MRR": 0.75}
 
 @pytest.mark.parametrize(
     ("task", "expected"),
-    [(1, "run_bm25"), (2, "run_bm25"), (3, "multimodal_it2i_bm25"), (4, "it2it_bm25")],
+    [(1, "run_t2t_bm25"), (2, "run_it2t_bm25"), (3, "multimodal_it2i_bm25"), (4, "it2it_bm25")],
 )
 def test_official_subdir(task: int, expected: str) -> None:
+    # Tasks 1 and 2 share ``run_<model>`` officially; here each task has a folder of its own.
     assert official_subdir(task, "bm25") == expected
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "run_bm25",
+        "run_t2t_bm25",
+        "run_it2t_bm25",
+        "run_it2t_bm25_2",
+        "multimodal_it2i_bm25",
+        "multimodal_bm25",
+        "it2it_bm25",
+    ],
+)
+def test_the_model_is_read_from_every_folder_name(tmp_path: Path, name: str) -> None:
+    # Official outputs without a summary name their model by their folder alone.
+    write_domain_outputs(tmp_path / name, "law", {"q3": {"x": 1.0}}, {"NDCG@10": 0.2})
+    expected = "bm25_2" if name.endswith("_2") else "bm25"
+    assert read_outputs(tmp_path / name).model == expected
+
+
+def _config(path: Path, **settings: object) -> None:
+    config = {"retriever": "bm25", "task": 1, "k": 1000, "package_version": "0.1", **settings}
+    path.write_text(json.dumps({"config": config, "domain": path.parent.name}))
+
+
+def test_a_folder_mixing_configurations_is_refused(tmp_path: Path) -> None:
+    task_dir = tmp_path / "run_t2t_bm25"
+    for domain in ("biology", "law"):
+        write_domain_outputs(task_dir, domain, RUN, METRICS)
+    assert read_outputs(task_dir).domain_configs == {"biology": None, "law": None}  # official
+    _config(task_dir / "biology" / "config.json")
+    with pytest.raises(InputError, match=r"law has no config.json, beside biology") as err:
+        read_outputs(task_dir)
+    assert str(task_dir) in str(err.value) and "run the same command again" in str(err.value)
+    _config(task_dir / "law" / "config.json", package_version="0.2")  # a new release only
+    assert read_outputs(task_dir).domain_configs["law"] == {
+        "retriever": "bm25",
+        "task": 1,
+        "k": 1000,
+        "package_version": "0.2",
+    }
+    _config(task_dir / "law" / "config.json", k=10, options={"k1": 1.5})
+    with pytest.raises(
+        InputError, match=r"law/?\S* differs from biology in k \(biology 1000, law 10\)"
+    ):
+        read_outputs(task_dir)
+
+
+def test_a_summary_of_another_run_than_its_domains_is_refused(tmp_path: Path) -> None:
+    task_dir = tmp_path / "run_t2t_bm25"
+    write_domain_outputs(task_dir, "biology", RUN, METRICS)
+    write_summary(task_dir, "bm25", "text_text", {"biology": METRICS})
+    assert read_outputs(task_dir).metrics["biology"] == METRICS
+    write_domain_outputs(task_dir, "biology", RUN, {**METRICS, "NDCG@10": 0.65})
+    with pytest.raises(InputError, match=r"summary\.json disagrees with the metrics of biology"):
+        read_outputs(task_dir)
 
 
 def test_official_subdir_refuses_bad_input() -> None:

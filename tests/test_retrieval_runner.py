@@ -12,6 +12,7 @@ from mmbright_core.io.runs import read_run
 from mmbright_core.metrics import evaluate
 from mmbright_core.metrics.official import OFFICIAL_MEASURES, official_metrics
 from mmbright_core.retrieval import RunConfig, get_retriever
+from mmbright_core.retrieval.folders import OutputConflictError
 from mmbright_core.retrieval.runner import run_task
 
 DOMAINS = ("academia", "biology")
@@ -54,7 +55,7 @@ def test_run_writes_official_outputs(source, tmp_path: Path, name: str, task: in
     outcome = run_task(source, task, get_retriever(name), tmp_path, k=3)
     assert (
         outcome.task_dir.name
-        == {1: "run_", 2: "run_", 3: "multimodal_it2i_", 4: "it2it_"}[task] + name
+        == {1: "run_t2t_", 2: "run_it2t_", 3: "multimodal_it2i_", 4: "it2it_"}[task] + name
     )
     assert [d.domain for d in outcome.domains] == list(DOMAINS)
     check_outputs(source, task, outcome.task_dir, k=3)
@@ -70,7 +71,11 @@ def test_legacy_protocol_is_recorded_for_task4_only(source, tmp_path: Path):
     assert one.config.protocol == "paper"
 
 
-def test_equal_config_reuses_and_changed_config_reruns(source, tmp_path: Path):
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_equal_config_reuses_and_a_changed_config_never_replaces(source, tmp_path: Path):
     first = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5)
     assert not any(d.reused for d in first.domains)
     scores = first.task_dir / "academia" / "scores.json"
@@ -78,13 +83,49 @@ def test_equal_config_reuses_and_changed_config_reruns(source, tmp_path: Path):
     again = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5)
     assert all(d.reused for d in again.domains) and scores.stat().st_mtime_ns == before
     assert [d.run for d in again.domains] == [d.run for d in first.domains]
-    changed = run_task(source, 1, get_retriever("bm25", k1=1.5), tmp_path, k=5)
-    assert not any(d.reused for d in changed.domains)
-    stored = json.loads((first.task_dir / "academia" / "config.json").read_text())
-    assert stored["config"]["options"]["k1"] == 1.5
-    assert not any(
-        d.reused for d in run_task(source, 1, get_retriever("bm25"), tmp_path, k=4).domains
+    written = _files(first.task_dir)
+    with pytest.raises(OutputConflictError, match=r"options.k1 \(recorded 0.9, now 1.5\)"):
+        run_task(source, 1, get_retriever("bm25", k1=1.5), tmp_path, k=5)
+    with pytest.raises(OutputConflictError, match=r"k \(recorded 5, now 4\)") as refused:
+        run_task(source, 1, get_retriever("bm25"), tmp_path, k=4)
+    assert refused.value.folder == first.task_dir and "--out" in str(refused.value)
+    assert _files(first.task_dir) == written  # byte for byte: nothing replaced
+    moved = run_task(source, 1, get_retriever("bm25", k1=1.5), tmp_path, k=5, new_folder=True)
+    assert moved.task_dir == tmp_path / "run_t2t_bm25_2" and not any(
+        d.reused for d in moved.domains
     )
+    assert [folder for folder, _ in moved.avoided] == [first.task_dir]
+    assert "options.k1 (recorded 0.9, now 1.5)" in moved.avoided[0][1]
+    # The same configuration again goes back to its own folder, reused; a third one
+    # passes both by.
+    back = run_task(source, 1, get_retriever("bm25", k1=1.5), tmp_path, k=5, new_folder=True)
+    assert back.task_dir == moved.task_dir and all(d.reused for d in back.domains)
+    third = run_task(source, 1, get_retriever("bm25"), tmp_path, k=4, new_folder=True)
+    assert third.task_dir == tmp_path / "run_t2t_bm25_3" and len(third.avoided) == 2
+    assert _files(first.task_dir) == written
+    assert read_outputs(first.task_dir).run_config["k"] == 5
+
+
+def test_a_folder_of_outputs_without_configuration_is_never_written(source, tmp_path: Path):
+    # The official harness's outputs: scores and metrics, no config.json anywhere.
+    first = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5)
+    for path in first.task_dir.rglob("config.json"):
+        path.unlink()
+    written = _files(first.task_dir)
+    with pytest.raises(OutputConflictError, match="no recorded configuration"):
+        run_task(source, 1, get_retriever("bm25"), tmp_path, k=5)
+    assert _files(first.task_dir) == written
+
+
+def test_a_subset_rerun_keeps_the_other_domains_in_the_summary(source, tmp_path: Path):
+    first = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5)
+    again = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5, domains=["biology"])
+    assert [d.domain for d in again.domains] == ["biology"]
+    assert [d.domain for d in again.kept] == ["academia"] and again.kept[0].reused
+    summary = json.loads((first.task_dir / "summary.json").read_text())
+    assert list(summary["domains"]) == list(DOMAINS)
+    assert json.loads((first.task_dir / "config.json").read_text())["domains"] == list(DOMAINS)
+    check_outputs(source, 1, first.task_dir, k=5)
 
 
 A_HARD = "academia/0123456789abcdef_301.txt"  # a1's negative_ids: A_HARD and A_NEG
@@ -96,14 +137,18 @@ def test_negatives_keep_is_recorded_and_never_reuses_an_exclude_run(source, tmp_
     exclude = run_task(source, 1, get_retriever("bm25"), tmp_path, k=10)
     assert exclude.config.negatives == "exclude"
     assert not {A_HARD, A_NEG} & set(exclude.domains[0].run["a1"])
-    keep = run_task(source, 1, get_retriever("bm25"), tmp_path, k=10, negatives="keep")
-    assert not any(d.reused for d in keep.domains)
+    with pytest.raises(OutputConflictError, match=r"negatives \(recorded 'exclude', now 'keep'\)"):
+        run_task(source, 1, get_retriever("bm25"), tmp_path, k=10, negatives="keep")
+    keep = run_task(
+        source, 1, get_retriever("bm25"), tmp_path, k=10, negatives="keep", new_folder=True
+    )
+    assert not any(d.reused for d in keep.domains) and keep.task_dir != exclude.task_dir
     assert keep.config.negatives == "keep"
     assert {A_HARD, A_NEG} <= set(keep.domains[0].run["a1"])
     for path in (keep.task_dir / "config.json", keep.task_dir / "academia" / "config.json"):
         assert json.loads(path.read_text())["config"]["negatives"] == "keep"
     again = run_task(source, 1, get_retriever("bm25"), tmp_path, k=10)
-    assert not any(d.reused for d in again.domains)  # the keep outputs are not exclude ones
+    assert all(d.reused for d in again.domains)  # the exclude outputs, untouched
     assert [d.run for d in again.domains] == [d.run for d in exclude.domains]
     four = run_task(source, 4, get_retriever("random"), tmp_path, k=5, negatives="keep")
     assert four.config.negatives == "exclude"  # negative_ids do not apply to Task 4
@@ -111,16 +156,15 @@ def test_negatives_keep_is_recorded_and_never_reuses_an_exclude_run(source, tmp_
 
 def test_a_config_without_negatives_reads_as_exclude_and_is_reused(source, tmp_path: Path):
     first = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5)
-    for domain in DOMAINS:  # as written before the policy was recorded
-        path = first.task_dir / domain / "config.json"
+    for path in first.task_dir.rglob("config.json"):  # as written before it was recorded
         stored = json.loads(path.read_text())
         del stored["config"]["negatives"]
         path.write_text(json.dumps(stored))
         assert RunConfig.from_dict(stored["config"]).negatives == "exclude"
     again = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5)
     assert all(d.reused for d in again.domains)
-    keep = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5, negatives="keep")
-    assert not any(d.reused for d in keep.domains)
+    with pytest.raises(OutputConflictError, match="negatives"):
+        run_task(source, 1, get_retriever("bm25"), tmp_path, k=5, negatives="keep")
 
 
 class FailingOn:
@@ -148,7 +192,7 @@ class FailingOn:
 def test_interrupted_run_resumes_with_the_finished_domains(source, tmp_path: Path):
     with pytest.raises(KeyboardInterrupt):
         run_task(source, 1, FailingOn("biology"), tmp_path, k=5)
-    task_dir = tmp_path / "run_bm25"
+    task_dir = tmp_path / "run_t2t_bm25"
     assert (task_dir / "academia" / "config.json").is_file()
     assert not (task_dir / "biology" / "config.json").exists()
     resumed = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5)
@@ -158,14 +202,14 @@ def test_interrupted_run_resumes_with_the_finished_domains(source, tmp_path: Pat
 
 def test_a_stale_domain_without_config_is_rerun(source, tmp_path: Path):
     run_task(source, 1, get_retriever("bm25"), tmp_path, k=5)
-    (tmp_path / "run_bm25" / "biology" / "config.json").unlink()
+    (tmp_path / "run_t2t_bm25" / "biology" / "config.json").unlink()
     again = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5, domains=["biology"])
     assert [(d.domain, d.reused) for d in again.domains] == [("biology", False)]
 
 
 def test_a_corrupt_scores_file_is_rerun_not_trusted(source, tmp_path: Path):
     first = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5)
-    scores = tmp_path / "run_bm25" / "biology" / "scores.json"
+    scores = tmp_path / "run_t2t_bm25" / "biology" / "scores.json"
     scores.write_text('{"b1": {"x": NaN', encoding="utf-8")  # a torn write from elsewhere
     again = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5, domains=["biology"])
     assert [(d.domain, d.reused) for d in again.domains] == [("biology", False)]

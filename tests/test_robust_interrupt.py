@@ -22,7 +22,7 @@ import pytest
 
 from mmbright_core.io.runs import read_run
 
-SUBDIR = "run_bm25"
+SUBDIR = "run_t2t_bm25"
 DOMAINS = ("academia", "biology")
 # Files whose appearance can trigger the kill: mid-domain, between domains, at the end.
 TRIGGERS = [

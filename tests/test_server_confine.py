@@ -98,7 +98,7 @@ def test_a_config_folder_leading_out_of_a_dataset_is_refused(
     assert any("dataset folder entry is outside" in e for e in error_messages(at))
 
 
-@pytest.mark.parametrize("inside", ["run_random", "run_random/academia"])
+@pytest.mark.parametrize("inside", ["run_t2t_random", "run_t2t_random/academia"])
 def test_a_run_never_writes_through_a_symlinked_subfolder(
     fixture_dir: Path, root: Path, tmp_path: Path, inside: str
 ):

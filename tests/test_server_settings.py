@@ -100,7 +100,7 @@ def test_app_confines_runs_and_output_folders(fixture_dir: Path, root: Path, tmp
     at.text_input(key="run_out").input("outputs").run()
     at.button(key="run_start").click().run()
     assert not error_messages(at) and not at.exception
-    assert (root / "outputs" / "run_random" / "summary.json").is_file()
+    assert (root / "outputs" / "run_t2t_random" / "summary.json").is_file()
 
 
 def test_server_config_binds_loopback_with_xsrf_protection() -> None:

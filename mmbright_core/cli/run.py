@@ -18,7 +18,9 @@ def register(subparsers: Any) -> None:
         help="run a retriever on a task and write scores, metrics and a summary",
         description="Run a retriever on one task of MM-BRIGHT, domain by domain, and write "
         "<out>/<subdir>/<domain>/{scores,metrics,config}.json, summary.json, run.trec and "
-        "config.json. A domain whose stored configuration equals the new one is reused.",
+        "config.json. A domain whose stored configuration equals the new one is reused; a "
+        "folder holding another configuration (or outputs without one) is refused, and "
+        "nothing in it is touched.",
     )
     add_task_options(parser, domains="all")
     declare_later(parser, declare_backend)
@@ -123,8 +125,11 @@ def handle(args: argparse.Namespace) -> int:
     for domain in outcome.domains:
         note = " (reused)" if domain.reused else ""
         print(f"{domain.domain}\tnDCG@10 {100 * domain.metrics['NDCG@10']:.1f}{note}")
-    if outcome.domains:
-        mean = sum(d.metrics["NDCG@10"] for d in outcome.domains) / len(outcome.domains)
+    for domain in outcome.kept:  # in summary.json too: the Avg. below is the summary's
+        print(f"{domain.domain}\tnDCG@10 {100 * domain.metrics['NDCG@10']:.1f} (kept)")
+    every = [*outcome.domains, *outcome.kept]
+    if every:
+        mean = sum(d.metrics["NDCG@10"] for d in every) / len(every)
         print(f"Avg.\tnDCG@10 {100 * mean:.1f}")
     print(f"wrote {outcome.task_dir}")
     if args.mteb:

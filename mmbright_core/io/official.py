@@ -28,6 +28,7 @@ from mmbright_core.io._json import (
 )
 from mmbright_core.io._open import decode, load
 from mmbright_core.io.atomic import atomic_write_text
+from mmbright_core.io.recorded import check_one_configuration, check_summary
 from mmbright_core.io.runs import read_run, run_json
 from mmbright_core.types import Run
 
@@ -39,7 +40,17 @@ TASK_TYPES: dict[int, str] = {
     4: "text_pair",
 }
 
-_SUBDIR_PREFIXES: dict[int, str] = {1: "run_", 2: "run_", 3: "multimodal_it2i_", 4: "it2it_"}
+# The folder each task's runs are written to. The official harness names tasks 1 and 2 both
+# ``run_<model>``, so a Task 2 run replaced the Task 1 run of the same model; here they are
+# ``run_t2t_`` and ``run_it2t_``, after MTEB's T2T / IT2T task names. Every official name
+# (``run_<model>`` included) is still read.
+_SUBDIR_PREFIXES: dict[int, str] = {
+    1: "run_t2t_",
+    2: "run_it2t_",
+    3: "multimodal_it2i_",
+    4: "it2it_",
+}
+_OFFICIAL_PREFIXES = ("run_", "multimodal_")  # older and official folder names
 _METRICS_FILES = ("metrics.json", "results.json")  # results.json: older runs
 
 
@@ -57,6 +68,9 @@ class OfficialOutputs:
         run_config: The run configuration this package's runner writes beside the outputs
             (``config.json``'s ``"config"``: settings and their ``options``), or empty where
             there is none.
+        domain_configs: domain -> the configuration its own ``config.json`` records, or
+            None for a domain whose scores have none (every domain of the official
+            harness's outputs).
     """
 
     path: Path
@@ -66,10 +80,15 @@ class OfficialOutputs:
     metrics: dict[str, dict[str, float]]
     aggregated: dict[str, float] = field(default_factory=dict)
     run_config: dict[str, Any] = field(default_factory=dict)
+    domain_configs: dict[str, dict[str, Any] | None] = field(default_factory=dict)
 
 
 def official_subdir(task: int, model: str) -> str:
-    """Return the folder name the official harness uses for a task and model.
+    """Return the folder name runs of a task and model are written to.
+
+    ``run_t2t_<model>`` (Task 1), ``run_it2t_<model>`` (Task 2), ``multimodal_it2i_<model>``
+    (Task 3) and ``it2it_<model>`` (Task 4): the official names, except that tasks 1 and 2,
+    both ``run_<model>`` officially, get a folder each.
 
     Raises:
         UnknownNameError: ``task`` is not 1-4.
@@ -131,18 +150,26 @@ def read_outputs(path: str | os.PathLike[str]) -> OfficialOutputs:
 
     Raises:
         InputError: The folder holds no outputs, several candidates, or a malformed file;
-            the message names the path.
+            or it mixes runs: domains of different recorded configurations, some with a
+            recorded configuration and some without, or a ``summary.json`` whose metrics
+            are not its domains' (:mod:`mmbright_core.io.recorded`). The message names
+            the path.
     """
     folder = _resolve_subdir(Path(path))
     runs: dict[str, dict[str, dict[str, float]]] = {}
     metrics: dict[str, dict[str, float]] = {}
+    configs: dict[str, dict[str, Any] | None] = {}
     for child in sorted(c for c in folder.iterdir() if c.is_dir()):
         if (child / "scores.json").is_file():
             runs[child.name] = read_run(child / "scores.json", format="json")
+            configs[child.name] = _read_run_config(child / "config.json") or None
         found = [child / n for n in _METRICS_FILES if (child / n).is_file()]
         if found:
             metrics[child.name] = _read_metrics(found[0])
     summary = _read_summary(folder / "summary.json")
+    run_config = _read_run_config(folder / "config.json")
+    check_one_configuration(folder, run_config, configs)
+    check_summary(folder, summary.get("domains", {}), metrics)
     for domain, values in summary.get("domains", {}).items():
         metrics.setdefault(domain, values)
     return OfficialOutputs(
@@ -152,7 +179,8 @@ def read_outputs(path: str | os.PathLike[str]) -> OfficialOutputs:
         runs=runs,
         metrics=metrics,
         aggregated=summary.get("aggregated", {}),
-        run_config=_read_run_config(folder / "config.json"),
+        run_config=run_config,
+        domain_configs=configs,
     )
 
 
@@ -254,7 +282,8 @@ def _plain(value: Any) -> Any:
 
 
 def _model_from_folder(name: str) -> str:
-    for prefix in sorted(set(_SUBDIR_PREFIXES.values()) | {"multimodal_"}, key=len, reverse=True):
+    prefixes = set(_SUBDIR_PREFIXES.values()) | set(_OFFICIAL_PREFIXES)
+    for prefix in sorted(prefixes, key=len, reverse=True):
         if name.startswith(prefix) and len(name) > len(prefix):
             return name[len(prefix) :]
     return name

@@ -7,6 +7,11 @@ folder also gets a ``config.json``, written last: a domain is reused only when t
 configuration equals the new one (the official code reuses any existing ``scores.json``,
 SPEC §7), and a run killed mid-domain leaves no configuration there, so it re-runs.
 
+Nothing of another configuration is ever replaced (:mod:`mmbright_core.retrieval.folders`):
+the folder's ``config.json`` claims it before any domain is written, a folder holding
+another configuration (or outputs with none) is refused or passed over for
+``<subdir>_2``..., and the summary covers every domain the folder holds.
+
 Two hooks serve a caller other than the command line (the dashboard): ``progress`` hears of
 each step, within a domain too, and ``guard`` is shown every folder and file before it is
 read or written, so that a server can refuse a symlinked subfolder that leads elsewhere.
@@ -39,9 +44,8 @@ from mmbright_core.io.runs import read_run, write_trec_run
 from mmbright_core.metrics.official import official_metrics
 from mmbright_core.ranking import top_k
 from mmbright_core.retrieval.base import DEFAULT_K, Retriever, RunConfig, check_k, check_task
+from mmbright_core.retrieval.folders import CONFIG_FILE, choose_folder, held_domains
 from mmbright_core.types import Run, TaskData
-
-CONFIG_FILE = "config.json"
 
 QUERY_STEPS = 10
 """With a ``progress`` hook, a domain's queries are retrieved in up to this many batches."""
@@ -100,14 +104,19 @@ class RunOutcome:
     """What :func:`run_task` wrote.
 
     Attributes:
-        task_dir: The ``<out>/<subdir>`` folder.
+        task_dir: The ``<out>/<subdir>`` folder (``<subdir>_<n>`` when others were avoided).
         config: The run's configuration.
         domains: One outcome per domain, in the order run.
+        kept: The folder's other domains of this configuration, from earlier runs: the
+            summary and ``run.trec`` cover them too.
+        avoided: ``(folder, reason)`` for each folder passed over (``new_folder=True``).
     """
 
     task_dir: Path
     config: RunConfig
     domains: tuple[DomainOutcome, ...]
+    kept: tuple[DomainOutcome, ...] = ()
+    avoided: tuple[tuple[Path, str], ...] = ()
 
 
 def run_task(
@@ -122,6 +131,7 @@ def run_task(
     negatives: str = "exclude",
     progress: ProgressHook | None = None,
     guard: Guard | None = None,
+    new_folder: bool = False,
 ) -> RunOutcome:
     """Run ``retriever`` on ``task`` for each domain and write the output folders.
 
@@ -140,9 +150,16 @@ def run_task(
             own, so the run is the same), writing, reuse.
         guard: Called with every folder and file before it is read or written; whatever
             it raises stops the run before anything is written there.
+        new_folder: When ``<subdir>`` holds another configuration, write to the first of
+            ``<subdir>_2``, ``<subdir>_3``... that is absent or holds this one, instead of
+            refusing.
 
     Returns:
         What was run, reused and written.
+
+    Raises:
+        OutputConflictError: The folder holds outputs of another configuration, or with
+            none recorded, and ``new_folder`` is False; nothing was written.
     """
     check_task(retriever, task)
     check_k(k)
@@ -154,30 +171,31 @@ def run_task(
     config = RunConfig.build(
         retriever, task=task, protocol=protocol, source=source.name, k=k, negatives=policy
     )
-    task_dir = Path(out_dir) / official_subdir(task, retriever.label())
     check = guard or _no_guard
-    for path in (Path(out_dir), task_dir, *(task_dir / n for n in _TASK_FILES)):
-        check(path)
+    check(Path(out_dir))
+    subdir = official_subdir(task, retriever.label())
+    choice = choose_folder(Path(out_dir), subdir, config, new_folder=new_folder, guard=check)
+    task_dir = choice.task_dir
+    kept, held = _claim(task_dir, source.domains(), chosen, config, check)
     outcomes = []
     for index, domain in enumerate(
         tqdm(chosen, desc=f"task {task} {retriever.name}", unit="domain", disable=None)
     ):
         tell = _teller(progress, domain, index, len(chosen))
-        for path in (task_dir / domain, *(task_dir / domain / n for n in _DOMAIN_FILES)):
-            check(path)
         outcome = _reuse(task_dir, domain, config)
         if outcome is None:
             outcome = _run_domain(source, task, retriever, task_dir, domain, config, tell)
         tell(1.0, "reused from disk" if outcome.reused else "done")
         outcomes.append(outcome)
+    every = sorted([*outcomes, *kept], key=lambda o: held.index(o.domain))
     write_summary(
-        task_dir, retriever.label(), TASK_TYPES[task], {o.domain: o.metrics for o in outcomes}
+        task_dir, retriever.label(), TASK_TYPES[task], {o.domain: o.metrics for o in every}
     )
-    combined = {f"{o.domain}/{q}": docs for o in outcomes for q, docs in o.run.items()}
+    combined = {f"{o.domain}/{q}": docs for o in every for q, docs in o.run.items()}
     write_trec_run(task_dir / "run.trec", combined, tag=retriever.label())
-    summary = {"config": config.to_dict(), "domains": [o.domain for o in outcomes]}
+    summary = {"config": config.to_dict(), "domains": [o.domain for o in every]}
     atomic_write_text(task_dir / CONFIG_FILE, _dump(summary))
-    return RunOutcome(task_dir, config, tuple(outcomes))
+    return RunOutcome(task_dir, config, tuple(outcomes), tuple(kept), choice.avoided)
 
 
 _TASK_FILES = ("summary.json", "run.trec", CONFIG_FILE)
@@ -197,6 +215,39 @@ def _teller(hook: ProgressHook | None, domain: str, index: int, count: int) -> _
             hook(Progress(domain, index, count, done, step))
 
     return tell
+
+
+def _claim(
+    task_dir: Path, every: Sequence[str], chosen: Sequence[str], config: RunConfig, check: Guard
+) -> tuple[list[DomainOutcome], list[str]]:
+    """Check every path, then write the folder's config.json before any domain.
+
+    A run stopped at any point then leaves a folder that says which configuration its
+    files belong to (:mod:`mmbright_core.retrieval.folders`).
+
+    Returns:
+        The folder's other domains of this configuration, and every domain it will hold
+        (in the source's order).
+    """
+    for path in (task_dir, *(task_dir / n for n in _TASK_FILES)):
+        check(path)
+    for domain in chosen:
+        for path in (task_dir / domain, *(task_dir / domain / n for n in _DOMAIN_FILES)):
+            check(path)
+    kept = _kept(task_dir, chosen, config, check)
+    held = [d for d in every if d in chosen or d in {o.domain for o in kept}]
+    atomic_write_text(task_dir / CONFIG_FILE, _dump({"config": config.to_dict(), "domains": held}))
+    return kept, held
+
+
+def _kept(
+    task_dir: Path, chosen: Sequence[str], config: RunConfig, check: Guard
+) -> list[DomainOutcome]:
+    # The folder's other domains of this configuration stay in its summary, so that the
+    # summary's figure is the one its domains' scores give.
+    others = [d for d in held_domains(task_dir, check) if d not in chosen]
+    found = (_reuse(task_dir, d, config) for d in others)
+    return [o for o in found if o is not None]
 
 
 def _domain_config(config: RunConfig, domain: str) -> dict[str, Any]:

@@ -5,7 +5,9 @@ one call, which writes the official outputs and reuses a domain whose stored con
 matches; its ``progress`` hook moves the bar per batch of queries, and its ``guard`` checks
 every folder and file it reads or writes against the server's data root. Cancelling reruns
 the page: Streamlit stops the script at its next call (the next progress step); finished
-domains stay on disk and are reused by the next run.
+domains stay on disk and are reused by the next run. A folder holding another
+configuration is never written into: the run goes to the next free ``<subdir>_<n>`` and the
+page says where and why.
 """
 
 from __future__ import annotations
@@ -203,6 +205,13 @@ def _add(outcome: RunOutcome, spec: str, task: Task, name: str, options: dict[st
         f"{verb} run {label!r}: {len(done)} domain(s), {len(done) - reused} run now, "
         f"{reused} reused from disk.",
     )
+    if outcome.avoided:
+        folder, reason = outcome.avoided[0]
+        _say(
+            "warning",
+            f"Wrote to {outcome.task_dir}, not {folder}, which {reason}; that folder is left "
+            "as it was.",
+        )
 
 
 def _key(options: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
@@ -246,6 +255,7 @@ def _run_with_progress(
             k=k,
             progress=show,
             guard=confinement.output_guard(),
+            new_folder=True,  # never over another configuration; the page says where
         )
     finally:  # an error leaves its message, not a bar stuck half-way (a cancel ends the run)
         bar.empty()

@@ -20,7 +20,9 @@ if source is None:
     st.stop()
 st.caption(
     "Runs write the official outputs layout (scores.json, metrics.json, summary.json) into the "
-    "output folder; a domain already run with the same configuration is reused."
+    "output folder; a domain already run with the same configuration is reused. A folder "
+    "holding another configuration is left as it is: the run goes to a new one beside it "
+    "(…_2, …_3)."
 )
 names = running.runnable(available_retrievers(), task)
 name = st.selectbox(f"Retriever (those that run task {task})", names, key="run_retriever")
