@@ -28,6 +28,7 @@ from mmbright_core.io._json import (
 )
 from mmbright_core.io._open import decode, load
 from mmbright_core.io.atomic import atomic_write_text
+from mmbright_core.io.ocr_words import OCR_FILE, OcrWords, read_ocr_words
 from mmbright_core.io.runs import read_run, run_json
 from mmbright_core.types import Run
 
@@ -57,6 +58,8 @@ class OfficialOutputs:
         run_config: The run configuration this package's runner writes beside the outputs
             (``config.json``'s ``"config"``: settings and their ``options``), or empty where
             there is none.
+        ocr_words: The words an OCR run read from its query images (``<domain>/ocr.json``,
+            every domain's together), or None where none are recorded.
     """
 
     path: Path
@@ -66,6 +69,7 @@ class OfficialOutputs:
     metrics: dict[str, dict[str, float]]
     aggregated: dict[str, float] = field(default_factory=dict)
     run_config: dict[str, Any] = field(default_factory=dict)
+    ocr_words: OcrWords | None = None
 
 
 def official_subdir(task: int, model: str) -> str:
@@ -136,9 +140,13 @@ def read_outputs(path: str | os.PathLike[str]) -> OfficialOutputs:
     folder = _resolve_subdir(Path(path))
     runs: dict[str, dict[str, dict[str, float]]] = {}
     metrics: dict[str, dict[str, float]] = {}
+    words: OcrWords | None = None
     for child in sorted(c for c in folder.iterdir() if c.is_dir()):
         if (child / "scores.json").is_file():
             runs[child.name] = read_run(child / "scores.json", format="json")
+        if (child / OCR_FILE).is_file():
+            found_words = read_ocr_words(child / OCR_FILE, child.name)
+            words = found_words if words is None else words.merged(found_words, str(child))
         found = [child / n for n in _METRICS_FILES if (child / n).is_file()]
         if found:
             metrics[child.name] = _read_metrics(found[0])
@@ -153,6 +161,7 @@ def read_outputs(path: str | os.PathLike[str]) -> OfficialOutputs:
         metrics=metrics,
         aggregated=summary.get("aggregated", {}),
         run_config=_read_run_config(folder / "config.json"),
+        ocr_words=words,
     )
 
 

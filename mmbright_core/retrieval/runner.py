@@ -7,6 +7,11 @@ folder also gets a ``config.json``, written last: a domain is reused only when t
 configuration equals the new one (the official code reuses any existing ``scores.json``,
 SPEC §7), and a run killed mid-domain leaves no configuration there, so it re-runs.
 
+A retriever may record what its run used beyond the scores (``ocr-*``: the words read from
+each query image, ``ocr.json``): one that has ``recorded_files`` and ``records(data, source)``
+gets those files written in each domain folder before its ``config.json``, and a domain is
+reused only where they exist.
+
 Two hooks serve a caller other than the command line (the dashboard): ``progress`` hears of
 each step, within a domain too, and ``guard`` is shown every folder and file before it is
 read or written, so that a server can refuse a symlinked subfolder that leads elsewhere.
@@ -163,9 +168,10 @@ def run_task(
         tqdm(chosen, desc=f"task {task} {retriever.name}", unit="domain", disable=None)
     ):
         tell = _teller(progress, domain, index, len(chosen))
-        for path in (task_dir / domain, *(task_dir / domain / n for n in _DOMAIN_FILES)):
+        names = (*_DOMAIN_FILES, *_recorded_files(retriever))
+        for path in (task_dir / domain, *(task_dir / domain / n for n in names)):
             check(path)
-        outcome = _reuse(task_dir, domain, config)
+        outcome = _reuse(task_dir, domain, config, names)
         if outcome is None:
             outcome = _run_domain(source, task, retriever, task_dir, domain, config, tell)
         tell(1.0, "reused from disk" if outcome.reused else "done")
@@ -205,9 +211,15 @@ def _domain_config(config: RunConfig, domain: str) -> dict[str, Any]:
     return stored
 
 
-def _reuse(task_dir: Path, domain: str, config: RunConfig) -> DomainOutcome | None:
+def _recorded_files(retriever: Retriever) -> tuple[str, ...]:
+    return tuple(getattr(retriever, "recorded_files", ()))
+
+
+def _reuse(
+    task_dir: Path, domain: str, config: RunConfig, names: Sequence[str] = _DOMAIN_FILES
+) -> DomainOutcome | None:
     folder = task_dir / domain
-    paths = [folder / name for name in _DOMAIN_FILES]
+    paths = [folder / name for name in names]
     if not all(p.is_file() for p in paths):
         return None
     try:
@@ -248,6 +260,9 @@ def _run_domain(
     run = _cut(found, data.excluded, config.k)
     metrics = official_metrics(data.qrels, run)
     write_domain_outputs(task_dir, domain, run, metrics)
+    records = getattr(retriever, "records", None)
+    for name, text in (records(data, source) if callable(records) else {}).items():
+        atomic_write_text(task_dir / domain / name, text)
     atomic_write_text(task_dir / domain / CONFIG_FILE, _dump(_domain_config(config, domain)))
     return DomainOutcome(domain, False, run, metrics)
 
