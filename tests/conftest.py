@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.abc
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,23 @@ def _private_notes(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Tem
     """Keep the notes database a test opens (the inspector reads it) out of the home folder."""
     if "MMBRIGHT_NOTES" not in os.environ:
         monkeypatch.setenv("MMBRIGHT_NOTES", str(tmp_path_factory.getbasetemp() / "notes.sqlite3"))
+
+
+class _NoOcrEngine(importlib.abc.MetaPathFinder):
+    """Refuses to import the OCR engine, as in an install without the ``ocr`` extra."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name.split(".")[0] == "rapidocr_onnxruntime":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+@pytest.fixture
+def no_ocr_engine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The dashboard's own install (``[app]``): no OCR engine to import, no OCR cache."""
+    for name in [m for m in sys.modules if m.split(".")[0] == "rapidocr_onnxruntime"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [_NoOcrEngine(), *sys.meta_path])
+    monkeypatch.setenv("MMBRIGHT_CACHE", str(tmp_path / "empty-cache"))
 
 
 TINY_CLIP = "mmbright-test-tiny"
