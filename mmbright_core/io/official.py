@@ -140,13 +140,9 @@ def read_outputs(path: str | os.PathLike[str]) -> OfficialOutputs:
     folder = _resolve_subdir(Path(path))
     runs: dict[str, dict[str, dict[str, float]]] = {}
     metrics: dict[str, dict[str, float]] = {}
-    words: OcrWords | None = None
     for child in sorted(c for c in folder.iterdir() if c.is_dir()):
         if (child / "scores.json").is_file():
             runs[child.name] = read_run(child / "scores.json", format="json")
-        if (child / OCR_FILE).is_file():
-            found_words = read_ocr_words(child / OCR_FILE, child.name)
-            words = found_words if words is None else words.merged(found_words, str(child))
         found = [child / n for n in _METRICS_FILES if (child / n).is_file()]
         if found:
             metrics[child.name] = _read_metrics(found[0])
@@ -161,8 +157,28 @@ def read_outputs(path: str | os.PathLike[str]) -> OfficialOutputs:
         metrics=metrics,
         aggregated=summary.get("aggregated", {}),
         run_config=_read_run_config(folder / "config.json"),
-        ocr_words=words,
+        ocr_words=_folder_words(folder),
     )
+
+
+def read_recorded_words(path: str | os.PathLike[str]) -> OcrWords | None:
+    """Read only the OCR words a run recorded (``<domain>/ocr.json``), None where there are none.
+
+    Args:
+        path: The ``<subdir>`` folder, or the ``outputs`` folder above a single one.
+
+    Raises:
+        InputError: As :func:`read_outputs`, for the folder and its ``ocr.json`` files.
+    """
+    return _folder_words(_resolve_subdir(Path(path)))
+
+
+def _folder_words(folder: Path) -> OcrWords | None:
+    words: OcrWords | None = None
+    for child in sorted(c for c in folder.iterdir() if (c / OCR_FILE).is_file()):
+        found = read_ocr_words(child / OCR_FILE, child.name)
+        words = found if words is None else words.merged(found, str(child))
+    return words
 
 
 def _resolve_subdir(path: Path) -> Path:
