@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.abc
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import isolation
@@ -55,6 +57,23 @@ def test_home(pytestconfig: pytest.Config) -> Path:
 def real_home_before(pytestconfig: pytest.Config) -> tuple[Path, dict[str, tuple[int, int]]]:
     """The user's real home, and what its mmbright folders held before the run."""
     return pytestconfig.stash[_REAL_HOME]
+
+
+class _NoOcrEngine(importlib.abc.MetaPathFinder):
+    """Refuses to import the OCR engine, as in an install without the ``ocr`` extra."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name.split(".")[0] == "rapidocr_onnxruntime":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+@pytest.fixture
+def no_ocr_engine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The dashboard's own install (``[app]``): no OCR engine to import, no OCR cache."""
+    for name in [m for m in sys.modules if m.split(".")[0] == "rapidocr_onnxruntime"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [_NoOcrEngine(), *sys.meta_path])
+    monkeypatch.setenv("MMBRIGHT_CACHE", str(tmp_path / "empty-cache"))
 
 
 TINY_CLIP = "mmbright-test-tiny"

@@ -61,12 +61,18 @@ def _tag(notes: Path, source: str, domain: str, query_id: str, *tags: str) -> No
         store.set_tags(QueryKey(source, TASK, "paper", domain, query_id), list(tags))
 
 
-def test_demo_most_hurt_queries_lost_their_top_place_to_unjudged_passages(notes: Path):
+def _demo_compare() -> AppTest:
+    """The compare page on the demo's Task 2 runs: BM25 (A) against OCR-augmented BM25 (B)."""
     at = fresh()
     at.selectbox(key="task").set_value(2).run()
     goto(at, "compare")
     at.selectbox(key="cmp_a").set_value("bm25").run()
     at.selectbox(key="cmp_b").set_value("ocr-bm25").run()
+    return at
+
+
+def test_demo_most_hurt_queries_lost_their_top_place_to_unjudged_passages(notes: Path):
+    at = _demo_compare()
     open_tab(at, state.COMPARE_SECTION_KEY, "Where B loses most")
     assert not at.exception
     hurt = dataframe_with(at, "query_id", "judgment_gap", "judged_a", "judged_b").head(5)
@@ -138,3 +144,20 @@ def test_compare_slices_keep_their_group_order(app: AppTest, by: str):
     if by == "ocr-words":
         # No OCR result is cached for the fixture's images: never a guess.
         assert set(table["group"]) <= {"not read", "no image"}
+
+
+def test_demo_ocr_words_slice_reads_the_words_the_run_recorded(no_ocr_engine, notes: Path):
+    # No OCR engine and an empty cache: the groups come from the OCR run's ocr.json.
+    at = _demo_compare()
+    open_tab(at, state.COMPARE_SECTION_KEY, "Image effect by slice")
+    at.selectbox(key="cmp_slice").set_value("ocr-words").run()
+    assert not at.exception
+    table = dataframe_with(at, "group", "queries")
+    read = table.loc[~table["group"].isin(["not read", "no image"]), "queries"].sum()
+    shipped = Path(mmbright_core.data.__file__).parent / "demo" / "runs" / "run_ocr-bm25"
+    words = read_outputs(shipped).ocr_words
+    assert words is not None
+    recorded = sum(
+        bool(images) for by_query in words.queries.values() for images in by_query.values()
+    )
+    assert read == recorded > 0

@@ -139,6 +139,36 @@ def test_the_query_shows_the_words_read_from_each_image_marked_as_from_the_image
     assert not any(m.proto.allow_html for m in at.markdown)
 
 
+def _shown_text(at: AppTest) -> str:
+    """Every text the page shows: markdown, captions, HTML, alerts, table cells."""
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    parts += [str(e.value) for e in [*at.error, *at.warning, *at.info]] + _html(at.main)
+    parts += [f.value.to_csv() for f in at.dataframe]
+    return " ".join(parts)
+
+
+def test_without_the_ocr_engine_the_most_hurt_query_is_explained_from_the_run(no_ocr_engine, hurt):
+    # The dashboard's own install has no OCR engine: the words come from the run's ocr.json.
+    at = _inspect(fresh(timeout=120), 2)  # opens on the most-hurt query of B against A
+    target = at.session_state["inspect_query"]
+    assert target in hurt
+    shown = _shown_text(at)
+    assert "not installed" not in shown and "No attribution" not in shown
+    under = [b for b in _html(at.main) if b.startswith("<small>Read by ocr-bm25")]
+    assert under and all('class="origin-image"' in b for b in under)
+    stored = {A: _stored("run_bm25"), B: _stored("run_ocr-bm25")}
+    for index, name in enumerate((A, B)):
+        ranked = list(stored[name][target.domain][target.query_id].values())
+        hits = _blocks(at, f"hit_{index}_")
+        assert len(hits) == 10, name
+        for key, block in hits.items():
+            terms = _terms(_html(block))
+            rank = int(key.rsplit("_", 1)[1])
+            assert sum(v for _, v, _ in terms) == pytest.approx(ranked[rank - 1], rel=1e-6)
+    image_terms = [t for b in _blocks(at, "hit_1_").values() for t in _terms(_html(b)) if t[2]]
+    assert image_terms  # the words read from the image show in B's explanations
+
+
 def test_attribution_table_adds_up_and_aligned_rows_say_the_move(hurt):
     at = _inspect(fresh(timeout=120), 2, hurt[0])
     assert not any("from image" in f.value.columns for f in at.dataframe)  # its tab is closed

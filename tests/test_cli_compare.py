@@ -1,9 +1,11 @@
 import json
 import math
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 
+import mmbright_core.data
 from mmbright_core.cli import main
 from mmbright_core.io.official import write_domain_outputs
 from mmbright_core.io.runs import write_trec_run
@@ -165,6 +167,14 @@ def test_compare_by_images_prints_the_slice_table(fixture_dir, runs, capsys):
 def test_compare_by_ocr_words_says_not_read_without_a_cached_result(fixture_dir, runs, capsys):
     out = _json(capsys, "--source", str(fixture_dir), "--task", "2", *runs, "--by", "ocr-words")
     assert {row["group"] for row in out["slice"]} <= {"not read", "no image"}
+
+
+def test_compare_by_ocr_words_reads_the_words_an_ocr_run_recorded(no_ocr_engine, capsys):
+    shipped = Path(mmbright_core.data.__file__).parent / "demo" / "runs"
+    runs = [str(shipped / "run_bm25"), str(shipped / "run_ocr-bm25")]
+    out = _json(capsys, "--source", "demo", "--task", "2", *runs, "--by", "ocr-words")
+    read = [row for row in out["slice"] if row["group"] not in ("not read", "no image")]
+    assert read and sum(row["queries"] for row in read) >= 10
 
 
 def test_compare_reads_failure_tags_from_the_notes_file(

@@ -44,7 +44,7 @@ class QueryImages:
 @pytest.mark.models
 @pytest.mark.slow
 def test_rapidocr_reads_back_rendered_text(tmp_path: Path):
-    assert OcrReader(tmp_path).read(render("TARDIGRADE")).strip().upper() == "TARDIGRADE"
+    assert OcrReader(tmp_path).read(png(render("TARDIGRADE"))).strip().upper() == "TARDIGRADE"
 
 
 class FakeEngine:
@@ -66,12 +66,12 @@ class FakeEngine:
 def test_results_are_ordered_filtered_and_cached_by_content(tmp_path: Path):
     reader = OcrReader(tmp_path, min_score=0.5)
     reader._engine = engine = FakeEngine()
-    assert reader.read(render("x")) == "first\nsecond"
+    assert reader.read(png(render("x"))) == "first\nsecond"
     fresh = OcrReader(tmp_path, min_score=0.5)
     fresh._engine = FakeEngine()
-    assert fresh.read(render("x")) == "first\nsecond"  # same pixels: read from disk
+    assert fresh.read(png(render("x"))) == "first\nsecond"  # same bytes: read from disk
     assert fresh._engine.calls == 0 and engine.calls == 1
-    assert fresh.read(render("y")) and fresh._engine.calls == 1
+    assert fresh.read(png(render("y"))) and fresh._engine.calls == 1
 
 
 def _task(task: int = 2) -> TaskData:

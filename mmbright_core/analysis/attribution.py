@@ -35,13 +35,13 @@ from mmbright_core.analysis.attribution_records import (
     Unavailable,
 )
 from mmbright_core.analysis.attribution_vectors import explain_dense, explain_fusion
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, MissingDependencyError
 from mmbright_core.retrieval.base import ImageSource, Retriever, check_task
 from mmbright_core.retrieval.bm25 import BM25Retriever
 from mmbright_core.retrieval.clip import ClipRetriever
 from mmbright_core.retrieval.dense import DenseRetriever
 from mmbright_core.retrieval.ocr import OcrAugmented
-from mmbright_core.types import TaskData
+from mmbright_core.types import Query, TaskData
 
 __all__ = [
     "Attribution",
@@ -76,11 +76,12 @@ def explain(
 
     Returns:
         doc_id -> its attribution, in the order given; a document absent from the corpus
-        gets :class:`Unavailable`.
+        gets :class:`Unavailable`, and so does every document when the query side cannot
+        be computed (an OCR run's image words neither recorded nor readable here).
 
     Raises:
-        InputError: ``query_id`` is not a query of ``data``, the retriever cannot run the
-            task, or it needs a source and none was given.
+        InputError: ``query_id`` is not a query of ``data``, or the retriever cannot run
+            the task.
     """
     if retriever is None or isinstance(retriever, Unavailable):
         reason = retriever or Unavailable(
@@ -99,21 +100,36 @@ def explain(
     wanted = set(doc_ids)
     where = {doc.doc_id: i for i, doc in enumerate(data.corpus) if doc.doc_id in wanted}
     positions = {d: where[d] for d in dict.fromkeys(doc_ids) if d in where}
-    found: dict[str, Attribution] = {}
-    ocr = isinstance(retriever, OcrAugmented)
-    inner = retriever.inner if isinstance(retriever, OcrAugmented) else None
-    if not positions:
-        pass
-    elif isinstance(retriever, BM25Retriever) or (ocr and isinstance(inner, BM25Retriever)):
-        found = explain_lexical(retriever, data, source, query, positions)  # type: ignore[arg-type]
-    elif isinstance(retriever, ClipRetriever):
-        found = explain_fusion(retriever, data, source, query, positions)
-    elif isinstance(retriever, DenseRetriever) or (ocr and isinstance(inner, DenseRetriever)):
-        docs = {d: data.corpus[p] for d, p in positions.items()}
-        found = explain_dense(retriever, source, query, docs)  # type: ignore[arg-type]
-    else:
+    try:
+        found = _explained(retriever, data, source, query, positions)
+    except (MissingDependencyError, InputError) as err:
+        # An OCR run whose record lacks an image's words, read again without the engine.
+        return dict.fromkeys(doc_ids, Unavailable(str(err)))
+    if found is None:
         return dict.fromkeys(
             doc_ids, Unavailable(f"no attribution for retriever {retriever.name!r} yet")
         )
     missing = Unavailable(f"not in the corpus of task {data.task}, domain {data.domain}")
     return {doc_id: found.get(doc_id, missing) for doc_id in doc_ids}
+
+
+def _explained(
+    retriever: Retriever,
+    data: TaskData,
+    source: ImageSource | None,
+    query: Query,
+    positions: dict[str, int],
+) -> dict[str, Attribution] | None:
+    """The attributions by the retriever's kind (None for a kind not explained yet)."""
+    ocr = isinstance(retriever, OcrAugmented)
+    inner = retriever.inner if isinstance(retriever, OcrAugmented) else None
+    if not positions:
+        return {}
+    if isinstance(retriever, BM25Retriever) or (ocr and isinstance(inner, BM25Retriever)):
+        return explain_lexical(retriever, data, source, query, positions)  # type: ignore[arg-type]
+    if isinstance(retriever, ClipRetriever):
+        return explain_fusion(retriever, data, source, query, positions)
+    if isinstance(retriever, DenseRetriever) or (ocr and isinstance(inner, DenseRetriever)):
+        docs = {d: data.corpus[p] for d, p in positions.items()}
+        return explain_dense(retriever, source, query, docs)  # type: ignore[arg-type]
+    return None

@@ -6,6 +6,12 @@ retriever's settings are mapped back to the options its factory takes; the rebui
 retriever's own settings must then equal the recorded ones field by field (the analyzer's
 fingerprint, the weights, the OCR engine's version...), or nothing is returned but the
 reason: an explanation computed with another model would be a guess.
+
+The OCR retrievers also need the words read from each query image. A run records them
+(``<domain>/ocr.json``): given those, the rebuilt retriever answers from them and reports the
+engine settings they were read with, so no OCR engine is needed. Without them (a run made
+before they were recorded) the engine must read the images again, and where it is not
+installed the answer says which extra to install.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any
 
 from mmbright_core.analysis.attribution_records import Unavailable
 from mmbright_core.errors import InputError, MissingDependencyError
+from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.retrieval.base import Retriever, RunConfig, get_retriever
 
 Recipe = Callable[[RunConfig, dict[str, Any]], dict[str, Any]]
@@ -80,6 +87,7 @@ _RECIPES: dict[str, Recipe] = {
 # Where the recipe's retriever takes them: where the caches are, which device encodes.
 _CACHED = frozenset({"bm25", "ocr-bm25", "dense", "ocr-dense", "clip"})
 _DEVICE = frozenset({"dense", "clip"})
+_OCR = frozenset({"ocr-bm25", "ocr-dense"})
 
 
 def retriever_from_config(
@@ -87,6 +95,7 @@ def retriever_from_config(
     *,
     cache_dir: str | None = None,
     device: str | None = None,
+    ocr_words: OcrWords | None = None,
 ) -> Retriever | Unavailable:
     """Rebuild the retriever that made a run, exactly as configured, or say why not.
 
@@ -95,11 +104,14 @@ def retriever_from_config(
             the whole ``config.json`` of a run folder (``{"config": ..., "domains": ...}``).
         cache_dir: Where the retriever keeps its indexes and embeddings (default: its own).
         device: Torch device for the encoders (``dense``, ``clip``).
+        ocr_words: The words the run recorded from its query images
+            (:attr:`~mmbright_core.io.official.OfficialOutputs.ocr_words`), for ``ocr-*``.
 
     Returns:
         The retriever, or :class:`Unavailable` with the reason it cannot be rebuilt
         faithfully (an unknown retriever, settings not recorded, a model, analyzer or
-        package version that now gives other settings, a missing optional package).
+        package version that now gives other settings, a missing optional package, OCR
+        words neither recorded nor readable).
 
     Raises:
         InputError: ``config`` is not a run configuration.
@@ -122,6 +134,11 @@ def retriever_from_config(
         options["cache_dir"] = cache_dir
     if config.retriever in _DEVICE:
         options["device"] = device
+    if config.retriever in _OCR:
+        unreadable = _ocr_unavailable(config, ocr_words)
+        if unreadable is not None:
+            return unreadable
+        options["recorded"] = ocr_words
     try:
         retriever = get_retriever(config.retriever, **options)
         rebuilt = RunConfig.build(
@@ -140,6 +157,26 @@ def retriever_from_config(
             f"the rebuilt {config.retriever!r} differs from the run's: " + "; ".join(differences)
         )
     return retriever
+
+
+def _ocr_unavailable(config: RunConfig, words: OcrWords | None) -> Unavailable | None:
+    """Why an OCR run's image words can be neither taken from its record nor read, if so."""
+    from mmbright_core.retrieval.ocr import engine_installed
+
+    if words is not None:
+        if words.image_policy != config.image_policy:
+            return Unavailable(
+                f"the run's ocr.json records image policy {words.image_policy!r}, its "
+                f"configuration {config.image_policy!r}: run the retriever again"
+            )
+        return None
+    if engine_installed():
+        return None
+    return Unavailable(
+        "the run records no words read from its query images (no ocr.json beside its "
+        "scores.json), and reading them again needs the OCR engine, which is not installed: "
+        "pip install 'mmbright[ocr]', or run the retriever again to record them"
+    )
 
 
 def _as_config(config: RunConfig | Mapping[str, Any]) -> RunConfig:

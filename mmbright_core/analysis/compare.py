@@ -292,8 +292,8 @@ def slice_groups(
     Groups: ``domain`` (sorted); ``images`` (0 / 1 / 2 / 3-5 / 6+); ``decodable`` (all /
     some / none / no images / unknown); ``length`` (characters of the text); ``ocr-words``
     (none / few (1-5) / many (6+) words read from the first image, ``not read`` when no
-    OCR result is cached, ``no image``); ``image-size`` (pixel area of the first image:
-    small < 0.25 MP <= medium < 1 MP <= large); ``aspect`` (height / width >= 1.25 tall,
+    OCR result is recorded or cached, ``no image``); ``image-size`` (pixel area of the first
+    image: small < 0.25 MP <= medium < 1 MP <= large); ``aspect`` (height / width >= 1.25 tall,
     <= 0.8 wide, else square-ish); size and aspect are ``unknown`` when the header cannot
     be read. ``tag`` gives the first tag only: :func:`slice_effect` counts a query in every
     group of its tags.

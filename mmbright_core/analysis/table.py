@@ -20,6 +20,7 @@ import pandas as pd
 
 from mmbright_core.benchmark import apply_protocol
 from mmbright_core.data.sources import Source
+from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.io.runs import run_from_frame
 from mmbright_core.measures import Measure, parse_measures
 from mmbright_core.metrics import evaluate
@@ -183,13 +184,15 @@ def query_image_features(
     *,
     protocol: Protocol4 = "paper",
     ocr_cache: Path | None = None,
+    ocr_words: OcrWords | None = None,
 ) -> pd.DataFrame:
     """What each query's first image is: its size from the file header, and its OCR words.
 
     Only the image header is read for the size (no pixels are decoded). The words are those
-    the ``ocr-*`` retrievers cached for the query's first decodable image (the ``first``
-    policy); OCR is never run here, so a query whose image has no cached result gets NaN
-    (the ``not read`` slice). Without an ``ocr_cache`` no image is decoded at all.
+    read from the query's first decodable image (the ``first`` policy): first as a run
+    recorded them (``ocr_words``, checked against the image's bytes), else as the ``ocr-*``
+    retrievers cached them. OCR is never run here, so a query whose image has neither gets
+    NaN (the ``not read`` slice). Without an ``ocr_cache`` no image is decoded at all.
 
     Args:
         source: The dataset copy.
@@ -197,6 +200,7 @@ def query_image_features(
         domains: The domains to describe.
         protocol: The Task 4 protocol.
         ocr_cache: The cache root of the OCR retrievers (``retrieval.cache.default_cache_dir``).
+        ocr_words: The words OCR runs recorded with their outputs.
 
     Returns:
         One row per query: ``domain``, ``query_id``, ``ocr_words``, ``image_width``,
@@ -209,7 +213,9 @@ def query_image_features(
             width = height = words = math.nan
             if query.images:
                 width, height = _header_size(source.query_image_bytes(domain, query.images[0].path))
-                words = math.nan if reader is None else _cached_words(reader, source, query)
+                words = _recorded_words(ocr_words, source, query)
+                if math.isnan(words) and reader is not None:
+                    words = _cached_words(reader, source, query)
             rows.append((domain, query.query_id, words, width, height))
     columns = ["domain", "query_id", "ocr_words", "image_width", "image_height"]
     return pd.DataFrame(rows, columns=columns)
@@ -234,11 +240,27 @@ def _cached_ocr(cache_root: Path) -> Any:
     return OcrReader(cache_root)
 
 
+def _recorded_words(words: OcrWords | None, source: Source, query: Any) -> float:
+    from mmbright_core.retrieval.cache import content_key
+
+    read = None if words is None else words.images_read(query.domain, query.query_id)
+    if not read:
+        return math.nan
+    first = read[0]  # the first image that decoded, whatever the run's policy
+    data = source.query_image_bytes(query.domain, first.path)
+    if data is None or content_key(data) != first.sha256:
+        return math.nan  # the run read other bytes under that path: not these words
+    return float(len(first.text.split()))
+
+
 def _cached_words(reader: Any, source: Source, query: Any) -> float:
     from mmbright_core.data.images import query_images
+    from mmbright_core.retrieval.cache import content_key
 
-    images = query_images(source, query, "first").images
-    if not images:
+    images = query_images(source, query, "first")
+    if not images.images:
         return math.nan
-    text = reader.cached(images[0])  # never runs OCR: a query not read yet is "not read"
+    path = next(ref.path for ref in query.images if ref.path not in images.problems)
+    data = source.query_image_bytes(query.domain, path) or b""
+    text = reader.cached(content_key(data))  # never runs OCR: a query not read yet is "not read"
     return math.nan if text is None else float(len(text.split()))

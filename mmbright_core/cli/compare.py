@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from mmbright_core.analysis.compare import Comparison
     from mmbright_core.analysis.report import QueryDetail
     from mmbright_core.data.sources import Source
+    from mmbright_core.io.ocr_words import OcrWords
     from mmbright_core.types import Run
 
 MEASURE = "nDCG@10"
@@ -153,7 +154,12 @@ def run(args: argparse.Namespace) -> int:
         features = None
         if args.by in _IMAGE_SLICES:
             features = query_image_features(
-                source, args.task, chosen, protocol=args.protocol, ocr_cache=default_cache_dir()
+                source,
+                args.task,
+                chosen,
+                protocol=args.protocol,
+                ocr_cache=default_cache_dir(),
+                ocr_words=_recorded_words(args.run_b, args.run_a),
             )
         sliced = slice_effect(comparison, args.by, features=features, tags=tags)
     if args.format == "json":
@@ -166,6 +172,18 @@ def run(args: argparse.Namespace) -> int:
         atomic_write_text(args.report, page)
         print(f"report written to {args.report}", file=sys.stderr)
     return 0
+
+
+def _recorded_words(*paths: str) -> OcrWords | None:
+    """The OCR words the first of ``paths`` that is an OCR run's outputs folder recorded."""
+    from mmbright_core.io.official import read_recorded_words
+
+    for path in paths:
+        if Path(path).is_dir():
+            words = read_recorded_words(path)
+            if words is not None:
+                return words
+    return None
 
 
 def _names(path_a: str, path_b: str) -> tuple[str, str]:

@@ -28,6 +28,7 @@ from mmbright_core.io._json import (
 )
 from mmbright_core.io._open import decode, load
 from mmbright_core.io.atomic import atomic_write_text
+from mmbright_core.io.ocr_words import OCR_FILE, OcrWords, read_ocr_words
 from mmbright_core.io.recorded import check_one_configuration, check_summary
 from mmbright_core.io.runs import read_run, run_json
 from mmbright_core.types import Run
@@ -71,6 +72,8 @@ class OfficialOutputs:
         domain_configs: domain -> the configuration its own ``config.json`` records, or
             None for a domain whose scores have none (every domain of the official
             harness's outputs).
+        ocr_words: The words an OCR run read from its query images (``<domain>/ocr.json``,
+            every domain's together), or None where none are recorded.
     """
 
     path: Path
@@ -81,6 +84,7 @@ class OfficialOutputs:
     aggregated: dict[str, float] = field(default_factory=dict)
     run_config: dict[str, Any] = field(default_factory=dict)
     domain_configs: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    ocr_words: OcrWords | None = None
 
 
 def official_subdir(task: int, model: str) -> str:
@@ -181,7 +185,28 @@ def read_outputs(path: str | os.PathLike[str]) -> OfficialOutputs:
         aggregated=summary.get("aggregated", {}),
         run_config=run_config,
         domain_configs=configs,
+        ocr_words=_folder_words(folder),
     )
+
+
+def read_recorded_words(path: str | os.PathLike[str]) -> OcrWords | None:
+    """Read only the OCR words a run recorded (``<domain>/ocr.json``), None where there are none.
+
+    Args:
+        path: The ``<subdir>`` folder, or the ``outputs`` folder above a single one.
+
+    Raises:
+        InputError: As :func:`read_outputs`, for the folder and its ``ocr.json`` files.
+    """
+    return _folder_words(_resolve_subdir(Path(path)))
+
+
+def _folder_words(folder: Path) -> OcrWords | None:
+    words: OcrWords | None = None
+    for child in sorted(c for c in folder.iterdir() if (c / OCR_FILE).is_file()):
+        found = read_ocr_words(child / OCR_FILE, child.name)
+        words = found if words is None else words.merged(found, str(child))
+    return words
 
 
 def _resolve_subdir(path: Path) -> Path:

@@ -3,7 +3,9 @@
 An honest offline image-aware baseline (SPEC §8; the paper also tries caption-augmented
 queries): ``rapidocr-onnxruntime`` reads the query's decodable images, and the text found is
 appended to the query before BM25 (``ocr-bm25``) or dense text retrieval (``ocr-dense``).
-OCR results are cached on disk by the image's content hash.
+OCR results are cached on disk by the sha256 of the image file's bytes, and a run records the
+words of every query image it read beside its scores (``ocr.json``,
+:mod:`mmbright_core.io.ocr_words`), so that it can be explained without the engine.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from mmbright_core.data.images import query_images
-from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.data.images import decode_image, query_images
+from mmbright_core.errors import InputError, MissingDependencyError, UnknownNameError
 from mmbright_core.io.atomic import atomic_write_text
+from mmbright_core.io.ocr_words import OCR_FILE, ImageRead, OcrWords, ocr_words_json
 from mmbright_core.retrieval.base import (
     ImageSource,
     Retriever,
@@ -27,8 +30,7 @@ from mmbright_core.retrieval.base import (
     get_retriever,
     require,
 )
-from mmbright_core.retrieval.cache import default_cache_dir, settings_key
-from mmbright_core.retrieval.clip import image_key
+from mmbright_core.retrieval.cache import content_key, default_cache_dir, settings_key
 from mmbright_core.types import Query, TaskData
 
 # ``concat`` would glue images into one tall picture the OCR model would shrink; reading each
@@ -38,56 +40,109 @@ OCR_POLICIES = ("first", "all")
 
 
 class OcrReader:
-    """Reads text from images with rapidocr, caching results by image content.
+    """Reads text from image files with rapidocr, keyed by the sha256 of each file's bytes.
+
+    What it read is kept in memory, and on disk under ``cache_root``; a reader given a run's
+    recorded words (``ocr.json``) answers from them first and reports the engine settings
+    they were read with, so a run is explained from its own record without any engine.
 
     Args:
         cache_root: The cache root, or None to keep nothing on disk.
         min_score: Text boxes recognised with lower confidence are dropped.
+        recorded: Words a run recorded; the reader then stands for the engine that read them.
     """
 
-    def __init__(self, cache_root: Path | None, min_score: float = 0.5) -> None:
+    def __init__(
+        self, cache_root: Path | None, min_score: float = 0.5, recorded: OcrWords | None = None
+    ) -> None:
         self.min_score = float(min_score)
-        self.settings = {
+        self._installed = {
             "engine": "rapidocr-onnxruntime",
             "version": _version("rapidocr-onnxruntime"),
             "min_score": self.min_score,
         }
+        self.settings: dict[str, Any] = (
+            dict(self._installed) if recorded is None else dict(recorded.engine)
+        )
+        self.recorded = recorded
         self.folder = (
             None if cache_root is None else cache_root / "ocr" / settings_key(self.settings)
         )
+        self._known: dict[str, str] = {} if recorded is None else dict(recorded.texts)
         self._engine: Any = None
 
-    def read(self, image: Image.Image) -> str:
-        """Return the text found in ``image``, its boxes in reading order, one per line."""
-        text = self.cached(image)
-        if text is not None:
-            return text
-        text = self._recognise(image)
-        path = self._path(image)
-        if path is not None:
-            atomic_write_text(path, json.dumps({"text": text}) + "\n")
+    def read(self, data: bytes, image: Image.Image | None = None) -> str:
+        """Return the text found in an image file, its boxes in reading order, one per line.
+
+        Args:
+            data: The image file's bytes (they key the result).
+            image: The same image decoded, when the caller has it already.
+
+        Raises:
+            MissingDependencyError: The text is neither recorded nor cached and the OCR
+                engine is not installed.
+            InputError: The engine installed is not the one the recorded words were read
+                with, or the bytes do not decode.
+        """
+        key = content_key(data)
+        text = self.cached(key)
+        if text is None:
+            text = self._recognise(image if image is not None else decode_image(data, key))
+            path = self._path(key)
+            if path is not None:
+                atomic_write_text(path, json.dumps({"text": text}) + "\n")
+        self._known[key] = text
         return text
 
-    def cached(self, image: Image.Image) -> str | None:
-        """Return the text an earlier :meth:`read` found in ``image``, or None: never runs OCR."""
-        path = self._path(image)
+    def cached(self, key: str) -> str | None:
+        """Return the text recorded or read earlier for the file of sha256 ``key``, or None.
+
+        Never runs OCR.
+        """
+        if key in self._known:
+            return self._known[key]
+        path = self._path(key)
         if path is None or not path.is_file():
             return None
-        return str(json.loads(path.read_text(encoding="utf-8"))["text"])
+        try:
+            return str(json.loads(path.read_text(encoding="utf-8"))["text"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # a damaged cache entry: read the image again
 
-    def _path(self, image: Image.Image) -> Path | None:
-        key = image_key(image)
+    def _path(self, key: str) -> Path | None:
         return None if self.folder is None else self.folder / key[:2] / f"{key}.json"
 
     def _recognise(self, image: Image.Image) -> str:
         if self._engine is None:
-            rapidocr = require("rapidocr_onnxruntime", "the OCR retrievers", "ocr")
+            what = (
+                "the OCR retrievers"
+                if self.recorded is None
+                else ("reading a query image whose words the run did not record")
+            )
+            rapidocr = require("rapidocr_onnxruntime", what, "ocr")
+            if self.settings != self._installed:
+                raise InputError(
+                    "a query image's words are not recorded with the run, and the OCR "
+                    "engine installed is not the one that read the others",
+                    expected=f"OCR engine {self.settings}",
+                    found=f"OCR engine {self._installed}",
+                    hint="Install the recorded version, or run the retriever again",
+                )
             self._engine = rapidocr.RapidOCR()
         boxes, _ = self._engine(np.asarray(image.convert("RGB")))
         kept = [(box, text) for box, text, score in boxes or () if float(score) >= self.min_score]
         # Top to bottom, then left to right, by each box's top-left corner.
         kept.sort(key=lambda item: (round(item[0][0][1] / 10), item[0][0][0]))
         return "\n".join(text for _, text in kept)
+
+
+def engine_installed() -> bool:
+    """Whether the OCR engine can be imported (the ``ocr`` extra is installed)."""
+    try:
+        require("rapidocr_onnxruntime", "the OCR retrievers", "ocr")
+    except MissingDependencyError:
+        return False
+    return True
 
 
 def _version(distribution: str) -> str:
@@ -124,10 +179,33 @@ class OcrAugmented:
         ocr = {f"ocr_{key}": value for key, value in self.reader.settings.items()}
         return {**self.inner.settings(), **ocr, "image_policy": self.image_policy}
 
+    recorded_files = (OCR_FILE,)
+    """Files :meth:`records` writes beside each domain's ``scores.json``."""
+
+    def read_images(self, query: Query, source: ImageSource) -> list[ImageRead]:
+        """Return each image the policy reads (among those that decode) with its text."""
+        prepared = query_images(source, query, self.image_policy)
+        decoded = [ref.path for ref in query.images if ref.path not in prepared.problems]
+        out = []
+        for path, image in zip(decoded, prepared.images, strict=False):
+            data = source.query_image_bytes(query.domain, path) or b""
+            out.append(ImageRead(path, content_key(data), self.reader.read(data, image)))
+        return out
+
     def read_query(self, query: Query, source: ImageSource) -> list[str]:
         """Return the non-empty texts read from the query's images, in policy order."""
-        images = query_images(source, query, self.image_policy).images
-        return [text for text in (self.reader.read(image) for image in images) if text]
+        return [read.text for read in self.read_images(query, source) if read.text]
+
+    def records(self, data: TaskData, source: ImageSource | None) -> dict[str, str]:
+        """Return ``ocr.json``: every query's images read and their words (after a run).
+
+        The words are what the images added to the queries; kept with the run, they let
+        it be shown and explained without an OCR engine (docs/commands.md, output files).
+        """
+        if source is None:
+            return {}
+        reads = {q.query_id: self.read_images(q, source) for q in data.queries}
+        return {OCR_FILE: ocr_words_json(self.reader.settings, self.image_policy, reads)}
 
     def augment(self, query: Query, source: ImageSource) -> Query:
         """Return ``query`` with the text read from its images appended to its text."""
@@ -162,10 +240,14 @@ def ocr_bm25(
     image_policy: str = "first",
     min_score: float = 0.5,
     cache_dir: str | None = None,
+    recorded: OcrWords | None = None,
     **options: Any,
 ) -> OcrAugmented:
-    """Build ``ocr-bm25``: BM25 (``options`` as for ``bm25``) over OCR-augmented queries."""
-    reader = OcrReader(default_cache_dir(cache_dir), min_score)
+    """Build ``ocr-bm25``: BM25 (``options`` as for ``bm25``) over OCR-augmented queries.
+
+    ``recorded``: a run's recorded words, read before any engine (:class:`OcrReader`).
+    """
+    reader = OcrReader(default_cache_dir(cache_dir), min_score, recorded)
     return OcrAugmented("ocr-bm25", get_retriever("bm25", **options), reader, image_policy)
 
 
@@ -173,9 +255,13 @@ def ocr_dense(
     image_policy: str = "first",
     min_score: float = 0.5,
     cache_dir: str | None = None,
+    recorded: OcrWords | None = None,
     **options: Any,
 ) -> OcrAugmented:
-    """Build ``ocr-dense``: dense retrieval (``options`` as for ``dense``) of OCR'd queries."""
-    reader = OcrReader(default_cache_dir(cache_dir), min_score)
+    """Build ``ocr-dense``: dense retrieval (``options`` as for ``dense``) of OCR'd queries.
+
+    ``recorded``: a run's recorded words, read before any engine (:class:`OcrReader`).
+    """
+    reader = OcrReader(default_cache_dir(cache_dir), min_score, recorded)
     inner = get_retriever("dense", cache_dir=cache_dir, **options)
     return OcrAugmented("ocr-dense", inner, reader, image_policy)

@@ -12,6 +12,11 @@ the folder's ``config.json`` claims it before any domain is written, a folder ho
 another configuration (or outputs with none) is refused or passed over for
 ``<subdir>_2``..., and the summary covers every domain the folder holds.
 
+A retriever may record what its run used beyond the scores (``ocr-*``: the words read from
+each query image, ``ocr.json``): one that has ``recorded_files`` and ``records(data, source)``
+gets those files written in each domain folder before its ``config.json``, and a domain is
+reused only where they exist.
+
 Two hooks serve a caller other than the command line (the dashboard): ``progress`` hears of
 each step, within a domain too, and ``guard`` is shown every folder and file before it is
 read or written, so that a server can refuse a symlinked subfolder that leads elsewhere.
@@ -176,13 +181,14 @@ def run_task(
     subdir = official_subdir(task, retriever.label())
     choice = choose_folder(Path(out_dir), subdir, config, new_folder=new_folder, guard=check)
     task_dir = choice.task_dir
-    kept, held = _claim(task_dir, source.domains(), chosen, config, check)
+    names = (*_DOMAIN_FILES, *_recorded_files(retriever))
+    kept, held = _claim(task_dir, source.domains(), chosen, config, names, check)
     outcomes = []
     for index, domain in enumerate(
         tqdm(chosen, desc=f"task {task} {retriever.name}", unit="domain", disable=None)
     ):
         tell = _teller(progress, domain, index, len(chosen))
-        outcome = _reuse(task_dir, domain, config)
+        outcome = _reuse(task_dir, domain, config, names)
         if outcome is None:
             outcome = _run_domain(source, task, retriever, task_dir, domain, config, tell)
         tell(1.0, "reused from disk" if outcome.reused else "done")
@@ -218,7 +224,12 @@ def _teller(hook: ProgressHook | None, domain: str, index: int, count: int) -> _
 
 
 def _claim(
-    task_dir: Path, every: Sequence[str], chosen: Sequence[str], config: RunConfig, check: Guard
+    task_dir: Path,
+    every: Sequence[str],
+    chosen: Sequence[str],
+    config: RunConfig,
+    names: Sequence[str],
+    check: Guard,
 ) -> tuple[list[DomainOutcome], list[str]]:
     """Check every path, then write the folder's config.json before any domain.
 
@@ -232,21 +243,21 @@ def _claim(
     for path in (task_dir, *(task_dir / n for n in _TASK_FILES)):
         check(path)
     for domain in chosen:
-        for path in (task_dir / domain, *(task_dir / domain / n for n in _DOMAIN_FILES)):
+        for path in (task_dir / domain, *(task_dir / domain / n for n in names)):
             check(path)
-    kept = _kept(task_dir, chosen, config, check)
+    kept = _kept(task_dir, chosen, config, names, check)
     held = [d for d in every if d in chosen or d in {o.domain for o in kept}]
     atomic_write_text(task_dir / CONFIG_FILE, _dump({"config": config.to_dict(), "domains": held}))
     return kept, held
 
 
 def _kept(
-    task_dir: Path, chosen: Sequence[str], config: RunConfig, check: Guard
+    task_dir: Path, chosen: Sequence[str], config: RunConfig, names: Sequence[str], check: Guard
 ) -> list[DomainOutcome]:
     # The folder's other domains of this configuration stay in its summary, so that the
     # summary's figure is the one its domains' scores give.
     others = [d for d in held_domains(task_dir, check) if d not in chosen]
-    found = (_reuse(task_dir, d, config) for d in others)
+    found = (_reuse(task_dir, d, config, names) for d in others)
     return [o for o in found if o is not None]
 
 
@@ -256,9 +267,15 @@ def _domain_config(config: RunConfig, domain: str) -> dict[str, Any]:
     return stored
 
 
-def _reuse(task_dir: Path, domain: str, config: RunConfig) -> DomainOutcome | None:
+def _recorded_files(retriever: Retriever) -> tuple[str, ...]:
+    return tuple(getattr(retriever, "recorded_files", ()))
+
+
+def _reuse(
+    task_dir: Path, domain: str, config: RunConfig, names: Sequence[str]
+) -> DomainOutcome | None:
     folder = task_dir / domain
-    paths = [folder / name for name in _DOMAIN_FILES]
+    paths = [folder / name for name in names]
     if not all(p.is_file() for p in paths):
         return None
     try:
@@ -299,6 +316,9 @@ def _run_domain(
     run = _cut(found, data.excluded, config.k)
     metrics = official_metrics(data.qrels, run)
     write_domain_outputs(task_dir, domain, run, metrics)
+    records = getattr(retriever, "records", None)
+    for name, text in (records(data, source) if callable(records) else {}).items():
+        atomic_write_text(task_dir / domain / name, text)
     atomic_write_text(task_dir / domain / CONFIG_FILE, _dump(_domain_config(config, domain)))
     return DomainOutcome(domain, False, run, metrics)
 

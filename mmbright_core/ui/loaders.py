@@ -9,7 +9,6 @@ argument that the cache skips.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
@@ -27,9 +26,11 @@ from mmbright_core.analysis.compare import JUDGED, Comparison, compare_runs, pai
 from mmbright_core.analysis.leaderboard import leaderboard
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.data.ids import check_protocol
-from mmbright_core.data.images import query_images
 from mmbright_core.data.sources import Source, open_source
+from mmbright_core.errors import MissingDependencyError
+from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.retrieval.base import Retriever
+from mmbright_core.retrieval.cache import content_key
 from mmbright_core.retrieval.ocr import OcrAugmented
 from mmbright_core.types import Document, Query, Task, TaskData
 from mmbright_core.ui.confine import Confinement
@@ -212,9 +213,15 @@ def task_data(spec: str, task: Task, domain: str, protocol: str) -> TaskData:
 
 
 @st.cache_resource(max_entries=8, show_spinner="Rebuilding the run's retriever…")
-def retriever_for(config_text: str) -> Retriever | Unavailable:
-    """The retriever a run's configuration (its ``config.json``, as text) rebuilds, or why not."""
-    return retriever_from_config(json.loads(config_text))
+def retriever_for(
+    config_text: str, key: str = "", _words: OcrWords | None = None
+) -> Retriever | Unavailable:
+    """The retriever a run's configuration (its ``config.json``, as text) rebuilds, or why not.
+
+    ``key`` names the run's content (its fingerprint) when its recorded OCR words
+    (``_words``) are handed over, which the cache does not hash.
+    """
+    return retriever_from_config(json.loads(config_text), ocr_words=_words)
 
 
 def entry_retriever(entry: RunEntry) -> Retriever | Unavailable:
@@ -225,7 +232,9 @@ def entry_retriever(entry: RunEntry) -> Retriever | Unavailable:
             "attribution needs the retriever that made the run: load the run from its "
             "outputs folder (with its config.json), not as a run file"
         )
-    return retriever_for(json.dumps(config, sort_keys=True))
+    words = entry.ocr_words
+    key = "" if words is None else entry.fingerprint
+    return retriever_for(json.dumps(config, sort_keys=True), key, words)
 
 
 def explanations(
@@ -271,9 +280,19 @@ def image_words(
 ) -> dict[str, str] | None:
     """Query image path -> the words an OCR run read from it (None for a run without OCR).
 
+    The words the run recorded come first (those of an image whose bytes still match);
+    a run that recorded none has its images read again, where its retriever rebuilds.
     With the ``concat`` policy the words are read from the images joined into one: they are
     filed under the first image.
     """
+    recorded = entry.ocr_words.images_read(domain, query_id) if entry.ocr_words else None
+    if recorded is not None:
+        source = get_source(spec)
+        return {
+            read.path: read.text
+            for read in recorded
+            if content_key(source.query_image_bytes(domain, read.path) or b"") == read.sha256
+        }
     retriever = entry_retriever(entry)
     if not isinstance(retriever, OcrAugmented):
         return None
@@ -295,19 +314,10 @@ def _image_words(
 ) -> dict[str, str]:
     retriever = entry_retriever(_entry)
     query = queries(spec, task, domain, protocol)[query_id]
-    if not isinstance(retriever, OcrAugmented) or not query.images:
+    if not isinstance(retriever, OcrAugmented):
         return {}
-    source = get_source(spec)
-    if retriever.image_policy == "concat":
-        return {query.images[0].path: "\n".join(retriever.read_query(query, source))}
-    problems = query_images(source, query, retriever.image_policy).problems
-    words: dict[str, str] = {}
-    for ref in query.images:
-        if ref.path in problems:
-            continue
-        words[ref.path] = "\n".join(
-            retriever.read_query(dataclasses.replace(query, images=(ref,)), source)
-        )
-        if retriever.image_policy == "first":
-            break  # the policy reads the first image that decodes, and only it
-    return words
+    try:
+        read = retriever.read_images(query, get_source(spec))
+    except MissingDependencyError:
+        return {}  # the hits' explanations say which extra to install
+    return {image.path: image.text for image in read}

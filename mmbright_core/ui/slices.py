@@ -18,15 +18,16 @@ from mmbright_core.analysis.compare import Comparison, notes_tags, slice_effect
 from mmbright_core.analysis.rankdiff import judgment_gap
 from mmbright_core.analysis.table import query_image_features
 from mmbright_core.data.ids import check_protocol
+from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.notes import DEFAULT_TAGS, NotesStore, default_path
 from mmbright_core.ranking import top_k
 from mmbright_core.retrieval.cache import default_cache_dir
 from mmbright_core.types import Task
-from mmbright_core.ui import loaders
+from mmbright_core.ui import loaders, state
 from mmbright_core.ui.state import RunEntry
 
 IMAGE_SLICES = ("ocr-words", "image-size", "aspect")
-"""Slices that read the query images' headers or cached OCR results."""
+"""Slices that read the query images' headers, recorded or cached OCR results."""
 GAP_FILTERS = ("show all", "hide possible judgment gaps", "only judgment gaps")
 
 
@@ -104,7 +105,10 @@ def slice_table(
     features = None
     if by in IMAGE_SLICES:
         domains = tuple(sorted(comparison.per_query["domain"].unique()))
-        features = image_features(spec, task, protocol, domains)
+        entry = recorded_words_entry(comparison)
+        words = None if entry is None else entry.ocr_words
+        key = "" if entry is None else entry.fingerprint
+        features = image_features(spec, task, protocol, domains, key, words)
     if by != "tag":
         return _slice(comparison, by, features)
     return slice_effect(comparison, by, tags=tags)
@@ -115,10 +119,36 @@ def _slice(comparison: Comparison, by: str, features: pd.DataFrame | None) -> pd
     return slice_effect(comparison, by, features=features)
 
 
+def recorded_words_entry(comparison: Comparison) -> RunEntry | None:
+    """The compared run whose recorded OCR words the slices read: B's, else A's, else none."""
+    entries = state.task_runs()
+    for name in (comparison.run_b, comparison.run_a):
+        entry = entries.get(name)
+        if entry is not None and entry.ocr_words is not None:
+            return entry
+    return None
+
+
 @st.cache_data(max_entries=8, show_spinner="Reading the query images' headers…")
-def image_features(spec: str, task: Task, protocol: str, domains: tuple[str, ...]) -> pd.DataFrame:
-    """Size, aspect and cached OCR words of each query's first image (OCR is never run)."""
+def image_features(
+    spec: str,
+    task: Task,
+    protocol: str,
+    domains: tuple[str, ...],
+    words_key: str = "",
+    _words: OcrWords | None = None,
+) -> pd.DataFrame:
+    """Size, aspect and OCR words of each query's first image (OCR is never run).
+
+    The words are those a run recorded (``_words``, named by ``words_key``: the run's
+    fingerprint, as the cache does not hash them), else those the OCR cache holds.
+    """
     source = loaders.get_source(spec)
     return query_image_features(
-        source, task, domains, protocol=check_protocol(protocol), ocr_cache=default_cache_dir()
+        source,
+        task,
+        domains,
+        protocol=check_protocol(protocol),
+        ocr_cache=default_cache_dir(),
+        ocr_words=_words,
     )

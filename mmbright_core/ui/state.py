@@ -15,6 +15,7 @@ from typing import Any
 
 import streamlit as st
 
+from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.types import Run, Task
 
 SOURCE_KEY = "source_spec"
@@ -66,6 +67,8 @@ class RunEntry:
             configuration records, else ``"exclude"`` (the official rule, SPEC §3).
         config: The run configuration recorded beside its outputs (``config.json``), or
             None for a run without one (a run file, another harness's outputs).
+        ocr_words: The words an OCR run recorded from its query images (``ocr.json``), or
+            None where there are none.
     """
 
     name: str
@@ -76,6 +79,7 @@ class RunEntry:
     fingerprint: str = field(default="")
     negatives: str = field(default="exclude")
     config: Mapping[str, Any] | None = field(default=None)
+    ocr_words: OcrWords | None = field(default=None)
 
     @property
     def provenance(self) -> str:

@@ -23,6 +23,7 @@ from mmbright_core.data.sources import Source
 from mmbright_core.data.tasks import check_negatives
 from mmbright_core.errors import InputError, InputTooLargeError
 from mmbright_core.io.mteb import looks_like_mteb
+from mmbright_core.io.ocr_words import OCR_FILE
 from mmbright_core.io.official import TASK_TYPES, read_outputs
 from mmbright_core.io.runs import read_run
 from mmbright_core.types import Task
@@ -167,7 +168,8 @@ def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
             hint="choose that task in the sidebar",
         )
     stamp = "|".join(
-        f"{p}:{p.stat().st_mtime_ns}" for p in sorted(outputs.path.glob("*/scores.json"))
+        f"{p}:{p.stat().st_mtime_ns}"
+        for p in sorted([*outputs.path.glob("*/scores.json"), *outputs.path.glob(f"*/{OCR_FILE}")])
     )
     # A run made by ``mmbright run`` records its negative_ids policy; others used the
     # official rule (an older configuration without the field could only have, too).
@@ -181,6 +183,7 @@ def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
         fingerprint(str(path), stamp),
         negatives,
         outputs.run_config or None,
+        outputs.ocr_words,
     )
 
 

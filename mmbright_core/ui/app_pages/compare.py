@@ -158,7 +158,8 @@ if slice_tab.open:
             key=state.sticky("cmp_slice", "images"),
             on_change=state.remember,
             args=("cmp_slice",),
-            help="OCR words are those the ocr-* retrievers cached ('not read' when none is); "
+            help="OCR words are those the compared OCR run recorded, else those the ocr-* "
+            "retrievers cached ('not read' when neither has them); "
             "size and aspect come from the first image's file header.",
         )
         tags = render.attempt(slices.query_tags, spec, task, protocol) or {}
