@@ -131,8 +131,8 @@ if hurt_tab.open:
             selection_mode="single-row",
             column_config={
                 "domain": st.column_config.TextColumn("domain", width=70),
-                "query_id": st.column_config.TextColumn("query id", width=80),
-                "query": st.column_config.TextColumn("query", width=130),
+                "query_id": st.column_config.TextColumn("query id", width=95),
+                "query": st.column_config.TextColumn("query", width=115),
                 "a": st.column_config.NumberColumn("A", format="%.3f", width="small"),
                 "b": st.column_config.NumberColumn("B", format="%.3f", width="small"),
                 "delta": st.column_config.NumberColumn("B − A", format="%+.3f", width=60),

@@ -120,11 +120,11 @@ with chart_tab:
     st.plotly_chart(figure, key="pq_hist")
 with table_tab:
     a_name, b_name = render.escape_md(run), render.escape_md(run_b)
-    # Headers name A and B, their tooltips the runs; the columns fit a 1000 px window (the
-    # CSV has every column, each named after its run).
+    # Headers name A and B, their tooltips the runs; the columns fit a 1000 px window, about
+    # 530 px beside the sidebar (the CSV has every column, each named after its run).
     has_tags = "tags" in shown.columns and shown["tags"].astype(bool).any()
     order = ["domain", "query_id", "query", MEASURE, f"{MEASURE} (B)", "delta", JUDGED]
-    order += [f"{JUDGED} (B)", "n_images", *(["tags"] if has_tags else [])]
+    order += [f"{JUDGED} (B)", *(["tags"] if has_tags else [])]
     picked = st.dataframe(
         shown.assign(query=[views.cut_query(t) for t in shown["query"]]),
         hide_index=True,
@@ -133,34 +133,33 @@ with table_tab:
         selection_mode="single-row",
         column_order=[c for c in order if c in shown.columns],
         column_config={
-            "domain": st.column_config.TextColumn("domain", width=70),
-            "query_id": st.column_config.TextColumn("query id", width=80),
-            "query": st.column_config.TextColumn("query", width=130),
+            "domain": st.column_config.TextColumn("domain", width=75),
+            "query_id": st.column_config.TextColumn("query id", width=90),
+            "query": st.column_config.TextColumn("query", width=75),
             MEASURE: st.column_config.NumberColumn(
-                "A", help=f"{MEASURE} of {a_name} (A)", format="%.3f", width=55
+                "A", help=f"{MEASURE} of {a_name} (A)", format="%.3f", width=45
             ),
             f"{MEASURE} (B)": st.column_config.NumberColumn(
-                "B", help=f"{MEASURE} of {b_name} (B)", format="%.3f", width=55
+                "B", help=f"{MEASURE} of {b_name} (B)", format="%.3f", width=45
             ),
             "delta": st.column_config.NumberColumn(
                 "B − A",
                 format="%+.3f",
-                width=60,
+                width=55,
                 help=f"{MEASURE} of {b_name} (B) minus that of {a_name} (A)",
             ),
             JUDGED: st.column_config.NumberColumn(
                 "J@10 A",
                 help=f"{JUDGED} of {a_name} (A): judged share of its top 10",
                 format="%.1f",
-                width=55,
+                width=50,
             ),
             f"{JUDGED} (B)": st.column_config.NumberColumn(
                 "J@10 B",
                 help=f"{JUDGED} of {b_name} (B): judged share of its top 10",
                 format="%.1f",
-                width=55,
+                width=50,
             ),
-            "n_images": st.column_config.NumberColumn("images", width=50),
             "tags": st.column_config.TextColumn("tags", width=120),
         },
     )
