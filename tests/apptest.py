@@ -60,6 +60,12 @@ def add_folder(at: AppTest, folder: Path) -> None:
     at.button(key="add_folder").click().run()
 
 
+def choose_pair(at: AppTest, a: str, b: str) -> None:
+    """Choose runs A and B for every page, as a choice on Per query or Compare does."""
+    at.session_state["keep_run_a"] = a
+    at.session_state["keep_run_b"] = b
+
+
 def goto(at: AppTest, page: str) -> AppTest:
     return at.switch_page(f"app_pages/{page}.py").run()
 
@@ -105,3 +111,26 @@ def error_messages(at: AppTest) -> list[str]:
 def no_html_from_data(at: AppTest) -> None:
     # Every Markdown element must escape: none may allow raw HTML.
     assert not any(m.proto.allow_html for m in at.markdown)
+
+
+def downloaded(at: AppTest, key: str) -> tuple[str | None, bytes]:
+    """(file name, bytes) a download button of the last run offers.
+
+    AppTest keeps the files in an in-memory media store that it does not expose; the
+    button's URL names the file in it.
+    """
+    import gc
+    import os
+
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    url = next(b.proto.url for b in at.get("download_button") if b.proto.id.endswith(key))
+    name = os.path.basename(url)
+    for store in gc.get_objects():
+        if isinstance(store, MemoryMediaFileStorage):
+            try:
+                found = store.get_file(name)
+            except Exception:  # another test's store, without this file
+                continue
+            return found.filename, found.content
+    raise AssertionError(f"no file behind download button {key!r}")

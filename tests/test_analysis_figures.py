@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from mmbright_core.analysis import figures
+from mmbright_core.analysis import figures, palette
 from mmbright_core.analysis.compare import compare_runs, image_effect
 from mmbright_core.analysis.report import comparison_report
 
@@ -167,3 +167,50 @@ def test_few_values_are_dots_many_a_histogram() -> None:
     assert many.to_dict()["data"][0]["type"] == "histogram"
     deltas = figures.delta_distribution(pd.Series([-0.2, 0.0, 0.3]), "nDCG@10")
     assert deltas.to_dict()["data"][0]["type"] == "scatter"
+
+
+def _delta_colours(figure: go.Figure) -> list[tuple[float, str]]:
+    """(delta, colour) of every bar or dot of a delta chart, across its traces."""
+    found = []
+    for trace in figure.data:
+        values = trace.y if trace.type == "bar" and trace.orientation != "h" else trace.x
+        colours = trace.marker.color
+        for i, value in enumerate(values):
+            found.append((float(value), colours if isinstance(colours, str) else colours[i]))
+    return found
+
+
+def test_every_delta_chart_colours_a_loss_red_and_a_win_blue() -> None:
+    # Deltas B − A of the comparison: -0.8, -0.3, +0.3, 0; the domain's mean is -0.2.
+    comparison = _comparison()
+    slices = pd.DataFrame(
+        {
+            "group": ["0", "1", "2"],
+            "delta": [-0.5, 0.0, 0.25],
+            "ci_low": [-0.6, -0.1, 0.1],
+            "ci_high": [-0.4, 0.1, 0.4],
+            "queries": [2, 1, 1],
+            "wins": [0, 0, 1],
+            "ties": [0, 1, 0],
+            "losses": [2, 0, 0],
+        }
+    )
+    many = pd.Series([-0.4] * 20 + [0.0] * 5 + [0.6] * 10)
+    charts = {
+        "domains": figures.domain_deltas(comparison),
+        "slices": figures.slice_deltas(slices, comparison, "images"),
+        "strip": figures.delta_histogram(comparison),
+        "histogram": figures.delta_distribution(many, "nDCG@10"),
+    }
+    for name, chart in charts.items():
+        bars = [(d, c) for d, c in _delta_colours(chart) if c != palette.POOLED]
+        assert bars, name
+        for delta, colour in bars:
+            assert colour == palette.delta_color(delta), (name, delta, colour)
+        assert {palette.DELTA_NEGATIVE, palette.DELTA_POSITIVE} <= {c for _, c in bars} or (
+            name == "domains"  # one domain, its mean negative: red
+            and {c for _, c in bars} == {palette.DELTA_NEGATIVE}
+        ), name
+    marker = figures.pair_scatter(comparison).to_dict()["data"][0]["marker"]
+    assert [tuple(stop) for stop in marker["colorscale"]] == list(palette.DIVERGING)
+    assert palette.DIVERGING[0][1] == palette.DELTA_NEGATIVE  # the low end is the loss

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from apptest import fresh
+from apptest import choose_pair, fresh
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Block, Node
 
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.slow  # OCR of the demo's query images, BM25 indexes, A
 
 def _inspect(at: AppTest, task: int, target: InspectTarget | None = None) -> AppTest:
     at.selectbox(key="task").set_value(task).run()
-    at.session_state["compare_pair"] = (A, B)
+    choose_pair(at, A, B)
     if target is not None:
         at.session_state["inspect_query"] = target
     at.switch_page("app_pages/inspector.py").run()
@@ -205,7 +205,7 @@ def test_a_run_without_its_retriever_shows_scores_and_says_why(tmp_path: Path):
     at.selectbox(key="task").set_value(2).run()
     at.text_input(key="runs_folder").input(str(folder)).run()
     at.button(key="add_folder").click().run()
-    at.session_state["compare_pair"] = ("uploaded", B)
+    choose_pair(at, "uploaded", B)
     at.switch_page("app_pages/inspector.py").run()
     assert not at.exception
     first = _blocks(at, "hit_0_1")["hit_0_1"]
@@ -289,7 +289,7 @@ def test_a_fusion_run_shows_the_text_and_image_split_of_every_hit(tiny_clip, tmp
     at.text_input(key="runs_folder").input(str(outcome.task_dir)).run()
     at.button(key="add_folder").click().run()
     query = next(q for q, docs in stored.items() if docs)
-    at.session_state["compare_pair"] = (A, read_outputs(outcome.task_dir).model)
+    choose_pair(at, A, read_outputs(outcome.task_dir).model)
     at.session_state["inspect_query"] = InspectTarget("biology", query)
     at.switch_page("app_pages/inspector.py").run()
     assert not at.exception, at.exception

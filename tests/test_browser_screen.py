@@ -132,3 +132,31 @@ def test_a_scatter_point_opens_the_inspector(server: str) -> None:
         assert page.get_by_role("heading", name=f"{domain} / {query_id}").count() == 1
         page.screenshot(path=str(SHOTS / "inspector-from-scatter.png"), full_page=True)
         browser.close()
+
+
+RUN_LABELS = (  # Streamlit cuts a toggle's or a button's label in its "MarkdownEllipsis" element
+    '[data-testid="stMain"] [data-testid="stWidgetLabel"] p, '
+    '[data-testid="stMain"] [class*="stMarkdownEllipsis"]'
+)
+
+
+def test_per_query_names_a_and_b_and_fits_1000_px(server: str) -> None:
+    # Per query's headers read A, B, B − A, J@10 A, J@10 B (the run names in their
+    # tooltips): every column fits beside the sidebar, and no label is cut.
+    sync_api = pytest.importorskip("playwright.sync_api")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        page = _open(browser, server, 1000, "light")
+        _goto(page, "Per query", "queries shown")
+        page.locator(f"{FRAMES} canvas").first.wait_for()
+        page.screenshot(path=str(SHOTS / "per-query-runs-1000.png"), full_page=True)
+        assert page.locator(RUN_LABELS).count() >= 8  # the pickers, filters, toggle and button
+        assert not _clipped_texts(page, RUN_LABELS)
+        grid = page.locator(FRAMES).first
+        grid.scroll_into_view_if_needed()
+        assert not grid.locator(".dvn-scroller").first.evaluate(CLIPPED), "the table scrolls"
+        picker = page.locator('[data-testid="stSelectbox"]').filter(has_text="Compared with (B)")
+        chosen = picker.get_by_role("combobox").input_value()
+        assert chosen == "ocr-bm25"  # B starts as Compare's B, not "(none)"
+        browser.close()

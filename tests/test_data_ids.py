@@ -7,10 +7,12 @@ from mmbright_core.data.ids import (
     as_list,
     as_str_list,
     check_protocol,
+    display_id,
     image_key,
     image_structs,
     normalise_path,
     pair_id,
+    pair_parts,
     passage_key,
     split_pair_id,
     without_none_marker,
@@ -60,6 +62,18 @@ def test_pair_ids_round_trip() -> None:
     assert split_pair_id("p/a_1.txt|||x.png") == ("p/a_1.txt", "x.png")
     with pytest.raises(InputError, match="not a Task 4 pair id"):
         split_pair_id("p/a_1.txt")
+
+
+def test_pair_ids_read_as_passage_and_image_name_or_text_only() -> None:
+    image = "physics/physics_ab12_0001/image_1.png"
+    assert display_id(f"physics/ab12_88755.txt|||{image}") == "physics/ab12_88755.txt + image_1.png"
+    assert display_id("physics/ab12_88755.txt|||__NO_IMAGE__") == (
+        "physics/ab12_88755.txt (text only)"
+    )
+    assert display_id("physics/ab12_88755.txt") == "physics/ab12_88755.txt"  # not a pair
+    assert display_id(image) == image  # a Task 3 image
+    assert pair_parts("p/a_1.txt|||__NO_IMAGE__") == ("p/a_1.txt", None)
+    assert pair_parts("p/a_1.txt") == ("p/a_1.txt", None)
 
 
 def test_list_cells_accept_numpy_arrays_none_and_lists() -> None:

@@ -22,18 +22,16 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from mmbright_core.analysis import palette
 from mmbright_core.analysis.compare import POOLED, Comparison
+from mmbright_core.data.ids import display_id
 
 _HEIGHT_PER_ROW = 34
-_A_COLOR = "#1f77b4"
-_B_COLOR = "#d62728"
 _ABSENT = "—"
 SCALE_POINTS = (0.0, 100.0)
 """The heatmap's fixed colour range (nDCG@10 x100): equal gaps look equal on every board."""
-# Red for B losing, grey for a tie, blue for B winning: the grey midpoint and both ends stay
-# visible on a white and on a near-black background (a white midpoint vanishes on the light
-# theme, a dark end on the dark one); the grey outline keeps pale points visible too.
-_DIVERGING = [[0.0, "#d7301f"], [0.5, "#9e9e9e"], [1.0, "#2c7fb8"]]
+# Every delta is coloured on palette.DIVERGING (red below zero, blue above); the grey
+# outline keeps pale points visible on both themes.
 _OUTLINE = {"width": 0.8, "color": "rgba(120, 120, 120, 0.9)"}
 STRIP_BELOW = 30
 """Fewer values than this are drawn one dot each (a strip), not as a histogram."""
@@ -155,7 +153,7 @@ def _strip(
     title: str,
     labels: Sequence[str] | None,
     x_range: tuple[float, float] | None = None,
-    color: object = _A_COLOR,
+    color: object = palette.RUN_A,
 ) -> go.Figure:
     """One dot per value along x, equal values stacked upwards so each stays visible."""
     x = pd.Series(values, dtype=float).reset_index(drop=True)
@@ -240,7 +238,7 @@ def pair_scatter(comparison: Comparison) -> go.Figure:
             ],
             marker={
                 "color": frame["delta"],
-                "colorscale": _DIVERGING,
+                "colorscale": [list(stop) for stop in palette.DIVERGING],
                 "cmin": -widest,
                 "cmax": widest,
                 "cmid": 0,
@@ -277,17 +275,40 @@ def delta_distribution(
     """Distribution of per-query deltas B − A: a histogram, or a strip of dots when few."""
     title = f"{plain(measure)}: B − A"
     if len(deltas) < STRIP_BELOW:
-        colors = [_B_COLOR if d < 0 else _A_COLOR if d > 0 else "#9e9e9e" for d in deltas]
+        colors = [palette.delta_color(d) for d in deltas]
         figure = _strip(deltas, "B − A", title, labels, (-1.05, 1.05), colors)
     else:
-        figure = go.Figure(go.Histogram(x=deltas, xbins={"size": 0.05}, name="B − A"))
-        figure.update_layout(
-            xaxis_title=title,
-            yaxis_title="queries",
-            height=420,
-            margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        )
+        figure = _delta_bins(pd.Series(deltas, dtype=float), title)
     figure.add_vline(x=0, line_dash="dot", line_color="gray")
+    return figure
+
+
+def _delta_bins(deltas: pd.Series, title: str) -> go.Figure:
+    """A histogram of deltas, its losses, ties and wins stacked in their delta colours.
+
+    The bins are 0.05 wide and centred on zero, so the bin of the ties holds only values
+    near zero and every other bin is wholly below or wholly above it.
+    """
+    bins = {"start": -1.025, "end": 1.025, "size": 0.05}
+    parts = (("B loses", deltas < 0), ("tie", deltas == 0), ("B wins", deltas > 0))
+    figure = go.Figure(
+        [
+            go.Histogram(
+                x=deltas[keep],
+                xbins=bins,
+                name=name,
+                marker_color=palette.delta_color(sign),
+            )
+            for (name, keep), sign in zip(parts, (-1, 0, 1), strict=True)
+        ]
+    )
+    figure.update_layout(
+        barmode="stack",
+        xaxis_title=title,
+        yaxis_title="queries",
+        height=420,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+    )
     return figure
 
 
@@ -305,7 +326,10 @@ def domain_deltas(comparison: Comparison) -> go.Figure:
                 "array": s["ci_high"] - s["delta"],
                 "arrayminus": s["delta"] - s["ci_low"],
             },
-            marker_color=["#555" if scope == POOLED else _A_COLOR for scope in s["scope"]],
+            marker_color=[
+                palette.POOLED if scope == POOLED else palette.delta_color(d)
+                for scope, d in zip(s["scope"], s["delta"], strict=True)
+            ],
             customdata=s[["p_perm_holm", "queries"]].to_numpy(),
             hovertemplate="%{y}: %{x:+.3f}<br>Holm p %{customdata[0]:.3g}, "
             "%{customdata[1]} queries<extra></extra>",
@@ -327,10 +351,16 @@ def breakdown_bars(frame: pd.DataFrame, comparison: Comparison, title: str) -> g
     figure = go.Figure(
         [
             go.Bar(
-                x=groups, y=frame["mean_a"], name=plain(comparison.run_a), marker_color=_A_COLOR
+                x=groups,
+                y=frame["mean_a"],
+                name=plain(comparison.run_a),
+                marker_color=palette.RUN_A,
             ),
             go.Bar(
-                x=groups, y=frame["mean_b"], name=plain(comparison.run_b), marker_color=_B_COLOR
+                x=groups,
+                y=frame["mean_b"],
+                name=plain(comparison.run_b),
+                marker_color=palette.RUN_B,
             ),
         ]
     )
@@ -357,8 +387,10 @@ def rank_slope(docs: pd.DataFrame, run_a: str, run_b: str, k: int = 10) -> go.Fi
         k: The cut-off: a dotted line is drawn between ranks ``k`` and ``k + 1``.
 
     Returns:
-        Rank 1 at the top; each line is named by its doc id and coloured by whether the
-        document fell (red) or rose or stayed (blue).
+        Rank 1 at the top; each line is named by its item as people read it (a Task 4
+        pair by its passage and image name, :func:`~mmbright_core.data.ids.display_id`)
+        and its grade, coloured by the grade (:data:`palette.GRADES`, so grade 2 and
+        grade 1 differ), dashed when the item fell.
     """
     relevant = docs.loc[docs["relevance"] > 0]
     outside = k + 1
@@ -371,17 +403,21 @@ def rank_slope(docs: pd.DataFrame, run_a: str, run_b: str, k: int = 10) -> go.Fi
         ranks = [_rank_or(row.rank_a, outside), _rank_or(row.rank_b, outside)]
         deepest = max(deepest, *ranks)
         words = [_rank_word(row.rank_a), _rank_word(row.rank_b)]
-        fell = ranks[1] > ranks[0]
+        label = f"{plain(display_id(str(row.doc_id)))} · grade {int(row.relevance)}"
         fig.add_trace(
             go.Scatter(
                 x=sides,
                 y=ranks,
                 mode="lines+markers+text",
-                name=plain(row.doc_id),
+                name=label,
                 text=words,
                 textposition=["middle left", "middle right"],
-                line={"color": _B_COLOR if fell else _A_COLOR, "width": 2},
-                hovertemplate=f"{plain(row.doc_id)}<br>%{{x}}: rank %{{text}}<extra></extra>",
+                line={
+                    "color": palette.grade(row.relevance).hex,
+                    "width": 2,
+                    "dash": "dash" if ranks[1] > ranks[0] else "solid",
+                },
+                hovertemplate=f"{label}<br>%{{x}}: rank %{{text}}<extra></extra>",
             )
         )
     fig.add_hline(y=k + 0.5, line_dash="dot", line_color="#9e9e9e")
@@ -415,7 +451,7 @@ def slice_deltas(frame: pd.DataFrame, comparison: Comparison, by: str) -> go.Fig
                 "array": frame["ci_high"] - frame["delta"],
                 "arrayminus": frame["delta"] - frame["ci_low"],
             },
-            marker_color=[_B_COLOR if d < 0 else _A_COLOR for d in frame["delta"]],
+            marker_color=[palette.delta_color(d) for d in frame["delta"]],
             customdata=frame[["queries", "wins", "ties", "losses"]].to_numpy(),
             hovertemplate="%{x}: %{y:+.3f}<br>%{customdata[0]} queries, wins/ties/losses "
             "%{customdata[1]}/%{customdata[2]}/%{customdata[3]}<extra></extra>",

@@ -88,6 +88,32 @@ def split_pair_id(doc_id: str) -> tuple[str, str | None]:
     return passage_id, None if image == NO_IMAGE else image
 
 
+def pair_parts(doc_id: str) -> tuple[str, str | None]:
+    """A doc id as ``(passage id, image path or None)``: a Task 4 pair split, others ``(id, None)``.
+
+    Unlike :func:`split_pair_id`, any id is accepted: the views show ids of every task.
+    """
+    passage_id, sep, image = doc_id.partition(PAIR_SEPARATOR)
+    if not sep:
+        return doc_id, None
+    return passage_id, None if image == NO_IMAGE else image
+
+
+def display_id(doc_id: str) -> str:
+    """A doc id as people read it: a Task 4 pair as its passage and image name, or "text only".
+
+    ``"physics/ab12_3.txt|||physics/physics_ab12_0001/image_1.png"`` reads
+    ``"physics/ab12_3.txt + image_1.png"`` and ``"physics/ab12_3.txt|||__NO_IMAGE__"``
+    ``"physics/ab12_3.txt (text only)"``: the image's folder repeats the passage's key
+    (a pair shares its source post, ``docs/protocol.md``), and the separator and the
+    marker are the file format's, not words. Other ids are shown as they are.
+    """
+    if PAIR_SEPARATOR not in doc_id:
+        return doc_id
+    passage_id, image = pair_parts(doc_id)
+    return f"{passage_id} + {image.rsplit('/', 1)[-1]}" if image else f"{passage_id} (text only)"
+
+
 def as_list(value: object, what: str) -> list[Any]:
     """Return a list cell as a Python list: None -> [], numpy arrays and tuples -> list.
 

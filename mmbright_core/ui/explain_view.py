@@ -21,7 +21,7 @@ from mmbright_core.analysis.attribution import (
     FusionAttribution,
     LexicalAttribution,
 )
-from mmbright_core.data.ids import NO_IMAGE, PAIR_SEPARATOR
+from mmbright_core.data.ids import display_id, pair_parts
 from mmbright_core.data.sources import Source
 from mmbright_core.types import Document, Query
 from mmbright_core.ui import render
@@ -211,14 +211,6 @@ def show_fusion(name: str, found: FusionAttribution, key: str) -> None:
             st.image(found.pictures[0], width="stretch")
 
 
-def pair_parts(doc_id: str) -> tuple[str, str | None]:
-    """A Task 4 pair id as (passage id, image path or None); other ids as (id, None)."""
-    passage, sep, image = doc_id.partition(PAIR_SEPARATOR)
-    if not sep:
-        return doc_id, None
-    return passage, None if image == NO_IMAGE else image
-
-
 def group_pairs(top: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     """Task 4 hits grouped by passage, in the order of each passage's best rank."""
     passages = [pair_parts(str(d))[0] for d in top["doc_id"]]
@@ -299,14 +291,6 @@ def pushed_down(docs: pd.DataFrame, k: int = 10) -> tuple[pd.DataFrame, pd.DataF
     return pushed, displacing
 
 
-def shown_id(doc_id: str) -> str:
-    """A document id as shown: a Task 4 pair as its passage and image, never the marker."""
-    passage, image = pair_parts(doc_id)
-    if PAIR_SEPARATOR not in doc_id:
-        return doc_id
-    return f"{passage} + {image}" if image else f"{passage} (text only)"
-
-
 def show_relevant(
     source: Source,
     domain: str,
@@ -329,9 +313,8 @@ def show_relevant(
         return
     for row in frame.itertuples(index=False):
         document = documents.get(str(row.doc_id))
-        st.markdown(
-            f"{render.judgment_badge(row.relevance)} {render.escape_md(shown_id(str(row.doc_id)))}"
-        )
+        shown = render.escape_md(display_id(str(row.doc_id)))
+        st.markdown(f"{render.judgment_badge(row.relevance)} {shown}")
         if document is not None and document.text:
             render.show_passage(document.text)
         if document is not None and document.image is not None:
@@ -398,7 +381,7 @@ def show_displacing(
         return
     st.subheader(f"What pushed relevant items down in {render.escape_md(run_b)}")
     moves = ", ".join(
-        f"{shown_id(str(r.doc_id))} ({r.move})" for r in pushed.itertuples(index=False)
+        f"{display_id(str(r.doc_id))} ({r.move})" for r in pushed.itertuples(index=False)
     )
     st.caption(render.escape_message(f"Relevant items ranked lower: {moves}"))
     for row in displacing.itertuples(index=False):

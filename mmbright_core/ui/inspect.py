@@ -15,6 +15,7 @@ import streamlit as st
 from mmbright_core.analysis.attribution import Attribution, FusionAttribution, Unavailable
 from mmbright_core.analysis.compare import most_hurt
 from mmbright_core.benchmark import apply_protocol
+from mmbright_core.data.ids import display_id
 from mmbright_core.data.sources import Source
 from mmbright_core.errors import MMBrightError
 from mmbright_core.types import Task
@@ -23,8 +24,6 @@ from mmbright_core.ui.state import InspectTarget, RunEntry
 
 DOMAIN_KEY = "insp_domain"
 QUERY_KEY = "insp_query"
-PAIR_KEY = "compare_pair"
-"""The (A, B) runs last compared; the inspector walks their most-hurt queries."""
 
 
 def sync_target(
@@ -74,12 +73,10 @@ def on_pick() -> None:
 
 
 def compared_pair(runs: Mapping[str, RunEntry]) -> tuple[str, str] | None:
-    """The runs last compared (A, B), else the first two runs of the task."""
-    pair = st.session_state.get(PAIR_KEY)
-    if isinstance(pair, tuple) and all(name in runs for name in pair):
-        return pair
-    names = list(runs)
-    return (names[0], names[1]) if len(names) >= 2 else None
+    """Runs A and B as chosen on Per query or Compare (:func:`state.run_pair`), if two exist."""
+    if len(runs) < 2:
+        return None
+    return state.run_pair(list(runs))
 
 
 def default_runs(runs: Mapping[str, RunEntry]) -> list[str]:
@@ -190,7 +187,7 @@ def attribution_table(
                 {
                     "run": name,
                     "rank": int(hit.rank),
-                    "document": explain_view.shown_id(doc),
+                    "document": display_id(doc),
                     "judgment": _judgment(hit.relevance),
                     "score": float(hit.score),
                     **part,
@@ -213,7 +210,7 @@ def _judgment(relevance: float) -> str:
 def aligned(docs: pd.DataFrame) -> pd.DataFrame:
     """The rank-diff table as shown: one row per document, its rank in each run, its move."""
     out = docs.assign(
-        document=[explain_view.shown_id(str(d)) for d in docs["doc_id"]],
+        document=[display_id(str(d)) for d in docs["doc_id"]],
         judgment=[_judgment(r) for r in docs["relevance"]],
     )
     return out[["document", "judgment", "rank_a", "rank_b", "move", "change"]].rename(

@@ -10,16 +10,19 @@ from __future__ import annotations
 import html
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import ParamSpec, TypeVar
 
 import pandas as pd
 import streamlit as st
 
+from mmbright_core.analysis.palette import grade
+from mmbright_core.data.ids import display_id
 from mmbright_core.data.images import ImageDecodeError, decode_image
 from mmbright_core.data.sources import Source
 from mmbright_core.errors import MMBrightError
 from mmbright_core.types import Document, Query
+from mmbright_core.ui import state
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -81,6 +84,38 @@ def csv_download(
     )
 
 
+def pick_run(
+    where: object,
+    label: str,
+    names: Sequence[str],
+    key: str,
+    shared: str,
+    first: str,
+    help: str | None = None,
+) -> str:
+    """A selectbox of runs that opens on ``first`` and keeps its choice for every page.
+
+    Args:
+        where: The container drawn into (a column, ``st``).
+        label: The widget's label.
+        names: The runs offered.
+        key: The widget's key on this page.
+        shared: The key the choice is remembered under, the same on every page
+            (:data:`state.RUN_A_KEY`, :data:`state.RUN_B_KEY`).
+        first: The run shown (:func:`state.run_pair`).
+        help: The widget's tooltip.
+    """
+    chosen = where.selectbox(  # type: ignore[attr-defined]
+        label,
+        names,
+        key=state.pick(key, first),
+        on_change=state.remember_as,
+        args=(key, shared),
+        help=help,
+    )
+    return str(chosen)
+
+
 def judgment_badge(relevance: float | None, excluded: bool = False) -> str:
     """Return a Markdown badge naming a document's judgment for the query.
 
@@ -93,11 +128,9 @@ def judgment_badge(relevance: float | None, excluded: bool = False) -> str:
     if relevance is None or (isinstance(relevance, float) and math.isnan(relevance)):
         return ":orange-badge[unjudged]"
     label = int(relevance)
-    if label >= 2:
-        return ":green-badge[relevant · 2]"
-    if label == 1:  # a colour of its own: a Task 4 pair graded 1 is not one graded 2
-        return ":blue-badge[relevant · 1]"
-    return ":red-badge[not relevant · 0]"
+    # Each grade a colour of its own (analysis.palette): a Task 4 pair graded 1 is not one graded 2.
+    words = f"relevant · {min(label, 2)}" if label > 0 else "not relevant · 0"
+    return f":{grade(label).badge}-badge[{words}]"
 
 
 def score_text(value: float | None) -> str:
@@ -176,7 +209,7 @@ def show_document(
     With a ``key``, the item's image opens full size from an expander of that key.
     """
     if document is None:
-        st.caption(f"{escape_md(doc_id)} is not in the corpus.")
+        st.caption(f"{escape_md(display_id(doc_id))} is not in the corpus.")
         return
     if document.text:
         show_passage(document.text)
@@ -207,7 +240,7 @@ def show_hit(
         # One element for the head line and the id: every element is a message to the browser.
         st.markdown(
             f"**#{int(hit['rank'])}** · score {hit['score']:.4f} · {badge}  \n"
-            f":gray[{escape_md(hit['doc_id'])}]"
+            f":gray[{escape_md(display_id(str(hit['doc_id'])))}]"
         )
         if explained is not None:
             explained()

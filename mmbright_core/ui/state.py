@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,14 @@ COMPARE_SECTIONS = (
 INSPECT_SECTION_KEY = "insp_section"
 INSPECT_SECTIONS = ("Relevant items missed", "Score attribution, top 10", "The two runs aligned")
 """The inspector's tabs under the runs' top lists, computed and drawn the same way."""
+
+RUN_A_KEY = "run_a"
+RUN_B_KEY = "run_b"
+"""Runs A and B, chosen on Per query or Compare: one pair for every page of the session."""
+NO_RUN = "(none)"
+"""Run B's choice on Per query when no run is compared."""
+INSPECT_RUNS_KEY = "insp_runs"
+"""The runs the inspector shows side by side (kept across pages and tasks)."""
 
 _KEEP = "keep_"
 
@@ -166,6 +174,81 @@ def remember(key: str) -> None:
 def remembered(key: str, default: object = None) -> object:
     """The remembered value of a sticky widget."""
     return st.session_state.get(_KEEP + key, default)
+
+
+def sticky_within(key: str, options: Sequence[object]) -> str:
+    """Seed a multiselect from its remembered values that are among ``options``; return its key.
+
+    A value no longer offered (a domain of another source) is dropped rather than refused.
+    """
+    kept = remembered(key, [])
+    st.session_state[_KEEP + key] = (
+        [v for v in kept if v in options] if isinstance(kept, list) else []
+    )
+    return sticky(key, [])
+
+
+def sticky_range(key: str, low: float, high: float) -> str:
+    """Seed a range slider from its remembered range, cut to ``[low, high]``; return its key."""
+    kept = remembered(key)
+    start, end = kept if isinstance(kept, tuple) and len(kept) == 2 else (low, high)
+    start, end = min(max(start, low), high), max(min(end, high), low)
+    st.session_state[_KEEP + key] = (start, end)
+    return sticky(key, (low, high))
+
+
+def run_pair(names: Sequence[str], b_optional: bool = False) -> tuple[str, str]:
+    """Runs A and B as last chosen on any page, else the first two runs of ``names``.
+
+    Every page starts from the same pair and keeps the user's choice (Per query and
+    Compare share it; the inspector walks its most-hurt queries).
+
+    Args:
+        names: The runs the page offers (not empty).
+        b_optional: The page offers :data:`NO_RUN` for B, and keeps it when chosen.
+
+    Returns:
+        ``(a, b)``: ``b`` is another run than ``a``, or :data:`NO_RUN` when there is none
+        (or when it was chosen on a page where it is offered).
+    """
+    a = remembered(RUN_A_KEY)
+    a = a if a in names else names[0]
+    others = [n for n in names if n != a]
+    b = remembered(RUN_B_KEY)
+    if b in others or (b_optional and b == NO_RUN):
+        return str(a), str(b)
+    return str(a), others[0] if others else NO_RUN
+
+
+def pick(key: str, value: str) -> str:
+    """Seed a selectbox with ``value`` before it is drawn and return its key."""
+    st.session_state[key] = value
+    return key
+
+
+def remember_as(key: str, shared: str) -> None:
+    """Widget callback: remember the widget's new value under a key shared by pages."""
+    st.session_state[_KEEP + shared] = st.session_state[key]
+
+
+def sticky_runs(key: str, names: Sequence[str], default: Sequence[str]) -> str:
+    """Seed a multiselect of runs from the runs last chosen in it; return its key.
+
+    The choice is remembered with the task it was made on (:func:`remember_runs`). On that
+    task it stands as made, even when empty; on another task the chosen runs it also has
+    are kept, and ``default`` stands in when it has none of them (a task without runs
+    leaves the next task its default, not an empty choice).
+    """
+    kept = remembered(key)
+    task, before = kept if isinstance(kept, tuple) else (None, [])
+    chosen = [n for n in before if n in names]
+    st.session_state[key] = chosen if task == current_task() else chosen or list(default)
+    return key
+
+
+def remember_runs(key: str) -> None:
+    """Widget callback: remember a run multiselect's choice with its task (:func:`sticky_runs`)."""
+    st.session_state[_KEEP + key] = (current_task(), list(st.session_state[key]))
 
 
 def all_runs() -> dict[tuple[Task, str], RunEntry]:

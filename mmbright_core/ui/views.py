@@ -15,6 +15,7 @@ import pandas as pd
 
 from mmbright_core.analysis.compare import JUDGED
 from mmbright_core.benchmark import apply_protocol
+from mmbright_core.data.ids import display_id
 from mmbright_core.ranking import ranked
 
 PER_QUERY_COLUMNS = (
@@ -124,6 +125,16 @@ def missed(
     return frame.sort_values(["rank", "doc_id"], na_position="last", kind="stable").reset_index(
         drop=True
     )
+
+
+def readable(frame: pd.DataFrame) -> pd.DataFrame:
+    """A table of documents as shown: its ``doc_id`` column as ``document``, read by people.
+
+    A Task 4 pair id shows as its passage and image name (or "text only"), never with the
+    file format's separator and marker (:func:`~mmbright_core.data.ids.display_id`).
+    """
+    shown = frame.assign(doc_id=[display_id(str(d)) for d in frame["doc_id"]])
+    return shown.rename(columns={"doc_id": "document"})
 
 
 def walk(
@@ -243,10 +254,15 @@ QUERY_CHARS = 160
 """Longest query text shown in a table cell (the inspector shows it whole)."""
 
 
-def with_text(rows: pd.DataFrame, texts: Mapping[tuple[str, str], str]) -> pd.DataFrame:
-    """Insert a ``query`` column (its text, cut to :data:`QUERY_CHARS`) after ``query_id``."""
+def with_text(
+    rows: pd.DataFrame, texts: Mapping[tuple[str, str], str], limit: int | None = QUERY_CHARS
+) -> pd.DataFrame:
+    """Insert a ``query`` column (its text on one line, cut to ``limit``) after ``query_id``.
+
+    ``limit=None`` keeps the whole text (a CSV export carries it whole).
+    """
     shown = [
-        _cut(texts.get((str(d), str(q)), ""))
+        cut_query(texts.get((str(d), str(q)), ""), limit)
         for d, q in zip(rows["domain"], rows["query_id"], strict=True)
     ]
     out = rows.copy()
@@ -254,9 +270,31 @@ def with_text(rows: pd.DataFrame, texts: Mapping[tuple[str, str], str]) -> pd.Da
     return out
 
 
-def _cut(text: str) -> str:
+def cut_query(text: str, limit: int | None = QUERY_CHARS) -> str:
+    """A query text on one line, cut to ``limit`` characters (an ellipsis ends a cut one)."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= QUERY_CHARS else flat[: QUERY_CHARS - 1] + "…"
+    return flat if limit is None or len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def named_columns(rows: pd.DataFrame, measure: str, run_a: str, run_b: str | None) -> pd.DataFrame:
+    """Per query rows with every column of a run named after it, for a file read elsewhere.
+
+    A CSV has no header tooltips: ``nDCG@10`` and ``nDCG@10 (B)`` become ``nDCG@10 (bm25)``
+    and ``nDCG@10 (ocr-bm25)``, ``delta`` ``delta (ocr-bm25 − bm25)``.
+    """
+    names = {
+        measure: f"{measure} ({run_a})",
+        JUDGED: f"{JUDGED} ({run_a})",
+        "first_relevant_rank": f"first_relevant_rank ({run_a})",
+        "covered": f"covered ({run_a})",
+    }
+    if run_b is not None:
+        names |= {
+            f"{measure} (B)": f"{measure} ({run_b})",
+            f"{JUDGED} (B)": f"{JUDGED} ({run_b})",
+            "delta": f"delta ({run_b} − {run_a})",
+        }
+    return rows.rename(columns=names)
 
 
 def with_pair(rows: pd.DataFrame, deltas: pd.DataFrame, measure: str) -> pd.DataFrame:

@@ -23,12 +23,17 @@ if len(names) < 2:
     st.stop()
 
 left, right = st.columns(2)
-run_a = left.selectbox("Baseline A (e.g. text only)", names, index=0, key="cmp_a")
-run_b = right.selectbox("Compared B (e.g. with images)", names, index=1, key="cmp_b")
+# One pair of runs for every page (state.run_pair): chosen here or on Per query.
+first_a, first_b = state.run_pair(names)
+run_a = render.pick_run(
+    left, "Baseline A (e.g. text only)", names, "cmp_a", state.RUN_A_KEY, first_a
+)
+run_b = render.pick_run(
+    right, "Compared B (e.g. with images)", names, "cmp_b", state.RUN_B_KEY, first_b
+)
 if run_a == run_b:
     st.warning("Choose two different runs.")
     st.stop()
-st.session_state[inspect.PAIR_KEY] = (run_a, run_b)
 entries = state.task_runs()
 comparison = render.attempt(loaders.comparison_for, spec, task, protocol, entries, run_a, run_b)
 if comparison is None:
@@ -126,8 +131,8 @@ if hurt_tab.open:
             selection_mode="single-row",
             column_config={
                 "domain": st.column_config.TextColumn("domain", width=70),
-                "query_id": st.column_config.TextColumn("query id", width=80),
-                "query": st.column_config.TextColumn("query", width=130),
+                "query_id": st.column_config.TextColumn("query id", width=95),
+                "query": st.column_config.TextColumn("query", width=115),
                 "a": st.column_config.NumberColumn("A", format="%.3f", width="small"),
                 "b": st.column_config.NumberColumn("B", format="%.3f", width="small"),
                 "delta": st.column_config.NumberColumn("B − A", format="%+.3f", width=60),

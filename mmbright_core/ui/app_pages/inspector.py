@@ -50,7 +50,10 @@ with st.container(horizontal=True, vertical_alignment="center", key="insp_nav"):
 query = loaders.queries(spec, task, target.domain, protocol)[target.query_id]
 qrels = loaders.qrels(spec, task, target.domain, protocol).get(target.query_id, {})
 runs = state.task_runs()
-shown = st.multiselect("Runs", list(runs), default=inspect.default_runs(runs), key="insp_runs")
+runs_key = state.sticky_runs(state.INSPECT_RUNS_KEY, list(runs), inspect.default_runs(runs))
+shown = st.multiselect(
+    "Runs", list(runs), key=runs_key, on_change=state.remember_runs, args=(runs_key,)
+)
 excluded = {  # each run under its own policy for negative_ids
     name: loaders.excluded(spec, task, target.domain, protocol, runs[name].negatives).get(
         target.query_id, frozenset()
@@ -132,7 +135,7 @@ if missed_tab.open:
             with column:
                 st.markdown(f"**{render.escape_md(name)}**: relevant items missed in the top {TOP}")
                 st.dataframe(
-                    views.missed(rankings[name], qrels, excluded[name], TOP),
+                    views.readable(views.missed(rankings[name], qrels, excluded[name], TOP)),
                     hide_index=True,
                     key=f"insp_missed_{index}",
                 )
@@ -142,7 +145,7 @@ if missed_tab.open:
                         "were removed."
                     )
                     st.dataframe(
-                        removed.assign(judgment="excluded"),
+                        views.readable(removed.assign(judgment="excluded")),
                         hide_index=True,
                         key=f"insp_removed_{index}",
                     )

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import streamlit as st
 
 from mmbright_core.analysis import figures
 from mmbright_core.analysis.compare import JUDGED, tagged, with_tags
-from mmbright_core.ui import loaders, navigation, queries, render, slices, state, views
+from mmbright_core.ui import inspect, loaders, navigation, queries, render, slices, state, views
 from mmbright_core.ui.sidebar import selected_runs
 
-NO_PAIR = "(none)"
+MEASURE = loaders.MEASURE
+Range = tuple[float, float]
 
 st.title("Per-query scores")
 spec, task, protocol = state.source_spec(), state.current_task(), state.current_protocol()
@@ -17,40 +20,84 @@ names = selected_runs()
 if not names:
     st.info("Choose runs in the sidebar (or add some on the Home page).")
     st.stop()
+# One pair of runs for every page (state.run_pair): B is the second run unless "(none)".
+first_a, first_b = state.run_pair(names, b_optional=True)
 pick_a, pick_b = st.columns(2)
-run = pick_a.selectbox("Run (A)", names, key="pq_run")
-others = [NO_PAIR, *(n for n in names if n != run)]
-run_b = pick_b.selectbox(
-    "Compared with (B)", others, key="pq_run_b", help="Adds B's score and B − A per query"
+run = render.pick_run(pick_a, "Run (A)", names, "pq_run", state.RUN_A_KEY, first_a)
+run_b = render.pick_run(
+    pick_b,
+    "Compared with (B)",
+    [state.NO_RUN, *(n for n in names if n != run)],
+    "pq_run_b",
+    state.RUN_B_KEY,
+    first_b,
+    help="Adds B's score and B − A per query",
 )
-paired = run_b != NO_PAIR
+paired = run_b != state.NO_RUN
 entries = state.task_runs()
 # Only the runs shown are scored (each run's scores are cached on their own).
 table = render.attempt(loaders.table_for, spec, task, protocol, {run: entries[run]})
 if table is None:
     st.stop()
-rows = views.run_rows(table, run, loaders.MEASURE)
+rows = views.run_rows(table, run, MEASURE)
 if paired:
     deltas = render.attempt(loaders.deltas_for, spec, task, protocol, entries, run, run_b)
     if deltas is None:
         st.stop()
-    rows = views.with_pair(rows, deltas, loaders.MEASURE)
+    rows = views.with_pair(rows, deltas, MEASURE)
 texts = render.attempt(queries.query_texts, spec, task, protocol, rows["domain"].unique())
-rows = views.with_text(rows, texts or {})
+rows = views.with_text(rows, texts or {}, limit=None)  # whole in the CSV, cut in the table
 tags = render.attempt(slices.query_tags, spec, task, protocol) or {}
 rows = with_tags(rows, tags)
 
+# The filters keep their values from page to page (state.sticky).
 domain_col, image_col, score_col = st.columns(3)
-domains = domain_col.multiselect("Domains", sorted(rows["domain"].unique()), key="pq_domains")
+options = sorted(rows["domain"].unique())
+domains = domain_col.multiselect(
+    "Domains",
+    options,
+    key=state.sticky_within("pq_domains", options),
+    on_change=state.remember,
+    args=("pq_domains",),
+)
 most_images = max(int(rows["n_images"].max()) if len(rows) else 0, 1)
-images = image_col.slider("Query images", 0, most_images, (0, most_images), key="pq_images")
-scores = score_col.slider("nDCG@10 of A", 0.0, 1.0, (0.0, 1.0), step=0.05, key="pq_scores")
+# A range slider: seeded with a (low, high) pair, it returns one (typed as a single value).
+images = image_col.slider(
+    "Query images",
+    0,
+    most_images,
+    key=state.sticky_range("pq_images", 0, most_images),
+    on_change=state.remember,
+    args=("pq_images",),
+)
+scores = score_col.slider(
+    f"{MEASURE} of A",
+    0.0,
+    1.0,
+    step=0.05,
+    key=state.sticky_range("pq_scores", 0.0, 1.0),
+    on_change=state.remember,
+    args=("pq_scores",),
+)
 tag_col, loses_col = st.columns([2, 1], vertical_alignment="bottom")
 chosen = tag_col.multiselect(
-    "Failure tags (a query with any of them)", slices.tag_names(), key="pq_tags"
+    "Failure tags (a query with any of them)",
+    slices.tag_names(),
+    key=state.sticky_within("pq_tags", slices.tag_names()),
+    on_change=state.remember,
+    args=("pq_tags",),
 )
-loses = loses_col.toggle("Only where B loses (B − A < 0)", key="pq_loses", disabled=not paired)
-shown = views.filter_rows(rows, loaders.MEASURE, domains=domains, images=images, scores=scores)
+loses = loses_col.toggle(
+    "B loses only",
+    key=state.sticky("pq_loses", False),
+    on_change=state.remember,
+    args=("pq_loses",),
+    disabled=not paired,
+    help="Keep the queries where B − A < 0",
+)
+shown = views.filter_rows(
+    rows, MEASURE, domains=domains, images=cast(tuple[int, int], images), scores=cast(Range, scores)
+)
 shown = shown.loc[tagged(shown, tags, chosen)].reset_index(drop=True)
 if paired:
     shown = shown.loc[shown["delta"].notna()].reset_index(drop=True)
@@ -67,34 +114,64 @@ st.caption(
 table_tab, chart_tab = st.tabs(["Table", "Distribution"])
 with chart_tab:
     if paired:
-        figure = figures.delta_distribution(shown["delta"], loaders.MEASURE, labels)
+        figure = figures.delta_distribution(shown["delta"], MEASURE, labels)
     else:
-        figure = figures.score_histogram(shown[loaders.MEASURE], run, loaders.MEASURE, labels)
+        figure = figures.score_histogram(shown[MEASURE], run, MEASURE, labels)
     st.plotly_chart(figure, key="pq_hist")
 with table_tab:
-    number = st.column_config.NumberColumn(format="%.4f", width="small")
+    a_name, b_name = render.escape_md(run), render.escape_md(run_b)
+    # Headers name A and B, their tooltips the runs; the columns fit a 1000 px window, about
+    # 530 px beside the sidebar (the CSV has every column, each named after its run).
+    has_tags = "tags" in shown.columns and shown["tags"].astype(bool).any()
+    order = ["domain", "query_id", "query", MEASURE, f"{MEASURE} (B)", "delta", JUDGED]
+    order += [f"{JUDGED} (B)", *(["tags"] if has_tags else [])]
     picked = st.dataframe(
-        shown,
+        shown.assign(query=[views.cut_query(t) for t in shown["query"]]),
         hide_index=True,
         key="pq_table",
         on_select="rerun",
         selection_mode="single-row",
+        column_order=[c for c in order if c in shown.columns],
         column_config={
-            "query": st.column_config.TextColumn("query", width="large"),
-            loaders.MEASURE: number,
-            f"{loaders.MEASURE} (B)": number,
-            "delta": st.column_config.NumberColumn("B − A", format="%+.4f", width="small"),
-            JUDGED: st.column_config.NumberColumn(format="%.1f", width="small"),
-            f"{JUDGED} (B)": st.column_config.NumberColumn(format="%.1f", width="small"),
-            "tags": st.column_config.TextColumn("tags", width="medium"),
+            "domain": st.column_config.TextColumn("domain", width=75),
+            "query_id": st.column_config.TextColumn("query id", width=90),
+            "query": st.column_config.TextColumn("query", width=75),
+            MEASURE: st.column_config.NumberColumn(
+                "A", help=f"{MEASURE} of {a_name} (A)", format="%.3f", width=45
+            ),
+            f"{MEASURE} (B)": st.column_config.NumberColumn(
+                "B", help=f"{MEASURE} of {b_name} (B)", format="%.3f", width=45
+            ),
+            "delta": st.column_config.NumberColumn(
+                "B − A",
+                format="%+.3f",
+                width=55,
+                help=f"{MEASURE} of {b_name} (B) minus that of {a_name} (A)",
+            ),
+            JUDGED: st.column_config.NumberColumn(
+                "J@10 A",
+                help=f"{JUDGED} of {a_name} (A): judged share of its top 10",
+                format="%.1f",
+                width=50,
+            ),
+            f"{JUDGED} (B)": st.column_config.NumberColumn(
+                "J@10 B",
+                help=f"{JUDGED} of {b_name} (B): judged share of its top 10",
+                format="%.1f",
+                width=50,
+            ),
+            "tags": st.column_config.TextColumn("tags", width=120),
         },
     )
-    render.csv_download(shown, f"per_query_{run}.csv", key="pq_csv")
+    render.csv_download(
+        views.named_columns(shown, MEASURE, run, run_b if paired else None),
+        f"per_query_{run}_vs_{run_b}.csv" if paired else f"per_query_{run}.csv",
+        key="pq_csv",
+    )
+# A picked row opens its query in the inspector, as on Compare.
+inspect.open_query(shown, picked.selection.rows if picked is not None else [])
 
-selected_rows = picked.selection.rows if picked is not None else []
-if selected_rows:
-    st.session_state["pq_query"] = labels[selected_rows[0]]
-left, right = st.columns([3, 1], vertical_alignment="bottom")
+left, right = st.columns([2, 1], vertical_alignment="bottom")
 choice = left.selectbox("Query to inspect", labels, key="pq_query") if labels else None
 if right.button("Open in inspector", key="pq_open", disabled=choice is None) and choice:
     domain, query_id = shown.iloc[labels.index(choice)][["domain", "query_id"]]
