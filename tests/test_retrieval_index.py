@@ -271,3 +271,17 @@ def test_candidates_hold_every_tie_of_the_kth_ranking_value(size, k, levels, rem
     expected = top_k_array(ids[live], row[live].astype(np.float64) * 100, k)
     assert top_k_array(ids[kept], row[kept].astype(np.float64) * 100, k) == expected
     assert len(kept) >= min(k, len(live))
+
+
+def test_flat_search_returns_faiss_flat_scores_best_first():
+    import faiss
+
+    rng = np.random.default_rng(5)
+    vectors, queries = _dyadic(rng, (500, 10), top=1000), _dyadic(rng, (3, 10), top=1000)
+    flat = faiss.IndexFlatIP(10)
+    flat.add(vectors)
+    expected_scores, expected_positions = flat.search(queries, 40)
+    scores, positions = VectorIndex(vectors).search(queries, 40)
+    assert np.array_equal(scores, expected_scores)
+    assert np.array_equal(positions, expected_positions)  # no two of these scores tie
+    assert VectorIndex(vectors).search(queries, 900)[1].shape == (3, 500)  # n above the corpus
