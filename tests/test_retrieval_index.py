@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from mmbright_core.errors import InputError
 from mmbright_core.ranking import top_k
+from mmbright_core.retrieval import exact
 from mmbright_core.retrieval.index import (
     Groups,
     VectorIndex,
@@ -120,3 +121,167 @@ def test_approximate_indexes_return_k_results(kind):
 def test_unknown_index_kind():
     with pytest.raises(InputError, match="flat, hnsw or ivf"):
         VectorIndex(np.ones((2, 2)), "annoy")  # type: ignore[arg-type]
+
+
+# Exact search (kind "flat"): one BLAS product per block of queries, cut under the ranking rule.
+
+
+def _dyadic(rng, shape, top=2):
+    """Vectors whose inner products are exact in float32 in any summation order (every partial
+    sum is an integer below 2**24 times 2**-20, for ``top`` <= 1000 and up to 16 dimensions):
+    every BLAS kernel, faiss's or numpy's, gives the same bits. With a small ``top`` the scores
+    take few values and many tie."""
+    return (rng.integers(-top, top + 1, size=shape) / 1024).astype(np.float32)
+
+
+def _faiss_flat(vectors, queries, ids, k, exclude, groups=None, scale=100.0):
+    """The previous exact path: faiss IndexFlatIP over every unit, then the ranking rule."""
+    import faiss
+
+    index = faiss.IndexFlatIP(vectors.shape[1])
+    index.add(vectors)
+    scores, positions = index.search(queries, len(vectors))
+    runs = []
+    for row, where, excluded in zip(scores, positions, exclude, strict=True):
+        full = np.empty(len(vectors), dtype=np.float32)
+        full[where] = row
+        if groups is not None:
+            full = full[groups.unit_of_doc]  # each document takes its unit's score
+        runs.append(top_k_array(ids, full.astype(np.float64) * scale, k, excluded))
+    return runs
+
+
+@pytest.mark.parametrize("n_queries", [1, 25])  # a one-row product and a block of them
+def test_exact_search_equals_the_previous_faiss_flat_path_and_brute_force(n_queries):
+    rng = np.random.default_rng(n_queries)
+    vectors, queries = _dyadic(rng, (3000, 12)), _dyadic(rng, (n_queries, 12))
+    ids = np.array([f"d{i:04d}" for i in rng.permutation(3000)])  # corpus order != id order
+    exclude = [np.sort(rng.choice(3000, 40, replace=False)) for _ in range(n_queries)]
+    found = dense_top_k(VectorIndex(vectors), queries, ids, 100, exclude)
+    # The scores take at most 97 values, so hundreds of documents tie at each cut.
+    assert found == _faiss_flat(vectors, queries, ids, 100, exclude)
+    for query, excluded, run in zip(queries, exclude, found, strict=True):
+        expected = _brute_force(vectors, query, ids, 100, excluded)
+        assert list(run.items()) == list(expected.items())  # same order, same floats
+
+
+def test_exact_search_with_groups_equals_the_previous_faiss_flat_path():
+    rng = np.random.default_rng(7)
+    passages = _dyadic(rng, (400, 8), top=1000)  # few ties
+    keys = [f"p{i:03d}" for i in range(400)] + ["p399"] * 2  # one pair per passage, p399 three
+    groups = Groups.from_keys(keys)
+    ids = np.array([f"{key}|{i:03d}" for i, key in enumerate(keys)])
+    queries = np.vstack([_dyadic(rng, (3, 8), top=1000), passages[399:]])
+    # Query 0 loses every pair of its best passages: none may take a place in its top k.
+    best = np.argsort(-(passages @ queries[0]), kind="stable")[:5]
+    emptied = np.concatenate(
+        [groups.members[groups.offsets[u] : groups.offsets[u + 1]] for u in best]
+    )
+    exclude = [np.sort(emptied), np.array([0, 1, 2]), np.array([], dtype=np.int64), np.array([400])]
+    found = dense_top_k(VectorIndex(passages), queries, ids, 50, exclude, groups)
+    assert found == _faiss_flat(passages, queries, ids, 50, exclude, groups)
+    assert all(len(run) == 50 for run in found)
+    assert not set(found[0]) & set(ids[emptied].tolist())
+    # The last query is p399's own vector, which no other passage beats here: its two pairs
+    # left share its score, so the doc id orders them.
+    assert list(found[3])[:2] == ["p399|401", "p399|399"]
+
+
+def test_exact_ties_at_the_cut_take_the_earliest_in_corpus_order_then_rank_by_id():
+    vectors = np.ones((4, 2), dtype=np.float32)  # every document scores 2.0 x 100
+    ids = np.array(["b", "d", "a", "c"])
+    found = dense_top_k(VectorIndex(vectors), np.ones((1, 2)), ids, 2, [np.array([0])])
+    # "b" is excluded before the cut; of the tied rest, corpus order lets "d" and "a" in.
+    assert list(found[0].items()) == [("d", 200.0), ("a", 200.0)]
+
+
+def _merging_pair():
+    """Two adjacent float32 scores that the ranking rule (x 100, then float32) cannot tell apart."""
+    low = np.float32(0.37)
+    while True:
+        high = np.nextafter(low, np.float32(1.0))
+        if np.float32(np.float64(low) * 100) == np.float32(np.float64(high) * 100):
+            return low, high
+        low = high
+
+
+def test_exact_search_ranks_at_the_rules_float32_precision_and_reports_float64_scores():
+    low, high = _merging_pair()
+    assert high > low  # float32 inner products that differ, ...
+    vectors = np.array([[low, 0.0], [high, 0.0], [0.25, 0.0]], dtype=np.float32)
+    ids = np.array(["b", "a", "c"])  # corpus order: the lower score first
+    queries = np.array([[1.0, 0.0]])
+    none = [np.array([], dtype=np.int64)]
+    # ... tie under the rule: the cut keeps the earliest ("b", the lower inner product) ...
+    assert list(dense_top_k(VectorIndex(vectors), queries, ids, 1, none)[0]) == ["b"]
+    # ... and the order is by doc id descending, not by the float32 inner product.
+    found = dense_top_k(VectorIndex(vectors), queries, ids, 3, none)[0]
+    assert list(found) == ["b", "a", "c"]
+    # The scores reported are the float32 products x 100 in float64, not rounded again.
+    assert found == {"b": float(low) * 100, "a": float(high) * 100, "c": 25.0}
+    assert found["a"] != found["b"]
+
+
+def test_a_query_scores_the_same_alone_as_among_others():
+    # BLAS rounds a one-row or tiny product (gemv, small-matrix kernels) differently from a
+    # large one: a query's scores must not depend on how many are searched with it.
+    rng = np.random.default_rng(3)
+    vectors = l2_normalise(rng.normal(size=(3000, 64)))
+    queries = l2_normalise(rng.normal(size=(30, 64)))
+    ids = np.array([f"d{i:04d}" for i in range(3000)])
+    none = [np.array([], dtype=np.int64)] * 30
+    index = VectorIndex(vectors)
+    together = dense_top_k(index, queries, ids, 200, none)
+    alone = [dense_top_k(index, queries[i : i + 1], ids, 200, none[:1])[0] for i in range(30)]
+    assert alone == together  # same documents, same order, same floats
+
+
+def test_score_blocks_stay_under_the_memory_bound_and_change_no_result(monkeypatch):
+    rng = np.random.default_rng(4)
+    vectors = l2_normalise(rng.normal(size=(2000, 16)))
+    queries = l2_normalise(rng.normal(size=(70, 16)))
+    ids = np.array([f"d{i:04d}" for i in range(2000)])
+    none = [np.array([], dtype=np.int64)] * 70
+    wide = dense_top_k(VectorIndex(vectors), queries, ids, 30, none)
+    monkeypatch.setattr(exact, "BLOCK_BYTES", 20 * 2000 * 4)  # 20 rows of 2,000 scores
+    blocks = [block.shape for _, block in exact.score_blocks(vectors, queries)]
+    assert blocks == [(20, 2000)] * 3 + [(10, 2000)]
+    assert dense_top_k(VectorIndex(vectors), queries, ids, 30, none) == wide
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    size=st.integers(1, 4000),
+    k=st.integers(1, 60),
+    levels=st.integers(1, 50),
+    removed=st.floats(0.0, 0.9),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_candidates_hold_every_tie_of_the_kth_ranking_value(size, k, levels, removed, seed):
+    rng = np.random.default_rng(seed)
+    # Few distinct values, half of them moved one float32 step up: scores that differ but may
+    # tie once the rule rounds them (x 100 to float32).
+    base = rng.uniform(0.37, 1.0, levels).astype(np.float32)[rng.integers(0, levels, size)]
+    row = np.where(rng.random(size) < 0.5, np.nextafter(base, np.float32(1.0)), base)
+    row[rng.random(size) < removed] = -np.inf
+    ids = np.array([f"d{i:04d}" for i in rng.permutation(size)])
+    live = np.flatnonzero(row > -np.inf)
+    kept = exact.candidates(row.copy(), k)
+    assert np.all(np.diff(kept) > 0) and np.isin(kept, live).all()  # corpus order, live only
+    expected = top_k_array(ids[live], row[live].astype(np.float64) * 100, k)
+    assert top_k_array(ids[kept], row[kept].astype(np.float64) * 100, k) == expected
+    assert len(kept) >= min(k, len(live))
+
+
+def test_flat_search_returns_faiss_flat_scores_best_first():
+    import faiss
+
+    rng = np.random.default_rng(5)
+    vectors, queries = _dyadic(rng, (500, 10), top=1000), _dyadic(rng, (3, 10), top=1000)
+    flat = faiss.IndexFlatIP(10)
+    flat.add(vectors)
+    expected_scores, expected_positions = flat.search(queries, 40)
+    scores, positions = VectorIndex(vectors).search(queries, 40)
+    assert np.array_equal(scores, expected_scores)
+    assert np.array_equal(positions, expected_positions)  # no two of these scores tie
+    assert VectorIndex(vectors).search(queries, 900)[1].shape == (3, 500)  # n above the corpus

@@ -118,7 +118,7 @@ class ClipRetriever:
         batch_size: Items per encoder call.
         device: Torch device (``cpu``, ``cuda``).
         cache_dir: Embedding cache root (default: ``$MMBRIGHT_CACHE`` or ``~/.cache/mmbright``).
-        index: faiss index kind (``flat`` exact, ``hnsw`` or ``ivf`` approximate).
+        index: Vector index kind (``flat`` exact, by BLAS; ``hnsw`` or ``ivf`` approximate, faiss).
         cache_dtype: How cached embeddings are stored: ``float32`` (the official precision)
             or ``float16`` (half the disk; may reorder near-ties).
     """

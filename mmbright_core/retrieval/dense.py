@@ -55,7 +55,7 @@ class DenseRetriever:
         batch_size: Texts per encoder call.
         device: Torch device (default: what sentence-transformers picks).
         cache_dir: Embedding cache root (default: ``$MMBRIGHT_CACHE`` or ``~/.cache/mmbright``).
-        index: faiss index kind (``flat`` exact, ``hnsw`` or ``ivf`` approximate).
+        index: Vector index kind (``flat`` exact, by BLAS; ``hnsw`` or ``ivf`` approximate, faiss).
         cache_dtype: How cached embeddings are stored: ``float32`` (the official precision)
             or ``float16`` (half the disk; may reorder near-ties).
     """

@@ -1,11 +1,13 @@
-"""Top-k selection under the ranking rule: over full score arrays and through faiss.
+"""Top-k selection under the ranking rule: over full score arrays, exactly, and through faiss.
 
 Every cut here removes the query's excluded documents *before* counting to ``k`` (SPEC §3)
 and orders ties by doc id descending (:mod:`mmbright_core.ranking`), including ties that
-straddle the cut: the dense search keeps asking faiss for more until the ``k``-th kept score
-is strictly above everything it has not seen. Task 4 pairs share their passage's text
-embedding or BM25 score; :class:`Groups` maps one indexed unit (a passage) to its documents
-(its pairs), so a passage is scored once and expanded afterwards.
+straddle the cut. The exact (``flat``) search scores every unit with one BLAS matrix product
+per block of queries (:mod:`mmbright_core.retrieval.exact`); faiss serves the approximate
+indexes, where the search keeps asking for more until the ``k``-th kept score is strictly
+above everything it has not seen. Task 4 pairs share their passage's text embedding or BM25
+score; :class:`Groups` maps one indexed unit (a passage) to its documents (its pairs), so a
+passage is scored once and expanded afterwards.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy.typing as npt
 
 from mmbright_core.errors import InputError
 from mmbright_core.ranking import rank_order, ranking_scores
+from mmbright_core.retrieval.exact import exact_search, kept_documents, score_blocks
 from mmbright_core.types import TaskData
 
 IndexKind = Literal["flat", "hnsw", "ivf"]
@@ -113,15 +116,17 @@ def top_k_array(
         above[tied] = True
         candidates = candidates[above]
     order = candidates[rank_order(doc_ids[candidates], scores[candidates].astype(np.float64))]
-    return {str(doc_ids[i]): float(scores[i]) for i in order}
+    # tolist() makes the str and float objects in one pass (indexing numpy scalars is slower).
+    return dict(zip(doc_ids[order].tolist(), scores[order].tolist(), strict=True))
 
 
 class VectorIndex:
-    """Inner-product search over L2-normalised float32 vectors with faiss.
+    """Inner-product search over L2-normalised float32 vectors.
 
     Args:
         vectors: An ``(n, dim)`` array; rows should be L2-normalised (cosine = inner product).
-        kind: ``flat`` (exact, the default), ``hnsw`` or ``ivf`` (approximate, for large corpora).
+        kind: ``flat`` (exact, BLAS matrix products; the default), ``hnsw`` or ``ivf``
+            (approximate faiss indexes, for large corpora).
         hnsw_m: Neighbours per node of the HNSW graph.
         ef_search: HNSW search breadth (raised to the number of results asked for).
         nlist: IVF cell count (default ``4 * sqrt(n)``).
@@ -138,18 +143,20 @@ class VectorIndex:
         nlist: int | None = None,
         nprobe: int = 16,
     ) -> None:
-        import faiss
-
         data = np.ascontiguousarray(vectors, dtype=np.float32)
         if data.ndim != 2 or data.shape[0] == 0:
             raise InputError("cannot index an empty or non-2-D array", found=str(data.shape))
-        dim = data.shape[1]
-        self._index: Any
         self.kind = kind
         self.ef_search = ef_search
+        self._size, dim = data.shape
+        # The exact search reads the vectors themselves; faiss keeps its own copy.
+        self._vectors = data if kind == "flat" else np.empty((0, dim), dtype=np.float32)
         if kind == "flat":
-            self._index = faiss.IndexFlatIP(dim)
-        elif kind == "hnsw":
+            return
+        import faiss
+
+        self._index: Any
+        if kind == "hnsw":
             self._index = faiss.IndexHNSWFlat(dim, hnsw_m, faiss.METRIC_INNER_PRODUCT)
         elif kind == "ivf":
             cells = nlist or max(1, min(int(4 * np.sqrt(len(data))), len(data) // 39 or 1))
@@ -164,11 +171,13 @@ class VectorIndex:
         self._index.add(data)
 
     def __len__(self) -> int:
-        return int(self._index.ntotal)
+        return int(self._size)
 
     def search(self, queries: npt.ArrayLike, n: int) -> tuple[npt.NDArray[np.float32], IntArray]:
         """Return the ``n`` best inner products and positions per query (-1 pads a short list)."""
         data = np.ascontiguousarray(queries, dtype=np.float32)
+        if self.kind == "flat":
+            return exact_search(self._vectors, data, min(n, len(self)))
         if self.kind == "hnsw":
             self._index.hnsw.efSearch = max(self.ef_search, n)
         scores, positions = self._index.search(data, min(n, len(self)))
@@ -199,6 +208,8 @@ def dense_top_k(
         One doc_id -> score dict per query, in query order.
     """
     matrix = np.ascontiguousarray(queries, dtype=np.float32)
+    if index.kind == "flat":
+        return _exact_top_k(index, matrix, doc_ids, k, exclude, groups, scale)
     results: list[dict[str, float] | None] = [None] * len(matrix)
     pending = np.arange(len(matrix))
     # Enough for the common case; raised geometrically for queries whose cut is not settled.
@@ -221,6 +232,24 @@ def dense_top_k(
         pending = np.array(unsettled, dtype=np.int64)
         width = min(len(index), width * 4)
     return [r if r is not None else {} for r in results]
+
+
+def _exact_top_k(
+    index: VectorIndex,
+    matrix: npt.NDArray[np.float32],
+    doc_ids: npt.NDArray[np.str_],
+    k: int,
+    exclude: Sequence[IntArray],
+    groups: Groups | None,
+    scale: float,
+) -> list[dict[str, float]]:
+    # Every unit is scored, so each cut is settled in one pass over its row.
+    results = []
+    for start, block in score_blocks(index._vectors, matrix):
+        for query, scores in enumerate(block, start):
+            docs, values = kept_documents(scores, exclude[query], k, groups)
+            results.append(top_k_array(doc_ids[docs], values.astype(np.float64) * scale, k))
+    return results
 
 
 def _settle(
