@@ -148,7 +148,7 @@ def test_snippet_covers_the_strongest_terms():
 def test_bm25_terms_sum_to_a_fresh_run_and_to_the_shipped_demo_run():
     source = open_source("demo")
     bm25 = get_retriever("bm25")
-    shipped = read_outputs(SHIPPED / "run_bm25").runs["biology"]
+    shipped = read_outputs(SHIPPED / "run_it2t_bm25").runs["biology"]
     data = source.task(2, "biology")
     run = bm25.retrieve(data, source, 10)
     assert len(run) == len(data.queries)
@@ -240,7 +240,7 @@ def test_ocr_bm25_marks_the_clue_words_as_image_and_sums_to_the_shipped_run():
     assert set(clues) <= {q for q, kind in QUERY_KINDS.items() if kind == "clue"}
     source = open_source("demo")
     ocr = get_retriever("ocr-bm25")  # the session's cache: OCR results are shared
-    shipped = read_outputs(SHIPPED / "run_ocr-bm25").runs
+    shipped = read_outputs(SHIPPED / "run_it2t_ocr-bm25").runs
     for query_id, clue in clues.items():
         domain = query_id.split("_")[0]
         top = dict(list(shipped[domain][query_id].items())[:10])
@@ -294,10 +294,10 @@ def test_bm25_round_trips_through_its_configuration(scoring: str):
 
 
 def test_the_shipped_demo_configurations_rebuild_their_retrievers():
-    for folder in ("run_bm25", "it2it_bm25"):
+    for folder in ("run_it2t_bm25", "it2it_bm25"):
         stored = json.loads((SHIPPED / folder / "config.json").read_text(encoding="utf-8"))
         assert isinstance(retriever_from_config(stored), BM25Retriever)
-    stored = json.loads((SHIPPED / "run_ocr-bm25" / "config.json").read_text(encoding="utf-8"))
+    stored = json.loads((SHIPPED / "run_it2t_ocr-bm25" / "config.json").read_text(encoding="utf-8"))
     rebuilt = retriever_from_config(stored)
     if isinstance(rebuilt, Unavailable):  # another rapidocr version may read other words
         assert "ocr_version" in rebuilt.reason
@@ -310,7 +310,7 @@ def test_configurations_that_cannot_be_rebuilt_faithfully_say_why():
     changed = {**stored, "options": {**stored["options"], "analyzer_settings": "0" * 16}}
     found = retriever_from_config(changed)
     assert isinstance(found, Unavailable) and "analyzer_settings" in found.reason
-    recorded = read_outputs(SHIPPED / "run_bm25").run_config
+    recorded = read_outputs(SHIPPED / "run_it2t_bm25").run_config
     assert retriever_from_config(recorded).settings() == get_retriever("bm25").settings()  # type: ignore[union-attr]
     scalars = {k: v for k, v in recorded.items() if k != "options"}  # a summary without them
     found = retriever_from_config(scalars)

@@ -154,7 +154,7 @@ def test_demo_ocr_words_slice_reads_the_words_the_run_recorded(no_ocr_engine, no
     assert not at.exception
     table = dataframe_with(at, "group", "queries")
     read = table.loc[~table["group"].isin(["not read", "no image"]), "queries"].sum()
-    shipped = Path(mmbright_core.data.__file__).parent / "demo" / "runs" / "run_ocr-bm25"
+    shipped = Path(mmbright_core.data.__file__).parent / "demo" / "runs" / "run_it2t_ocr-bm25"
     words = read_outputs(shipped).ocr_words
     assert words is not None
     recorded = sum(

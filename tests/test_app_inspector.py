@@ -88,7 +88,7 @@ def _stored(name: str) -> dict:
 
 def _hurt_queries() -> list[InspectTarget]:
     """The Task 2 demo queries on which ocr-bm25 scores a lower nDCG@10 than bm25."""
-    runs = {A: _stored("run_bm25"), B: _stored("run_ocr-bm25")}
+    runs = {A: _stored("run_it2t_bm25"), B: _stored("run_it2t_ocr-bm25")}
     table = source_results_table(open_source("demo"), 2, runs, measures=("nDCG@10",))
     wide = table.pivot_table(index=["domain", "query_id"], columns="run", values="nDCG@10")
     worse = wide.loc[wide[B] < wide[A]]
@@ -103,7 +103,7 @@ def hurt() -> list[InspectTarget]:
 
 
 def test_every_hurt_query_shows_the_image_words_that_displaced_a_relevant_passage(hurt):
-    stored = _stored("run_ocr-bm25")
+    stored = _stored("run_it2t_ocr-bm25")
     at = fresh(timeout=120)
     for target in hurt:
         _inspect(at, 2, target)
@@ -156,7 +156,7 @@ def test_without_the_ocr_engine_the_most_hurt_query_is_explained_from_the_run(no
     assert "not installed" not in shown and "No attribution" not in shown
     under = [b for b in _html(at.main) if b.startswith("<small>Read by ocr-bm25")]
     assert under and all('class="origin-image"' in b for b in under)
-    stored = {A: _stored("run_bm25"), B: _stored("run_ocr-bm25")}
+    stored = {A: _stored("run_it2t_bm25"), B: _stored("run_it2t_ocr-bm25")}
     for index, name in enumerate((A, B)):
         ranked = list(stored[name][target.domain][target.query_id].values())
         hits = _blocks(at, f"hit_{index}_")
@@ -191,7 +191,7 @@ def test_attribution_table_adds_up_and_aligned_rows_say_the_move(hurt):
 
 
 def test_a_run_without_its_retriever_shows_scores_and_says_why(tmp_path: Path):
-    ranked = _stored("run_bm25")
+    ranked = _stored("run_it2t_bm25")
     lines = [
         f"{qid} Q0 {doc} {rank} {score} uploaded"
         for queries in ranked.values()

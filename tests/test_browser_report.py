@@ -78,7 +78,7 @@ COLUMNS = """() => [...document.querySelectorAll('table.data')].map(t => {
 def _report(out: Path, prelude: list[str]) -> Path:
     path = out / "report.html"
     command = [sys.executable, *prelude, "compare", "--source", "demo", "--task", "2"]
-    command += [str(RUNS / "run_bm25"), str(RUNS / "run_ocr-bm25"), "--report", str(path)]
+    command += [str(RUNS / "run_it2t_bm25"), str(RUNS / "run_it2t_ocr-bm25"), "--report", str(path)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MMBRIGHT_NOTES": str(out / "notes.sqlite3")}
     subprocess.run(command, cwd=ROOT, env=env, check=True, capture_output=True, timeout=300)
     return path

@@ -171,7 +171,7 @@ def test_compare_by_ocr_words_says_not_read_without_a_cached_result(fixture_dir,
 
 def test_compare_by_ocr_words_reads_the_words_an_ocr_run_recorded(no_ocr_engine, capsys):
     shipped = Path(mmbright_core.data.__file__).parent / "demo" / "runs"
-    runs = [str(shipped / "run_bm25"), str(shipped / "run_ocr-bm25")]
+    runs = [str(shipped / "run_it2t_bm25"), str(shipped / "run_it2t_ocr-bm25")]
     out = _json(capsys, "--source", "demo", "--task", "2", *runs, "--by", "ocr-words")
     read = [row for row in out["slice"] if row["group"] not in ("not read", "no image")]
     assert read and sum(row["queries"] for row in read) >= 10

@@ -15,17 +15,11 @@ from mmbright_core.retrieval.runner import run_task
 SHIPPED = Path(mmbright_core.data.__file__).parent / "demo" / "runs"
 
 
-def shipped_folder(name: str) -> Path:
-    """The shipped folder of a run: its name now, or the official ``run_<model>`` of old."""
-    legacy = SHIPPED / name.replace("run_it2t_", "run_", 1)
-    return SHIPPED / name if (SHIPPED / name).is_dir() else legacy
-
-
 @pytest.mark.parametrize("task", [2, 4])
 def test_shipped_bm25_runs_equal_a_fresh_run(task: int, tmp_path: Path) -> None:
     outcome = run_task(open_source("demo"), task, get_retriever("bm25"), tmp_path)
     fresh = read_outputs(outcome.task_dir)
-    shipped = read_outputs(shipped_folder(outcome.task_dir.name))
+    shipped = read_outputs(SHIPPED / outcome.task_dir.name)
     assert fresh.runs == shipped.runs
     assert fresh.metrics == shipped.metrics
 
@@ -37,7 +31,7 @@ def test_shipped_runs_show_images_helping_and_hurting() -> None:
     from mmbright_core.analysis.table import source_results_table
 
     source = open_source("demo")
-    runs = {name: read_outputs(SHIPPED / f"run_{name}").runs for name in ("bm25", "ocr-bm25")}
+    runs = {name: read_outputs(SHIPPED / f"run_it2t_{name}").runs for name in ("bm25", "ocr-bm25")}
     table = source_results_table(source, 2, runs, measures=["nDCG@10"])
     deltas = compare_runs(table, "bm25", "ocr-bm25", "nDCG@10").per_query["delta"]
     assert (deltas > 0).sum() >= 3 and (deltas < 0).sum() >= 3

@@ -43,18 +43,18 @@ def test_write_then_read_round_trips(tmp_path):
 
 
 def test_eval_scores_an_mteb_file_as_the_same_run_in_official_outputs(tmp_path, capsys):
-    outputs = read_outputs(DEMO_RUNS / "run_ocr-bm25")
+    outputs = read_outputs(DEMO_RUNS / "run_it2t_ocr-bm25")
     path = tmp_path / "MMBrightIT2TRetrieval_predictions.json"
     path.write_text(_predictions({d: dict(r) for d, r in outputs.runs.items()}))
     argv = ["eval", "--source", "demo", "--task", "2", "--format", "json", "--run"]
-    assert main([*argv, str(DEMO_RUNS / "run_ocr-bm25")]) == 0
+    assert main([*argv, str(DEMO_RUNS / "run_it2t_ocr-bm25")]) == 0
     official = json.loads(capsys.readouterr().out)
     assert main([*argv, str(path)]) == 0
     assert json.loads(capsys.readouterr().out) == official
 
 
 def test_compare_reads_mteb_files(tmp_path, capsys):
-    for name in ("run_bm25", "run_ocr-bm25"):
+    for name in ("run_it2t_bm25", "run_it2t_ocr-bm25"):
         runs = {d: dict(r) for d, r in read_outputs(DEMO_RUNS / name).runs.items()}
         folder = tmp_path / name
         folder.mkdir()
@@ -62,11 +62,12 @@ def test_compare_reads_mteb_files(tmp_path, capsys):
     argv = ["compare", "--source", "demo", "--task", "2"]
     files = [
         str(tmp_path / n / "MMBrightIT2TRetrieval_predictions.json")
-        for n in ("run_bm25", "run_ocr-bm25")
+        for n in ("run_it2t_bm25", "run_it2t_ocr-bm25")
     ]
     assert main([*argv, *files]) == 0
     from_files = capsys.readouterr().out
-    assert main([*argv, str(DEMO_RUNS / "run_bm25"), str(DEMO_RUNS / "run_ocr-bm25")]) == 0
+    pair = [str(DEMO_RUNS / "run_it2t_bm25"), str(DEMO_RUNS / "run_it2t_ocr-bm25")]
+    assert main([*argv, *pair]) == 0
     numbers = capsys.readouterr().out
     assert from_files.split("\n")[2:] == numbers.split("\n")[2:]  # same deltas and tests
 
@@ -115,7 +116,7 @@ def test_the_dashboard_takes_an_mteb_upload():
     from mmbright_core.ui.workspace import entry_from_bytes
 
     source = open_source("demo")
-    runs = {d: dict(r) for d, r in read_outputs(DEMO_RUNS / "run_bm25").runs.items()}
+    runs = {d: dict(r) for d, r in read_outputs(DEMO_RUNS / "run_it2t_bm25").runs.items()}
     data = _predictions(runs).encode()
     entry = entry_from_bytes("MMBrightIT2TRetrieval_predictions.json", data, source, 2, "paper")
     assert entry.runs == runs and entry.name == "MMBrightIT2TRetrieval_predictions"

@@ -30,7 +30,7 @@ from mmbright_core.retrieval.ocr import OcrAugmented, OcrReader
 from mmbright_core.retrieval.runner import run_task
 
 SHIPPED = Path(mmbright_core.data.__file__).parent / "demo" / "runs"
-OCR_RUNS = ("run_ocr-bm25", "it2it_ocr-bm25")  # tasks 2 and 4
+OCR_RUNS = ("run_it2t_ocr-bm25", "it2it_ocr-bm25")  # tasks 2 and 4
 ENGINE = {"engine": "rapidocr-onnxruntime", "version": "1.4.4", "min_score": 0.5}
 
 
@@ -74,9 +74,12 @@ def test_a_domain_without_its_words_runs_again(tmp_path: Path):
     ocr = _fake_ocr(tmp_path)
     run_task(source, 2, ocr, tmp_path, domains=["gis"])
     assert run_task(source, 2, ocr, tmp_path, domains=["gis"]).domains[0].reused
-    (tmp_path / "run_ocr-bm25" / "gis" / OCR_FILE).unlink()
+    (tmp_path / "run_it2t_ocr-bm25" / "gis" / OCR_FILE).unlink()
     again = run_task(source, 2, ocr, tmp_path, domains=["gis"])
-    assert not again.domains[0].reused and (tmp_path / "run_ocr-bm25" / "gis" / OCR_FILE).is_file()
+    assert (
+        not again.domains[0].reused
+        and (tmp_path / "run_it2t_ocr-bm25" / "gis" / OCR_FILE).is_file()
+    )
 
 
 @pytest.mark.models
@@ -86,7 +89,7 @@ def test_the_shipped_words_are_what_the_ocr_engine_reads(tmp_path: Path):
     ocr = get_retriever("ocr-bm25", cache_dir=str(tmp_path / "cache"))
     outcome = run_task(open_source("demo"), 2, ocr, tmp_path, domains=["gis"])
     written = json.loads((outcome.task_dir / "gis" / OCR_FILE).read_text(encoding="utf-8"))
-    shipped = json.loads((SHIPPED / "run_ocr-bm25" / "gis" / OCR_FILE).read_text("utf-8"))
+    shipped = json.loads((SHIPPED / "run_it2t_ocr-bm25" / "gis" / OCR_FILE).read_text("utf-8"))
     assert written == shipped and written["texts"]
 
 
@@ -122,14 +125,14 @@ def test_every_shipped_hit_is_explained_without_the_ocr_engine(no_ocr_engine, na
 
 
 def test_without_recorded_words_or_engine_the_answer_names_the_extra(no_ocr_engine):
-    config = read_outputs(SHIPPED / "run_ocr-bm25").run_config
+    config = read_outputs(SHIPPED / "run_it2t_ocr-bm25").run_config
     found = retriever_from_config(config)  # no ocr_words: a run made before they were kept
     assert isinstance(found, Unavailable)
     assert "pip install 'mmbright[ocr]'" in found.reason and "not installed'" not in found.reason
 
 
 def test_an_image_whose_words_are_not_recorded_names_the_extra(no_ocr_engine, tmp_path: Path):
-    outputs = read_outputs(SHIPPED / "run_ocr-bm25")
+    outputs = read_outputs(SHIPPED / "run_it2t_ocr-bm25")
     words = outputs.ocr_words
     assert words is not None
     partial = type(words)(words.engine, words.image_policy, {}, words.queries)
@@ -144,7 +147,7 @@ def test_an_image_whose_words_are_not_recorded_names_the_extra(no_ocr_engine, tm
 
 def test_the_ocr_words_slice_counts_the_recorded_words(no_ocr_engine, tmp_path: Path):
     source = open_source("demo")
-    outputs = read_outputs(SHIPPED / "run_ocr-bm25")
+    outputs = read_outputs(SHIPPED / "run_it2t_ocr-bm25")
     domains = source.domains()
     cache = tmp_path / "empty-cache"
     words = outputs.ocr_words
@@ -188,8 +191,8 @@ def test_a_damaged_record_is_a_clear_error(tmp_path: Path, change, message: str)
         ocr_words_json(ENGINE, "first", {"q0": [ImageRead("d/a.png", "a" * 64, "x")]})
     )
     damaged = change(good)
-    run = tmp_path / "run_ocr-bm25"
-    shutil.copytree(SHIPPED / "run_ocr-bm25", run)
+    run = tmp_path / "run_it2t_ocr-bm25"
+    shutil.copytree(SHIPPED / "run_it2t_ocr-bm25", run)
     text = damaged if isinstance(damaged, str) else json.dumps(damaged)
     (run / "gis" / OCR_FILE).write_text(text, encoding="utf-8")
     with pytest.raises(InputError, match=message) as err:
@@ -198,8 +201,8 @@ def test_a_damaged_record_is_a_clear_error(tmp_path: Path, change, message: str)
 
 
 def test_domains_read_with_other_engines_are_refused(tmp_path: Path):
-    run = tmp_path / "run_ocr-bm25"
-    shutil.copytree(SHIPPED / "run_ocr-bm25", run)
+    run = tmp_path / "run_it2t_ocr-bm25"
+    shutil.copytree(SHIPPED / "run_it2t_ocr-bm25", run)
     path = run / "gis" / OCR_FILE
     data = json.loads(path.read_text(encoding="utf-8"))
     path.write_text(json.dumps({**data, "engine": {**ENGINE, "version": "9"}}), encoding="utf-8")

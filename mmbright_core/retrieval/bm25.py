@@ -91,7 +91,7 @@ class BM25Retriever:
         self._last: tuple[str, BM25Index] | None = None
 
     def label(self) -> str:
-        """Return ``bm25`` (the official output folder name is ``run_bm25``)."""
+        """Return ``bm25``, the name its output folders carry (``run_it2t_bm25``...)."""
         return "bm25"
 
     def settings(self) -> dict[str, Any]:
