@@ -78,7 +78,7 @@ def test_demo_most_hurt_queries_lost_their_top_place_to_unjudged_passages(notes:
     hurt = dataframe_with(at, "query_id", "judgment_gap", "judged_a", "judged_b").head(5)
     assert len(hurt) == 5
     shipped = Path(mmbright_core.data.__file__).parent / "demo" / "runs"
-    runs = [read_outputs(shipped / f"run_{name}").runs for name in ("bm25", "ocr-bm25")]
+    runs = [read_outputs(shipped / f"run_it2t_{name}").runs for name in ("bm25", "ocr-bm25")]
     source = open_source("demo")
     lost_to_unjudged = 0
     for row in hurt.itertuples(index=False):

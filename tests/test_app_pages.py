@@ -263,7 +263,7 @@ def test_the_demo_opens_with_its_shipped_runs_of_every_task():
     assert not at.exception and not error_messages(at)
     shipped = Path(mmbright_core.data.__file__).parent / "demo" / "runs"
     source = open_source("demo")
-    for task, prefix in ((2, "run_"), (4, "it2it_")):
+    for task, prefix in ((2, "run_it2t_"), (4, "it2it_")):
         at.selectbox(key="task").set_value(task).run()
         shown = list(headline_rows(at)[HEADLINE])
         runs = [read_outputs(shipped / f"{prefix}{name}").runs for name in ("bm25", "ocr-bm25")]
