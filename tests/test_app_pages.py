@@ -406,6 +406,17 @@ def test_scatter_point_skips_the_scatter(app: AppTest, monkeypatch: pytest.Monke
     assert scatters == []  # the 1-point-per-query figure was not built on the way out
 
 
+def test_csv_is_written_on_click_not_on_every_rerun(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    goto(app, "per_query")
+    written = counted(monkeypatch, pd.DataFrame, "to_csv")
+    app.selectbox(key="pq_run").set_value("multi").run()
+    assert not app.exception
+    assert [b.proto.label for b in app.get("download_button")] == ["Download CSV"]
+    assert written == []  # tests/test_browser_download.py downloads it
+
+
 def test_per_query_shows_b_minus_a_text_and_b_loses_filter(
     app: AppTest, fixture_dir: Path, runs_dir: Path
 ):
