@@ -8,6 +8,7 @@ here passes data to ``unsafe_allow_html``.
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 import re
@@ -75,10 +76,14 @@ def attempt(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
 def csv_download(
     frame: pd.DataFrame, file_name: str, key: str, label: str = "Download CSV"
 ) -> None:
-    """Offer a table as a CSV file (the current view, as filtered on the page)."""
+    """Offer a table as a CSV file (the current view, as filtered on the page).
+
+    The file is written when the button is clicked, not on every rerun: a page of 1,218
+    queries would otherwise turn its table into CSV and store it each time anything changes.
+    """
     st.download_button(
         label,
-        frame.to_csv(index=False).encode("utf-8"),
+        functools.partial(csv_bytes, frame),
         file_name=file_name,
         mime="text/csv",
         key=key,
@@ -116,6 +121,11 @@ def pick_run(
         help=help,
     )
     return str(chosen)
+
+
+def csv_bytes(frame: pd.DataFrame) -> bytes:
+    """A table as the CSV file :func:`csv_download` offers (UTF-8, no index)."""
+    return frame.to_csv(index=False).encode("utf-8")
 
 
 def judgment_badge(relevance: float | None, excluded: bool = False) -> str:
