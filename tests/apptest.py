@@ -113,24 +113,11 @@ def no_html_from_data(at: AppTest) -> None:
     assert not any(m.proto.allow_html for m in at.markdown)
 
 
-def downloaded(at: AppTest, key: str) -> tuple[str | None, bytes]:
-    """(file name, bytes) a download button of the last run offers.
+def image_captions(at: AppTest) -> set[str]:
+    """The paths shown under the page's images (each caption's full text is its tooltip)."""
+    import html
+    import re
 
-    AppTest keeps the files in an in-memory media store that it does not expose; the
-    button's URL names the file in it.
-    """
-    import gc
-    import os
-
-    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
-
-    url = next(b.proto.url for b in at.get("download_button") if b.proto.id.endswith(key))
-    name = os.path.basename(url)
-    for store in gc.get_objects():
-        if isinstance(store, MemoryMediaFileStorage):
-            try:
-                found = store.get_file(name)
-            except Exception:  # another test's store, without this file
-                continue
-            return found.filename, found.content
-    raise AssertionError(f"no file behind download button {key!r}")
+    bodies = (e.proto.body for e in at.get("html"))
+    pattern = re.compile(r'class="mmb-image-caption" title="([^"]*)"')
+    return {html.unescape(m) for body in bodies for m in pattern.findall(body)}

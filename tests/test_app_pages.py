@@ -22,6 +22,7 @@ from apptest import (
     error_messages,
     fresh,
     goto,
+    image_captions,
     make_runs,
     no_html_from_data,
     open_tab,
@@ -208,7 +209,7 @@ def test_inspector_shows_images_rankings_and_walks_hurt_queries(app: AppTest, fi
         for q in open_source(str(fixture_dir)).judgments(TASK, first.domain).queries
         if q.query_id == first.query_id
     )
-    captions = {c for image in app.get("image") for c in image.captions}
+    captions = image_captions(app)
     decodable = {ref.path for ref in query.images} - {w.value for w in app.warning}
     assert decodable and decodable <= captions  # every decodable query image is shown
     badges = " ".join(m.value for m in app.markdown)

@@ -7,16 +7,13 @@ switch keeps the inspector's runs, and no view shows a Task 4 pair id as the fil
 
 from __future__ import annotations
 
-import io
 import json
 
-import pandas as pd
 import pytest
-from apptest import chart_traces, downloaded, fresh, goto, open_tab
+from apptest import chart_traces, fresh, goto, open_tab
 from streamlit.testing.v1 import AppTest
 
 from mmbright_core.analysis import palette
-from mmbright_core.data.sources import open_source
 from mmbright_core.ui import render, state
 from mmbright_core.ui.state import InspectTarget
 
@@ -106,7 +103,7 @@ def test_runs_a_and_b_and_the_filters_are_the_same_on_every_page():
     assert not at.exception
 
 
-def test_per_query_names_each_runs_columns_and_exports_them_whole():
+def test_per_query_names_each_runs_columns():
     at = _demo(2, "per_query")
     (frame,) = at.dataframe
     config = json.loads(frame.proto.columns)
@@ -121,23 +118,8 @@ def test_per_query_names_each_runs_columns_and_exports_them_whole():
     assert render.escape_md(A) in config["delta"]["help"]
     assert render.escape_md(B) in config["delta"]["help"]
 
-    name, data = downloaded(at, "pq_csv")
-    assert name == f"per_query_{A}_vs_{B}.csv"
-    table = pd.read_csv(io.BytesIO(data))
-    assert {f"nDCG@10 ({A})", f"nDCG@10 ({B})", f"delta ({B} − {A})", f"Judged@10 ({B})"} <= set(
-        table.columns
-    )
-    source = open_source("demo")
-    texts = {
-        (d, q.query_id): " ".join(q.text.split())
-        for d in source.domains()
-        for q in source.task(2, d).queries
-    }
-    assert max(len(t) for t in table["query"]) > 160  # the demo has long queries
-    for domain, query_id, text in zip(
-        table["domain"], table["query_id"], table["query"], strict=True
-    ):
-        assert text == texts[(domain, str(query_id))]
+    # The CSV is written when its button is clicked, which only a server can follow:
+    # tests/test_browser_download.py downloads it and checks its name, columns and texts.
 
 
 def test_picking_a_per_query_row_opens_it_in_the_inspector():
