@@ -1,10 +1,17 @@
 """Why a retrieved document scored what it did, for one query: the score taken apart.
 
+Attribution is a capability a retriever offers (:class:`ExplainsScores`): a retriever with
+an ``explain_scores`` method explains its own scores, one without it is answered
+:class:`Unavailable`. The package's retrievers offer:
+
 - ``bm25``, ``ocr-bm25``: each query term's share of the BM25 sum, with its origin (the query
   text, the words read from the query images, or both) and a passage snippet whose matched
   words can be highlighted (:mod:`~mmbright_core.analysis.attribution_lexical`);
-- ``clip``: the fused query's text part and image part, which add up to the score, and the
-  images used (:mod:`~mmbright_core.analysis.attribution_vectors`);
+- ``clip`` and every dual encoder built on an Embedder (plugins included) whose fusion is
+  linear (``raw-mean``, ``zero-image``, ``normalised-mean``): the fused query's text part and
+  image part, which add up to the score, and the images used
+  (:mod:`~mmbright_core.analysis.attribution_vectors`); ``joint`` and ``text`` fusions say
+  their scores have no such split;
 - ``dense``, ``ocr-dense``: the similarity, and for ``ocr-dense`` the similarity without the
   words read from the images.
 
@@ -21,10 +28,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
 
 from mmbright_core.analysis.attribution_config import retriever_from_config
-from mmbright_core.analysis.attribution_lexical import explain_lexical
 from mmbright_core.analysis.attribution_records import (
     Attribution,
     DenseAttribution,
@@ -34,18 +41,14 @@ from mmbright_core.analysis.attribution_records import (
     TermContribution,
     Unavailable,
 )
-from mmbright_core.analysis.attribution_vectors import explain_dense, explain_fusion
 from mmbright_core.errors import InputError, MissingDependencyError
 from mmbright_core.retrieval.base import ImageSource, Retriever, check_task
-from mmbright_core.retrieval.bm25 import BM25Retriever
-from mmbright_core.retrieval.clip import ClipRetriever
-from mmbright_core.retrieval.dense import DenseRetriever
-from mmbright_core.retrieval.ocr import OcrAugmented
 from mmbright_core.types import Query, TaskData
 
 __all__ = [
     "Attribution",
     "DenseAttribution",
+    "ExplainsScores",
     "FusionAttribution",
     "LexicalAttribution",
     "Span",
@@ -54,6 +57,28 @@ __all__ = [
     "explain",
     "retriever_from_config",
 ]
+
+
+@runtime_checkable
+class ExplainsScores(Protocol):
+    """A retriever that explains its own scores (the attribution capability)."""
+
+    def explain_scores(
+        self,
+        data: TaskData,
+        source: ImageSource | None,
+        query: Query,
+        positions: dict[str, int],
+    ) -> Mapping[str, Attribution]:
+        """Return doc_id -> its attribution for the documents of ``positions``.
+
+        Args:
+            data: The task's data for the run's domain.
+            source: Where images come from (tasks 2-4), or None.
+            query: The query.
+            positions: doc_id -> its position in ``data.corpus`` (documents in the corpus).
+        """
+        ...
 
 
 def explain(
@@ -107,7 +132,11 @@ def explain(
         return dict.fromkeys(doc_ids, Unavailable(str(err)))
     if found is None:
         return dict.fromkeys(
-            doc_ids, Unavailable(f"no attribution for retriever {retriever.name!r} yet")
+            doc_ids,
+            Unavailable(
+                f"retriever {retriever.name!r} offers no attribution of its scores "
+                "(it has no explain_scores method)"
+            ),
         )
     missing = Unavailable(f"not in the corpus of task {data.task}, domain {data.domain}")
     return {doc_id: found.get(doc_id, missing) for doc_id in doc_ids}
@@ -119,17 +148,10 @@ def _explained(
     source: ImageSource | None,
     query: Query,
     positions: dict[str, int],
-) -> dict[str, Attribution] | None:
-    """The attributions by the retriever's kind (None for a kind not explained yet)."""
-    ocr = isinstance(retriever, OcrAugmented)
-    inner = retriever.inner if isinstance(retriever, OcrAugmented) else None
+) -> Mapping[str, Attribution] | None:
+    """The retriever's own attributions (None when it offers none)."""
     if not positions:
         return {}
-    if isinstance(retriever, BM25Retriever) or (ocr and isinstance(inner, BM25Retriever)):
-        return explain_lexical(retriever, data, source, query, positions)  # type: ignore[arg-type]
-    if isinstance(retriever, ClipRetriever):
-        return explain_fusion(retriever, data, source, query, positions)
-    if isinstance(retriever, DenseRetriever) or (ocr and isinstance(inner, DenseRetriever)):
-        docs = {d: data.corpus[p] for d, p in positions.items()}
-        return explain_dense(retriever, source, query, docs)  # type: ignore[arg-type]
-    return None
+    if not isinstance(retriever, ExplainsScores):
+        return None
+    return retriever.explain_scores(data, source, query, positions)

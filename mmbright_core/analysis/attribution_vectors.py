@@ -1,4 +1,4 @@
-"""Embedding scores explained: CLIP's text and image parts, dense with and without OCR.
+"""Embedding scores explained: a fused query's text and image parts, dense with and without OCR.
 
 The vectors come from the retrievers' own public methods, which go through their
 content-keyed embedding caches: explaining the documents of a run just made costs a few
@@ -17,11 +17,12 @@ from mmbright_core.analysis.attribution_records import (
     Attribution,
     DenseAttribution,
     FusionAttribution,
+    Unavailable,
 )
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.base import ImageSource
-from mmbright_core.retrieval.clip import ClipRetriever, fuse, image_key
 from mmbright_core.retrieval.dense import DenseRetriever
+from mmbright_core.retrieval.dual import DualEncoderRetriever, image_key
 from mmbright_core.retrieval.index import l2_normalise
 from mmbright_core.retrieval.ocr import OcrAugmented
 from mmbright_core.types import Document, Query, TaskData
@@ -32,33 +33,45 @@ _SCALE = 100.0
 
 
 def explain_fusion(
-    clip: ClipRetriever,
+    retriever: DualEncoderRetriever,
     data: TaskData,
     source: ImageSource | None,
     query: Query,
     positions: dict[str, int],
 ) -> dict[str, Attribution]:
-    """Split each document's CLIP score into the query text's and the query image's parts."""
+    """Split each document's fused score into the query text's and the query image's parts.
+
+    The linear rules (:mod:`~mmbright_core.retrieval.fusion`) make the query ``a*t + b*i``,
+    so ``100 * q.d = 100 * a * t.d + 100 * b * i.d`` exactly; the others have no split.
+    """
+    if not retriever.fusion.linear:
+        reason = Unavailable(
+            f"this retriever's scores have no text/image split (fusion "
+            f"{retriever.fusion.name!r}: {_WHY[retriever.fusion.name]})"
+        )
+        return dict.fromkeys(positions, reason)
     if data.task > 1 and source is None:
         raise InputError(
             f"task {data.task} needs image bytes", found="no source", hint="Pass the source."
         )
     source = source if data.task > 1 else None  # Task 1 queries are their text alone
-    text = clip.encode_texts([query.text])[0]
-    found = clip.query_pictures(query, source) if source is not None else None
+    text = retriever.encode_texts([query.text], "query")[0]
+    found = retriever.query_pictures(query, source) if source is not None else None
     pictures = tuple(found.images) if found is not None else ()
     if pictures:
         loaders = [_loader(picture) for picture in pictures]
-        image = clip.encode_images(loaders, [image_key(p) for p in pictures]).mean(axis=0)
-        norm = float(np.linalg.norm(text.astype(np.float64) + image.astype(np.float64)))
+        keys = [image_key(p) for p in pictures]
+        image = retriever.encode_images(loaders, keys, "query").mean(axis=0)
     else:
-        image, norm = np.zeros_like(text), float(np.linalg.norm(text.astype(np.float64)))
+        image = np.zeros_like(text)
+    text_weight, image_weight = retriever.fusion.weights(text, image)
     docs = [data.corpus[p] for p in positions.values()]
-    vectors = _document_vectors(clip, data, source, docs)
-    text_parts = _SCALE * (vectors @ text.astype(np.float64)) / norm
-    image_parts = _SCALE * (vectors @ image.astype(np.float64)) / norm
+    vectors = _document_vectors(retriever, data, source, docs)
+    text_parts = _SCALE * text_weight * (vectors @ text.astype(np.float64))
+    image_parts = _SCALE * image_weight * (vectors @ image.astype(np.float64))
     problems = tuple(found.problems.items()) if found is not None else ()
-    used = _images_used(query, found.problems if found is not None else {}, clip.image_policy)
+    policy = retriever.image_policy
+    used = _images_used(query, found.problems if found is not None else {}, policy)
     placeholder = None
     if source is not None and not used:
         placeholder = "white" if pictures else "text"
@@ -68,7 +81,7 @@ def explain_fusion(
             score=float(text_parts[row] + image_parts[row]),
             text_part=float(text_parts[row]),
             image_part=float(image_parts[row]),
-            policy=clip.image_policy,
+            policy=policy,
             images_used=used if source is not None else (),
             placeholder=placeholder,
             pictures=pictures,
@@ -76,6 +89,12 @@ def explain_fusion(
         )
         for row, doc_id in enumerate(positions)
     }
+
+
+_WHY = {
+    "joint": "the model encodes text and image together",
+    "text": "the model reads the query text only",
+}
 
 
 def _loader(picture: Image.Image) -> Callable[[], Image.Image]:
@@ -89,27 +108,23 @@ def _images_used(query: Query, problems: dict[str, str], policy: str) -> tuple[s
 
 
 def _document_vectors(
-    clip: ClipRetriever, data: TaskData, source: ImageSource | None, docs: Sequence[Document]
+    retriever: DualEncoderRetriever,
+    data: TaskData,
+    source: ImageSource | None,
+    docs: Sequence[Document],
 ) -> Vectors:
     """Return the L2-normalised vectors the retriever ranks ``docs`` by, as float64 rows."""
     if data.task == 3 and source is not None:
         paths = [d.doc_id if d.image is None else d.image.path for d in docs]
-        vectors = l2_normalise(clip.document_image_vectors(data.domain, paths, source))
+        vectors = l2_normalise(retriever.document_image_vectors(data.domain, paths, source))
     elif data.task == 4 and source is not None:
-        texts = clip.encode_texts([d.text for d in docs])
-        paths = [d.image.path for d in docs if d.image is not None]
-        found = clip.document_image_vectors(data.domain, paths, source) if paths else None
-        white = clip.white_vector()[0]
-        images, row = [], 0
-        for doc in docs:  # a pair without image (``__NO_IMAGE__``) fuses the white image
-            if doc.image is None or found is None:  # found is None: no doc has an image
-                images.append(white)
-                continue
-            images.append(found[row])
-            row += 1
-        vectors = fuse(texts, np.stack(images)) if docs else texts
+        vectors = (
+            retriever.pair_vectors(data, source, docs)
+            if docs
+            else np.zeros((0, 0), dtype=np.float32)
+        )
     else:
-        vectors = clip.encode_texts([d.text for d in docs])
+        vectors = retriever.encode_texts([d.text for d in docs])
     # rank_vectors normalises what it indexes once more: so do we.
     return l2_normalise(vectors).astype(np.float64)
 

@@ -47,10 +47,16 @@ from tqdm.auto import tqdm
 
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval.analyzer import EnglishAnalyzer
-from mmbright_core.retrieval.base import ImageSource, check_k, check_task, passage_id
+from mmbright_core.retrieval.base import (
+    ImageSource,
+    Retriever,
+    check_k,
+    check_task,
+    passage_id,
+)
 from mmbright_core.retrieval.cache import default_cache_dir, settings_key
 from mmbright_core.retrieval.index import Groups, doc_positions, excluded_indices, top_k_array
-from mmbright_core.types import TaskData
+from mmbright_core.types import Query, TaskData
 
 #: The query weightings: the official one (gensim's, applied to the query too) and Lucene's.
 SCORINGS = ("gensim", "lucene")
@@ -155,6 +161,22 @@ class BM25Retriever:
         check_task(self, data.task)
         check_k(k)
         return rank_by_text_scores(data, k, self.score_texts)
+
+    def explain_scores(
+        self,
+        data: TaskData,
+        source: ImageSource | None,
+        query: Query,
+        positions: dict[str, int],
+        through: Retriever | None = None,
+    ) -> dict[str, Any]:
+        """Split each document's BM25 score into its query terms' contributions.
+
+        ``through``: the OCR retriever whose augmented query this one scored, if any.
+        """
+        from mmbright_core.analysis.attribution_lexical import explain_lexical
+
+        return explain_lexical(through or self, data, source, query, positions)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

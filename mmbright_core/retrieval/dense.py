@@ -14,7 +14,14 @@ from typing import Any
 import numpy as np
 
 from mmbright_core.errors import InputError, MissingDependencyError
-from mmbright_core.retrieval.base import ImageSource, check_k, check_task, passage_id, require
+from mmbright_core.retrieval.base import (
+    ImageSource,
+    Retriever,
+    check_k,
+    check_task,
+    passage_id,
+    require,
+)
 from mmbright_core.retrieval.cache import (
     EmbeddingCache,
     check_dtype,
@@ -25,7 +32,7 @@ from mmbright_core.retrieval.cache import (
 from mmbright_core.retrieval.encoders import BatchEncoder, CallEncoder, EncodeJob, passage_jobs
 from mmbright_core.retrieval.index import Groups, IndexKind, rank_vectors
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
-from mmbright_core.types import TaskData
+from mmbright_core.types import Query, TaskData
 
 
 def default_text_model() -> Path:
@@ -201,3 +208,17 @@ class DenseRetriever:
         units = self.encode(texts, self.document_prefix)
         queries = self.encode([q.text for q in data.queries], self.query_prefix)
         return rank_vectors(data, groups, units, queries, k, self.index)
+
+    def explain_scores(
+        self,
+        data: TaskData,
+        source: ImageSource | None,
+        query: Query,
+        positions: dict[str, int],
+        through: Retriever | None = None,
+    ) -> dict[str, Any]:
+        """Return each document's similarity (and, through OCR, without the image words)."""
+        from mmbright_core.analysis.attribution_vectors import explain_dense
+
+        docs = {doc_id: data.corpus[p] for doc_id, p in positions.items()}
+        return explain_dense(through or self, source, query, docs)  # type: ignore[arg-type]

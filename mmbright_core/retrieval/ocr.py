@@ -235,6 +235,18 @@ class OcrAugmented:
         queries = tuple(self.augment(q, source) for q in data.queries)
         return self.inner.retrieve(dataclasses.replace(data, queries=queries), source, k)
 
+    def explain_scores(
+        self,
+        data: TaskData,
+        source: ImageSource | None,
+        query: Query,
+        positions: dict[str, int],
+    ) -> dict[str, Any]:
+        """Explain through the inner retriever, with the words read from the query images."""
+        inner: Any = self.inner  # bm25 or dense (ocr_bm25, ocr_dense), which both explain
+        found: dict[str, Any] = inner.explain_scores(data, source, query, positions, through=self)
+        return found
+
 
 def ocr_bm25(
     image_policy: str = "first",
