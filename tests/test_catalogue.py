@@ -1,4 +1,4 @@
-"""The model catalogue: its consistency, preset resolution, ``mmbright models`` and docs/models.md."""
+"""The model catalogue: consistency, preset resolution, ``mmbright models``, docs/models.md."""
 
 from __future__ import annotations
 
@@ -31,7 +31,10 @@ def test_at_least_twenty_open_weight_models_of_tasks_1_and_2():
     open_weight = [p for p in load_catalogue() if p.backend != "api" and set(p.tasks) & {1, 2}]
     assert len(open_weight) >= 20
     assert {p.name for p in load_catalogue() if p.backend == "api"} == {
-        "openai", "cohere", "voyage", "google"
+        "openai",
+        "cohere",
+        "voyage",
+        "google",
     }
 
 
@@ -79,8 +82,13 @@ def test_an_unknown_preset_suggests_close_names():
 
 def test_presets_of_a_task():
     assert {p.name for p in presets(3)} == {
-        "clip", "siglip", "jina-clip", "nomic-vision", "bge-vl-large",
-        "gme-qwen2-vl-2b", "gme-qwen2-vl-7b",
+        "clip",
+        "siglip",
+        "jina-clip",
+        "nomic-vision",
+        "bge-vl-large",
+        "gme-qwen2-vl-2b",
+        "gme-qwen2-vl-7b",
     }
 
 
@@ -117,7 +125,8 @@ def test_resolution_gives_the_official_texts():
     assert resolve(get_preset("nomic-vision"), 2).options["query_instruction"] == "search_query: "
     diver = resolve(get_preset("diver-retriever"), 1).options
     assert (diver["query_instruction"], diver["document_instruction"]) == (
-        "", "Represent this text:"
+        "",
+        "Represent this text:",
     )
     e5 = resolve(get_preset("e5"), 1).options
     assert e5["query_instruction"] == "" and e5["pooling"] == "last-token"
@@ -127,7 +136,9 @@ def test_resolution_gives_the_official_texts():
         "\nQuery: "
     )
     assert resolve(get_preset("clip"), 2).options == {
-        "model": "ViT-L-14", "pretrained": "openai", "image_policy": "first"
+        "model": "ViT-L-14",
+        "pretrained": "openai",
+        "image_policy": "first",
     }
     assert resolve(get_preset("bm25"), 1).options == {}
 

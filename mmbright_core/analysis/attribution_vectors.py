@@ -22,8 +22,8 @@ from mmbright_core.errors import InputError
 from mmbright_core.retrieval.base import ImageSource
 from mmbright_core.retrieval.clip import ClipRetriever, fuse, image_key
 from mmbright_core.retrieval.dense import DenseRetriever
-from mmbright_core.retrieval.instructions import fill_domain
 from mmbright_core.retrieval.index import l2_normalise
+from mmbright_core.retrieval.instructions import fill_domain
 from mmbright_core.retrieval.ocr import OcrAugmented
 from mmbright_core.types import Document, Query, TaskData
 

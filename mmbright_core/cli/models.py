@@ -10,8 +10,19 @@ from typing import Any
 from mmbright_core.cli.options import add_task
 
 FORMATS = ("table", "json")
-_COLUMNS = ("preset", "paper", "model", "revision", "backend", "pooling", "max_len", "fusion", "tasks",
-            "published", "instructions")
+_COLUMNS = (
+    "preset",
+    "paper",
+    "model",
+    "revision",
+    "backend",
+    "pooling",
+    "max_len",
+    "fusion",
+    "tasks",
+    "published",
+    "instructions",
+)
 
 
 def register(subparsers: Any) -> None:

@@ -34,7 +34,6 @@ def declare_backend(parser: argparse.ArgumentParser) -> None:
     """Add the retriever, its options and the engine; on first use (they import retrieval)."""
     from mmbright_core.cli.engine_options import add_engine_arguments
     from mmbright_core.retrieval.base import DEFAULT_K, available_retrievers
-
     from mmbright_core.retrieval.instructions import INSTRUCTION_SETS
 
     parser.add_argument("--retriever", help=f"one of: {', '.join(available_retrievers())}")
@@ -138,11 +137,12 @@ def chosen_retriever(args: argparse.Namespace) -> Resolved:
     if args.model_preset is not None:
         chosen = resolve(get_preset(args.model_preset), args.task, args.instructions or "official")
         _check_backend(args.model_preset, chosen.retriever)
-        return Resolved(chosen.retriever, {**chosen.options, **flags}, chosen.preset,
-                        chosen.instructions)
+        return Resolved(
+            chosen.retriever, {**chosen.options, **flags}, chosen.preset, chosen.instructions
+        )
     if args.instructions is None:
         return Resolved(args.retriever, flags)
-    texts = instructions_without_preset(args.retriever, flags.get("model"), args.instructions)
+    texts = instructions_without_preset(args.retriever, args.model, args.instructions)
     return Resolved(args.retriever, {**texts, **flags}, None, args.instructions)
 
 

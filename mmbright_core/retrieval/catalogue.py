@@ -21,7 +21,6 @@ from importlib import resources
 from typing import Any
 
 from mmbright_core.errors import InputError, UnknownNameError
-from mmbright_core.retrieval.instructions import INSTRUCTION_SETS
 
 BACKENDS = ("bm25", "dense", "clip", "hf", "mteb", "api")
 """The retriever names a preset may be run by (``hf``, ``mteb``, ``api``: the model zoo's)."""
@@ -32,7 +31,7 @@ POOLINGS = ("last-token", "mean", "cls")
 OFFLINE = ("tested", "hub-code", "mteb", "api")
 """How far a preset's code path runs offline (see :attr:`Preset.offline`)."""
 STORED_SETS = ("official", "bright")
-"""The instruction sets whose texts the catalogue stores (``none`` is empty; MTEB resolves its own)."""
+"""The instruction sets the catalogue stores the texts of (``none`` is empty; MTEB has its own)."""
 _FILE = "catalogue.json"
 _TASKS = (1, 2, 3, 4)
 
@@ -222,8 +221,9 @@ def _preset(record: Mapping[str, Any]) -> Preset:
             tasks=tuple(int(t) for t in record["tasks"]),
             instructions={k: Instructions(**v) for k, v in record["instructions"].items()},
             mteb_model=record["mteb_model"],
-            published=tuple(Published(int(p["task"]), p["model"], p["value"]) for p in
-                            record["published"]),
+            published=tuple(
+                Published(int(p["task"]), p["model"], p["value"]) for p in record["published"]
+            ),
             trust_remote_code=bool(record["trust_remote_code"]),
             offline=str(record["offline"]),
             architecture=record["architecture"],

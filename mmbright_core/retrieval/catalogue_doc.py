@@ -1,4 +1,6 @@
-"""``docs/models.md``, generated from the catalogue: ``python -m mmbright_core.retrieval.catalogue_doc``.
+"""``docs/models.md``, generated from the catalogue.
+
+Regenerate it with ``python -m mmbright_core.retrieval.catalogue_doc``.
 
 A test checks that the committed page equals what :func:`models_markdown` writes, so the
 page cannot drift from ``catalogue.json``.
@@ -18,6 +20,7 @@ _TOKENS = {"long": 560}
 _SMALL = 125_000_000
 _OWN_POOLING = "the model's own code"
 _OWN_LENGTH = "the model's own"
+_UNPINNED = "unpinned in the official harness"
 _OFFLINE = {
     "tested": "exercised offline by the tests: tiny random weights of the same architecture",
     "hub-code": "needs code from the hub (trust_remote_code): checkable offline only up to loading",
@@ -61,7 +64,7 @@ def _section(preset: Preset) -> list[str]:
     lines = [
         f"### `{preset.name}` ({preset.paper})",
         "",
-        f"- model: `{preset.model or '-'}`, revision: {preset.revision or 'unpinned in the official harness'}",
+        f"- model: `{preset.model or '-'}`, revision: {preset.revision or _UNPINNED}",
         f"- backend `{preset.backend}`, pooling {preset.pooling or _OWN_POOLING}, "
         f"max length {preset.max_length or _OWN_LENGTH}, fusion `{preset.fusion}`, "
         f"tasks {', '.join(str(t) for t in preset.tasks)}",
@@ -71,7 +74,9 @@ def _section(preset: Preset) -> list[str]:
         f"- follows: `{preset.source}`",
     ]
     if preset.options:
-        lines.append(f"- recipe options: {', '.join(f'{k}={v!r}' for k, v in preset.options.items())}")
+        lines.append(
+            f"- recipe options: {', '.join(f'{k}={v!r}' for k, v in preset.options.items())}"
+        )
     lines += [f"- departs: {d}" for d in preset.departures]
     return [*lines, ""]
 

@@ -107,12 +107,12 @@ def _backend_options(preset: Preset, texts: Instructions) -> dict[str, Any]:
     if preset.backend == "clip":
         return {"model": preset.model, **preset.options}
     if preset.backend == "dense":
-        options = {"model": preset.model, "revision": preset.revision}
+        options: dict[str, Any] = {"model": preset.model, "revision": preset.revision}
         options.update(instruction_options("dense", texts))
         if preset.max_length is not None:
             options["max_length"] = preset.max_length
         return _set({**options, **preset.options})
-    options = {
+    zoo: dict[str, Any] = {
         "model": preset.model,
         "revision": preset.revision,
         "pooling": preset.pooling,
@@ -120,9 +120,9 @@ def _backend_options(preset: Preset, texts: Instructions) -> dict[str, Any]:
         **instruction_options(preset.backend, texts),
     }
     if preset.backend == "hf":
-        options["fusion"] = preset.fusion
-        options["trust_remote_code"] = preset.trust_remote_code or None
-    return _set({**options, **preset.options})
+        zoo["fusion"] = preset.fusion
+        zoo["trust_remote_code"] = preset.trust_remote_code or None
+    return _set({**zoo, **preset.options})
 
 
 def instruction_options(backend: str, texts: Instructions) -> dict[str, str]:
