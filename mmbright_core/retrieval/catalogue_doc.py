@@ -15,8 +15,8 @@ from mmbright_core.retrieval.catalogue import Preset, load_catalogue
 
 PASSAGES = 2_499_273
 """Task 1's passages: encoded once for tasks 1, 2 and 4 (the cache shares them)."""
-_TOKENS = {"long": 560}
-"""Mean tokens per passage of a long-context model (docs/performance.md's basis)."""
+_TOKENS: dict[int | str, int] = {"long": 560, 512: 420, 384: 350, 256: 250}
+"""Mean tokens per passage at a truncation (docs/performance.md's basis); shorter ones fill."""
 _SMALL = 125_000_000
 _OWN_POOLING = "the model's own code"
 _OWN_LENGTH = "the model's own"
@@ -35,7 +35,8 @@ def gpu_hours(preset: Preset) -> float | None:
     The basis of docs/performance.md: about 100 TFLOP/s (bf16, H100/H200) up to 125 M
     parameters, 300 TFLOP/s above; None for BM25 and remote models.
     """
-    tokens = _TOKENS.get(str(preset.passage_tokens), preset.passage_tokens)
+    cut = preset.passage_tokens
+    tokens = cut if cut is None else _TOKENS.get(cut, cut)
     if preset.parameters is None or not isinstance(tokens, int):
         return None
     flops = 2 * preset.parameters * tokens * PASSAGES
