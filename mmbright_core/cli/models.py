@@ -1,0 +1,87 @@
+"""``mmbright models``: list the model catalogue's presets (``retrieval/catalogue.json``)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from typing import Any
+
+from mmbright_core.cli.options import add_task
+
+FORMATS = ("table", "json")
+_COLUMNS = (
+    "preset",
+    "paper",
+    "model",
+    "revision",
+    "backend",
+    "pooling",
+    "max_len",
+    "fusion",
+    "tasks",
+    "published",
+    "instructions",
+)
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``models`` subcommand."""
+    parser = subparsers.add_parser(
+        "models",
+        help="list the model presets: the models of the paper's tables",
+        description="List every preset of the model catalogue: the checkpoint and its "
+        "revision, the backend that runs it, pooling, truncation, image fusion, the tasks the "
+        "official harness runs it on, its published average (nDCG@10 x100) and its "
+        "instruction sets. Run one with: mmbright run --model-preset NAME --task N.",
+    )
+    add_task(parser, required=False, help="only the presets the official harness runs on task N")
+    parser.add_argument("--format", choices=FORMATS, default="table", help="output format")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Print the presets as a table or as JSON."""
+    from mmbright_core.retrieval.catalogue import presets
+
+    chosen = presets(args.task)
+    if args.format == "json":
+        print(json.dumps([preset_record(p) for p in chosen], indent=2, ensure_ascii=False))
+    else:
+        print(table([_row(p) for p in chosen]))
+    return 0
+
+
+def preset_record(preset: Any) -> dict[str, Any]:
+    """Return a preset as a JSON-ready dict, with the instruction sets it can run with."""
+    record = dataclasses.asdict(preset)
+    record["tasks"] = list(preset.tasks)
+    record["instruction_sets"] = list(preset.instruction_sets())
+    return record
+
+
+def _row(preset: Any) -> tuple[str, ...]:
+    published = " ".join(f"T{p.task} {p.value:.1f}" for p in preset.published) or "-"
+    return (
+        preset.name,
+        preset.paper,
+        preset.model or "-",
+        preset.revision or "unpinned",
+        preset.backend,
+        preset.pooling or "-",
+        "-" if preset.max_length is None else str(preset.max_length),
+        preset.fusion,
+        ",".join(str(t) for t in preset.tasks),
+        published,
+        ",".join(preset.instruction_sets()),
+    )
+
+
+def table(rows: list[tuple[str, ...]]) -> str:
+    """Format rows under :data:`_COLUMNS` as aligned plain-text columns."""
+    every = [_COLUMNS, *rows]
+    widths = [max(len(row[i]) for row in every) for i in range(len(_COLUMNS))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in every
+    )

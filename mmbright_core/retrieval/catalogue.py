@@ -1,0 +1,264 @@
+"""The model catalogue: the models of the paper's tables as named presets, kept as data.
+
+``catalogue.json`` beside this module holds one record per model the official harness runs
+(its ``--model`` names: ``contriever``, ``gme-qwen2-vl-7b``...): the checkpoint, the backend
+that runs it here, pooling, truncation, the image fusion, the instructions of each instruction
+set, the tasks it runs and the published average it should reproduce. :func:`load_catalogue`
+checks it whole (a preset naming an unknown backend, fusion, pooling or instruction set, a
+task outside 1-4, or a published number that differs from ``analysis/reference.json`` fails
+the load), and :func:`resolve` turns a preset into the retriever name and options a run uses.
+
+Revisions are null where the official harness pins none (it pins none), never invented.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from mmbright_core.errors import InputError, UnknownNameError
+
+BACKENDS = ("bm25", "dense", "clip", "hf", "mteb", "api")
+"""The retriever names a preset may be run by (``hf``, ``mteb``, ``api``: the model zoo's)."""
+FUSIONS = ("raw-mean", "zero-image", "normalised-mean", "joint", "text")
+"""The named fusion rules of text and image vectors (``text``: a text-only model)."""
+POOLINGS = ("last-token", "mean", "cls")
+"""Poolings a preset may name; none means the model's own code pools."""
+OFFLINE = ("tested", "hub-code", "mteb", "api")
+"""How far a preset's code path runs offline (see :attr:`Preset.offline`)."""
+STORED_SETS = ("official", "bright")
+"""The instruction sets the catalogue stores the texts of (``none`` is empty; MTEB has its own)."""
+_FILE = "catalogue.json"
+_TASKS = (1, 2, 3, 4)
+
+
+@dataclass(frozen=True)
+class Published:
+    """A published average a preset should reproduce.
+
+    Attributes:
+        task: The task number.
+        model: The model's name in ``analysis/reference.json`` (the paper's column).
+        value: nDCG@10 x100, mean over the 29 domains.
+    """
+
+    task: int
+    model: str
+    value: float
+
+
+@dataclass(frozen=True)
+class Instructions:
+    """The instruction texts of one set: put before every query and every document."""
+
+    query: str = ""
+    document: str = ""
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One model as the official harness runs it.
+
+    Attributes:
+        name: The official harness's ``--model`` name.
+        paper: The model's name in the paper's tables.
+        model: Hub id or backend model name (None for BM25).
+        revision: The pinned revision (None: the official harness pins none).
+        backend: The retriever name that runs it here.
+        pooling: ``last-token``, ``mean``, ``cls``, or None (the model's own code pools).
+        max_length: Token truncation (None: the model's own).
+        fusion: The fusion rule of text and image vectors (``text`` for text models).
+        tasks: The tasks the official harness runs it on.
+        instructions: The stored instruction sets (``official``, and ``bright`` where BRIGHT
+            has configurations for the model).
+        mteb_model: The model's name in MTEB's registry, if it has one.
+        published: The published averages it should reproduce.
+        trust_remote_code: Whether loading it runs code from the hub.
+        offline: ``tested`` (its code path runs offline in the tests, on tiny random weights
+            of the same architecture), ``hub-code`` (needs the hub's code: checkable offline
+            only up to loading), ``mteb`` (MTEB's implementation) or ``api`` (an endpoint).
+        architecture: What runs, in words.
+        parameters: Parameter count, for time estimates (None: unknown or remote).
+        passage_tokens: Estimated tokens per passage at its truncation, or ``"long"``.
+        source: The official file and function it follows.
+        departures: Where this preset departs from the official harness, and why.
+        options: Further backend options of its recipe.
+    """
+
+    name: str
+    paper: str
+    model: str | None
+    revision: str | None
+    backend: str
+    pooling: str | None
+    max_length: int | None
+    fusion: str
+    tasks: tuple[int, ...]
+    instructions: Mapping[str, Instructions]
+    mteb_model: str | None
+    published: tuple[Published, ...]
+    trust_remote_code: bool
+    offline: str
+    architecture: str | None
+    parameters: int | None
+    passage_tokens: int | str | None
+    source: str
+    departures: tuple[str, ...]
+    options: Mapping[str, Any]
+
+    @property
+    def multimodal(self) -> bool:
+        """Whether its queries fuse text with an image."""
+        return self.fusion != "text"
+
+    def instruction_sets(self) -> tuple[str, ...]:
+        """Return the instruction sets a run of this preset can name."""
+        stored = [s for s in STORED_SETS if s in self.instructions]
+        return (*stored, *(("mteb",) if self.mteb_model else ()), "none")
+
+    def instructions_for(self, name: str) -> Instructions:
+        """Return the texts of instruction set ``name`` (``none``: empty).
+
+        Raises:
+            InputError: The preset has no such set (``mteb``: resolved by MTEB, not stored).
+        """
+        if name == "none":
+            return Instructions()
+        if name not in self.instructions:
+            raise InputError(
+                f"preset {self.name!r} has no {name!r} instructions",
+                expected=f"one of {', '.join(self.instruction_sets())}",
+                found=name,
+                hint="BRIGHT ships instructions for some of its models only; "
+                "MTEB's prompts are applied by --instructions mteb through the mteb backend.",
+            )
+        return self.instructions[name]
+
+
+@lru_cache(maxsize=1)
+def load_catalogue() -> tuple[Preset, ...]:
+    """Load and check the packaged catalogue.
+
+    Raises:
+        InputError: A preset that names an unknown backend, fusion, pooling, instruction set
+            or offline status, a task outside 1-4, a duplicate name, or a published number
+            that differs from ``analysis/reference.json``.
+    """
+    text = resources.files("mmbright_core.retrieval").joinpath(_FILE).read_text("utf-8")
+    presets = tuple(_preset(record) for record in json.loads(text)["presets"])
+    check_catalogue(presets)
+    return presets
+
+
+def check_catalogue(presets: Sequence[Preset]) -> None:
+    """Check a catalogue: names unique, every choice known, published numbers as reference.
+
+    Raises:
+        InputError: The first inconsistency found, naming the preset.
+    """
+    from mmbright_core.analysis.leaderboard import load_reference
+
+    reference = {(r.task, r.model): r.value for r in load_reference() if r.source == "paper"}
+    seen: set[str] = set()
+    for preset in presets:
+        if preset.name in seen:
+            raise InputError("duplicate preset", source=_FILE, found=repr(preset.name))
+        seen.add(preset.name)
+        _check_choices(preset)
+        for number in preset.published:
+            if reference.get((number.task, number.model)) != number.value:
+                raise InputError(
+                    f"preset {preset.name!r}: published number not in reference.json",
+                    source=_FILE,
+                    expected=f"task {number.task} {number.model!r} = "
+                    f"{reference.get((number.task, number.model))}",
+                    found=str(number.value),
+                    hint="Add the paper's number to analysis/reference.json with its source.",
+                )
+
+
+def _check_choices(preset: Preset) -> None:
+    choices: list[tuple[str, Sequence[Any], Sequence[Any]]] = [
+        ("backend", BACKENDS, [preset.backend]),
+        ("fusion", FUSIONS, [preset.fusion]),
+        ("pooling", (*POOLINGS, None), [preset.pooling]),
+        ("offline", OFFLINE, [preset.offline]),
+        ("task", _TASKS, preset.tasks or [None]),
+        ("instruction set", STORED_SETS, list(preset.instructions)),
+    ]
+    for kind, known, values in choices:
+        for value in values:
+            if value not in known:
+                raise InputError(
+                    f"preset {preset.name!r}: unknown {kind}",
+                    source=_FILE,
+                    expected=f"one of {', '.join(str(k) for k in known)}",
+                    found=repr(value),
+                )
+    if "official" not in preset.instructions:
+        raise InputError(
+            f"preset {preset.name!r} has no official instructions",
+            source=_FILE,
+            hint='Give "official": {"query": "", "document": ""} where the harness passes none.',
+        )
+
+
+def _preset(record: Mapping[str, Any]) -> Preset:
+    try:
+        return Preset(
+            name=str(record["name"]),
+            paper=str(record["paper"]),
+            model=record["model"],
+            revision=record["revision"],
+            backend=str(record["backend"]),
+            pooling=record["pooling"],
+            max_length=record["max_length"],
+            fusion=str(record["fusion"]),
+            tasks=tuple(int(t) for t in record["tasks"]),
+            instructions={k: Instructions(**v) for k, v in record["instructions"].items()},
+            mteb_model=record["mteb_model"],
+            published=tuple(
+                Published(int(p["task"]), p["model"], p["value"]) for p in record["published"]
+            ),
+            trust_remote_code=bool(record["trust_remote_code"]),
+            offline=str(record["offline"]),
+            architecture=record["architecture"],
+            parameters=record["parameters"],
+            passage_tokens=record["passage_tokens"],
+            source=str(record["source"]),
+            departures=tuple(record["departures"]),
+            options=dict(record["options"]),
+        )
+    except (KeyError, TypeError, ValueError) as err:
+        raise InputError(
+            "malformed preset", source=_FILE, found=f"{record.get('name')!r}: {err!r}"
+        ) from err
+
+
+def presets(task: int | None = None) -> tuple[Preset, ...]:
+    """Return every preset, or those the official harness runs on ``task``."""
+    return tuple(p for p in load_catalogue() if task is None or task in p.tasks)
+
+
+def get_preset(name: str) -> Preset:
+    """Return the preset called ``name``.
+
+    Raises:
+        UnknownNameError: No preset has that name (with close matches).
+    """
+    for preset in load_catalogue():
+        if preset.name == name:
+            return preset
+    raise UnknownNameError("model preset", name, [p.name for p in load_catalogue()])
+
+
+def preset_for_model(backend: str, model: str | None) -> Preset | None:
+    """Return the preset a ``--retriever BACKEND --model MODEL`` run matches, if any."""
+    for preset in load_catalogue():
+        if preset.backend == backend and preset.model == model:
+            return preset
+    return None

@@ -1,0 +1,123 @@
+"""``docs/models.md``, generated from the catalogue.
+
+Regenerate it with ``python -m mmbright_core.retrieval.catalogue_doc``.
+
+A test checks that the committed page equals what :func:`models_markdown` writes, so the
+page cannot drift from ``catalogue.json``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from mmbright_core.retrieval.catalogue import Preset, load_catalogue
+
+PASSAGES = 2_499_273
+"""Task 1's passages: encoded once for tasks 1, 2 and 4 (the cache shares them)."""
+_TOKENS: dict[int | str, int] = {"long": 560, 512: 420, 384: 350, 256: 250}
+"""Mean tokens per passage at a truncation (docs/performance.md's basis); shorter ones fill."""
+_SMALL = 125_000_000
+_OWN_POOLING = "the model's own code"
+_OWN_LENGTH = "the model's own"
+_UNPINNED = "unpinned in the official harness"
+_OFFLINE = {
+    "tested": "exercised offline by the tests: tiny random weights of the same architecture",
+    "hub-code": "needs code from the hub (trust_remote_code): checkable offline only up to loading",
+    "mteb": "runs MTEB's implementation: offline only for MTEB's baseline-random-encoder",
+    "api": "an embeddings endpoint: tested against a loopback server speaking the API",
+}
+
+
+def gpu_hours(preset: Preset) -> float | None:
+    """Estimate one GPU's hours to encode the corpus: 2 x parameters x tokens at 100/300 TFLOP/s.
+
+    The basis of docs/performance.md: about 100 TFLOP/s (bf16, H100/H200) up to 125 M
+    parameters, 300 TFLOP/s above; None for BM25 and remote models.
+    """
+    cut = preset.passage_tokens
+    tokens = cut if cut is None else _TOKENS.get(cut, cut)
+    if preset.parameters is None or not isinstance(tokens, int):
+        return None
+    flops = 2 * preset.parameters * tokens * PASSAGES
+    rate = 100e12 if preset.parameters <= _SMALL else 300e12
+    return flops / rate / 3600
+
+
+def _hours(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"~{value * 60:.0f} min" if value < 1 else f"~{value:.1f} h"
+
+
+def _instructions(preset: Preset) -> str:
+    parts = []
+    for name, texts in preset.instructions.items():
+        shown = " / ".join(repr(t) for t in (texts.query, texts.document))
+        parts.append(f"{name}: {shown}")
+    if preset.mteb_model:
+        parts.append(f"mteb: MTEB's prompts for `{preset.mteb_model}`")
+    return "; ".join(parts)
+
+
+def _section(preset: Preset) -> list[str]:
+    published = ", ".join(f"Task {p.task} {p.value:.1f} ({p.model})" for p in preset.published)
+    lines = [
+        f"### `{preset.name}` ({preset.paper})",
+        "",
+        f"- model: `{preset.model or '-'}`, revision: {preset.revision or _UNPINNED}",
+        f"- backend `{preset.backend}`, pooling {preset.pooling or _OWN_POOLING}, "
+        f"max length {preset.max_length or _OWN_LENGTH}, fusion `{preset.fusion}`, "
+        f"tasks {', '.join(str(t) for t in preset.tasks)}",
+        f"- published: {published or 'none'}",
+        f"- instructions: {_instructions(preset)}",
+        f"- offline: {_OFFLINE[preset.offline]} ({preset.architecture})",
+        f"- follows: `{preset.source}`",
+    ]
+    if preset.options:
+        lines.append(
+            f"- recipe options: {', '.join(f'{k}={v!r}' for k, v in preset.options.items())}"
+        )
+    lines += [f"- departs: {d}" for d in preset.departures]
+    return [*lines, ""]
+
+
+def models_markdown() -> str:
+    """Return the text of ``docs/models.md``."""
+    every = load_catalogue()
+    lines = [
+        "# Model presets",
+        "",
+        "Generated from `mmbright_core/retrieval/catalogue.json` by "
+        "`python -m mmbright_core.retrieval.catalogue_doc`; do not edit by hand.",
+        "",
+        "Each preset is a model of the paper's tables as the official harness "
+        "(mm-bright/MM-BRIGHT) runs it: `mmbright run --model-preset NAME --task N`. "
+        "Revisions are unpinned in the official harness, so none is pinned here. "
+        "Instruction texts may hold `{domain}`, filled with the domain's name.",
+        "",
+        "| preset | paper | backend | fusion | tasks | published | offline | 1 GPU (est.) |",
+        "|---|---|---|---|---|---|---|--:|",
+    ]
+    for p in every:
+        published = ", ".join(f"T{x.task} {x.value:.1f}" for x in p.published) or "-"
+        tasks = ",".join(str(t) for t in p.tasks)
+        lines.append(
+            f"| `{p.name}` | {p.paper} | `{p.backend}` | `{p.fusion}` | {tasks} | {published} "
+            f"| {p.offline} | {_hours(gpu_hours(p))} |"
+        )
+    lines += ["", "GPU estimates: see docs/performance.md for the basis (not measurements).", ""]
+    for p in every:
+        lines += _section(p)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main() -> int:
+    """Write ``docs/models.md`` under the folder given (default: the current one)."""
+    root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path.cwd()
+    (root / "docs" / "models.md").write_text(models_markdown(), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

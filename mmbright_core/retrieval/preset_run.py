@@ -1,0 +1,202 @@
+"""Running a catalogue preset: the retriever name and options it resolves to, and the record.
+
+:func:`resolve` turns a preset, a task and an instruction set into what ``get_retriever``
+takes. The options follow each backend's names: ``dense`` takes the instructions as
+``query_prefix`` / ``document_prefix``; ``hf``, ``mteb`` and ``api`` take ``model``,
+``revision``, ``pooling``, ``max_length``, ``query_instruction``, ``document_instruction``,
+``fusion`` and their recipe's further options. ``--instructions mteb`` runs the preset's model
+through the ``mteb`` backend, which resolves MTEB's own prompts. A multimodal preset gets the
+``first`` image policy, the released code's ``images[0]``, which made the published runs.
+
+:class:`Chosen` wraps the built retriever so that ``config.json`` records the preset and the
+instruction set beside the settings they produced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mmbright_core.errors import InputError
+from mmbright_core.retrieval.base import Retriever
+from mmbright_core.retrieval.catalogue import Instructions, Preset, preset_for_model
+from mmbright_core.retrieval.instructions import DEFAULT_INSTRUCTIONS, INSTRUCTION_SETS
+from mmbright_core.types import TaskData
+
+_MODEL_ZOO = ("hf", "mteb", "api")
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a preset runs as.
+
+    Attributes:
+        retriever: The registered retriever name.
+        options: Its options.
+        preset: The preset's name.
+        instructions: The instruction set's name.
+    """
+
+    retriever: str
+    options: dict[str, Any] = field(default_factory=dict)
+    preset: str | None = None
+    instructions: str | None = None
+
+
+def check_instruction_set(name: str) -> str:
+    """Return ``name`` if it is an instruction set.
+
+    Raises:
+        InputError: It is not.
+    """
+    if name not in INSTRUCTION_SETS:
+        raise InputError(
+            "unknown instruction set",
+            expected=f"one of {', '.join(INSTRUCTION_SETS)}",
+            found=repr(name),
+        )
+    return name
+
+
+def resolve(preset: Preset, task: int, instructions: str = DEFAULT_INSTRUCTIONS) -> Resolved:
+    """Return the retriever and options that run ``preset`` on ``task`` as the harness does.
+
+    Args:
+        preset: The preset.
+        task: The task to run.
+        instructions: The instruction set (``official``, ``bright``, ``mteb``, ``none``).
+
+    Raises:
+        InputError: A task the official harness does not run the preset on, or an
+            instruction set the preset does not have.
+    """
+    check_instruction_set(instructions)
+    if task not in preset.tasks:
+        raise InputError(
+            f"preset {preset.name!r} is not run on task {task} by the official harness",
+            expected=f"one of tasks {', '.join(str(t) for t in preset.tasks)}",
+            found=f"task {task}",
+            hint="Use --retriever with the model's backend to run it elsewhere.",
+        )
+    if instructions == "mteb":
+        return Resolved("mteb", _mteb_options(preset), preset.name, instructions)
+    texts = preset.instructions_for(instructions)
+    options = _backend_options(preset, texts)
+    if preset.multimodal:
+        options["image_policy"] = "first"
+    return Resolved(preset.backend, options, preset.name, instructions)
+
+
+def _mteb_options(preset: Preset) -> dict[str, Any]:
+    if preset.mteb_model is None:
+        raise InputError(
+            f"preset {preset.name!r} has no model in MTEB's registry",
+            expected=f"one of instruction sets {', '.join(preset.instruction_sets())}",
+            found="--instructions mteb",
+        )
+    options: dict[str, Any] = {"model": preset.mteb_model}
+    if preset.multimodal:
+        options["image_policy"] = "first"
+    return options
+
+
+def _backend_options(preset: Preset, texts: Instructions) -> dict[str, Any]:
+    if preset.backend == "bm25":
+        return {}
+    if preset.backend == "clip":
+        return {"model": preset.model, **preset.options}
+    if preset.backend == "dense":
+        options: dict[str, Any] = {"model": preset.model, "revision": preset.revision}
+        options.update(instruction_options("dense", texts))
+        if preset.max_length is not None:
+            options["max_length"] = preset.max_length
+        return _set({**options, **preset.options})
+    zoo: dict[str, Any] = {
+        "model": preset.model,
+        "revision": preset.revision,
+        "pooling": preset.pooling,
+        "max_length": preset.max_length,
+        **instruction_options(preset.backend, texts),
+    }
+    if preset.backend == "hf":
+        zoo["fusion"] = preset.fusion
+        zoo["trust_remote_code"] = preset.trust_remote_code or None
+    return _set({**zoo, **preset.options})
+
+
+def instruction_options(backend: str, texts: Instructions) -> dict[str, str]:
+    """Return the options that give ``backend`` these instruction texts."""
+    if backend == "dense":
+        return {"query_prefix": texts.query, "document_prefix": texts.document}
+    if backend in _MODEL_ZOO:
+        return {"query_instruction": texts.query, "document_instruction": texts.document}
+    return {}
+
+
+def instructions_without_preset(
+    retriever: str, model: str | None, instructions: str
+) -> dict[str, str]:
+    """Return the options that give ``--retriever R --model M`` instruction set ``instructions``.
+
+    The texts come from the catalogue's preset of that backend and model; ``none`` needs none.
+
+    Raises:
+        InputError: The backend takes no instructions, or no preset has that model and the
+            set is not ``none``.
+    """
+    check_instruction_set(instructions)
+    if not instruction_options(retriever, Instructions()):
+        raise InputError(
+            f"retriever {retriever!r} takes no instructions",
+            found=f"--instructions {instructions}",
+            hint="--instructions applies to dense, hf, mteb and api, and to --model-preset.",
+        )
+    if instructions == "none":
+        return instruction_options(retriever, Instructions())
+    preset = preset_for_model(retriever, model)
+    if preset is None:
+        raise InputError(
+            f"the catalogue has no {instructions!r} instructions for this model",
+            found=f"--retriever {retriever} --model {model}",
+            hint="Run a preset (mmbright models), use --instructions none, or give the "
+            "texts with --option query_prefix=... (dense) or query_instruction=...",
+        )
+    return instruction_options(retriever, preset.instructions_for(instructions))
+
+
+def _set(options: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in options.items() if value is not None}
+
+
+class Chosen:
+    """A retriever that records the preset and instruction set it was chosen by.
+
+    Everything but :meth:`settings` is the wrapped retriever's own (attributes too, so
+    capabilities such as the Ray engine's corpus encoding stay visible).
+
+    Args:
+        inner: The retriever built from the resolved options.
+        preset: The preset's name, if one was run.
+        instructions: The instruction set's name, if one was chosen.
+    """
+
+    def __init__(self, inner: Retriever, preset: str | None, instructions: str | None) -> None:
+        self.inner = inner
+        self.name, self.tasks = inner.name, inner.tasks
+        self.preset, self.instructions = preset, instructions
+
+    def label(self) -> str:
+        """Return the wrapped retriever's label."""
+        return self.inner.label()
+
+    def settings(self) -> dict[str, Any]:
+        """Return the wrapped retriever's settings, plus the preset and instruction set."""
+        return {**self.inner.settings(), "preset": self.preset, "instructions": self.instructions}
+
+    def retrieve(self, data: TaskData, source: Any, k: int) -> dict[str, dict[str, float]]:
+        """Rank with the wrapped retriever."""
+        return self.inner.retrieve(data, source, k)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

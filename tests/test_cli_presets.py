@@ -1,0 +1,115 @@
+"""``mmbright run --model-preset``: presets run on the demo as their backend runs, recorded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mmbright_core.cli import main
+from mmbright_core.io.official import read_outputs
+from mmbright_core.retrieval.dense import default_text_model
+
+DEMO = ("--source", "demo", "--domain", "gis")
+
+
+def _config(folder: Path) -> dict:
+    return json.loads((folder / "config.json").read_text())["config"]
+
+
+def test_bm25_preset_runs_as_the_bm25_retriever_and_records_the_preset(tmp_path: Path):
+    assert (
+        main(["run", *DEMO, "--task", "1", "--model-preset", "bm25", "--out", str(tmp_path / "p")])
+        == 0
+    )
+    assert (
+        main(["run", *DEMO, "--task", "1", "--retriever", "bm25", "--out", str(tmp_path / "r")])
+        == 0
+    )
+    preset, plain = tmp_path / "p" / "run_t2t_bm25", tmp_path / "r" / "run_t2t_bm25"
+    assert read_outputs(preset).runs == read_outputs(plain).runs
+    assert (_config(preset)["preset"], _config(preset)["instructions"]) == ("bm25", "official")
+    assert _config(plain)["preset"] is None
+
+
+def test_dense_preset_fills_brights_domain_instruction(tmp_path: Path):
+    minilm = str(default_text_model())
+    common = [*DEMO, "--task", "1", "--model", minilm]
+    assert (
+        main(
+            [
+                "run",
+                *common,
+                "--model-preset",
+                "bge",
+                "--instructions",
+                "bright",
+                "--out",
+                str(tmp_path / "p"),
+            ]
+        )
+        == 0
+    )
+    prefix = "query_prefix=Represent this gis post for searching relevant passages: "
+    assert (
+        main(
+            [
+                "run",
+                *common,
+                "--retriever",
+                "dense",
+                "--option",
+                prefix,
+                "--out",
+                str(tmp_path / "r"),
+            ]
+        )
+        == 0
+    )
+    (folder,), (other,) = (tmp_path / "p").iterdir(), (tmp_path / "r").iterdir()
+    assert read_outputs(folder).runs == read_outputs(other).runs
+    config = _config(folder)
+    assert config["options"]["query_prefix"] == (
+        "Represent this {domain} post for searching relevant passages: "
+    )
+    assert (config["preset"], config["instructions"]) == ("bge", "bright")
+
+
+def test_instructions_for_a_dense_model_without_a_preset(tmp_path: Path, capsys):
+    args = [*DEMO, "--task", "1", "--retriever", "dense", "--out", str(tmp_path)]
+    assert main(["run", *args, "--instructions", "bright"]) == 2
+    assert "the catalogue has no 'bright' instructions for this model" in capsys.readouterr().err
+    assert main(["run", *args, "--instructions", "none"]) == 0
+    assert _config(tmp_path / "run_t2t_all-MiniLM-L6-v2")["instructions"] == "none"
+
+
+def test_clip_preset_on_a_tiny_model_is_the_official_fusion_run(tmp_path: Path, tiny_clip: str):
+    common = [*DEMO, "--task", "2", "--model", tiny_clip, "--pretrained", "none"]
+    assert main(["run", *common, "--model-preset", "clip", "--out", str(tmp_path / "p")]) == 0
+    assert main(["run", *common, "--retriever", "clip", "--out", str(tmp_path / "r")]) == 0
+    name = f"run_it2t_{tiny_clip}-random"
+    assert read_outputs(tmp_path / "p" / name).runs == read_outputs(tmp_path / "r" / name).runs
+    config = _config(tmp_path / "p" / name)
+    assert (config["preset"], config["image_policy"], config["fusion"]) == (
+        "clip",
+        "first",
+        "mean-raw-then-l2",
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--model-preset", "bm25", "--retriever", "bm25"],
+            "give one of --retriever and --model-preset",
+        ),
+        ([], "give one of --retriever and --model-preset"),
+        (["--model-preset", "contriever"], "runs on the 'hf' backend, which is not registered"),
+    ],
+)
+def test_preset_errors_are_one_line(tmp_path: Path, capsys, args, message):
+    assert main(["run", *DEMO, "--task", "1", *args, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
