@@ -7,9 +7,9 @@ The official Task 1 retrievers (``src/retrievers/task1_text.py``, which follows 
   the hidden state of each text's last real token (``last_token_pool``: the final position when
   the batch is left-padded, else position ``attention_mask.sum() - 1``), the query prefixed by its
   instruction (``add_instruct_concatenate``: ``instruction.format(task=domain) + query``, e.g.
-  ``"Instruct: Given a {task} post, retrieve relevant passages that help answer the post\\nQuery: "``
-  in BRIGHT's ``configs/e5/<domain>.json``), passages without one, ``max_length`` 4,096 (Mistral)
-  or 8,192 (Qwen), bfloat16 weights;
+  ``Instruct: Given a {task} post, retrieve relevant passages that help answer the post``, a
+  newline and ``Query:`` in BRIGHT's ``configs/e5/<domain>.json``), passages without one,
+  ``max_length`` 4,096 (Mistral) or 8,192 (Qwen), bfloat16 weights;
 - ``mean`` (``retrieval_contriever``: contriever-msmarco): the mean of the hidden states over the
   attention mask, the tokenizer's own truncation (512);
 - ``cls`` (BGE's recipe): the first token's hidden state.
@@ -31,6 +31,7 @@ from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.cache import path_sha256
 from mmbright_core.retrieval.embedder import Modality, Role
+from mmbright_core.retrieval.index import IndexKind
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
 
 POOLINGS = ("last-token", "mean", "cls")
@@ -250,7 +251,7 @@ def hf_retriever(
     device: str | None = None,
     image_policy: str = "first",
     cache_dir: str | None = None,
-    index: str = "flat",
+    index: IndexKind = "flat",
     cache_dtype: str = "float32",
 ) -> Any:
     """Build the ``hf`` retriever: a transformers model under the package's protocol.
@@ -264,7 +265,6 @@ def hf_retriever(
         InputError: A text-model option given to a CLIP-style model, or a bad model.
         MissingDependencyError: transformers or torch is not installed.
     """
-    from mmbright_core.retrieval.dual import DualEncoderRetriever
     from mmbright_core.retrieval.hf_clip import FAMILIES, HFClipEmbedder
 
     transformers = load_transformers()
@@ -291,11 +291,13 @@ def hf_retriever(
             document_instruction=document_instruction,
             **common,
         )
+    from mmbright_core.retrieval.dual import DualEncoderRetriever
+
     return DualEncoderRetriever(
         embedder,
         image_policy=image_policy,
         cache_dir=cache_dir,
-        index=index,  # type: ignore[arg-type]
+        index=index,
         cache_dtype=cache_dtype,
         batch_size=batch_size,
     )

@@ -45,8 +45,10 @@ FAMILIES: dict[str, tuple[bool | str, tuple[str, ...]]] = {
 
 
 def features(output: Any) -> Any:
-    """Return the projected features of ``get_*_features`` (a tensor, or in transformers 5 an
-    output whose ``pooler_output`` holds them)."""
+    """Return the projected features a ``get_*_features`` call gave.
+
+    transformers 4 returns the tensor; transformers 5 an output whose ``pooler_output`` holds it.
+    """
     return getattr(output, "pooler_output", output)
 
 
