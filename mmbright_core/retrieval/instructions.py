@@ -19,6 +19,8 @@ encoded (BRIGHT's templates say ``{task}``, which its runner fills with the doma
 
 from __future__ import annotations
 
+from mmbright_core.errors import InputError
+
 INSTRUCTION_SETS = ("official", "bright", "mteb", "none")
 """Every instruction set, the default first."""
 
@@ -27,9 +29,20 @@ DEFAULT_INSTRUCTIONS = "official"
 DOMAIN_FIELD = "{domain}"
 
 
-def fill_domain(template: str, domain: str) -> str:
+def fill_domain(template: str, domain: str | None) -> str:
     """Return ``template`` with every ``{domain}`` replaced by ``domain``.
 
     Only that one field is replaced, so any other braces an instruction holds stay as written.
+
+    Raises:
+        InputError: The template names ``{domain}`` but no domain is given.
     """
+    if DOMAIN_FIELD not in template:
+        return template
+    if domain is None:
+        raise InputError(
+            "an instruction names {domain} but no domain is bound",
+            found=repr(template),
+            hint="Encode within a domain's run, or drop {domain} from the instruction.",
+        )
     return template.replace(DOMAIN_FIELD, domain)

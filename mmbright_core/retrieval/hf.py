@@ -1,0 +1,287 @@
+"""Text embedders on transformers' ``AutoModel``, pooled as the official harness pools them.
+
+The official Task 1 retrievers (``src/retrievers/task1_text.py``, which follows xlang-ai/BRIGHT's
+``retrievers.py``) run three recipes on a plain ``AutoModel``:
+
+- ``last-token`` (``retrieval_sf_qwen_e5``: e5-mistral, SFR-Embedding-Mistral, gte-Qwen1.5/2):
+  the hidden state of each text's last real token (``last_token_pool``: the final position when
+  the batch is left-padded, else position ``attention_mask.sum() - 1``), the query prefixed by its
+  instruction (``add_instruct_concatenate``: ``instruction.format(task=domain) + query``, e.g.
+  ``Instruct: Given a {task} post, retrieve relevant passages that help answer the post``, a
+  newline and ``Query:`` in BRIGHT's ``configs/e5/<domain>.json``), passages without one,
+  ``max_length`` 4,096 (Mistral) or 8,192 (Qwen), bfloat16 weights;
+- ``mean`` (``retrieval_contriever``: contriever-msmarco): the mean of the hidden states over the
+  attention mask, the tokenizer's own truncation (512);
+- ``cls`` (BGE's recipe): the first token's hidden state.
+
+Every recipe then scores the cosine of the two vectors (L2-normalised, as fusion ``text`` does);
+the vectors returned here are raw (docs/protocol.md, "Dual-encoder fusion"). An instruction's
+``{domain}`` (BRIGHT's ``{task}``, :mod:`.instructions`) is the domain's name, bound per domain
+with :meth:`HFTextEmbedder.bind_domain`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.retrieval.base import require
+from mmbright_core.retrieval.cache import path_sha256
+from mmbright_core.retrieval.embedder import Modality, Role
+from mmbright_core.retrieval.index import IndexKind
+from mmbright_core.retrieval.instructions import DOMAIN_FIELD, fill_domain
+from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
+
+POOLINGS = ("last-token", "mean", "cls")
+DTYPES = ("float32", "bfloat16", "float16")
+#: Decoder-only families whose official recipe pools the last token (``retrieval_sf_qwen_e5``).
+LAST_TOKEN_FAMILIES = frozenset({"mistral", "qwen2", "qwen3", "llama", "gemma", "gemma2"})
+
+
+def load_transformers() -> Any:
+    """Import transformers (and torch) or raise the error naming the ``hf`` extra."""
+    require("torch", "the hf retriever", "hf")
+    return require("transformers", "the hf retriever", "hf")
+
+
+def torch_dtype(name: str) -> Any:
+    """Return the torch dtype called ``name`` (one of :data:`DTYPES`).
+
+    Raises:
+        UnknownNameError: ``name`` is not a supported dtype.
+    """
+    if name not in DTYPES:
+        raise UnknownNameError("dtype", name, DTYPES)
+    torch = require("torch", "the hf retriever", "hf")
+    return getattr(torch, name)
+
+
+def checkpoint_of(model: str) -> str | None:
+    """Return the sha256 of a local model folder's files, or None for a hub id.
+
+    A local model is known by its weights, not by where it lies (as the dense backend does).
+    """
+    return path_sha256(model) if Path(model).expanduser().exists() else None
+
+
+def model_label(model: str) -> str:
+    """Return a model's short name: a folder's name or a hub id's last part."""
+    return Path(model.rstrip("/")).name
+
+
+def load_pretrained(factory: Any, model: str, revision: str | None, **kwargs: Any) -> Any:
+    """Call ``factory.from_pretrained`` and turn a missing model into a clear error.
+
+    Raises:
+        InputError: The model is neither a local folder nor a hub id in the local cache.
+    """
+    try:
+        return factory.from_pretrained(model, revision=revision, **kwargs)
+    except OSError as err:
+        raise InputError(
+            "cannot load the transformers model",
+            found=f"{model!r}: {err}",
+            hint="Give a local model folder, or a hub id already in the local cache.",
+        ) from err
+
+
+def in_batches(
+    items: Sequence[Any], size: int, encode: Callable[[list[Any]], np.ndarray]
+) -> np.ndarray:
+    """Encode ``items`` ``size`` at a time and stack the vectors (none: a 0 x 0 array)."""
+    chunks = [encode(list(items[start : start + size])) for start in range(0, len(items), size)]
+    return np.concatenate(chunks) if chunks else np.zeros((0, 0), dtype=np.float32)
+
+
+def pool(hidden: Any, mask: Any, pooling: str) -> Any:
+    """Pool token states ``hidden`` (batch x tokens x dim) under ``mask`` into one per text.
+
+    ``last-token`` and ``mean`` are the official ``last_token_pool`` and ``mean_pooling`` of
+    ``src/retrievers/task1_text.py``; ``cls`` takes position 0.
+    """
+    if pooling == "cls":
+        return hidden[:, 0]
+    if pooling == "mean":
+        summed = hidden.masked_fill(~mask[..., None].bool(), 0.0).sum(dim=1)
+        return summed / mask.sum(dim=1)[..., None]
+    if bool((mask[:, -1].sum() == mask.shape[0]).item()):  # left padding: all end on a token
+        return hidden[:, -1]
+    torch = require("torch", "the hf retriever", "hf")
+    last = mask.sum(dim=1) - 1
+    return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
+
+
+def default_pooling(model_type: str) -> str:
+    """Return the official pooling for a model family: last token for decoders, else mean."""
+    return "last-token" if model_type in LAST_TOKEN_FAMILIES else "mean"
+
+
+class HFTextEmbedder:
+    """A transformers ``AutoModel`` text encoder with the official pooling and instructions.
+
+    Args:
+        model: A hub id or a local folder holding the model and its tokenizer.
+        revision: The hub revision (pin one for reproducible runs).
+        pooling: ``last-token``, ``mean`` or ``cls`` (default: by family, see
+            :func:`default_pooling`).
+        max_length: Token truncation (default: the tokenizer's ``model_max_length``).
+        query_instruction: Put before every query; ``{domain}`` becomes the domain.
+        document_instruction: Put before every passage; ``{domain}`` becomes the domain.
+        dtype: Weights' dtype (``float32``, ``bfloat16``, ``float16``); vectors are float32.
+        batch_size: Texts per forward pass.
+        device: Torch device (default: ``cuda`` when available, else ``cpu``).
+    """
+
+    modalities: frozenset[Modality] = frozenset({"text"})
+    fusion = "text"
+
+    def __init__(
+        self,
+        model: str,
+        revision: str | None = None,
+        pooling: str | None = None,
+        max_length: int | None = None,
+        query_instruction: str = "",
+        document_instruction: str = "",
+        dtype: str = "float32",
+        batch_size: int = 32,
+        device: str | None = None,
+    ) -> None:
+        transformers = load_transformers()
+        if pooling is not None and pooling not in POOLINGS:
+            raise UnknownNameError("pooling", pooling, POOLINGS)
+        torch_dtype(dtype)
+        self.model_id, self.revision, self.dtype = str(model), revision, dtype
+        config = load_pretrained(transformers.AutoConfig, self.model_id, revision)
+        self.pooling = pooling or default_pooling(str(config.model_type))
+        self.instructions = {"query": query_instruction, "document": document_instruction}
+        self.batch_size, self.device = batch_size, device
+        self.domain: str | None = None
+        self.tokenizer = load_pretrained(transformers.AutoTokenizer, self.model_id, revision)
+        self.max_length = int(max_length or min(self.tokenizer.model_max_length, 10**6))
+        self.name = model_label(self.model_id)
+        self._model: Any = None
+
+    def bind_domain(self, domain: str) -> None:
+        """Set the domain that fills the instructions' ``{domain}`` (BRIGHT's configs)."""
+        self.domain = domain
+
+    def settings(self) -> dict[str, Any]:
+        """Return the model's identity, pooling, truncation, dtype and instructions."""
+        out: dict[str, Any] = {
+            "model": self.model_id,
+            "revision": self.revision,
+            "checkpoint_sha256": checkpoint_of(self.model_id),
+            "pooling": self.pooling,
+            "truncation": self.max_length,
+            "dtype": self.dtype,
+            "query_instruction": self.instructions["query"],
+            "document_instruction": self.instructions["document"],
+        }
+        if any(DOMAIN_FIELD in text for text in self.instructions.values()):
+            out["instruction_domain"] = self.domain  # the filled text differs per domain
+        return out
+
+    def _load(self) -> Any:
+        if self._model is None:
+            transformers = load_transformers()
+            torch = require("torch", "the hf retriever", "hf")
+            device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
+            model = load_pretrained(
+                transformers.AutoModel, self.model_id, self.revision, dtype=torch_dtype(self.dtype)
+            )
+            self._model = model.to(device).eval()
+        return self._model
+
+    def encode_texts(self, texts: Sequence[str], role: Role) -> np.ndarray:
+        """Return one raw float32 pooled vector per text, its role's instruction in front.
+
+        Texts are capped first (:func:`cap_text`: no token the truncation keeps is lost).
+        """
+        prefix = fill_domain(self.instructions[role], self.domain)
+        bound = min(self.max_length, DEFAULT_TOKEN_BOUND * 4)
+        inputs = [prefix + cap_text(text, bound) for text in texts]
+        return in_batches(inputs, self.batch_size, self._encode_batch)
+
+    def encode_images(self, images: Sequence[Any], role: Role) -> np.ndarray:
+        """Refuse: a text model has no image tower."""
+        raise InputError("the hf text model encodes no images", found=self.model_id)
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        torch = require("torch", "the hf retriever", "hf")
+        model = self._load()
+        batch = self.tokenizer(
+            texts, max_length=self.max_length, padding=True, truncation=True, return_tensors="pt"
+        ).to(model.device)
+        with torch.inference_mode():
+            hidden = model(**batch).last_hidden_state
+            vectors = pool(hidden, batch["attention_mask"], self.pooling)
+        return np.asarray(vectors.float().cpu().numpy(), dtype=np.float32)
+
+
+def hf_retriever(
+    model: str,
+    revision: str | None = None,
+    pooling: str | None = None,
+    max_length: int | None = None,
+    query_instruction: str = "",
+    document_instruction: str = "",
+    dtype: str = "float32",
+    batch_size: int = 32,
+    device: str | None = None,
+    image_policy: str = "first",
+    cache_dir: str | None = None,
+    index: IndexKind = "flat",
+    cache_dtype: str = "float32",
+) -> Any:
+    """Build the ``hf`` retriever: a transformers model under the package's protocol.
+
+    A CLIP or SigLIP checkpoint (its config's ``model_type``) becomes an
+    :class:`~mmbright_core.retrieval.hf_clip.HFClipEmbedder` (tasks 1-4, fusion ``raw-mean``);
+    any other model an :class:`HFTextEmbedder` (tasks 1-2 on the query text). Options as the
+    two embedders and :class:`~mmbright_core.retrieval.dual.DualEncoderRetriever` take them.
+
+    Raises:
+        InputError: A text-model option given to a CLIP-style model, or a bad model.
+        MissingDependencyError: transformers or torch is not installed.
+    """
+    from mmbright_core.retrieval.hf_clip import FAMILIES, HFClipEmbedder
+
+    transformers = load_transformers()
+    family = str(load_pretrained(transformers.AutoConfig, str(model), revision).model_type)
+    common: dict[str, Any] = {"revision": revision, "max_length": max_length, "dtype": dtype}
+    common |= {"batch_size": batch_size, "device": device}
+    embedder: Any
+    if family in FAMILIES:
+        text_only = {"pooling": pooling, "query_instruction": query_instruction or None}
+        text_only["document_instruction"] = document_instruction or None
+        given = sorted(key for key, value in text_only.items() if value is not None)
+        if given:
+            raise InputError(
+                f"a {family} model takes no {', '.join(given)}",
+                found=str(model),
+                hint="Drop those options: CLIP-style models encode the query text as it is.",
+            )
+        embedder = HFClipEmbedder(str(model), **common)
+    else:
+        embedder = HFTextEmbedder(
+            str(model),
+            pooling=pooling,
+            query_instruction=query_instruction,
+            document_instruction=document_instruction,
+            **common,
+        )
+    from mmbright_core.retrieval.dual import DualEncoderRetriever
+
+    return DualEncoderRetriever(
+        embedder,
+        image_policy=image_policy,
+        cache_dir=cache_dir,
+        index=index,
+        cache_dtype=cache_dtype,
+        batch_size=batch_size,
+    )

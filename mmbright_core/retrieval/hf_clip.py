@@ -1,0 +1,153 @@
+"""CLIP and SigLIP through transformers' models and processors, as the official code runs them.
+
+``src/retrievers/task2_multimodal.py`` runs ``retrieval_clip`` on ``CLIPModel`` +
+``CLIPProcessor`` (texts ``padding=True, truncation=True``, passages ``max_length=77``; the text
+features from ``input_ids`` and ``attention_mask``) and ``retrieval_siglip`` on
+``AutoModel`` + ``AutoProcessor`` for ``google/siglip-so400m-patch14-384`` (texts
+``padding="max_length", truncation=True``; the text features from ``input_ids`` alone, as
+SigLIP was trained). Images go through the processor after ``convert("RGB")``, so the resize and
+crop are Hugging Face's, not open_clip's (the ``clip`` backend's known departure).
+
+The vectors are the raw projected features (``get_text_features`` / ``get_image_features``);
+fusion ``raw-mean`` averages and normalises them (docs/protocol.md, "Dual-encoder fusion").
+Official SigLIP gives a query without image a white 384x384 image and CLIP a white 224x224 one:
+the processor resizes either to the same all-white input, so the one white image of the fusion
+rule gives the same vector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from mmbright_core.errors import UnknownNameError
+from mmbright_core.retrieval.base import require
+from mmbright_core.retrieval.embedder import Modality, Role
+from mmbright_core.retrieval.hf import (
+    checkpoint_of,
+    in_batches,
+    load_pretrained,
+    load_transformers,
+    model_label,
+    torch_dtype,
+)
+from mmbright_core.retrieval.textcap import cap_text
+
+#: model_type -> (text padding, the tokenizer outputs the text tower reads), per the official
+#: ``retrieval_clip`` and ``retrieval_siglip``.
+FAMILIES: dict[str, tuple[bool | str, tuple[str, ...]]] = {
+    "clip": (True, ("input_ids", "attention_mask")),
+    "siglip": ("max_length", ("input_ids",)),
+}
+
+
+def features(output: Any) -> Any:
+    """Return the projected features a ``get_*_features`` call gave.
+
+    transformers 4 returns the tensor; transformers 5 an output whose ``pooler_output`` holds it.
+    """
+    return getattr(output, "pooler_output", output)
+
+
+class HFClipEmbedder:
+    """A CLIP or SigLIP model with its Hugging Face processor (fusion ``raw-mean``).
+
+    Args:
+        model: A hub id or a local folder with the model and its processor.
+        revision: The hub revision.
+        max_length: Text truncation in tokens (default: the tokenizer's, 77 for CLIP, 64 for
+            SigLIP so400m).
+        dtype: Weights' dtype; vectors are float32.
+        batch_size: Items per forward pass.
+        device: Torch device (default: ``cuda`` when available, else ``cpu``).
+    """
+
+    modalities: frozenset[Modality] = frozenset({"text", "image"})
+    fusion = "raw-mean"
+
+    def __init__(
+        self,
+        model: str,
+        revision: str | None = None,
+        max_length: int | None = None,
+        dtype: str = "float32",
+        batch_size: int = 32,
+        device: str | None = None,
+    ) -> None:
+        transformers = load_transformers()
+        torch_dtype(dtype)
+        self.model_id, self.revision, self.dtype = str(model), revision, dtype
+        config = load_pretrained(transformers.AutoConfig, self.model_id, revision)
+        self.family = str(config.model_type)
+        if self.family not in FAMILIES:
+            raise UnknownNameError("CLIP-style model family", self.family, FAMILIES)
+        self.processor = load_pretrained(transformers.AutoProcessor, self.model_id, revision)
+        tokenizer = self.processor.tokenizer
+        self.max_length = int(max_length or tokenizer.model_max_length)
+        self.batch_size, self.device = batch_size, device
+        self.name = model_label(self.model_id)
+        self._model: Any = None
+
+    def settings(self) -> dict[str, Any]:
+        """Return the model's identity, family, truncation and dtype."""
+        padding, keys = FAMILIES[self.family]
+        return {
+            "model": self.model_id,
+            "revision": self.revision,
+            "checkpoint_sha256": checkpoint_of(self.model_id),
+            "family": self.family,
+            "truncation": self.max_length,
+            "text_padding": padding,
+            "text_inputs": list(keys),
+            "dtype": self.dtype,
+            "preprocessing": "transformers",
+        }
+
+    def _load(self) -> Any:
+        if self._model is None:
+            transformers = load_transformers()
+            torch = require("torch", "the hf retriever", "hf")
+            device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
+            model = load_pretrained(
+                transformers.AutoModel, self.model_id, self.revision, dtype=torch_dtype(self.dtype)
+            )
+            self._model = model.to(device).eval()
+        return self._model
+
+    def encode_texts(self, texts: Sequence[str], role: Role) -> np.ndarray:
+        """Return raw projected text features (the same for queries and passages)."""
+        capped = [cap_text(text, self.max_length) for text in texts]
+        return in_batches(capped, self.batch_size, self._text_batch)
+
+    def encode_images(self, images: Sequence[Image.Image], role: Role) -> np.ndarray:
+        """Return raw projected image features of the RGB images, resized by the processor."""
+        rgb = [image.convert("RGB") for image in images]
+        return in_batches(rgb, self.batch_size, self._image_batch)
+
+    def _text_batch(self, texts: list[str]) -> np.ndarray:
+        padding, keys = FAMILIES[self.family]
+        batch = self.processor.tokenizer(
+            texts,
+            padding=padding,
+            truncation=True,
+            max_length=self.max_length,
+            return_tensors="pt",
+        )
+        model = self._load()
+        inputs = {key: batch[key].to(model.device) for key in keys}
+        return self._run(lambda: model.get_text_features(**inputs))
+
+    def _image_batch(self, images: list[Image.Image]) -> np.ndarray:
+        model = self._load()
+        pixels = self.processor.image_processor(images=images, return_tensors="pt")
+        values = pixels["pixel_values"].to(model.device, dtype=torch_dtype(self.dtype))
+        return self._run(lambda: model.get_image_features(pixel_values=values))
+
+    def _run(self, forward: Any) -> np.ndarray:
+        torch = require("torch", "the hf retriever", "hf")
+        with torch.inference_mode():
+            vectors = features(forward())
+        return np.asarray(vectors.float().cpu().numpy(), dtype=np.float32)

@@ -1,0 +1,100 @@
+"""Tiny random-weight transformers models of the benchmark's architectures, built offline.
+
+Each builder trains a word-level tokenizer in memory over the given texts (nothing is fetched),
+builds the architecture from a config with tiny sizes and seeded random weights, and saves
+model, tokenizer (and processor) to a folder that ``from_pretrained`` loads by path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
+_SIZES = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1}
+_HEADS = {"num_attention_heads": 2}
+
+
+def tokenizer(texts: Iterable[str], *, max_length: int = 64, padding_side: str = "right") -> Any:
+    """Return a fast tokenizer trained on ``texts``: lower-cased words, ``[CLS] x [SEP]``."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+    backend.normalizer = normalizers.Lowercase()
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.train_from_iterator(texts, trainers.WordLevelTrainer(special_tokens=SPECIALS))
+    ids = {name: backend.token_to_id(name) for name in ("[CLS]", "[SEP]")}
+    backend.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=list(ids.items())
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        pad_token="[PAD]",
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        eos_token="[SEP]",
+        model_max_length=max_length,
+        padding_side=padding_side,
+    )
+
+
+def _save(folder: Path, model: Any, *parts: Any) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    for part in parts:
+        part.save_pretrained(folder)
+    return folder
+
+
+def text_model(folder: Path, family: str, texts: Iterable[str], **tokenizer_options: Any) -> Path:
+    """Save a tiny ``bert``, ``mistral`` or ``qwen2`` model and its tokenizer to ``folder``."""
+    import torch
+    from transformers import AutoModel, BertConfig, MistralConfig, Qwen2Config
+
+    tok = tokenizer(texts, **tokenizer_options)
+    vocab = {"vocab_size": len(tok), "pad_token_id": tok.pad_token_id}
+    configs = {
+        "bert": lambda: BertConfig(**_SIZES, **_HEADS, **vocab, max_position_embeddings=128),
+        "mistral": lambda: MistralConfig(
+            **_SIZES, **_HEADS, **vocab, num_key_value_heads=1, head_dim=8
+        ),
+        "qwen2": lambda: Qwen2Config(**_SIZES, **_HEADS, **vocab, num_key_value_heads=1),
+    }
+    torch.manual_seed(0)
+    return _save(folder, AutoModel.from_config(configs[family]()), tok)
+
+
+def clip_model(folder: Path, family: str, texts: Iterable[str]) -> Path:
+    """Save a tiny ``clip`` or ``siglip`` model with its processor (32x32 images) to ``folder``."""
+    import torch
+    from transformers import (
+        CLIPConfig,
+        CLIPImageProcessor,
+        CLIPModel,
+        CLIPProcessor,
+        SiglipConfig,
+        SiglipImageProcessor,
+        SiglipModel,
+        SiglipProcessor,
+    )
+
+    # SigLIP pads to max_length, so its position table must hold the whole padded text.
+    tok = tokenizer(texts, max_length=16 if family == "siglip" else 77)
+    text = {**_SIZES, **_HEADS, "vocab_size": len(tok), "max_position_embeddings": 77}
+    text |= {"pad_token_id": tok.pad_token_id, "eos_token_id": tok.sep_token_id}
+    text |= {"bos_token_id": tok.cls_token_id}
+    vision = {**_SIZES, **_HEADS, "image_size": 32, "patch_size": 16}
+    torch.manual_seed(0)
+    if family == "clip":
+        size = {"shortest_edge": 32}
+        model: Any = CLIPModel(CLIPConfig(text_config=text, vision_config=vision, projection_dim=8))
+        images: Any = CLIPImageProcessor(size=size, crop_size={"height": 32, "width": 32})
+        processor: Any = CLIPProcessor(image_processor=images, tokenizer=tok)
+    else:
+        model = SiglipModel(SiglipConfig(text_config=text, vision_config=vision))
+        images = SiglipImageProcessor(size={"height": 32, "width": 32})
+        processor = SiglipProcessor(image_processor=images, tokenizer=tok)
+    return _save(folder, model, processor)
