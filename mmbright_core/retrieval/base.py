@@ -98,6 +98,7 @@ _BUILTIN: dict[str, tuple[str, str]] = {
     "bm25": ("mmbright_core.retrieval.bm25", "BM25Retriever"),
     "dense": ("mmbright_core.retrieval.dense", "DenseRetriever"),
     "clip": ("mmbright_core.retrieval.clip", "ClipRetriever"),
+    "mteb": ("mmbright_core.retrieval.mteb_models", "mteb_retriever"),
     "ocr-bm25": ("mmbright_core.retrieval.ocr", "ocr_bm25"),
     "ocr-dense": ("mmbright_core.retrieval.ocr", "ocr_dense"),
     "random": ("mmbright_core.retrieval.random_rank", "RandomRetriever"),
