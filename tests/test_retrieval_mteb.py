@@ -19,9 +19,9 @@ from mmbright_core.retrieval.mteb_tasks import QUERY_PROMPTS, task_metadata, tas
 
 pytest.importorskip("mteb")
 
-from mmbright_core.retrieval.mteb_models import MtebEmbedder, split_name
+from mteb_direct import RANDOM, encode_directly
 
-RANDOM = "mteb/baseline-random-encoder"
+from mmbright_core.retrieval.mteb_models import MtebEmbedder, split_name
 
 
 @pytest.fixture(scope="module")
@@ -31,18 +31,8 @@ def embedder() -> MtebEmbedder:
 
 
 def direct(embedder: MtebEmbedder, **columns: list) -> np.ndarray:
-    """The model's own output for one plain batch of ``columns`` (no MTEB formatting)."""
-    from datasets import Dataset
-    from torch.utils.data import DataLoader
-
-    rows = Dataset.from_dict(columns)
-    loader = DataLoader(
-        rows, batch_size=len(rows), collate_fn=lambda b: {k: [r[k] for r in b] for k in b[0]}
-    )
-    metadata = task_metadata(2, "gis")
-    return np.asarray(
-        embedder.load().encode(loader, task_metadata=metadata, hf_split="test", hf_subset="default")
-    )
+    """The model's own output for one plain batch of ``columns``."""
+    return encode_directly(embedder.load(), **columns)
 
 
 def test_task_names_mirror_mtebs_tasks():

@@ -280,6 +280,7 @@ class MtebRetriever:
 def mteb_retriever(
     model: str | None = None,
     image_policy: str = "first",
+    no_image: str | None = None,
     device: str | None = None,
     batch_size: int = 32,
     cache_dir: str | None = None,
@@ -291,6 +292,9 @@ def mteb_retriever(
     Args:
         model: An MTEB registry name, optionally ``@REVISION`` (required).
         image_policy: Which query images are used (``first``, the released code's choice).
+        no_image: What a query without a decodable image gets: ``text`` (its text alone,
+            the default of the joint fusion) or ``white`` (the white 224x224 image, which
+            MTEB's own MM-BRIGHT loader gives such a query).
         device: Torch device of the model.
         batch_size: Inputs per batch of MTEB's data loader.
         cache_dir: Embedding cache root.
@@ -312,7 +316,9 @@ def mteb_retriever(
     embedder = MtebEmbedder(model, device=device, batch_size=batch_size)
     inner = DualEncoderRetriever(
         embedder,
+        name="mteb",
         image_policy=image_policy,
+        no_image=no_image,
         cache_dir=cache_dir,
         index=index,
         cache_dtype=cache_dtype,
