@@ -99,6 +99,7 @@ _BUILTIN: dict[str, tuple[str, str]] = {
     "dense": ("mmbright_core.retrieval.dense", "DenseRetriever"),
     "clip": ("mmbright_core.retrieval.clip", "ClipRetriever"),
     "hf": ("mmbright_core.retrieval.hf", "hf_retriever"),
+    "mteb": ("mmbright_core.retrieval.mteb_models", "mteb_retriever"),
     "ocr-bm25": ("mmbright_core.retrieval.ocr", "ocr_bm25"),
     "ocr-dense": ("mmbright_core.retrieval.ocr", "ocr_dense"),
     "random": ("mmbright_core.retrieval.random_rank", "RandomRetriever"),

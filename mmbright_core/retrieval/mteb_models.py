@@ -1,0 +1,327 @@
+"""Any model of MTEB's registry as an embedder, run through MTEB's own encoder protocol.
+
+``mteb.get_model(name, revision)`` loads the model as MTEB evaluates it; this module hands
+it what MTEB's retrieval evaluation hands it: ``DataLoader`` batches made by MTEB's own
+``create_dataloader`` (``text`` and/or ``image`` columns; a document's text stripped, as
+MTEB's corpus formatting does), the ``TaskMetadata`` of MTEB's MM-BRIGHT task of the run's
+task and domain (:mod:`mmbright_core.retrieval.mteb_tasks`: the model resolves its prompt
+from it) and the prompt type ``query`` or ``document``.
+
+A query with an image goes to MTEB as ONE input with both columns, MTEB's own way: every
+MTEB multimodal model fuses a text and its image itself (CLIP, SigLIP and Jina-CLIP add
+the two vectors, GME and E5-V encode them together), so the fusion rule is ``joint``
+(docs/protocol.md, dual-encoder fusion); what the query's image is (first image, white
+placeholder, none) stays this package's choice. Scores are 100 x cosine, which is MTEB's
+similarity for the models accepted here (``similarity_fn_name`` cosine); models scored by
+a dot product or by MaxSim (ColPali and its kin) are refused rather than scored otherwise.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from mmbright_core.errors import InputError
+from mmbright_core.retrieval.base import require
+from mmbright_core.retrieval.embedder import Modality, Role
+from mmbright_core.retrieval.mteb_tasks import (
+    QUERY_PROMPTS,
+    TASK_NAMES,
+    task_metadata,
+    task_name,
+)
+
+_WHAT = "the mteb retriever"
+#: MTEB's similarity names whose ranking 100 x cosine reproduces (None: MTEB's default).
+_COSINE = (None, "cosine")
+
+
+def split_name(model: str) -> tuple[str, str | None]:
+    """Split ``NAME[@REVISION]`` into the name and the revision (None when not given)."""
+    name, sep, revision = model.partition("@")
+    return name, (revision or None) if sep else None
+
+
+def model_meta(name: str, revision: str | None) -> Any:
+    """Return MTEB's registry entry of ``name``, checked against ``revision``.
+
+    Raises:
+        InputError: The name is not in MTEB's registry (with close matches), the revision
+            is not the one the registry pins, or MTEB cannot score the model by cosine.
+    """
+    mteb = require("mteb", _WHAT, "mteb")
+    known = {meta.name: meta for meta in mteb.get_model_metas()}
+    if name not in known:
+        close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+        guess = f"Did you mean {' or '.join(map(repr, close))}? " if close else ""
+        raise InputError(
+            f"unknown MTEB model {name!r}",
+            expected="a name of MTEB's model registry",
+            hint=f'{guess}List them with: python -c "import mteb; print([m.name for m in '
+            'mteb.get_model_metas()])"; other hub models run with --retriever dense or hf.',
+        )
+    meta = known[name]
+    if revision is not None and revision != meta.revision:
+        raise InputError(
+            f"MTEB's registry pins another revision of {name!r}",
+            expected=f"{name}@{meta.revision} (or no @REVISION)",
+            found=f"@{revision}",
+        )
+    if meta.similarity_fn_name not in _COSINE or "dense" not in (meta.model_type or ()):
+        raise InputError(
+            f"MTEB model {name!r} is not a dense encoder scored by cosine similarity",
+            expected="model type dense, similarity cosine",
+            found=f"similarity {meta.similarity_fn_name!s} (model type {meta.model_type})",
+            hint="Late-interaction (MaxSim), dot-product and cross-encoder models are not "
+            "supported.",
+        )
+    return meta
+
+
+class MtebEmbedder:
+    """An MTEB model as a :class:`~mmbright_core.retrieval.embedder.JointEmbedder`.
+
+    Args:
+        model: An MTEB registry name, optionally ``@REVISION`` (which must be the one the
+            registry pins).
+        device: Torch device passed to ``mteb.get_model``.
+        batch_size: Inputs per batch of MTEB's data loader (MTEB's default, 32).
+
+    The task and domain the vectors are for are set by :meth:`scope` before encoding: the
+    model reads its prompt from that task's metadata.
+    """
+
+    def __init__(self, model: str, device: str | None = None, batch_size: int = 32) -> None:
+        self.model, revision = split_name(model)
+        self.meta = model_meta(self.model, revision)
+        self.revision: str | None = self.meta.revision
+        self.device, self.batch_size = device, batch_size
+        self.name = self.model.rsplit("/", 1)[-1]
+        images = "image" in (self.meta.modalities or ())
+        self.modalities: frozenset[Modality] = frozenset({"text", "image"} if images else {"text"})
+        self.fusion = "joint" if images else "text"
+        self.scoped: tuple[int, str] | None = None
+        self._model: Any = None
+
+    def scope(self, task: int, domain: str) -> None:
+        """Encode for ``task`` on ``domain`` from now on (MTEB's task of that name)."""
+        self.scoped = (task, domain)
+
+    def unscope(self) -> None:
+        """Forget the task and domain (settings then describe the run, not one domain)."""
+        self.scoped = None
+
+    def _metadata(self) -> Any:
+        if self.scoped is None:
+            raise InputError(
+                "the MTEB embedder was asked to encode outside a task",
+                hint="Call scope(task, domain) first (the mteb retriever does).",
+            )
+        return task_metadata(*self.scoped)
+
+    def settings(self) -> dict[str, Any]:
+        """Return the model, its pinned revision, MTEB's version and the prompts' source."""
+        similarity = self.meta.similarity_fn_name
+        return {
+            "model": self.model,
+            "revision": self.revision,
+            "backend": "mteb",
+            "mteb_version": require("mteb", _WHAT, "mteb").__version__,
+            "similarity": str(getattr(similarity, "value", similarity or "cosine")),
+            "mteb_tasks": TASK_NAMES,
+            "task_prompts": {str(task): {"query": p} for task, p in QUERY_PROMPTS.items()},
+            "model_prompts": self._model_prompts(),
+            "batch_size": self.batch_size,
+            # Within one domain's run the vectors also depend on MTEB's task of that name.
+            **({"mteb_task": task_name(*self.scoped)} if self.scoped else {}),
+        }
+
+    def _model_prompts(self) -> dict[str, str] | None:
+        # The model's own prompt table (by task name, task type or prompt type), which MTEB
+        # consults before the task's prompt; read from the registry entry, without loading.
+        prompts = (self.meta.loader_kwargs or {}).get("model_prompts")
+        return dict(prompts) if isinstance(prompts, dict) else None
+
+    def load(self) -> Any:
+        """Return the loaded MTEB model (loaded once, by ``mteb.get_model``).
+
+        Raises:
+            InputError: The model's weights or code cannot be loaded (not in the local cache).
+        """
+        if self._model is None:
+            mteb = require("mteb", _WHAT, "mteb")
+            try:
+                self._model = mteb.get_model(self.model, self.revision, device=self.device)
+            except (OSError, ValueError, RuntimeError) as err:
+                raise InputError(
+                    f"cannot load MTEB model {self.model!r}",
+                    found=f"{type(err).__name__}: {err}",
+                    hint="Its weights (and remote code) must be in the local Hugging Face "
+                    "cache; nothing is downloaded at run time.",
+                ) from err
+        return self._model
+
+    def encode_texts(self, texts: Sequence[str], role: Role) -> np.ndarray:
+        """Return MTEB's vector of each text for ``role``."""
+        return self._encode({"text": list(texts)}, role)
+
+    def encode_images(self, images: Sequence[Image.Image], role: Role) -> np.ndarray:
+        """Return MTEB's vector of each image for ``role``."""
+        return self._encode({"image": list(images)}, role)
+
+    def encode_joint(
+        self, texts: Sequence[str], images: Sequence[Image.Image | None], role: Role
+    ) -> np.ndarray:
+        """Return MTEB's vector of each (text, image) input; a None image: the text alone.
+
+        Inputs with an image go to the model as one batch of text and image columns (it
+        fuses them); inputs without one as text only (MTEB batches cannot hold None).
+        """
+        if len(texts) != len(images):
+            raise InputError(
+                "texts and images differ in number", found=f"{len(texts)} and {len(images)}"
+            )
+        both = [i for i, image in enumerate(images) if image is not None]
+        alone = [i for i, image in enumerate(images) if image is None]
+        parts = []
+        if both:
+            columns: dict[str, list[Any]] = {
+                "text": [texts[i] for i in both],
+                "image": [images[i] for i in both],
+            }
+            parts.append((both, self._encode(columns, role)))
+        if alone:
+            parts.append((alone, self.encode_texts([texts[i] for i in alone], role)))
+        dim = parts[0][1].shape[1] if parts else 0
+        out = np.zeros((len(texts), dim), dtype=np.float32)
+        for rows, vectors in parts:
+            out[rows] = vectors
+        return out
+
+    def _encode(self, columns: dict[str, list[Any]], role: Role) -> np.ndarray:
+        size = len(next(iter(columns.values())))
+        if size == 0:
+            return np.zeros((0, 0), dtype=np.float32)
+        datasets = require("datasets", _WHAT, "mteb")
+        loaders = require("mteb._create_dataloaders", _WHAT, "mteb")
+        types = require("mteb.types", _WHAT, "mteb")
+        prompt_type = types.PromptType.query if role == "query" else types.PromptType.document
+        metadata = self._metadata()
+        allowed = metadata.get_modalities(prompt_type)
+        if not set(columns) <= set(allowed):
+            raise InputError(
+                f"MTEB's task {metadata.name} takes no {'+'.join(sorted(columns))} {role}s",
+                expected=f"{role} inputs of {'+'.join(allowed)}",
+                found="+".join(sorted(columns)),
+            )
+        rows = datasets.Dataset.from_dict({"id": [str(i) for i in range(size)], **columns})
+        loader = loaders.create_dataloader(
+            rows, task_metadata=metadata, prompt_type=prompt_type, batch_size=self.batch_size
+        )
+        vectors = self.load().encode(
+            loader,
+            task_metadata=metadata,
+            hf_split="test",
+            hf_subset="default",
+            prompt_type=prompt_type,
+        )
+        return _as_matrix(vectors, size, self.model)
+
+
+def _as_matrix(vectors: Any, size: int, model: str) -> np.ndarray:
+    # MTEB models return numpy arrays or torch tensors, possibly in half precision.
+    if hasattr(vectors, "detach"):
+        vectors = vectors.detach().float().cpu().numpy()
+    out = np.asarray(vectors, dtype=np.float32)
+    if out.ndim != 2 or out.shape[0] != size:
+        raise InputError(
+            f"MTEB model {model!r} returned vectors of an unexpected shape",
+            expected=f"({size}, dim)",
+            found=str(out.shape),
+        )
+    return out
+
+
+class MtebRetriever:
+    """The dual-encoder retriever around an :class:`MtebEmbedder`, scoped per task and domain.
+
+    Everything but the encoding is :class:`~mmbright_core.retrieval.dual.DualEncoderRetriever`'s
+    (image policy, fusion, cache, exclusions, cut, attribution); this only tells the
+    embedder which of MTEB's tasks each domain's vectors are for, around each retrieval.
+    """
+
+    name = "mteb"
+
+    def __init__(self, embedder: MtebEmbedder, inner: Any) -> None:
+        self.embedder, self.inner = embedder, inner
+        self.tasks: frozenset[int] = inner.tasks
+
+    def label(self) -> str:
+        """Return the model's last name component (``baseline-random-encoder``)."""
+        return str(self.inner.label())
+
+    def settings(self) -> dict[str, Any]:
+        """Return the dual retriever's settings, the embedder's included."""
+        return dict(self.inner.settings())
+
+    def retrieve(self, data: Any, source: Any, k: int) -> dict[str, dict[str, float]]:
+        """Rank ``data.corpus`` with the model scoped to MTEB's task of ``data``."""
+        self.embedder.scope(data.task, data.domain)
+        try:
+            return dict(self.inner.retrieve(data, source, k))
+        finally:
+            self.embedder.unscope()
+
+
+def mteb_retriever(
+    model: str | None = None,
+    image_policy: str = "first",
+    no_image: str | None = None,
+    device: str | None = None,
+    batch_size: int = 32,
+    cache_dir: str | None = None,
+    index: str = "flat",
+    cache_dtype: str = "float32",
+) -> MtebRetriever:
+    """Build the ``mteb`` retriever: ``--retriever mteb --model NAME[@REVISION]``.
+
+    Args:
+        model: An MTEB registry name, optionally ``@REVISION`` (required).
+        image_policy: Which query images are used (``first``, the released code's choice).
+        no_image: What a query without a decodable image gets: ``text`` (its text alone,
+            the default of the joint fusion) or ``white`` (the white 224x224 image, which
+            MTEB's own MM-BRIGHT loader gives such a query).
+        device: Torch device of the model.
+        batch_size: Inputs per batch of MTEB's data loader.
+        cache_dir: Embedding cache root.
+        index: Vector index kind (``flat`` exact).
+        cache_dtype: How cached vectors are stored (``float32``).
+
+    Raises:
+        InputError: No model, or one MTEB cannot provide.
+        MissingDependencyError: mteb is not installed.
+    """
+    if model is None:
+        raise InputError(
+            "the mteb retriever needs a model",
+            expected="--model NAME[@REVISION] of MTEB's registry",
+            hint="e.g. --model mteb/baseline-random-encoder (offline, random vectors).",
+        )
+    from mmbright_core.retrieval.dual import DualEncoderRetriever
+
+    embedder = MtebEmbedder(model, device=device, batch_size=batch_size)
+    inner = DualEncoderRetriever(
+        embedder,
+        name="mteb",
+        image_policy=image_policy,
+        no_image=no_image,
+        cache_dir=cache_dir,
+        index=index,
+        cache_dtype=cache_dtype,
+        batch_size=batch_size,
+    )
+    return MtebRetriever(embedder, inner)

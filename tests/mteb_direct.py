@@ -1,0 +1,34 @@
+"""MTEB's random encoder called directly: the reference the mteb backend is checked against."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+RANDOM = "mteb/baseline-random-encoder"
+
+
+def encode_directly(model: Any, **columns: list[Any]) -> np.ndarray:
+    """Return ``model.encode`` of one plain batch of ``columns`` (no MTEB formatting).
+
+    Args:
+        model: A loaded MTEB encoder (``mteb.get_model(RANDOM)``).
+        **columns: ``text`` and/or ``image`` lists of equal length.
+    """
+    import mteb
+    from datasets import Dataset
+    from torch.utils.data import DataLoader
+
+    rows = Dataset.from_dict(columns)
+
+    def collate(batch: list[dict[str, Any]]) -> dict[str, list[Any]]:
+        return {key: [row[key] for row in batch] for key in batch[0]}
+
+    loader = DataLoader(rows, batch_size=max(len(rows), 1), collate_fn=collate)
+    # The random encoder reads no metadata; any task's will do.
+    metadata = mteb.get_task("BrightBiologyRetrieval").metadata
+    return np.asarray(
+        model.encode(loader, task_metadata=metadata, hf_split="test", hf_subset="default"),
+        dtype=np.float32,
+    )

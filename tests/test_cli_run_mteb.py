@@ -1,0 +1,102 @@
+"""``mmbright run --retriever mteb``: MTEB's random encoder on tasks 1 and 2, recomputed here.
+
+Every query's top 10 must be the one MTEB's encoder gives when called directly: query
+vectors from the query text (Task 1) or from the text with its first decodable image as one
+input (Task 2), passages from their stripped text (MTEB's corpus formatting), cosine
+similarity, each query's ``negative_ids`` removed, ties by doc id descending.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mmbright_core.cli import main
+from mmbright_core.data.images import query_images
+from mmbright_core.data.sources import open_source
+from mmbright_core.data.tasks import build_task
+from mmbright_core.io.official import read_outputs
+from mmbright_core.ranking import ranked, top_k
+
+mteb = pytest.importorskip("mteb")
+
+from mteb_direct import RANDOM, encode_directly  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def model():
+    """MTEB's random encoder, loaded by MTEB."""
+    return mteb.get_model(RANDOM)
+
+
+def normalised(vectors: np.ndarray) -> np.ndarray:
+    # float64: equal passages must score exactly equal (a float32 product may differ per row)
+    wide = vectors.astype(np.float64)
+    return wide / np.linalg.norm(wide, axis=1, keepdims=True)
+
+
+def query_vectors(model, source, data) -> np.ndarray:
+    if data.task == 1:
+        return encode_directly(model, text=[q.text for q in data.queries])
+    out = []
+    for query in data.queries:
+        images = query_images(source, query, "first").images
+        columns = {"text": [query.text], **({"image": images[:1]} if images else {})}
+        out.append(encode_directly(model, **columns)[0])
+    return np.stack(out)
+
+
+def expected_top10(model, source, task: int, domain: str) -> dict[str, list[str]]:
+    data = build_task(source, task, domain)
+    passages = encode_directly(model, text=[d.text.strip() for d in data.corpus])
+    scores = normalised(query_vectors(model, source, data)) @ normalised(passages).T
+    ids = [d.doc_id for d in data.corpus]
+    return {
+        q.query_id: list(
+            top_k(dict(zip(ids, row.tolist(), strict=True)), 10, data.excluded.get(q.query_id, ()))
+        )
+        for q, row in zip(data.queries, scores, strict=True)
+    }
+
+
+def run_mteb(source: str, task: int, out: Path, *extra: str) -> Path:
+    argv = ["run", "--source", source, "--task", str(task), "--retriever", "mteb"]
+    assert main([*argv, "--model", RANDOM, "--out", str(out), *extra]) == 0
+    return next(out.glob("run_*"))
+
+
+@pytest.mark.parametrize("task", [1, 2])
+def test_every_top10_is_mtebs_own(fixture_dir: Path, tmp_path: Path, model, task: int):
+    task_dir = run_mteb(str(fixture_dir), task, tmp_path, "--cache-dir", str(tmp_path / "c"))
+    outputs = read_outputs(task_dir)
+    source = open_source(str(fixture_dir))
+    for domain, run in outputs.runs.items():
+        expected = expected_top10(model, source, task, domain)
+        got = {qid: [doc for doc, _ in ranked(docs)[:10]] for qid, docs in run.items()}
+        assert got == expected, domain
+
+
+def test_the_demo_runs_and_config_records_model_revision_and_prompts(tmp_path: Path, model):
+    task_dir = run_mteb("demo", 2, tmp_path, "--cache-dir", str(tmp_path / "c"))
+    config = json.loads((task_dir / "config.json").read_text())["config"]
+    assert config["retriever"] == "mteb"
+    assert (config["model"], config["revision"]) == (RANDOM, "2")
+    assert config["fusion"] == "joint" and config["image_policy"] == "first"
+    options = config["options"]
+    assert options["mteb_tasks"] == "MMBright<Domain>{T2T,IT2T,IT2I,IT2IT}Retrieval"
+    assert options["task_prompts"]["2"]["query"].startswith("Given a technical question and")
+    source = open_source("demo")
+    for domain, run in read_outputs(task_dir).runs.items():
+        got = {qid: [doc for doc, _ in ranked(docs)[:10]] for qid, docs in run.items()}
+        assert got == expected_top10(model, source, 2, domain), domain
+
+
+def test_an_unknown_model_is_one_line_with_status_2(fixture_dir: Path, tmp_path: Path, capsys):
+    argv = ["run", "--source", str(fixture_dir), "--task", "1", "--retriever", "mteb"]
+    rc = main([*argv, "--model", "mteb/no-such-model", "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.count("\n") == 0
+    assert "unknown MTEB model 'mteb/no-such-model'" in err
