@@ -4,7 +4,9 @@
 with deterministic vectors made from a SHA-256 of each input (:func:`vector_of`), so a test
 recomputes every score from the formula. Faults are scripted per request, in order
 (:attr:`OpenAIServer.faults`): ``429`` (with ``Retry-After: 0``), ``500``, ``401``,
-``slow`` (answers after ``slow_seconds``), ``drop`` (closes the connection unanswered).
+``slow`` (answers after ``slow_seconds``), ``drop`` (closes the connection unanswered),
+``short`` (one vector fewer than inputs). ``dimensions`` in a request is honoured unless
+``fixed_size`` is set.
 ``hold_after=N`` keeps every request after the N-th waiting until :meth:`release`, so a
 test can kill a client at a known point. ``POST /v1/chat/completions`` is routed to
 :meth:`OpenAIServer.chat` (404 here), for later use. The server only listens on loopback
@@ -60,11 +62,11 @@ class OpenAIServer:
         self.dim, self.models, self.key, self.lifetime = dim, models, key, lifetime
         self.faults: list[str] = []
         self.slow_seconds = 2.0
+        self.fixed_size = False
         self.hold_after: int | None = None
         self.held = threading.Event()  # set when a request is held
         self._release = threading.Event()
         self.requests: list[dict[str, Any]] = []  # every request body, in arrival order
-        self.answered: list[str] = []  # every input answered with a vector
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.httpd.daemon_threads = True
@@ -81,7 +83,7 @@ class OpenAIServer:
             number = len(self.requests)
             return number, (self.faults.pop(0) if self.faults else None)
 
-    def embeddings(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def embeddings(self, body: dict[str, Any], fault: str | None) -> tuple[int, dict[str, Any]]:
         """Answer one embeddings request body: ``(status, json)``."""
         if body.get("model") not in self.models:
             message = f"The model `{body.get('model')}` does not exist."
@@ -90,12 +92,12 @@ class OpenAIServer:
         inputs = [inputs] if isinstance(inputs, str) else inputs
         if not isinstance(inputs, list) or any(not isinstance(t, str) or not t for t in inputs):
             return 400, _error("'$.input' is invalid: non-empty strings expected", None)
-        dim = int(body.get("dimensions") or self.dim)
+        dim = int((not self.fixed_size and body.get("dimensions")) or self.dim)
         data = [
             _item(i, vector_of(t, dim), body.get("encoding_format")) for i, t in enumerate(inputs)
         ]
-        with self.lock:
-            self.answered.extend(inputs)
+        if fault == "short":
+            data = data[:-1]
         usage = {"prompt_tokens": sum(len(t) for t in inputs), "total_tokens": 0}
         return 200, {"object": "list", "data": data, "model": body["model"], "usage": usage}
 
@@ -163,7 +165,7 @@ def _handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
                 return
             route = self.path.rstrip("/")
             if route.endswith("/embeddings"):
-                self._send(*server.embeddings(body))
+                self._send(*server.embeddings(body, fault))
             elif route.endswith("/chat/completions"):
                 self._send(*server.chat(body))
             else:

@@ -53,6 +53,20 @@ def test_dimensions_are_asked_for_and_checked() -> None:
     np.testing.assert_array_equal(vectors[0], vector_of("a", 5))
 
 
+def test_a_size_other_than_asked_is_refused() -> None:
+    with serving() as server:
+        server.fixed_size = True
+        with pytest.raises(EndpointError, match=r"ignored the dimensions .* found vectors of 8"):
+            client(server.url, dimensions=5).embed(["a"])
+
+
+def test_fewer_vectors_than_inputs_is_a_malformed_answer() -> None:
+    with serving() as server:
+        server.faults = ["short"]
+        with pytest.raises(EndpointError, match=r"malformed .* expected 2 vectors .* found 1"):
+            client(server.url).embed(["a", "b"])
+
+
 def test_429_then_success_is_retried_after_the_servers_retry_after() -> None:
     with serving() as server:
         server.faults = ["429", "500"]
