@@ -82,7 +82,8 @@ def test_instructions_are_sent_and_recorded(server: OpenAIServer, tmp_path: Path
     extra = ["--domain", "gis", "--option", "query_instruction=Find: "]
     assert run_api(server.url, tmp_path, 1, *extra) == 0
     data = open_source("demo").task(1, "gis")
-    assert {f"Find: {q.text}" for q in data.queries} <= {t for r in server.requests for t in r["input"]}
+    sent_texts = {t for r in server.requests for t in r["input"]}
+    assert {f"Find: {q.text}" for q in data.queries} <= sent_texts
     got = read_outputs(tmp_path / "out" / SUBDIRS[1]).runs["gis"]
     assert {q: rank_order(d) for q, d in got.items()} == expected_run(data, 20, "Find: ")
     config = (tmp_path / "out" / SUBDIRS[1] / "config.json").read_text()
