@@ -22,8 +22,9 @@ from PIL import Image
 
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.api_client import DEFAULT_KEY_ENV, EmbeddingClient, Limits
-from mmbright_core.retrieval.base import Retriever
+from mmbright_core.retrieval.dual import DualEncoderRetriever
 from mmbright_core.retrieval.embedder import Modality, Role
+from mmbright_core.retrieval.index import IndexKind
 
 #: The official harness's OpenAI model (``retrieval_openai``: text-embedding-3-large).
 DEFAULT_MODEL = "text-embedding-3-large"
@@ -64,6 +65,15 @@ class ApiEmbedder:
         }
         self.max_chars = max_chars
 
+    @property
+    def cache_shard_size(self) -> int:
+        """Vectors per cache write: one request's worth, so a kill loses one request at most.
+
+        Answers are paid for; a local model's default (thousands per shard) would lose
+        everything answered since the last shard to a SIGKILL.
+        """
+        return self.client.limits.batch_inputs
+
     def settings(self) -> dict[str, Any]:
         """Return what changes a vector: endpoint (never the key), model, size, instructions."""
         return {
@@ -98,26 +108,8 @@ class ApiEmbedder:
         )
 
 
-def api_retriever(
-    model: str = DEFAULT_MODEL,
-    endpoint: str | None = None,
-    *,
-    api_key_env: str = DEFAULT_KEY_ENV,
-    dimensions: int | None = None,
-    query_instruction: str = "",
-    document_instruction: str = "",
-    max_chars: int = DEFAULT_MAX_CHARS,
-    batch_size: int = 64,
-    batch_chars: int = 200_000,
-    timeout: float = 60.0,
-    retries: int = 5,
-    backoff: float = 0.5,
-    max_requests: int | None = None,
-    cache_dir: str | None = None,
-    index: str = "flat",
-    cache_dtype: str = "float32",
-) -> Retriever:
-    """Build the ``api`` retriever: an :class:`ApiEmbedder` run as a dual encoder.
+class ApiRetriever(DualEncoderRetriever):
+    """The ``api`` retriever: an :class:`ApiEmbedder` run as a text dual encoder (tasks 1-2).
 
     Args:
         model: The model name the server knows.
@@ -127,7 +119,8 @@ def api_retriever(
         query_instruction: Text put before every query.
         document_instruction: Text put before every passage.
         max_chars: Each text is cut to this many characters.
-        batch_size: The most inputs in one request (also one cache write).
+        batch_size: The most inputs in one request, and in one cache write: a run killed
+            mid-way loses at most the request in flight.
         batch_chars: The most characters in one request.
         timeout: Seconds one request may take.
         retries: Further attempts of a failed request (429, 5xx, timeouts, dropped).
@@ -136,34 +129,53 @@ def api_retriever(
         cache_dir: Embedding cache root (default: ``$MMBRIGHT_CACHE`` or ``~/.cache/mmbright``).
         index: Vector index kind (``flat`` exact; ``hnsw`` or ``ivf`` approximate).
         cache_dtype: ``float32`` (default) or ``float16`` cached vectors.
-
-    Returns:
-        The retriever (tasks 1 and 2).
     """
-    from mmbright_core.retrieval.dual import DualEncoderRetriever
 
-    limits = Limits(
-        batch_inputs=batch_size,
-        batch_chars=batch_chars,
-        timeout=timeout,
-        retries=retries,
-        backoff=backoff,
-        max_requests=max_requests,
-    )
-    client = EmbeddingClient(
-        model, endpoint, api_key_env=api_key_env, dimensions=dimensions, limits=limits
-    )
-    embedder = ApiEmbedder(
-        client,
-        query_instruction=query_instruction,
-        document_instruction=document_instruction,
-        max_chars=max_chars,
-    )
-    retriever: Retriever = DualEncoderRetriever(
-        embedder,
-        cache_dir=cache_dir,
-        index=index,
-        cache_dtype=cache_dtype,
-        batch_size=batch_size,
-    )
-    return retriever
+    name = "api"
+    tasks = frozenset({1, 2})
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        endpoint: str | None = None,
+        *,
+        api_key_env: str = DEFAULT_KEY_ENV,
+        dimensions: int | None = None,
+        query_instruction: str = "",
+        document_instruction: str = "",
+        max_chars: int = DEFAULT_MAX_CHARS,
+        batch_size: int = 64,
+        batch_chars: int = 200_000,
+        timeout: float = 60.0,
+        retries: int = 5,
+        backoff: float = 0.5,
+        max_requests: int | None = None,
+        cache_dir: str | None = None,
+        index: IndexKind = "flat",
+        cache_dtype: str = "float32",
+    ) -> None:
+        limits = Limits(
+            batch_inputs=batch_size,
+            batch_chars=batch_chars,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            max_requests=max_requests,
+        )
+        client = EmbeddingClient(
+            model, endpoint, api_key_env=api_key_env, dimensions=dimensions, limits=limits
+        )
+        embedder = ApiEmbedder(
+            client,
+            query_instruction=query_instruction,
+            document_instruction=document_instruction,
+            max_chars=max_chars,
+        )
+        super().__init__(
+            embedder,
+            name=self.name,
+            cache_dir=cache_dir,
+            index=index,
+            cache_dtype=cache_dtype,
+            batch_size=batch_size,
+        )
