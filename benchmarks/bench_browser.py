@@ -26,7 +26,11 @@ Targets: the first page < 3 s, every other action < 0.5 s.
 Usage::
 
     python benchmarks/bench_browser.py [--workspace demo|full|both] [--repeat N]
-        [--out results.json] [--runs 8] [--depth 1000] [--quiet-ms 300]
+        [--out results.json] [--runs 8] [--depth 1000] [--quiet-ms 300] [--busy N]
+
+``--busy N`` keeps N cores busy for the whole measurement (N plain ``while True`` loops in
+their own processes, each ending by itself after ``--busy-limit`` seconds and killed when the
+benchmark ends), so one run gives the quiet column and another the column under load.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import argparse
 import functools
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -50,6 +55,8 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 import bench_app  # noqa: E402  (the full-size workspace builder)
 from serving import CHROMIUM, LAUNCH_ARGS, open_runs_panel, streamlit_server  # noqa: E402
 
+from mmbright_core.analysis.compare import SLICES  # noqa: E402
+from mmbright_core.analysis.figures import plain  # noqa: E402
 from mmbright_core.io.runs import write_parquet_run, write_trec_run  # noqa: E402
 from mmbright_core.ranking import top_k  # noqa: E402
 from mmbright_core.ui import workspace  # noqa: E402
@@ -58,6 +65,7 @@ FIRST_PAGE_TARGET = 3.0
 ACTION_TARGET = 0.5
 TASK = 2
 TASK_LABEL = "Task 2: text+image → text"
+OTHER_TASK_LABEL = "Task 1: text → text"  # the task switched to and back from
 TITLES = {  # sidebar link -> the page's heading
     "Home": "MM-BRIGHT failure analysis",
     "Per query": "Per-query scores",
@@ -328,6 +336,8 @@ def page_cycle(timer: Timer, out: Results, first: bool) -> None:
             out.add("compare first open", sample)
         if title == "Compare":
             compare_tabs(timer, out)
+            compare_slices(timer, out)
+            scatter_point(timer, out)
         previous = title
 
 
@@ -415,6 +425,79 @@ def inspected_now(page: Any) -> str:
     return inspected(page) if h3.count() else ""
 
 
+def open_compare_tab(timer: Timer, tab: str, drawn: str) -> None:
+    """Open one of Compare's tabs (untimed), unless it is open already."""
+    page = timer.page
+    if page.locator(f".st-key-{drawn}").count():
+        return
+    page.get_by_role("tab", name=tab).click()
+    page.locator(f".st-key-{drawn}").wait_for()
+    timer.quiet()
+
+
+def compare_slices(timer: Timer, out: Results) -> None:
+    """Open Compare's slice tab, choose every slice in turn (the open one last), go back."""
+    page = timer.page
+    out.add(
+        "compare: open the slice tab",
+        timer.time(
+            lambda: page.get_by_role("tab", name="Image effect by slice").click(),
+            lambda: page.locator(".st-key-cmp_images").wait_for(),
+        ),
+    )
+    current = selected(page, "cmp_slice")
+    start = SLICES.index(current) + 1 if current in SLICES else 0
+    for by in [*SLICES[start:], *SLICES[:start]]:
+        # The chart's x-axis is titled with the slice: it proves the page shows the new one.
+        title = page.locator(".st-key-cmp_images .xtitle").filter(has_text=plain(by))
+        out.add(
+            f"compare: slice by {by}",
+            timer.time(lambda b=by: pick(page, "cmp_slice", b), lambda t=title: t.wait_for()),
+        )
+    open_compare_tab(timer, "By domain", "cmp_domains")
+
+
+def scatter_point(timer: Timer, out: Results) -> None:
+    """Click a point of Compare's scatter: the inspector opens on its query; come back."""
+    page = timer.page
+    if "scatter point not timed" in out.notes:
+        return
+    open_compare_tab(timer, "Query by query", "cmp_scatter")
+    point = page.locator(".st-key-cmp_scatter .scatterlayer path.point").first
+    try:
+        point.wait_for()
+        out.add(
+            "compare: scatter point -> inspector",
+            timer.time(
+                lambda: point.click(force=True),
+                lambda: wait_until(lambda: inspected_now(page) != "", "inspector from a point"),
+            ),
+        )
+    except Exception as err:  # a point the click misses: say so, keep the other figures
+        out.notes["scatter point not timed"] = str(err).splitlines()[0]
+    nav(page, "Compare")
+    heading_only(page, "Compare")
+    timer.quiet()
+    open_compare_tab(timer, "By domain", "cmp_domains")
+
+
+def task_switch(timer: Timer, out: Results) -> None:
+    """On Home, switch the sidebar's task to another and back (Home's caption names it)."""
+    page = timer.page
+    main_ = page.locator('[data-testid="stMain"]')
+    for label, task in (
+        ("switch task (Home): away", OTHER_TASK_LABEL),
+        ("switch task (Home): back", TASK_LABEL),
+    ):
+        out.add(
+            label,
+            timer.time(
+                lambda t=task: pick(page, "task", t),
+                lambda t=task: main_.get_by_text(f"· {t} ·").wait_for(),
+            ),
+        )
+
+
 def upload_run(timer: Timer, ws: Workspace, out: Results) -> None:
     """Choose a TREC file in the runs panel, add it, then remove it again (untimed)."""
     page = timer.page
@@ -465,6 +548,7 @@ def bench_workspace(browser: Any, ws: Workspace, args: argparse.Namespace, logs:
             add_runs(timer, ws, out)
             for round_ in range(args.repeat):
                 page_cycle(timer, out, first=round_ == 0)
+                task_switch(timer, out)
                 per_query_actions(timer, ws, out, round_)
                 if "upload not timed" in out.notes:
                     continue
@@ -506,6 +590,31 @@ def bench_floor(browser: Any, args: argparse.Namespace, folder: Path) -> Results
                     ),
                 )
     return out
+
+
+# --- load beside the measurement -----------------------------------------------------------
+
+BUSY_LOOP = (
+    "import time\nend = time.monotonic() + {limit}\nwhile time.monotonic() < end:\n    pass\n"
+)
+
+
+@contextmanager
+def busy_cores(n: int, limit_s: float) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Keep ``n`` cores busy: one plain Python loop per core, each ending after ``limit_s``.
+
+    The loops are killed when the block ends, however it ends; the time limit bounds them
+    even if this process dies without reaching its ``finally``.
+    """
+    code = BUSY_LOOP.format(limit=float(limit_s))
+    loops = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(n)]
+    try:
+        yield loops
+    finally:
+        for loop in loops:
+            loop.kill()
+        for loop in loops:
+            loop.wait(timeout=10)
 
 
 # --- the report ---------------------------------------------------------------------------
@@ -558,6 +667,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quiet-ms", type=float, default=300, help="stillness that ends a step")
     parser.add_argument("--timeout", type=float, default=600, help="seconds one step may take")
+    parser.add_argument(
+        "--busy", type=int, default=0, help="cores kept busy by a loop while measuring"
+    )
+    parser.add_argument(
+        "--busy-limit", type=float, default=3600, help="seconds after which each loop ends"
+    )
     args = parser.parse_args(argv)
     if not CHROMIUM.exists():
         print(f"needs Debian's chromium at {CHROMIUM}", file=sys.stderr)
@@ -565,8 +680,14 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     names = ("demo", "full") if args.workspace == "both" else (args.workspace,)
-    report: dict[str, Any] = {"repeat": args.repeat, "quiet_ms": args.quiet_ms}
-    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
+    report: dict[str, Any] = {"repeat": args.repeat, "quiet_ms": args.quiet_ms, "busy": args.busy}
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        busy_cores(args.busy, args.busy_limit),
+        sync_playwright() as p,
+    ):
+        if args.busy:
+            print(f"{args.busy} busy loop(s) running beside the measurement", file=sys.stderr)
         folder = Path(tmp)
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
         floor = bench_floor(browser, args, folder)

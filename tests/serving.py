@@ -104,3 +104,15 @@ def open_runs_panel(page) -> None:  # type: ignore[no-untyped-def]
     if not tab.is_visible():
         page.get_by_text("Add or remove runs").click()
         tab.wait_for()
+
+
+def open_task(browser, url: str, width: int, task: str, scheme: str = "light"):  # type: ignore[no-untyped-def]
+    """A new page of the dashboard at ``width`` px in ``scheme``, with ``task`` chosen."""
+    page = browser.new_page(viewport={"width": width, "height": 1000}, color_scheme=scheme)
+    page.goto(url)
+    page.get_by_text("MM-BRIGHT failure analysis").wait_for(timeout=60_000)
+    settle(page)
+    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
+    page.get_by_role("option", name=task).click()
+    settle(page)
+    return page

@@ -135,7 +135,7 @@ def test_the_query_shows_the_words_read_from_each_image_marked_as_from_the_image
     assert under and all('class="origin-image"' in b for b in under)
     added = [b for b in bodies if "adds the words read from the images" in b]
     assert added and 'class="origin-image"' in added[0]
-    assert any(e.label == "Full size" for e in at.expander)  # each image opens full size
+    assert any(b.label == "Full size" for b in at.button)  # each image opens full size
     assert not any(m.proto.allow_html for m in at.markdown)
 
 

@@ -8,7 +8,9 @@ pushes them below rank 10 on every other query, so the comparison has losses to 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -30,6 +32,7 @@ from apptest import (
 from streamlit.testing.v1 import AppTest
 
 import mmbright_core.data
+from mmbright_core.analysis import figures
 from mmbright_core.analysis.compare import POOLED, compare_runs, most_hurt
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.benchmark import score_task
@@ -38,7 +41,7 @@ from mmbright_core.io.official import read_outputs, write_domain_outputs, write_
 from mmbright_core.io.runs import read_run, write_trec_run
 from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.runner import run_task
-from mmbright_core.ui import state
+from mmbright_core.ui import state, views
 from mmbright_core.ui.views import HEADLINE
 
 PAGES = ("per_query", "compare", "inspector", "run")
@@ -356,6 +359,62 @@ def test_compare_scatter_point_opens_the_inspector(app: AppTest, fixture_dir: Pa
     target = app.session_state["inspect_query"]
     row = per_query.iloc[3]
     assert (target.domain, target.query_id) == (row["domain"], row["query_id"])
+
+
+# Clicks that leave a page go at once: the page they leave is not rebuilt on the way out
+# (on the full benchmark that work is most of the click's time, drawn only to be replaced).
+
+
+def counted(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[int]:
+    """Count the calls of ``owner.name`` (the real function still runs)."""
+    calls: list[int] = []
+    real: Callable[..., Any] = getattr(owner, name)
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, spy)
+    return calls
+
+
+def test_open_in_inspector_skips_the_per_query_table(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    goto(app, "per_query")
+    labels = app.selectbox(key="pq_query").options
+    app.selectbox(key="pq_query").set_value(labels[2]).run()
+    rows = counted(monkeypatch, views, "run_rows")
+    app.button(key="pq_open").click().run()
+    assert not app.exception
+    assert app.title[0].value == "Query inspector"
+    target = app.session_state["inspect_query"]
+    assert f"{target.domain} / {target.query_id}" == labels[2]
+    assert rows == []  # the per-query table was not rebuilt on the way out
+
+
+def test_scatter_point_skips_the_scatter(app: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:
+    _compare(app)
+    open_tab(app, state.COMPARE_SECTION_KEY, "Query by query")
+    scatters = counted(monkeypatch, figures, "pair_scatter")
+    app.session_state["cmp_scatter"] = {
+        "selection": {"points": [{"point_index": 1}], "point_indices": [1], "box": [], "lasso": []}
+    }
+    app.run()
+    assert not app.exception
+    assert app.title[0].value == "Query inspector"
+    assert scatters == []  # the 1-point-per-query figure was not built on the way out
+
+
+def test_csv_is_written_on_click_not_on_every_rerun(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    goto(app, "per_query")
+    written = counted(monkeypatch, pd.DataFrame, "to_csv")
+    app.selectbox(key="pq_run").set_value("multi").run()
+    assert not app.exception
+    assert [b.proto.label for b in app.get("download_button")] == ["Download CSV"]
+    assert written == []  # tests/test_browser_download.py downloads it
 
 
 def test_per_query_shows_b_minus_a_text_and_b_loses_filter(

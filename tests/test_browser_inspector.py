@@ -18,6 +18,7 @@ from serving import (
     LAUNCH_ARGS,
     ROOT,
     no_exception,
+    open_task,
     settle,
     streamlit_server,
 )
@@ -32,13 +33,7 @@ pytestmark = BROWSER_MARKS
 
 
 def _inspector(browser, url: str, width: int):  # type: ignore[no-untyped-def]
-    page = browser.new_page(viewport={"width": width, "height": 1000})
-    page.goto(url)
-    page.get_by_text("MM-BRIGHT failure analysis").wait_for(timeout=60_000)
-    settle(page)
-    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
-    page.get_by_role("option", name=TASK_LABEL).click()
-    settle(page)
+    page = open_task(browser, url, width, TASK_LABEL)
     page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Inspector").click()
     page.get_by_text("What pushed relevant items down").first.wait_for(timeout=120_000)
     settle(page)

@@ -16,6 +16,7 @@ from serving import (
     LAUNCH_ARGS,
     ROOT,
     no_exception,
+    open_task,
     settle,
     streamlit_server,
 )
@@ -38,13 +39,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def _open(browser, server: str, width: int, scheme: str):  # type: ignore[no-untyped-def]
-    page = browser.new_page(viewport={"width": width, "height": 1000}, color_scheme=scheme)
-    page.goto(server)
-    page.get_by_text("MM-BRIGHT failure analysis").wait_for(timeout=60_000)
-    settle(page)
-    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
-    page.get_by_role("option", name=TASK_LABEL).click()
-    settle(page)
+    page = open_task(browser, server, width, TASK_LABEL, scheme)
     page.get_by_text("Headline numbers").wait_for()
     settle(page)
     no_exception(page)

@@ -206,9 +206,7 @@ def show_fusion(name: str, found: FusionAttribution, key: str) -> None:
     for path, why in found.skipped:
         st.caption(render.escape_message(f"{name} left out {path}: {why}"))
     if found.policy == "concat" and found.pictures:
-        st.image(found.pictures[0], caption=f"{name}: the concatenated picture", width=200)
-        with st.expander("Full size", icon=":material/zoom_in:", key=key):
-            st.image(found.pictures[0], width="stretch")
+        render.show_picture(found.pictures[0], f"{name}: the concatenated picture", 200, key)
 
 
 def group_pairs(top: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:

@@ -144,6 +144,29 @@ def open_query(frame: pd.DataFrame, positions: Sequence[int]) -> None:
         st.switch_page(navigation.page_file("inspector"))
 
 
+def remember_choices(key: str, labels: Sequence[str], frame: pd.DataFrame) -> None:
+    """Keep ``label -> (domain, query_id)`` of a query selector, for :func:`open_clicked`."""
+    targets = zip(frame["domain"].astype(str), frame["query_id"].astype(str), strict=True)
+    st.session_state[key] = dict(zip(labels, targets, strict=True))
+
+
+def open_clicked(button: str, choice: str, choices: str) -> None:
+    """Open the inspector at once if ``button`` was clicked, on the query chosen in ``choice``.
+
+    Called at the top of a page: the click leaves the page, so computing and drawing the
+    page again first would only delay the inspector. ``choices`` holds what
+    :func:`remember_choices` kept on the run that drew the selector; a label it does not
+    know leaves the page to handle the click itself.
+    """
+    if not st.session_state.get(button):
+        return
+    known = st.session_state.get(choices)
+    found = known.get(st.session_state.get(choice)) if isinstance(known, Mapping) else None
+    if found is not None:
+        state.set_inspect_target(*found)
+        st.switch_page(navigation.page_file("inspector"))
+
+
 def image_words(
     spec: str, task: Task, protocol: str, target: InspectTarget, entries: Mapping[str, RunEntry]
 ) -> dict[str, dict[str, str]]:

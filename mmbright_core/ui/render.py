@@ -2,11 +2,13 @@
 
 Text that comes from the data (query text, passages, ids) is always rendered through
 widgets that escape it (``st.text``, ``st.code``, dataframes, captions with Markdown
-escaped); nothing here passes data to ``unsafe_allow_html``.
+escaped) or as HTML escaped with :func:`html.escape` (image captions, passages); nothing
+here passes data to ``unsafe_allow_html``.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 import re
@@ -15,6 +17,7 @@ from typing import ParamSpec, TypeVar
 
 import pandas as pd
 import streamlit as st
+from PIL import Image
 
 from mmbright_core.analysis.palette import grade
 from mmbright_core.data.ids import display_id
@@ -73,10 +76,14 @@ def attempt(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
 def csv_download(
     frame: pd.DataFrame, file_name: str, key: str, label: str = "Download CSV"
 ) -> None:
-    """Offer a table as a CSV file (the current view, as filtered on the page)."""
+    """Offer a table as a CSV file (the current view, as filtered on the page).
+
+    The file is written when the button is clicked, not on every rerun: a page of 1,218
+    queries would otherwise turn its table into CSV and store it each time anything changes.
+    """
     st.download_button(
         label,
-        frame.to_csv(index=False).encode("utf-8"),
+        functools.partial(csv_bytes, frame),
         file_name=file_name,
         mime="text/csv",
         key=key,
@@ -116,6 +123,11 @@ def pick_run(
     return str(chosen)
 
 
+def csv_bytes(frame: pd.DataFrame) -> bytes:
+    """A table as the CSV file :func:`csv_download` offers (UTF-8, no index)."""
+    return frame.to_csv(index=False).encode("utf-8")
+
+
 def judgment_badge(relevance: float | None, excluded: bool = False) -> str:
     """Return a Markdown badge naming a document's judgment for the query.
 
@@ -153,8 +165,9 @@ def show_image(
     Args:
         data: The image's bytes (None when missing).
         path: Its path, shown as the caption.
-        width: Width in pixels (default: as large as it is, up to the column).
-        full_key: When given, an expander under the image (of this key) opens it full size.
+        width: Widest it is drawn, in pixels (default: as large as it is); never wider than
+            the column, so it stays clear of the column beside it.
+        full_key: When given, a button under the image (of this key) opens it full size.
 
     Returns:
         True when the image was shown.
@@ -167,11 +180,70 @@ def show_image(
             icon=":material/broken_image:",
         )
         return False
-    st.image(image, caption=path, width=width or "content")
-    if full_key is not None:
-        with st.expander("Full size", icon=":material/zoom_in:", key=full_key):
-            st.image(image, width="stretch")
+    show_picture(image, path, width, full_key)
     return True
+
+
+def show_picture(
+    image: Image.Image, caption: str, width: int | None = None, full_key: str | None = None
+) -> None:
+    """Draw a decoded image with its caption (see :func:`show_image` for the arguments)."""
+    # "content" is the picture's own width capped at the column's; a fixed pixel width
+    # would overflow a narrow column into its neighbour (the notes panel at 1000 px).
+    st.image(fit_width(image, width), width="content")
+    image_caption(caption)
+    if full_key is not None:
+        full_size_button(image, caption, full_key)
+
+
+def fit_width(image: Image.Image, width: int | None) -> Image.Image:
+    """``image`` scaled down to ``width`` pixels wide (kept as is when already narrower)."""
+    if width is None or image.width <= width:
+        return image
+    height = max(1, round(image.height * width / image.width))
+    return image.resize((width, height), Image.Resampling.LANCZOS)
+
+
+def path_html(path: str) -> str:
+    """A path as escaped HTML that may wrap after a "/" but never inside a name.
+
+    ``<wbr>`` marks where a line may end; the caption's style keeps the browser from
+    breaking anywhere else unless a single name is wider than the whole column.
+    """
+    return "/<wbr>".join(html.escape(part) for part in path.split("/"))
+
+
+def image_caption(text: str) -> None:
+    """A caption under an image: its path (or label), literal, whole names on each line.
+
+    The full text is the tooltip too, so a wrapped path reads back in one piece.
+    """
+    st.html(
+        f'<div class="mmb-image-caption" title="{html.escape(text)}" style="font-size:0.875rem;'
+        'opacity:0.6;line-height:1.4;word-break:normal;overflow-wrap:anywhere">'
+        f"{path_html(text)}</div>"
+    )
+
+
+FULL_SIZE_MARGIN = 64
+"""Dialog width beyond the picture's: the dialog's padding on both sides, in pixels."""
+
+
+def full_size_button(image: Image.Image, caption: str, key: str) -> None:
+    """A "Full size" button that opens ``image`` at its own pixel size in a dialog.
+
+    The dialog is as wide as the picture (and its padding); on a narrower window it
+    shrinks to the window, and the picture with it, so it is always whole on screen.
+    """
+    if st.button("Full size", key=key, icon=":material/zoom_in:", type="tertiary"):
+        dialog = st.dialog("Full size", width=image.width + FULL_SIZE_MARGIN)
+        dialog(_draw_full_size)(image, caption)
+
+
+def _draw_full_size(image: Image.Image, caption: str) -> None:
+    st.image(image, width="content")
+    image_caption(caption)
+    st.caption(f"{image.width} × {image.height} px")
 
 
 def cut(text: str, limit: int = PASSAGE_CHARS) -> str:

@@ -68,20 +68,23 @@ if domain_tab.open:
         )
 
 if pair_tab.open:
+    # A clicked point leaves the page: open it before the figures are built and sent again.
+    inspect.open_query(
+        comparison.per_query, inspect.point_positions(st.session_state.get("cmp_scatter"))
+    )
     with pair_tab:
         st.caption(
             "Click a point to open that query in the inspector (or a row of the table under "
             "'Where B loses most')."
         )
         scatter, histogram = st.columns(2)
-        clicked = scatter.plotly_chart(
+        scatter.plotly_chart(
             figures.pair_scatter(comparison),
             key="cmp_scatter",
             on_select="rerun",
             selection_mode="points",
         )
         histogram.plotly_chart(figures.delta_histogram(comparison), key="cmp_delta_hist")
-        inspect.open_query(comparison.per_query, inspect.point_positions(clicked))
 
 if hurt_tab.open:
     with hurt_tab:

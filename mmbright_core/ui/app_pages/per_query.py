@@ -13,7 +13,10 @@ from mmbright_core.ui.sidebar import selected_runs
 
 MEASURE = loaders.MEASURE
 Range = tuple[float, float]
+CHOICES_KEY = "pq_choices"
 
+# "Open in inspector" leaves the page: go before the table is scored and sent again.
+inspect.open_clicked("pq_open", "pq_query", CHOICES_KEY)
 st.title("Per-query scores")
 spec, task, protocol = state.source_spec(), state.current_task(), state.current_protocol()
 names = selected_runs()
@@ -105,6 +108,7 @@ if paired:
         shown = shown.loc[shown["delta"] < 0].reset_index(drop=True)
 
 labels = [f"{d} / {q}" for d, q in zip(shown["domain"], shown["query_id"], strict=True)]
+inspect.remember_choices(CHOICES_KEY, labels, shown)
 st.caption(
     f"{len(shown)} of {len(rows)} queries shown (queries without a score are left out"
     + (", and those B does not score)." if paired else ").")

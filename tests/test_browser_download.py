@@ -1,0 +1,52 @@
+"""A table's CSV, downloaded in chromium: written when the button is clicked, whole and right.
+
+The dashboard writes a CSV only when its button is clicked (not on every rerun), which
+AppTest cannot follow: it has no server to serve the file. Here the real server does.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterator
+
+import pytest
+from serving import BROWSER_MARKS, CHROMIUM, LAUNCH_ARGS, streamlit_server
+
+TASK_LABEL = "Task 2: text+image → text"
+
+pytestmark = BROWSER_MARKS
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with streamlit_server(tmp_path_factory.mktemp("streamlit")) as (url, _):
+        yield url
+
+
+def test_per_query_csv_holds_the_rows_shown(server: str) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(120_000)
+        page.goto(server)
+        page.locator(".st-key-task input[role=combobox]").click()
+        page.get_by_role("option", name=TASK_LABEL, exact=True).click()
+        page.locator('[data-testid="stMain"]').get_by_text(f"· {TASK_LABEL} ·").wait_for()
+        page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Per query").click()
+        caption = page.get_by_text("queries shown").first
+        caption.wait_for()
+        shown = int(re.match(r"(\d+) of", caption.inner_text()).group(1))  # type: ignore[union-attr]
+        run = page.locator(".st-key-pq_run input[role=combobox]").input_value().strip()
+        with page.expect_download() as info:
+            page.locator(".st-key-pq_csv button").click()
+        download = info.value
+        text = download.path().read_text(encoding="utf-8")
+        browser.close()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert download.suggested_filename == f"per_query_{run}.csv"
+    assert len(rows) == shown > 0
+    assert {"domain", "query_id", "query", "nDCG@10"} <= set(rows[0])
+    assert all(row["query_id"] for row in rows)
