@@ -139,3 +139,24 @@ class NotesError(InputError):
     def __init__(self, problem: str, *, unsaved: str | None = None, **details: Any) -> None:
         self.unsaved = unsaved
         super().__init__(problem, **details)
+
+
+class EndpointError(InputError):
+    """An embeddings (or chat) endpoint that cannot be used as asked.
+
+    No key, a refused key, an endpoint that cannot be reached or keeps failing, a model the
+    server does not know, an answer that is not what the API promises. Takes
+    :class:`InputError`'s arguments; the message names the endpoint and how to fix it.
+    """
+
+
+class RequestBudgetError(EndpointError):
+    """The request budget (``max_requests``) is spent; what was answered before is kept.
+
+    Attributes:
+        requests: How many requests were sent before the budget stopped the run.
+    """
+
+    def __init__(self, problem: str, *, requests: int, **details: Any) -> None:
+        self.requests = requests
+        super().__init__(problem, **details)

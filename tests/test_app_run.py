@@ -43,7 +43,10 @@ def test_a_fresh_run_reuses_nothing_and_a_repeat_reuses_everything(run_page, tmp
 
 @pytest.mark.parametrize(
     ("task", "absent", "present"),
-    [(1, {"ocr-bm25", "ocr-dense"}, {"bm25", "clip"}), (3, {"bm25", "dense"}, {"clip", "random"})],
+    [
+        (1, {"ocr-bm25", "ocr-dense", "api"}, {"bm25", "clip"}),
+        (3, {"bm25", "dense", "api"}, {"clip", "random"}),
+    ],
 )
 def test_only_retrievers_that_run_the_task_are_offered(
     fixture_dir: Path, task: int, absent: set[str], present: set[str]

@@ -57,6 +57,11 @@ def declare_backend(parser: argparse.ArgumentParser) -> None:
         "weights); a local-dir: model uses its own weights",
     )
     parser.add_argument(
+        "--endpoint",
+        help="api: an OpenAI-compatible API's base URL, e.g. http://localhost:8000/v1 "
+        "(default: OpenAI's); the key is read from $OPENAI_API_KEY",
+    )
+    parser.add_argument(
         "--image-policy",
         choices=POLICIES,
         help="several query images: first (default: the released code's images[0], which "
@@ -110,6 +115,7 @@ def retriever_options(args: argparse.Namespace) -> dict[str, object]:
     flags = {
         "model": args.model,
         "pretrained": args.pretrained,
+        "endpoint": args.endpoint,
         "image_policy": args.image_policy,
         "cache_dir": args.cache_dir,
         "device": args.device,

@@ -103,6 +103,7 @@ _BUILTIN: dict[str, tuple[str, str]] = {
     "ocr-bm25": ("mmbright_core.retrieval.ocr", "ocr_bm25"),
     "ocr-dense": ("mmbright_core.retrieval.ocr", "ocr_dense"),
     "random": ("mmbright_core.retrieval.random_rank", "RandomRetriever"),
+    "api": ("mmbright_core.retrieval.api", "ApiRetriever"),
 }
 _EXTRA: dict[str, Callable[..., Retriever]] = {}
 

@@ -39,7 +39,12 @@ RETRIEVER_TASKS: Mapping[str, frozenset[int]] = {
     "ocr-bm25": frozenset({2, 4}),
     "ocr-dense": frozenset({2, 4}),
     "random": frozenset({1, 2, 3, 4}),
+    "api": frozenset({1, 2}),
 }
+
+# Retrievers the page does not offer: with ``api`` a visitor would spend the key in the
+# server's environment (docs/safety.md); its owner runs it from the command line.
+COMMAND_LINE_ONLY = frozenset({"api"})
 
 # The model options each retriever takes, shown as fields on the page (``mmbright run
 # --model / --pretrained``); a checkpoint file is open_clip's ``pretrained`` given as a path.
@@ -53,7 +58,11 @@ _LOCAL_DIR = "local-dir:"
 
 def runnable(names: Sequence[str], task: Task) -> list[str]:
     """The retrievers that can run ``task`` (a retriever registered by a plugin is kept)."""
-    return [n for n in names if task in RETRIEVER_TASKS.get(n, frozenset({task}))]
+    return [
+        n
+        for n in names
+        if n not in COMMAND_LINE_ONLY and task in RETRIEVER_TASKS.get(n, frozenset({task}))
+    ]
 
 
 def default_output_folder() -> str:

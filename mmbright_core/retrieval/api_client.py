@@ -1,0 +1,287 @@
+"""A client for OpenAI-compatible endpoints: batching, bounded retries, a request budget.
+
+One client serves every server that speaks OpenAI's HTTP API (OpenAI, Azure OpenAI, vLLM,
+text-embeddings-inference, LiteLLM proxies, Ollama...): the real ``openai`` library sends
+the requests; this module decides what goes in one request, when to try again and when to
+stop, and turns every failure into one line that says what to do (:class:`EndpointError`).
+
+The library's own retries are switched off (``max_retries=0``) so that every HTTP attempt
+is counted here: the request budget bounds attempts, not batches, because attempts are what
+a provider bills and rate-limits.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+import numpy.typing as npt
+from tqdm.auto import tqdm
+
+from mmbright_core.errors import EndpointError, RequestBudgetError
+from mmbright_core.retrieval.base import require
+
+#: The environment variable the key is read from unless ``api_key_env`` names another.
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+#: Status codes worth another attempt: rate limits and server faults.
+RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How requests are made: their size, patience and number.
+
+    Attributes:
+        batch_inputs: The most inputs in one request.
+        batch_chars: The most characters in one request (a token estimate: providers bound
+            tokens per request; one input longer than this goes alone).
+        timeout: Seconds one request may take before it counts as failed.
+        retries: How many times a failed request is tried again (429, 5xx, timeouts,
+            dropped connections); 0 means one attempt.
+        backoff: Seconds before the first retry; each further retry waits twice as long,
+            up to ``backoff_cap``. A server's ``Retry-After`` is honoured up to the cap.
+        backoff_cap: The longest wait between two attempts.
+        max_requests: The most HTTP attempts this client sends (None: no limit).
+    """
+
+    batch_inputs: int = 64
+    batch_chars: int = 200_000
+    timeout: float = 60.0
+    retries: int = 5
+    backoff: float = 0.5
+    backoff_cap: float = 8.0
+    max_requests: int | None = None
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Return the wait before retry number ``attempt`` (0-based)."""
+        wait = self.backoff * 2**attempt if retry_after is None else retry_after
+        return max(0.0, min(self.backoff_cap, wait))
+
+
+def public_endpoint(url: str) -> str:
+    """Return ``url`` without user info, query or fragment: what may be recorded and shown."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def read_key(env: str) -> str:
+    """Return the API key held by environment variable ``env``.
+
+    Raises:
+        EndpointError: The variable is unset or empty.
+    """
+    key = os.environ.get(env, "")
+    if not key:
+        raise EndpointError(
+            f"no API key: the environment variable {env} is not set",
+            hint=f"export {env}=<your key> (a server without keys, such as a local vLLM, "
+            "takes any value), or name another variable with --option api_key_env=NAME.",
+        )
+    return key
+
+
+def batches(texts: Sequence[str], limits: Limits) -> Iterator[tuple[int, int]]:
+    """Yield ``(start, end)`` slices of ``texts``, each one request's worth."""
+    start = 0
+    while start < len(texts):
+        end, chars = start, 0
+        while end < len(texts) and end - start < limits.batch_inputs:
+            size = len(texts[end])
+            if end > start and chars + size > limits.batch_chars:
+                break
+            chars += size
+            end += 1
+        yield start, end
+        start = end
+
+
+class EmbeddingClient:
+    """Embeds texts through ``POST {endpoint}/embeddings`` of an OpenAI-compatible server.
+
+    Args:
+        model: The model name the server knows.
+        endpoint: The API's base URL (``http://localhost:8000/v1``); None: the ``openai``
+            library's default (``$OPENAI_BASE_URL``, else OpenAI's own).
+        api_key_env: The environment variable holding the key.
+        dimensions: Ask for vectors of this size (models that support it, e.g.
+            text-embedding-3-*); None: the model's own size.
+        limits: Batching, timeout, retries and the request budget.
+        sleep: How to wait between attempts (a parameter so a caller can observe waits).
+
+    Attributes:
+        requests: HTTP attempts sent so far.
+        retried: Attempts that failed and were tried again.
+        embedded: Inputs answered so far.
+
+    Raises:
+        MissingDependencyError: ``openai`` is not installed.
+        EndpointError: No key in ``api_key_env``.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        endpoint: str | None = None,
+        *,
+        api_key_env: str = DEFAULT_KEY_ENV,
+        dimensions: int | None = None,
+        limits: Limits | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.openai = require("openai", "the api retriever", "api")
+        self.model, self.dimensions = model, dimensions
+        self.limits = limits or Limits()
+        self.api_key_env = api_key_env
+        self._client = self.openai.OpenAI(
+            base_url=endpoint,
+            api_key=read_key(api_key_env),
+            timeout=self.limits.timeout,
+            max_retries=0,
+        )
+        self.endpoint = public_endpoint(str(self._client.base_url))
+        self.sleep = sleep
+        self.requests = self.retried = self.embedded = 0
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Return one float32 vector per text, in order, as the server computed it.
+
+        Raises:
+            EndpointError: The server refused the key or the model, stayed unreachable or
+                kept failing after the retries, or answered something malformed.
+            RequestBudgetError: ``max_requests`` attempts were sent before all texts
+                were answered.
+        """
+        out: list[npt.NDArray[np.float32]] = []
+        bar = tqdm(total=len(texts), desc="api", unit="input", leave=False, disable=None)
+        try:
+            for start, end in batches(texts, self.limits):
+                out.append(self._request(list(texts[start:end])))
+                self.embedded += end - start
+                bar.update(end - start)
+                bar.set_postfix(requests=self.requests, retried=self.retried)
+        finally:
+            bar.close()
+        if not out:
+            return np.zeros((0, self.dimensions or 0), dtype=np.float32)
+        return np.concatenate(out)
+
+    def _request(self, batch: list[str]) -> npt.NDArray[np.float32]:
+        errors = self.openai
+        for attempt in range(self.limits.retries + 1):
+            self._spend()
+            try:
+                return self._vectors(self._create(batch), len(batch))
+            except (errors.APIConnectionError, errors.APIStatusError) as err:
+                if not self._retryable(err) or attempt == self.limits.retries:
+                    raise self._failure(err, attempt + 1) from err
+                self.retried += 1
+                self.sleep(self.limits.delay(attempt, _retry_after(err)))
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _spend(self) -> None:
+        budget = self.limits.max_requests
+        if budget is not None and self.requests >= budget:
+            raise RequestBudgetError(
+                f"request budget spent: {budget} requests sent to {self.endpoint}, "
+                f"{self.embedded:,} inputs embedded",
+                requests=self.requests,
+                hint="What was answered is in the embedding cache and is not asked again; "
+                "rerun with a larger --option max_requests=N to go on.",
+            )
+        self.requests += 1
+
+    def _create(self, batch: list[str]) -> Any:
+        extra = {} if self.dimensions is None else {"dimensions": self.dimensions}
+        return self._client.embeddings.create(
+            model=self.model, input=batch, encoding_format="float", **extra
+        )
+
+    def _retryable(self, err: Exception) -> bool:
+        if isinstance(err, self.openai.APIStatusError):
+            return err.status_code in RETRY_STATUSES
+        return True  # connection refused or dropped, timeouts
+
+    def _vectors(self, response: Any, count: int) -> npt.NDArray[np.float32]:
+        data = sorted(getattr(response, "data", None) or [], key=lambda item: item.index)
+        rows = [item.embedding for item in data]
+        sizes = {len(row) for row in rows if isinstance(row, list)}
+        if len(rows) != count or len(sizes) != 1 or not all(isinstance(r, list) for r in rows):
+            raise EndpointError(
+                f"{self.endpoint} answered a malformed embeddings response",
+                expected=f"{count} vectors of one size",
+                found=f"{len(rows)} vectors of sizes {sorted(sizes)}",
+                hint="Check that the endpoint serves the embeddings API (not chat only).",
+            )
+        vectors = np.asarray(rows, dtype=np.float32)
+        if self.dimensions is not None and vectors.shape[1] != self.dimensions:
+            raise EndpointError(
+                f"{self.endpoint} ignored the dimensions asked for model {self.model!r}",
+                expected=f"vectors of {self.dimensions}",
+                found=f"vectors of {vectors.shape[1]}",
+                hint="Drop --option dimensions=N: this model has a fixed size.",
+            )
+        return vectors
+
+    def _failure(self, err: Exception, attempts: int) -> EndpointError:
+        errors = self.openai
+        where = f"{self.endpoint} (model {self.model!r})"
+        if isinstance(err, errors.AuthenticationError | errors.PermissionDeniedError):
+            return EndpointError(
+                f"{where} refused the key in {self.api_key_env} ({err.status_code})",
+                hint=f"Check the key in {self.api_key_env}, or name another variable with "
+                "--option api_key_env=NAME.",
+            )
+        if isinstance(err, errors.NotFoundError) or _names_model(err):
+            return EndpointError(
+                f"{where}: the server does not know this model",
+                found=_detail(err),
+                hint="Give --model a name the server lists at GET /models, and --endpoint "
+                "the API's base URL (ending in /v1 for most servers).",
+            )
+        if isinstance(err, errors.APIStatusError):
+            tried = f" after {attempts} attempts" if attempts > 1 else ""
+            return EndpointError(
+                f"{where} answered HTTP {err.status_code}{tried}",
+                found=_detail(err),
+                hint="Retries are set by --option retries=N and timeout=SECONDS.",
+            )
+        what = "timed out" if isinstance(err, errors.APITimeoutError) else "cannot be reached"
+        return EndpointError(
+            f"{where} {what} ({attempts} attempts, {self.limits.timeout:g} s each)",
+            found=_detail(err),
+            hint="Check --endpoint and that the server runs; a slow server needs a larger "
+            "--option timeout=SECONDS.",
+        )
+
+
+def _retry_after(err: Exception) -> float | None:
+    response = getattr(err, "response", None)
+    value = None if response is None else response.headers.get("retry-after")
+    try:
+        return None if value is None else float(value)
+    except ValueError:  # an HTTP date: fall back to the exponential wait
+        return None
+
+
+def _detail(err: Exception) -> str:
+    body = getattr(err, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, dict) else None
+        if message:
+            return str(message)
+    cause = err.__cause__ or err.__context__
+    return str(err) if cause is None else f"{err} ({cause})"
+
+
+def _names_model(err: Exception) -> bool:
+    # vLLM, TEI and LiteLLM answer an unknown model with 400 rather than OpenAI's 404.
+    status = getattr(err, "status_code", None)
+    return status == 400 and "model" in _detail(err).lower()

@@ -1,0 +1,194 @@
+"""A small OpenAI-compatible HTTP server on 127.0.0.1 for tests: embeddings, faults, a log.
+
+``POST /v1/embeddings`` answers OpenAI's schema (``encoding_format`` ``float`` or ``base64``)
+with deterministic vectors made from a SHA-256 of each input (:func:`vector_of`), so a test
+recomputes every score from the formula. Faults are scripted per request, in order
+(:attr:`OpenAIServer.faults`): ``429`` (with ``Retry-After: 0``), ``500``, ``401``,
+``slow`` (answers after ``slow_seconds``), ``drop`` (closes the connection unanswered),
+``short`` (one vector fewer than inputs). ``dimensions`` in a request is honoured unless
+``fixed_size`` is set.
+``hold_after=N`` keeps every request after the N-th waiting until :meth:`release`, so a
+test can kill a client at a known point. ``POST /v1/chat/completions`` is routed to
+:meth:`OpenAIServer.chat` (404 here), for later use. The server only listens on loopback
+and shuts itself down after ``lifetime`` seconds if a test forgets to.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+
+KEY = "sk-test-key"
+MODEL = "tiny-embed"
+
+
+def vector_of(text: str, dim: int = 8) -> np.ndarray:
+    """Return the server's raw vector of ``text``: SHA-256 bytes mapped to [-1, 1]."""
+    digest = b""
+    counter = 0
+    while len(digest) < dim:
+        digest += hashlib.sha256(f"{counter}:{text}".encode()).digest()
+        counter += 1
+    raw = np.frombuffer(digest[:dim], dtype=np.uint8).astype(np.float32)
+    return (raw - 127.5) / 127.5
+
+
+class OpenAIServer:
+    """The server's state: what it was asked, what it answers, and its scripted faults.
+
+    Args:
+        dim: Vector size (``dimensions`` in a request overrides it).
+        models: Model names it knows.
+        key: The one key it accepts (None: any).
+        lifetime: Seconds after which it stops by itself.
+    """
+
+    def __init__(
+        self,
+        dim: int = 8,
+        models: tuple[str, ...] = (MODEL,),
+        key: str | None = KEY,
+        lifetime: float = 120.0,
+    ) -> None:
+        self.dim, self.models, self.key, self.lifetime = dim, models, key, lifetime
+        self.faults: list[str] = []
+        self.slow_seconds = 2.0
+        self.fixed_size = False
+        self.hold_after: int | None = None
+        self.held = threading.Event()  # set when a request is held
+        self._release = threading.Event()
+        self.requests: list[dict[str, Any]] = []  # every request body, in arrival order
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def release(self) -> None:
+        """Let held requests go on."""
+        self._release.set()
+
+    def next_fault(self, body: dict[str, Any]) -> tuple[int, str | None]:
+        """Log a request and return its number (1-based) and its scripted fault."""
+        with self.lock:
+            self.requests.append(body)
+            number = len(self.requests)
+            return number, (self.faults.pop(0) if self.faults else None)
+
+    def embeddings(self, body: dict[str, Any], fault: str | None) -> tuple[int, dict[str, Any]]:
+        """Answer one embeddings request body: ``(status, json)``."""
+        if body.get("model") not in self.models:
+            message = f"The model `{body.get('model')}` does not exist."
+            return 404, _error(message, "model_not_found")
+        inputs = body.get("input")
+        inputs = [inputs] if isinstance(inputs, str) else inputs
+        if not isinstance(inputs, list) or any(not isinstance(t, str) or not t for t in inputs):
+            return 400, _error("'$.input' is invalid: non-empty strings expected", None)
+        dim = int((not self.fixed_size and body.get("dimensions")) or self.dim)
+        data = [
+            _item(i, vector_of(t, dim), body.get("encoding_format")) for i, t in enumerate(inputs)
+        ]
+        if fault == "short":
+            data = data[:-1]
+        usage = {"prompt_tokens": sum(len(t) for t in inputs), "total_tokens": 0}
+        return 200, {"object": "list", "data": data, "model": body["model"], "usage": usage}
+
+    def chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """Answer a chat request (not served yet)."""
+        return 404, _error("chat completions are not served by this server", None)
+
+    @contextmanager
+    def running(self) -> Iterator[OpenAIServer]:
+        """Serve in a thread for the ``with`` block (or at most ``lifetime`` seconds)."""
+        thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        stopper = threading.Timer(self.lifetime, self.httpd.shutdown)
+        stopper.daemon = True
+        thread.start()
+        stopper.start()
+        try:
+            yield self
+        finally:
+            self.release()
+            stopper.cancel()
+            self.httpd.shutdown()
+            self.httpd.server_close()
+            thread.join(timeout=10)
+
+
+def _item(index: int, vector: np.ndarray, encoding: str | None) -> dict[str, Any]:
+    embedding: Any = vector.tolist()
+    if encoding == "base64":
+        embedding = base64.b64encode(vector.astype("<f4").tobytes()).decode()
+    return {"object": "embedding", "index": index, "embedding": embedding}
+
+
+def _error(message: str, code: str | None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "invalid_request_error", "code": code}}
+
+
+def _handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:  # keep test output quiet
+            return
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            number, fault = server.next_fault(body)
+            if server.hold_after is not None and number > server.hold_after:
+                server.held.set()
+                server._release.wait(timeout=server.lifetime)
+            if fault == "drop":
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            if fault == "slow":
+                time.sleep(server.slow_seconds)
+            if (
+                server.key is not None
+                and self.headers.get("Authorization") != f"Bearer {server.key}"
+            ):
+                fault = "401"
+            if fault in {"401", "429", "500"}:
+                status = int(fault)
+                self._send(status, _error(f"scripted {status}", None), retry=status == 429)
+                return
+            route = self.path.rstrip("/")
+            if route.endswith("/embeddings"):
+                self._send(*server.embeddings(body, fault))
+            elif route.endswith("/chat/completions"):
+                self._send(*server.chat(body))
+            else:
+                self._send(404, _error(f"no route {self.path}", None))
+
+        def _send(self, status: int, payload: dict[str, Any], retry: bool = False) -> None:
+            data = json.dumps(payload).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                if retry:
+                    self.send_header("Retry-After", "0")
+                self.end_headers()
+                self.wfile.write(data)
+            except OSError:  # the client went away (a timeout, a killed process)
+                self.close_connection = True
+
+    return Handler
+
+
+@contextmanager
+def serving(**options: Any) -> Iterator[OpenAIServer]:
+    """Start an :class:`OpenAIServer` for the ``with`` block."""
+    with OpenAIServer(**options).running() as server:
+        yield server
