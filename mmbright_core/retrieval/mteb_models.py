@@ -28,6 +28,7 @@ from PIL import Image
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.embedder import Modality, Role
+from mmbright_core.retrieval.index import IndexKind
 from mmbright_core.retrieval.mteb_tasks import (
     QUERY_PROMPTS,
     TASK_NAMES,
@@ -284,7 +285,7 @@ def mteb_retriever(
     device: str | None = None,
     batch_size: int = 32,
     cache_dir: str | None = None,
-    index: str = "flat",
+    index: IndexKind = "flat",
     cache_dtype: str = "float32",
 ) -> MtebRetriever:
     """Build the ``mteb`` retriever: ``--retriever mteb --model NAME[@REVISION]``.
