@@ -101,7 +101,7 @@ def test_a_factory_returning_a_retriever_answers_to_its_spec(plugin_dir: Path) -
         get_retriever("plugin_cases:missing")
     with pytest.raises(InputError, match="has no callable 'not_callable'"):
         get_retriever("plugin_cases:not_callable")
-    with pytest.raises(InputError, match="does not take option.*colour"):
+    with pytest.raises(InputError, match=r"does not take option.*colour"):
         get_retriever("plugin_cases:random", colour="red")
 
 
