@@ -115,3 +115,36 @@ def test_errors_are_one_line_on_the_command_line(
     assert "Traceback" not in err
     assert main([*args, "--retriever", "hashed_bow:"]) == 2
     assert "malformed plugin spec" in capsys.readouterr().err
+
+
+@pytest.fixture
+def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A distribution installed on sys.path that registers ``toy-plugin``."""
+    info = tmp_path / "site" / "toyplug-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toyplug\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[mmbright.retrievers]\ntoy-plugin = toy_embedders:make\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    return "toy-plugin"
+
+
+def test_an_installed_entry_point_is_a_retriever_name(installed: str, tmp_path: Path) -> None:
+    from mmbright_core.retrieval import available_retrievers
+    from mmbright_core.ui import running
+
+    assert installed in available_retrievers() and running.installed_plugins() == [installed]
+    retriever = get_retriever(installed, fusion="zero-image", cache_dir=str(tmp_path))
+    assert retriever.name == installed and retriever.tasks == frozenset({1, 2, 3, 4})
+    assert retriever.settings()["fusion"] == "zero-image"
+
+
+def test_the_run_page_lists_installed_plugins(installed: str, fixture_dir: Path) -> None:
+    from apptest import fresh, goto, use_folder
+
+    at = fresh()
+    use_folder(at, fixture_dir)
+    goto(at, "run")
+    assert installed in at.selectbox(key="run_retriever").options
+    assert any(f"Installed plugins: {installed}." in c.value for c in at.caption)
