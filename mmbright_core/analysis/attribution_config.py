@@ -5,7 +5,9 @@ in ``config.json``: the retriever's name and what its ``settings()`` reported. E
 retriever's settings are mapped back to the options its factory takes; the rebuilt
 retriever's own settings must then equal the recorded ones field by field (the analyzer's
 fingerprint, the weights, the OCR engine's version...), or nothing is returned but the
-reason: an explanation computed with another model would be a guess.
+reason: an explanation computed with another model would be a guess. A plugin
+(``MODULE:FACTORY`` or an installed name) is rebuilt by importing its factory again and
+calling it with the recorded ``plugin_options``.
 
 The OCR retrievers also need the words read from each query image. A run records them
 (``<domain>/ocr.json``): given those, the rebuilt retriever answers from them and reports the
@@ -90,6 +92,17 @@ _DEVICE = frozenset({"dense", "clip"})
 _OCR = frozenset({"ocr-bm25", "ocr-dense"})
 
 
+def _plugin(config: RunConfig, options: dict[str, Any]) -> dict[str, Any]:
+    # A plugin is rebuilt by calling its factory again with the options it was given.
+    return dict(options["plugin_options"])
+
+
+def _plugin_recipe(name: str) -> Recipe | None:
+    from mmbright_core.retrieval.plugins import entry_points, is_spec
+
+    return _plugin if is_spec(name) or name in entry_points() else None
+
+
 def retriever_from_config(
     config: RunConfig | Mapping[str, Any],
     *,
@@ -117,7 +130,7 @@ def retriever_from_config(
         InputError: ``config`` is not a run configuration.
     """
     config = _as_config(config)
-    recipe = _RECIPES.get(config.retriever)
+    recipe = _RECIPES.get(config.retriever) or _plugin_recipe(config.retriever)
     if recipe is None:
         return Unavailable(
             f"no recipe to rebuild retriever {config.retriever!r} from its configuration: "
@@ -130,7 +143,7 @@ def retriever_from_config(
             f"the run's configuration does not record {err.args[0]!r}, which rebuilding "
             f"{config.retriever!r} needs (read the run folder's config.json, not a summary)"
         )
-    if config.retriever in _CACHED:
+    if config.retriever in _CACHED or recipe is _plugin:
         options["cache_dir"] = cache_dir
     if config.retriever in _DEVICE:
         options["device"] = device

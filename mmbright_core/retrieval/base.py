@@ -119,15 +119,22 @@ def register_retriever(name: str, factory: Callable[..., Retriever]) -> None:
 
 
 def available_retrievers() -> tuple[str, ...]:
-    """Return every registered retriever name, sorted."""
-    return tuple(sorted({*_BUILTIN, *_EXTRA}))
+    """Return every registered retriever name, installed plugins included, sorted."""
+    from mmbright_core.retrieval.plugins import entry_points
+
+    return tuple(sorted({*_BUILTIN, *_EXTRA, *entry_points()}))
 
 
 def _factory(name: str) -> Callable[..., Retriever]:
     if name in _EXTRA:
         return _EXTRA[name]
     if name not in _BUILTIN:
-        raise UnknownNameError("retriever", name, available_retrievers())
+        from mmbright_core.retrieval.plugins import plugin_factory
+
+        plugin = plugin_factory(name)  # MODULE:FACTORY, or an installed entry point
+        if plugin is None:
+            raise UnknownNameError("retriever", name, available_retrievers())
+        return plugin
     module, attribute = _BUILTIN[name]
     factory: Callable[..., Retriever] = getattr(importlib.import_module(module), attribute)
     return factory
@@ -137,7 +144,8 @@ def get_retriever(name: str, **options: Any) -> Retriever:
     """Build the retriever registered as ``name`` with the given options.
 
     Args:
-        name: A registered name (see :func:`available_retrievers`).
+        name: A registered name (see :func:`available_retrievers`), an installed plugin's
+            name, or ``MODULE:FACTORY`` (:mod:`~mmbright_core.retrieval.plugins`).
         **options: Backend options (``model``, ``pretrained``, ``k1``...); None values are
             dropped so that unset command-line flags keep the backend's defaults.
 

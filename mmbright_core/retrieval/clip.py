@@ -217,6 +217,9 @@ class ClipRetriever(DualEncoderRetriever):
             or ``float16`` (half the disk; may reorder near-ties).
     """
 
+    name = "clip"
+    tasks = frozenset({1, 2, 3, 4})
+
     def __init__(
         self,
         model: str = "ViT-L-14",

@@ -46,7 +46,9 @@ def _normalised_mean(text: Vectors, image: Vectors) -> Vectors:
 def _raw_weights(text: np.ndarray, image: np.ndarray) -> tuple[float, float]:
     # L2norm((t + i) / 2) = (t + i) / |t + i|: the halving cancels.
     norm = float(np.linalg.norm(text.astype(np.float64) + image.astype(np.float64)))
-    return (1.0 / norm, 1.0 / norm) if norm > 0 else (0.0, 0.0)
+    if norm == 0:
+        return 0.0, 0.0
+    return 1.0 / norm, (1.0 / norm if image.any() else 0.0)
 
 
 def _normalised_weights(text: np.ndarray, image: np.ndarray) -> tuple[float, float]:

@@ -65,6 +65,13 @@ def runnable(names: Sequence[str], task: Task) -> list[str]:
     ]
 
 
+def installed_plugins() -> list[str]:
+    """The retriever names installed packages register (entry points ``mmbright.retrievers``)."""
+    from mmbright_core.retrieval.plugins import entry_points
+
+    return sorted(entry_points())
+
+
 def default_output_folder() -> str:
     """Where runs go unless the user types another folder.
 

@@ -26,6 +26,13 @@ st.caption(
 )
 names = running.runnable(available_retrievers(), task)
 name = st.selectbox(f"Retriever (those that run task {task})", names, key="run_retriever")
+plugins = running.installed_plugins()
+st.caption(
+    f"Installed plugins: {', '.join(plugins)}."
+    if plugins
+    else "No retriever plugins installed. Your own model runs with `mmbright run --retriever "
+    "MODULE:FACTORY`, or appears here once a package registers it (docs/plugins.md)."
+)
 domains = st.multiselect("Domains", source.domains(), default=source.domains(), key="run_domains")
 fields = running.RETRIEVER_FIELDS.get(str(name), ())
 typed: dict[str, str] = {}
