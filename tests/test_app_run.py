@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import typing
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval import base
-from mmbright_core.ui import running
+from mmbright_core.ui import run_choice, running
 from mmbright_core.ui.confine import ROOT_ENV, Confinement
 
 
@@ -59,12 +58,16 @@ def test_only_retrievers_that_run_the_task_are_offered(
     assert present <= offered and not absent & offered
 
 
-def test_the_task_table_matches_the_retrievers() -> None:
-    # The page reads tasks from a table, without importing backends or building models.
-    for name in base.available_retrievers():
-        factory = base._factory(name)
-        made = factory if isinstance(factory, type) else typing.get_type_hints(factory)["return"]
-        assert running.RETRIEVER_TASKS[name] == made.tasks, name
+def test_the_tasks_offered_are_read_from_the_retrievers() -> None:
+    # Without building a model: a class's own tasks, or those of the class a factory returns.
+    for name in ("bm25", "random"):
+        assert base.declared_tasks(name) == base.get_retriever(name).tasks
+    assert base.declared_tasks("ocr-bm25") == frozenset({2, 4})
+    # Dual encoders run what their model's modalities allow: offered on every task.
+    assert base.declared_tasks("hf") is None and base.declared_tasks("mteb") is None
+    for task in (1, 2, 3, 4):
+        offered = run_choice.runnable(base.available_retrievers(), task)
+        assert {"hf", "mteb"} <= set(offered) and "api" not in offered
 
 
 def test_model_fields_are_shown_for_the_retrievers_that_take_them(run_page):
@@ -78,28 +81,28 @@ def test_model_fields_are_shown_for_the_retrievers_that_take_them(run_page):
 def test_model_fields_become_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     free = Confinement(None)
     fields = {"model": "ViT-B-32", "pretrained": "laion2b_s34b_b79k", "checkpoint": ""}
-    assert running.retriever_options("clip", fields, free) == {
+    assert run_choice.retriever_options("clip", fields, free) == {
         "model": "ViT-B-32",
         "pretrained": "laion2b_s34b_b79k",
     }
     weights = tmp_path / "open_clip.bin"
     weights.write_bytes(b"\0")
     fields = {"model": "ViT-B-32", "checkpoint": str(weights)}
-    assert running.retriever_options("clip", fields, free)["pretrained"] == str(weights)
-    assert running.retriever_options("random", fields, free) == {}  # takes no model
+    assert run_choice.retriever_options("clip", fields, free)["pretrained"] == str(weights)
+    assert run_choice.retriever_options("random", fields, free) == {}  # takes no model
     with pytest.raises(InputError, match="pretrained tag and a checkpoint file"):
-        running.retriever_options("clip", {**fields, "pretrained": "openai"}, free)
+        run_choice.retriever_options("clip", {**fields, "pretrained": "openai"}, free)
 
     root = tmp_path / "root"
     root.mkdir()
     confined = Confinement(root.resolve())
     with pytest.raises(InputError, match="checkpoint file is outside"):
-        running.retriever_options("clip", {"checkpoint": str(weights)}, confined)
+        run_choice.retriever_options("clip", {"checkpoint": str(weights)}, confined)
     with pytest.raises(InputError, match="model folder is outside"):
-        running.retriever_options("clip", {"model": f"local-dir:{tmp_path}"}, confined)
+        run_choice.retriever_options("clip", {"model": f"local-dir:{tmp_path}"}, confined)
     with pytest.raises(InputError, match="model folder is outside"):
-        running.retriever_options("dense", {"model": str(tmp_path)}, confined)
-    hub = running.retriever_options("dense", {"model": "BAAI/bge-large-en-v1.5"}, confined)
+        run_choice.retriever_options("dense", {"model": str(tmp_path)}, confined)
+    hub = run_choice.retriever_options("dense", {"model": "BAAI/bge-large-en-v1.5"}, confined)
     assert hub == {"model": "BAAI/bge-large-en-v1.5"}  # a hub id is not a path
 
 

@@ -13,6 +13,7 @@ import importlib
 import importlib.metadata
 import inspect
 import json
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -123,6 +124,31 @@ def available_retrievers() -> tuple[str, ...]:
     from mmbright_core.retrieval.plugins import entry_points
 
     return tuple(sorted({*_BUILTIN, *_EXTRA, *entry_points()}))
+
+
+def declared_tasks(name: str) -> frozenset[int] | None:
+    """Return the tasks retriever ``name`` runs, known before it is built, or None.
+
+    A retriever class declares its ``tasks`` on itself (``bm25``, ``clip``), or a factory
+    names such a class as its return type (``ocr-bm25``). None where the tasks depend on
+    the model the factory loads (``hf``, ``mteb``: tasks 1-2 for a text model, 1-4 with
+    images) or a plugin declares none: building it says.
+
+    Raises:
+        UnknownNameError: ``name`` is not registered.
+    """
+    factory = _factory(name)
+    made = factory if isinstance(factory, type) else _returned_class(factory)
+    tasks = getattr(made, "tasks", None)
+    return tasks if isinstance(tasks, frozenset) else None
+
+
+def _returned_class(factory: Callable[..., Retriever]) -> type | None:
+    try:
+        made = typing.get_type_hints(factory).get("return")
+    except (NameError, TypeError):  # a plugin's annotation that names what is not imported
+        return None
+    return made if isinstance(made, type) else None
 
 
 def _factory(name: str) -> Callable[..., Retriever]:

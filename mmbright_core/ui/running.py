@@ -15,54 +15,22 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
 from mmbright_core.errors import InputError, MMBrightError
 from mmbright_core.retrieval import Retriever, get_retriever
+from mmbright_core.retrieval.preset_run import Chosen, Resolved
 from mmbright_core.retrieval.runner import Progress, RunOutcome, run_task
 from mmbright_core.types import Task
-from mmbright_core.ui import loaders, render, state
+from mmbright_core.ui import loaders, render, run_choice, state
 from mmbright_core.ui.confine import Confinement, data_root
 
 MESSAGES_KEY = "run_page_messages"
 
 OUTPUTS_ENV = "MMBRIGHT_OUTPUTS"
 """The variable naming the Run page's default output folder."""
-
-# The tasks each built-in retriever runs (its ``tasks``), known without importing the
-# backend or building a model; test_app_run.py checks it against the classes themselves.
-RETRIEVER_TASKS: Mapping[str, frozenset[int]] = {
-    "bm25": frozenset({1, 2, 4}),
-    "dense": frozenset({1, 2, 4}),
-    "clip": frozenset({1, 2, 3, 4}),
-    "ocr-bm25": frozenset({2, 4}),
-    "ocr-dense": frozenset({2, 4}),
-    "random": frozenset({1, 2, 3, 4}),
-    "api": frozenset({1, 2}),
-}
-
-# Retrievers the page does not offer: with ``api`` a visitor would spend the key in the
-# server's environment (docs/safety.md); its owner runs it from the command line.
-COMMAND_LINE_ONLY = frozenset({"api"})
-
-# The model options each retriever takes, shown as fields on the page (``mmbright run
-# --model / --pretrained``); a checkpoint file is open_clip's ``pretrained`` given as a path.
-RETRIEVER_FIELDS: Mapping[str, tuple[str, ...]] = {
-    "dense": ("model",),
-    "ocr-dense": ("model",),
-    "clip": ("model", "pretrained", "checkpoint"),
-}
-_LOCAL_DIR = "local-dir:"
-
-
-def runnable(names: Sequence[str], task: Task) -> list[str]:
-    """The retrievers that can run ``task`` (a retriever registered by a plugin is kept)."""
-    return [
-        n
-        for n in names
-        if n not in COMMAND_LINE_ONLY and task in RETRIEVER_TASKS.get(n, frozenset({task}))
-    ]
 
 
 def installed_plugins() -> list[str]:
@@ -92,57 +60,25 @@ def default_output_folder() -> str:
     return str(Path(base).expanduser() / "mmbright" / "outputs")
 
 
-def retriever_options(
-    name: str, fields: Mapping[str, str], confinement: Confinement
-) -> dict[str, str]:
-    """Turn the page's model fields into ``get_retriever`` options, confining local paths.
-
-    Args:
-        name: The retriever.
-        fields: ``model``, ``pretrained`` and ``checkpoint`` as typed (blank = default).
-        confinement: Where local model folders and checkpoint files must lie.
-
-    Raises:
-        InputError: Both a pretrained tag and a checkpoint file, or a path outside the root.
-    """
-    given = {k: v.strip() for k, v in fields.items() if k in RETRIEVER_FIELDS.get(name, ())}
-    given = {k: v for k, v in given.items() if v}
-    options: dict[str, str] = {}
-    model = given.get("model")
-    if model is not None:
-        options["model"] = _model_path(model, confinement)
-    checkpoint = given.get("checkpoint")
-    if checkpoint is not None:
-        if "pretrained" in given:
-            raise InputError(
-                "a pretrained tag and a checkpoint file both given",
-                expected="one of them",
-                found=f"{given['pretrained']!r} and {checkpoint!r}",
-                hint="Clear one field",
-            )
-        path = confinement.typed(checkpoint, "checkpoint file")
-        options["pretrained"] = str(confinement.check(path, "checkpoint file", strict=True))
-    elif "pretrained" in given:
-        options["pretrained"] = given["pretrained"]
-    return options
-
-
-def _model_path(model: str, confinement: Confinement) -> str:
-    # A model given as a local folder is read from disk: on a shared server it must lie
-    # inside the root like any other folder. A hub name ("BAAI/bge-large-en") is not a path.
-    if model.startswith(_LOCAL_DIR):
-        folder = confinement.typed(model[len(_LOCAL_DIR) :], "model folder")
-        return _LOCAL_DIR + str(confinement.check(folder, "model folder", strict=True))
-    looks_local = model.startswith(("/", ".", "~")) or os.path.lexists(model.replace("\0", ""))
-    if looks_local:
-        return str(confinement.typed(model, "model folder"))
-    return model
-
-
 @st.cache_resource(max_entries=2, show_spinner="Loading the retriever…")
-def retriever(name: str, options: tuple[tuple[str, str], ...] = ()) -> Retriever:
-    """Build a retriever once (models and indexes are heavy) and share it."""
-    return get_retriever(name, **dict(options))
+def retriever(
+    name: str,
+    options: tuple[tuple[str, Any], ...] = (),
+    preset: str | None = None,
+    instructions: str | None = None,
+) -> Retriever:
+    """Build a retriever once (models and indexes are heavy) and share it.
+
+    A preset or an instruction set is recorded in the run's ``config.json`` (:class:`Chosen`).
+    """
+    built = get_retriever(name, **dict(options))
+    if preset is None and instructions is None:
+        return built
+    return Chosen(built, preset, instructions)
+
+
+def _built(chosen: Resolved) -> Retriever:
+    return retriever(chosen.retriever, _key(chosen.options), chosen.preset, chosen.instructions)
 
 
 def cancel() -> None:
@@ -171,8 +107,10 @@ def run(
     k: int,
     out_dir: str,
     fields: Mapping[str, str] | None = None,
+    preset: str | None = None,
+    instructions: str | None = None,
 ) -> None:
-    """Run retriever ``name`` on the chosen domains, then add the run to the session.
+    """Run retriever ``name``, or ``preset``, on the chosen domains; add the run to the session.
 
     The same configuration run again into the same folder replaces its earlier entry
     (its domains are reused from disk) instead of adding a copy. Errors are shown on the
@@ -182,8 +120,8 @@ def run(
         st.error("Choose at least one domain.")
         return
     try:
-        options = retriever_options(name, fields or {}, Confinement.from_env())
-        outcome = _run_with_progress(spec, task, protocol, name, options, domains, k, out_dir)
+        chosen = run_choice.choose(name, fields or {}, task, preset, instructions)
+        outcome = _run_with_progress(spec, task, protocol, chosen, domains, k, out_dir)
     except (MMBrightError, OSError) as err:
         st.error(render.escape_message(err), icon=":material/error:")
         return
@@ -194,24 +132,25 @@ def run(
             with st.expander("Details"):
                 st.exception(err)
         return
-    _add(outcome, spec, task, name, options)
+    _add(outcome, spec, task, chosen)
     st.rerun()
 
 
-def _add(outcome: RunOutcome, spec: str, task: Task, name: str, options: dict[str, str]) -> None:
+def _add(outcome: RunOutcome, spec: str, task: Task, chosen: Resolved) -> None:
     done = [o.domain for o in outcome.domains]
     key = state.fingerprint(str(outcome.task_dir), outcome.config.to_json(), *done)
     same = [n for (t, n), e in state.all_runs().items() if t == task and e.fingerprint == key]
-    label = same[0] if same else state.unique_name(retriever(name, _key(options)).label(), task)
+    label = same[0] if same else state.unique_name(_built(chosen).label(), task)
     state.add_run(
         state.RunEntry(
             name=label,
             source=spec,
             task=task,
             runs={o.domain: o.run for o in outcome.domains},
-            origin=f"retriever: {name} → {outcome.task_dir}",
+            origin=f"{_what(chosen)} → {outcome.task_dir}",
             fingerprint=key,
             negatives=outcome.config.negatives,
+            config=outcome.config.to_dict(),  # Home matches a preset run to its published row
         )
     )
     reused = sum(o.reused for o in outcome.domains)
@@ -230,8 +169,14 @@ def _add(outcome: RunOutcome, spec: str, task: Task, name: str, options: dict[st
         )
 
 
-def _key(options: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+def _key(options: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(options.items()))
+
+
+def _what(chosen: Resolved) -> str:
+    if chosen.preset is not None:
+        return f"preset: {chosen.preset} ({chosen.instructions} instructions)"
+    return f"retriever: {chosen.retriever}"
 
 
 def _show_tracebacks() -> bool:
@@ -244,8 +189,7 @@ def _run_with_progress(
     spec: str,
     task: Task,
     protocol: str,
-    name: str,
-    options: dict[str, str],
+    chosen: Resolved,
     domains: Sequence[str],
     k: int,
     out_dir: str,
@@ -253,7 +197,8 @@ def _run_with_progress(
     confinement = Confinement.from_env()
     folder = confinement.typed(out_dir, "output folder")
     source = loaders.get_source(spec)
-    backend = retriever(name, _key(options))
+    backend = _built(chosen)
+    name = chosen.preset or chosen.retriever
     bar = st.progress(0.0, text=f"Running {render.escape_md(name)} on {len(domains)} domain(s)…")
 
     def show(step: Progress) -> None:

@@ -5,10 +5,17 @@ from __future__ import annotations
 import streamlit as st
 
 from mmbright_core.retrieval import DEFAULT_K, available_retrievers
-from mmbright_core.ui import loaders, render, running, state
+from mmbright_core.retrieval.catalogue import get_preset
+from mmbright_core.ui import loaders, presets, render, run_choice, running, state
+
+KINDS = ("Retriever", "Model preset")
 
 FIELD_LABELS = {
-    "model": ("Model", "A model name, a hub id, or a local folder (clip: local-dir:<folder>)"),
+    "model": (
+        "Model",
+        "A model name, a hub id, or a local folder (clip: local-dir:<folder>; mteb: a name of "
+        "MTEB's registry, e.g. mteb/baseline-random-encoder, optionally @REVISION)",
+    ),
     "pretrained": ("Pretrained tag", "open_clip's tag (openai, laion2b_s32b_b82k) or none"),
     "checkpoint": ("Checkpoint file", "A local open_clip checkpoint (instead of a tag)"),
 }
@@ -24,17 +31,43 @@ st.caption(
     "holding another configuration is left as it is: the run goes to a new one beside it "
     "(…_2, …_3)."
 )
-names = running.runnable(available_retrievers(), task)
-name = st.selectbox(f"Retriever (those that run task {task})", names, key="run_retriever")
-plugins = running.installed_plugins()
-st.caption(
-    f"Installed plugins: {', '.join(plugins)}."
-    if plugins
-    else "No retriever plugins installed. Your own model runs with `mmbright run --retriever "
-    "MODULE:FACTORY`, or appears here once a package registers it (docs/plugins.md)."
-)
+kind = st.radio("Run", KINDS, key="run_kind", horizontal=True)
+preset = instructions = None
+fields: tuple[str, ...] = ()
+if kind == KINDS[1]:
+    offered = presets.offered(task, run_choice.COMMAND_LINE_ONLY)
+    preset = st.selectbox(
+        f"Model preset (those the official harness runs on task {task})",
+        [p.name for p in offered],
+        format_func=lambda n: presets.label(get_preset(n)),
+        key="run_preset",
+        help="The models of the paper's tables, run as the official harness runs them",
+    )
+    if preset is not None:
+        chosen = get_preset(preset)
+        instructions = st.selectbox(
+            "Instructions",
+            chosen.instruction_sets(),
+            key="run_instructions",
+            help="official: what the released harness passes (the default); bright: BRIGHT's "
+            "per-domain instructions; mteb: MTEB's prompts, through the mteb backend; none",
+        )
+        st.caption(presets.summary(chosen))
+        for caution in presets.cautions(chosen):
+            st.warning(caution, icon=":material/info:")
+    name = preset
+else:
+    names = run_choice.runnable(available_retrievers(), task)
+    name = st.selectbox(f"Retriever (those that run task {task})", names, key="run_retriever")
+    plugins = running.installed_plugins()
+    st.caption(
+        f"Installed plugins: {', '.join(plugins)}."
+        if plugins
+        else "No retriever plugins installed. Your own model runs with `mmbright run --retriever "
+        "MODULE:FACTORY`, or appears here once a package registers it (docs/plugins.md)."
+    )
+    fields = run_choice.RETRIEVER_FIELDS.get(str(name), ())
 domains = st.multiselect("Domains", source.domains(), default=source.domains(), key="run_domains")
-fields = running.RETRIEVER_FIELDS.get(str(name), ())
 typed: dict[str, str] = {}
 for column, field in zip(st.columns(3), fields, strict=False):
     label, help_text = FIELD_LABELS[field]
@@ -52,4 +85,6 @@ start = start_col.button("Run", key="run_start", type="primary", icon=":material
 cancel_col.button("Cancel", key="run_cancel", on_click=running.cancel, icon=":material/stop:")
 running.render_messages()
 if start and name is not None:
-    running.run(spec, task, protocol, str(name), domains, int(k), out_dir, typed)
+    running.run(
+        spec, task, protocol, str(name), domains, int(k), out_dir, typed, preset, instructions
+    )

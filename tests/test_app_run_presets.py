@@ -1,0 +1,109 @@
+"""The Run page offers the catalogue's presets and the mteb backend, and runs them on the demo."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from apptest import error_messages, fresh, goto
+from streamlit.testing.v1 import AppTest
+
+from mmbright_core.cli import main
+from mmbright_core.io.official import read_outputs
+
+DOMAIN = "gis"
+"""One demo domain: the runs here are checked against the same run made by the CLI."""
+
+
+def _page(task: int) -> AppTest:
+    at = fresh()  # the demo
+    at.selectbox(key="task").set_value(task).run()
+    return goto(at, "run")
+
+
+def _presets(at: AppTest) -> AppTest:
+    return at.radio(key="run_kind").set_value("Model preset").run()
+
+
+def _start(at: AppTest, out: Path) -> str:
+    at.multiselect(key="run_domains").set_value([DOMAIN]).run()
+    at.text_input(key="run_out").input(str(out)).run()
+    at.button(key="run_start").click().run()
+    assert not at.exception and not error_messages(at), error_messages(at)
+    return " ".join(s.value for s in at.success)
+
+
+def _cli(out: Path, task: int, *choice: str) -> Path:
+    argv = ["run", "--source", "demo", "--domain", DOMAIN, "--task", str(task), *choice]
+    assert main([*argv, "--out", str(out)]) == 0
+    return next(out.glob("run_*"))
+
+
+def _config(task_dir: Path) -> dict:
+    return json.loads((task_dir / "config.json").read_text())["config"]
+
+
+def test_the_presets_of_the_task_are_offered_with_their_published_number():
+    at = _presets(_page(1))
+    offered = at.selectbox(key="run_preset").options
+    assert "bm25 · BM25 (published task 1: 8.5)" in offered
+    assert "diver-retriever · DiVeR (published task 1: 32.2)" in offered
+    assert not any(o.startswith(("openai", "clip ")) for o in offered)  # api; another task
+    at.selectbox(key="run_preset").set_value("bge").run()
+    assert at.selectbox(key="run_instructions").options == ["official", "bright", "mteb", "none"]
+    assert at.selectbox(key="run_instructions").value == "official"
+
+
+def test_a_preset_says_what_running_it_takes_before_it_runs():
+    at = _presets(_page(2))
+    at.selectbox(key="run_preset").set_value("gme-qwen2-vl-7b").run()
+    said = " ".join(w.value for w in at.warning)
+    assert "Downloads Alibaba-NLP/gme-Qwen2-VL-7B-Instruct from the Hugging Face hub" in said
+    assert "Runs the model's own code from the hub (trust_remote_code)" in said
+    assert "A GPU-sized model (7.7 B parameters)" in said
+    at.selectbox(key="run_preset").set_value("clip").run()
+    said = " ".join(w.value for w in at.warning)
+    assert "Downloads" in said and "trust_remote_code" not in said and "GPU-sized" not in said
+
+
+def test_the_mteb_backend_is_offered_with_a_model_field():
+    at = _page(2)
+    assert {"mteb", "hf"} <= set(at.selectbox(key="run_retriever").options)
+    assert "api" not in at.selectbox(key="run_retriever").options  # the server's key
+    at.selectbox(key="run_retriever").set_value("mteb").run()
+    assert "run_model" in {t.key for t in at.text_input}
+
+
+def test_the_bm25_preset_runs_on_the_demo_and_records_the_preset(tmp_path: Path):
+    at = _presets(_page(1))
+    at.selectbox(key="run_preset").set_value("bm25").run()
+    said = _start(at, tmp_path / "page")
+    assert "Added run 'bm25': 1 domain(s), 1 run now" in said
+    (task_dir,) = (tmp_path / "page").iterdir()
+    config = _config(task_dir)
+    assert (config["retriever"], config["preset"], config["instructions"]) == (
+        "bm25",
+        "bm25",
+        "official",
+    )
+    plain = _cli(tmp_path / "cli", 1, "--retriever", "bm25")
+    assert read_outputs(task_dir).runs == read_outputs(plain).runs
+
+
+def test_mtebs_random_encoder_runs_on_the_demo_through_the_page(tmp_path: Path):
+    pytest.importorskip("mteb")
+    random = "mteb/baseline-random-encoder"
+    at = _page(2)
+    at.selectbox(key="run_retriever").set_value("mteb").run()
+    at.text_input(key="run_model").input(random).run()
+    said = _start(at, tmp_path / "page")
+    assert "1 domain(s), 1 run now" in said
+    (task_dir,) = (tmp_path / "page").iterdir()
+    config = _config(task_dir)
+    assert (config["retriever"], config["model"], config["fusion"]) == ("mteb", random, "joint")
+    # The CLI's run of the same model is checked against MTEB's encoder called directly
+    # (test_cli_run_mteb.py); the page's must be the same run.
+    cli = _cli(tmp_path / "cli", 2, "--retriever", "mteb", "--model", random)
+    assert read_outputs(task_dir).runs == read_outputs(cli).runs
+
