@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from apptest import error_messages, fresh, goto
+from apptest import add_folder, dataframe_with, error_messages, fresh, goto
 from streamlit.testing.v1 import AppTest
 
 from mmbright_core.cli import main
@@ -107,3 +107,26 @@ def test_mtebs_random_encoder_runs_on_the_demo_through_the_page(tmp_path: Path):
     cli = _cli(tmp_path / "cli", 2, "--retriever", "mteb", "--model", random)
     assert read_outputs(task_dir).runs == read_outputs(cli).runs
 
+
+def _published(at: AppTest):
+    return dataframe_with(at, "model", "reported", "run", "ours")
+
+
+def test_home_shows_a_preset_run_beside_its_published_row(tmp_path: Path):
+    preset = _cli(tmp_path / "preset", 1, "--model-preset", "bm25")
+    plain = _cli(tmp_path / "plain", 1, "--retriever", "bm25")  # the same scores, no preset
+    at = fresh()
+    at.selectbox(key="task").set_value(1).run()
+    for folder in (preset, plain):
+        add_folder(at, folder)
+    assert not at.exception and not error_messages(at), error_messages(at)
+    assert set(at.multiselect(key="selected_runs_1").value) == {"bm25", "bm25 (2)"}
+    table = _published(at)
+    summary = json.loads((preset / "summary.json").read_text())["domains"]
+    ours = round(100 * sum(d["NDCG@10"] for d in summary.values()) / len(summary), 1)
+    rows = table[table["model"] == "BM25"]
+    assert rows[["run", "ours", "reported"]].values.tolist() == [["bm25", ours, 8.5]]
+    assert rows["difference"].item() == pytest.approx(ours - 8.5)
+    assert rows["status"].item() == "differs"  # the demo is not the benchmark
+    others = table[table["model"] != "BM25"]
+    assert len(others) and others["run"].isna().all()  # published rows no run reproduces

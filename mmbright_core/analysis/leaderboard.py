@@ -160,3 +160,47 @@ def _row(task: int, run: str, ref: ReferenceScore, ours: float) -> dict[str, obj
         "source": ref.source,
         "citation": ref.citation,
     }
+
+
+def published_table(
+    task: int,
+    board: pd.DataFrame | None,
+    reproducing: Mapping[str, str],
+    reference: Sequence[ReferenceScore] | None = None,
+) -> pd.DataFrame:
+    """The published scores of ``task``, each paper row beside the runs that reproduce it.
+
+    Args:
+        task: The task.
+        board: A leaderboard (:func:`leaderboard`) of the runs, or None without runs.
+        reproducing: run name -> the published model its settings reproduce (a run made
+            from the model catalogue's preset of that model); other runs are not shown.
+        reference: The published scores; by default :func:`load_reference`.
+
+    Returns:
+        One row per published score of ``task`` and reproducing run (one row, its run
+        columns empty, where no run reproduces it): ``model``, ``reported``, ``source``,
+        ``run``, ``ours``, ``difference`` (ours - reported), ``status``.
+    """
+    refs = [r for r in (load_reference() if reference is None else reference) if r.task == task]
+    averages = _averages(board, task)
+    rows: list[dict[str, object]] = []
+    for ref in refs:
+        runs = [
+            run
+            for run, model in reproducing.items()
+            if ref.source == "paper" and model.casefold() == ref.model.casefold()
+        ]
+        rows += [_row(task, run, ref, averages[run]) for run in runs if run in averages]
+        if not any(run in averages for run in runs):
+            rows.append({"model": ref.model, "reported": ref.value, "source": ref.source})
+    columns = ["model", "reported", "source", "run", "ours", "difference", "status"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _averages(board: pd.DataFrame | None, task: int) -> dict[str, float]:
+    if board is None or not len(board):
+        return {}
+    return {
+        str(run): float(value) for (of, run), value in board[AVERAGE].items() if int(of) == task
+    }

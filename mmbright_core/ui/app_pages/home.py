@@ -6,8 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from mmbright_core.analysis import figures
-from mmbright_core.analysis.leaderboard import leaderboard, load_reference, reproduction
-from mmbright_core.ui import loaders, queries, render, runs_panel, state, views
+from mmbright_core.analysis.leaderboard import leaderboard, published_table, reproduction
+from mmbright_core.ui import loaders, presets, queries, render, runs_panel, state, views
 from mmbright_core.ui.sidebar import TASK_LABELS, selected_runs
 from mmbright_core.ui.views import HEADLINE
 
@@ -126,9 +126,8 @@ with board_tab:
 
 with published_tab:
     st.caption("nDCG@10 ×100, average over the paper's 29 domains")
-    reference = pd.DataFrame(
-        [(r.model, r.value, r.source) for r in load_reference() if r.task == task],
-        columns=["model", "reported", "source"],
+    reference = published_table(
+        task, boards.get(task), presets.reproducing(chosen, task) if boards else {}
     )
     st.dataframe(
         reference,
@@ -139,7 +138,20 @@ with published_tab:
             "model": st.column_config.TextColumn("model", width="medium"),
             "reported": st.column_config.NumberColumn("reported", format="%.1f", width="small"),
             "source": st.column_config.TextColumn("source", width="small"),
+            "run": st.column_config.TextColumn(
+                "run", help="a loaded run made from this model's preset (mmbright models)"
+            ),
+            "ours": st.column_config.NumberColumn("ours", format="%.1f", width="small"),
+            "difference": st.column_config.NumberColumn("diff.", format="%+.1f", width="small"),
+            "status": st.column_config.TextColumn(
+                "status", width="small", help="OK: equal at one decimal; OKish: within 0.5"
+            ),
         },
+    )
+    st.caption(
+        "A run whose config.json records a model preset (`mmbright run --model-preset`, or a "
+        "preset run from the Run page) is shown beside that preset's published row, with its "
+        "average over the domains it covers and the difference."
     )
     matched = reproduction(board) if boards else None
     if matched is not None and len(matched):
