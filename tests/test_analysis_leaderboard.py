@@ -12,6 +12,7 @@ from mmbright_core.analysis.leaderboard import (
     domain_scores,
     leaderboard,
     load_reference,
+    published_table,
     reproduction,
     status,
 )
@@ -122,3 +123,33 @@ def test_reproduction_with_explicit_reference():
     ref = [ReferenceScore(2, "X", 25.0, "paper", "somewhere")]
     out = reproduction(board, reference=ref)
     assert list(out["status"]) == ["differs"]
+
+
+def test_published_table_puts_reproducing_runs_beside_their_row():
+    # task 1: "p" averages (0.1 + 0.2) / 2 = 15.0, reproducing X (reported 14.6): +0.4, OKish;
+    # "q" has the same scores but reproduces nothing; task 2's "p" row is another task's.
+    board = leaderboard(
+        _table(
+            [
+                ("p", 1, "a", "q1", 0.1),
+                ("p", 1, "b", "q1", 0.2),
+                ("q", 1, "a", "q1", 0.1),
+                ("p", 2, "a", "q1", 0.9),
+            ]
+        )
+    )
+    ref = [
+        ReferenceScore(1, "X", 14.6, "paper", "paper"),
+        ReferenceScore(1, "X", 14.0, "mteb", "mteb"),  # another harness: not a preset's
+        ReferenceScore(1, "Y", 20.0, "paper", "paper"),
+        ReferenceScore(2, "X", 30.0, "paper", "paper"),
+    ]
+    out = published_table(1, board, {"p": "x", "gone": "Y"}, reference=ref)
+    assert out[["model", "source", "run"]].fillna("").values.tolist() == [
+        ["X", "paper", "p"],
+        ["X", "mteb", ""],
+        ["Y", "paper", ""],  # "gone" is not on the board
+    ]
+    assert out["ours"][0] == 15.0 and out["ours"][1:].isna().all()
+    assert out["difference"][0] == pytest.approx(0.4) and out["status"][0] == "OKish"
+    assert published_table(1, None, {"p": "X"}, reference=ref)["run"].isna().all()
