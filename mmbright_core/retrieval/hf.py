@@ -17,7 +17,8 @@ The official Task 1 retrievers (``src/retrievers/task1_text.py``, which follows 
 Every recipe then scores the cosine of the two vectors (L2-normalised, as fusion ``text`` does);
 the vectors returned here are raw (docs/protocol.md, "Dual-encoder fusion"). An instruction's
 ``{domain}`` (BRIGHT's ``{task}``, :mod:`.instructions`) is the domain's name, bound per domain
-with :meth:`HFTextEmbedder.bind_domain`.
+with :meth:`HFTextEmbedder.bind` (a
+:class:`~mmbright_core.retrieval.embedder.BoundEmbedder`).
 """
 
 from __future__ import annotations
@@ -166,7 +167,7 @@ class HFTextEmbedder:
         self.name = model_label(self.model_id)
         self._model: Any = None
 
-    def bind_domain(self, domain: str) -> None:
+    def bind(self, task: int | None, domain: str | None) -> None:
         """Set the domain that fills the instructions' ``{domain}`` (BRIGHT's configs)."""
         self.domain = domain
 
