@@ -11,6 +11,7 @@ import pytest
 from mmbright_core.analysis.leaderboard import load_reference
 from mmbright_core.cli import main
 from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.retrieval.base import _accepted_options, _factory
 from mmbright_core.retrieval.catalogue import (
     BACKENDS,
     FUSIONS,
@@ -92,37 +93,76 @@ def test_presets_of_a_task():
     }
 
 
-def test_every_preset_resolves_for_every_task_and_instruction_set():
+def _runs(preset, task, name):
+    """The resolution of a preset, or None where it needs the hub's code (refused)."""
+    if preset.trust_remote_code and name != "mteb":
+        with pytest.raises(InputError, match=r"needs the model's own code.*trust_remote_code"):
+            resolve(preset, task, name)
+        return None
+    return resolve(preset, task, name)
+
+
+def _resolutions():
+    """Every preset, task and instruction set it has, with what it resolves to (if it runs)."""
     for preset in load_catalogue():
         for task in preset.tasks:
             for name in preset.instruction_sets():
-                chosen = resolve(preset, task, name)
-                assert (chosen.preset, chosen.instructions) == (preset.name, name)
-                if name == "mteb":
-                    assert chosen.retriever == "mteb"
-                    assert chosen.options["model"] == preset.mteb_model
-                    continue
-                assert chosen.retriever == preset.backend
-                texts = preset.instructions_for(name)
-                options = chosen.options
-                if preset.backend == "dense":
-                    assert options["query_prefix"] == texts.query
-                    assert options["document_prefix"] == texts.document
-                    assert options["model"] == preset.model
-                elif preset.backend in ("hf", "api") or preset.backend == "mteb":
-                    assert options["query_instruction"] == texts.query
-                    assert options["document_instruction"] == texts.document
-                    assert options["model"] == preset.model
-                if preset.backend == "hf":
-                    assert options["fusion"] == preset.fusion
-                    assert options.get("pooling") == preset.pooling
-                    assert options.get("max_length") == preset.max_length
-                assert ("image_policy" in options) == preset.multimodal
-                assert all(options[k] == v for k, v in preset.options.items())
+                chosen = _runs(preset, task, name)
+                if chosen is not None:
+                    yield preset, task, name, chosen
+
+
+def test_every_preset_resolves_for_every_task_and_instruction_set():
+    for preset, _task, name, chosen in _resolutions():
+        assert (chosen.preset, chosen.instructions) == (preset.name, name)
+        if name == "mteb" or preset.backend == "mteb":
+            assert chosen.retriever == "mteb"
+            assert chosen.options["model"] == preset.mteb_model
+            continue
+        assert chosen.retriever == preset.backend
+        texts = preset.instructions_for(name)
+        options = chosen.options
+        if preset.backend == "dense":
+            assert options["query_prefix"] == texts.query
+            assert options["document_prefix"] == texts.document
+            assert options["model"] == preset.model
+        elif preset.backend in ("hf", "api"):
+            assert options["query_instruction"] == texts.query
+            assert options["document_instruction"] == texts.document
+            assert options["model"] == preset.model
+        if preset.backend == "hf":
+            assert options.get("pooling") == preset.pooling
+            assert options.get("max_length") == preset.max_length
+        assert ("image_policy" in options) == preset.multimodal
+        assert all(options[k] == v for k, v in preset.options.items())
+
+
+def test_every_resolved_option_is_one_the_backend_takes():
+    # A preset's options reach the backend's factory: a name it lacks fails every run.
+    checked = 0
+    for preset, task, name, chosen in _resolutions():
+        accepted = _accepted_options(_factory(chosen.retriever))
+        assert accepted is not None, chosen.retriever
+        assert set(chosen.options) <= accepted, (preset.name, task, name)
+        checked += 1
+    assert checked > 40
+
+
+def test_a_preset_in_the_hubs_code_is_refused_in_one_line(capsys):
+    args = ["run", "--source", "demo", "--domain", "gis", "--task", "2", "--out", "unused"]
+    assert main([*args, "--model-preset", "jina-clip"]) == 2
+    err = capsys.readouterr().err
+    assert "trust_remote_code" in err and "--instructions mteb" in err and err.count("\n") == 1
+
+
+def test_an_mteb_preset_takes_only_its_own_prompts():
+    assert resolve(get_preset("grit"), 1).options == {"model": "GritLM/GritLM-7B"}
+    with pytest.raises(InputError, match="applies its own prompts"):
+        resolve(get_preset("grit"), 1, "bright")
 
 
 def test_resolution_gives_the_official_texts():
-    assert resolve(get_preset("nomic-vision"), 2).options["query_instruction"] == "search_query: "
+    assert get_preset("nomic-vision").instructions_for("official").query == "search_query: "
     diver = resolve(get_preset("diver-retriever"), 1).options
     assert (diver["query_instruction"], diver["document_instruction"]) == (
         "",

@@ -8,10 +8,9 @@ passage. The tiny random models come from ``tests/tiny_hf.py``.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import numpy as np
 import pytest
+from tiny_hf import pooled_vectors
 
 from mmbright_core.cli import main
 from mmbright_core.data.sources import open_source
@@ -22,19 +21,6 @@ pytest.importorskip("mmbright_core.retrieval.dual")
 pytestmark = [pytest.mark.models]
 
 INSTRUCTION = "Instruct: Given a {domain} post, retrieve relevant passages\nQuery: "
-POOLS = {"last-token": lambda h: h[-1], "mean": lambda h: h.mean(dim=0)}
-
-
-def _vectors(folder: Path, texts: list[str], pooling: str) -> np.ndarray:
-    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
-    model = transformers.AutoModel.from_pretrained(folder).eval()
-    out = []
-    with torch.inference_mode():
-        for text in texts:
-            ids = tokenizer(text, truncation=True, return_tensors="pt")
-            out.append(POOLS[pooling](model(**ids).last_hidden_state[0]).numpy())
-    vectors = np.stack(out)
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
 @pytest.mark.parametrize(("family", "pooling"), [("qwen2", "last-token"), ("bert", "mean")])
@@ -46,8 +32,8 @@ def test_task1_scores_are_the_pooled_cosine(tiny_hf, tmp_path, family, pooling):
     assert main([*args, "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path)]) == 0
     data = open_source("demo").task(1, "biology")
     queries = [INSTRUCTION.replace("{domain}", "biology") + q.text for q in data.queries]
-    passages = _vectors(folder, [d.text for d in data.corpus], pooling)
-    scores = 100 * _vectors(folder, queries, pooling) @ passages.T
+    passages = pooled_vectors(folder, [d.text for d in data.corpus], pooling)
+    scores = 100 * pooled_vectors(folder, queries, pooling) @ passages.T
     (run_file,) = tmp_path.glob("*/biology/scores.json")
     run = json.loads(run_file.read_text())
     for row, query in zip(scores, data.queries, strict=True):

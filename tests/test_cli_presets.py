@@ -106,7 +106,8 @@ def test_clip_preset_on_a_tiny_model_is_the_official_fusion_run(tmp_path: Path, 
             "give one of --retriever and --model-preset",
         ),
         ([], "give one of --retriever and --model-preset"),
-        (["--model-preset", "contriever"], "runs on the 'hf' backend, which is not registered"),
+        (["--model-preset", "contriever"], "cannot load the transformers model"),
+        (["--model-preset", "qwen2"], "(trust_remote_code), which this package does not run"),
     ],
 )
 def test_preset_errors_are_one_line(tmp_path: Path, capsys, args, message):

@@ -83,7 +83,10 @@ def test_a_third_party_corpus_encoder_is_accepted(tmp_path: Path) -> None:
     retriever = RayEncodingRetriever("length", {"cache_dir": str(tmp_path)}, RayEngine())
     assert isinstance(retriever.inner, CorpusEncoder)
     ((spec, keys, items, names),) = retriever.jobs(_data(), None)
-    assert spec == EncoderSpec("length", (("cache_dir", str(tmp_path)),), "text", "doc: ")
+    options = (("cache_dir", str(tmp_path)),)
+    data = _data()
+    # The spec carries the task and domain, so that a worker binds its embedder as the run does.
+    assert spec == EncoderSpec("length", options, "text", "doc: ", data.task, data.domain)
     assert items == ["one", "three"] and names is None
     assert keys == [content_key("one"), content_key("three")]
     encoder = spec.build()  # as a worker rebuilds it: by registered name and options

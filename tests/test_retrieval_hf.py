@@ -62,7 +62,7 @@ def test_decoders_pool_the_last_token_by_default_and_encoders_the_mean(tiny_hf):
 
 def test_query_instruction_is_concatenated_with_the_domain_documents_get_none(tiny_hf):
     embedder = HFTextEmbedder(str(tiny_hf["mistral"]), query_instruction=INSTRUCTION)
-    embedder.bind_domain("biology")
+    embedder.bind(1, "biology")
     query = embedder.encode_texts(TEXTS[:1], "query")[0]
     filled = INSTRUCTION.replace("{domain}", "biology") + TEXTS[0]
     np.testing.assert_allclose(query, _states(tiny_hf["mistral"], filled)[-1], atol=1e-5)
@@ -73,7 +73,7 @@ def test_query_instruction_is_concatenated_with_the_domain_documents_get_none(ti
 
 def test_an_unbound_task_field_is_refused(tiny_hf):
     embedder = HFTextEmbedder(str(tiny_hf["bert"]), query_instruction=INSTRUCTION)
-    with pytest.raises(InputError, match="bind_domain"):
+    with pytest.raises(InputError, match="no domain is bound"):
         embedder.encode_texts(TEXTS, "query")
 
 
@@ -97,7 +97,7 @@ def test_settings_hold_what_changes_a_vector(tiny_hf):
     assert settings["pooling"] == "last-token" and settings["dtype"] == "float32"
     assert settings["truncation"] == 64 and "instruction_domain" not in settings
     instructed = HFTextEmbedder(str(tiny_hf["qwen2"]), query_instruction=INSTRUCTION)
-    instructed.bind_domain("gis")
+    instructed.bind(1, "gis")
     assert instructed.settings()["query_instruction"] == INSTRUCTION
     assert instructed.settings()["instruction_domain"] == "gis"
     bf16 = HFTextEmbedder(str(tiny_hf["qwen2"]), dtype="bfloat16")

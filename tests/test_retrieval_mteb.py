@@ -61,7 +61,7 @@ def test_split_name_reads_an_optional_revision():
 
 
 def test_texts_are_the_models_own_vectors_documents_stripped_as_mteb_does(embedder):
-    embedder.scope(1, "gis")
+    embedder.bind(1, "gis")
     texts = ["a question about maps", "  padded passage\n"]
     queries = embedder.encode_texts(texts, "query")
     documents = embedder.encode_texts(texts, "document")
@@ -72,7 +72,7 @@ def test_texts_are_the_models_own_vectors_documents_stripped_as_mteb_does(embedd
 
 
 def test_a_query_with_an_image_is_one_input_the_model_fuses(embedder):
-    embedder.scope(2, "gis")
+    embedder.bind(2, "gis")
     red, blue = Image.new("RGB", (8, 6), "red"), Image.new("RGB", (5, 5), "blue")
     texts = ["first", "second", "third"]
     joint = embedder.encode_joint(texts, [red, None, blue], "query")
@@ -84,7 +84,7 @@ def test_a_query_with_an_image_is_one_input_the_model_fuses(embedder):
 
 
 def test_corpus_images_are_encoded_under_the_image_task(embedder):
-    embedder.scope(3, "gis")
+    embedder.bind(3, "gis")
     red = Image.new("RGB", (8, 6), "red")
     np.testing.assert_array_equal(
         embedder.encode_images([red], "document"), direct(embedder, image=[red])
@@ -109,7 +109,7 @@ def test_the_model_is_told_mtebs_task_and_prompt_type(embedder, monkeypatch):
         return real(inputs, **kwargs)
 
     monkeypatch.setattr(model, "encode", recording)
-    embedder.scope(2, "pm")
+    embedder.bind(2, "pm")
     embedder.encode_texts(["q"], "query")
     embedder.encode_texts(["d"], "document")
     name = "MMBrightProjectManagementIT2TRetrieval"
@@ -120,13 +120,13 @@ def test_the_model_is_told_mtebs_task_and_prompt_type(embedder, monkeypatch):
 
 
 def test_settings_record_model_revision_prompts_and_the_scoped_task(embedder):
-    embedder.unscope()
+    embedder.bind(None, None)
     settings = embedder.settings()
     assert settings["model"] == RANDOM and settings["revision"] == "2"
     assert settings["similarity"] == "cosine" and settings["backend"] == "mteb"
     assert settings["task_prompts"]["3"] == {"query": QUERY_PROMPTS[3]}
     assert "mteb_task" not in settings
-    embedder.scope(1, "biology")
+    embedder.bind(1, "biology")
     assert embedder.settings()["mteb_task"] == "MMBrightBiologyT2TRetrieval"
     assert (embedder.name, embedder.fusion) == ("baseline-random-encoder", "joint")
     assert embedder.modalities == {"text", "image"}

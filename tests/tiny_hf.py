@@ -98,3 +98,24 @@ def clip_model(folder: Path, family: str, texts: Iterable[str]) -> Path:
         images = SiglipImageProcessor(size={"height": 32, "width": 32})
         processor = SiglipProcessor(image_processor=images, tokenizer=tok)
     return _save(folder, model, processor)
+
+
+def pooled_vectors(folder: Path, texts: Iterable[str], pooling: str) -> Any:
+    """Return L2-normalised pooled states of ``texts``, one text at a time (no padding).
+
+    ``pooling`` is ``last-token`` or ``mean``; texts are cut at the tiny models' 64 tokens.
+    """
+    import numpy as np
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    pools = {"last-token": lambda h: h[-1], "mean": lambda h: h.mean(dim=0)}
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = AutoModel.from_pretrained(folder).eval()
+    out = []
+    with torch.inference_mode():
+        for text in texts:
+            ids = tok(text, max_length=64, truncation=True, return_tensors="pt")
+            out.append(pools[pooling](model(**ids).last_hidden_state[0]).numpy())
+    vectors = np.stack(out)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)

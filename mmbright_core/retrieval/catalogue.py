@@ -28,7 +28,7 @@ FUSIONS = ("raw-mean", "zero-image", "normalised-mean", "joint", "text")
 """The named fusion rules of text and image vectors (``text``: a text-only model)."""
 POOLINGS = ("last-token", "mean", "cls")
 """Poolings a preset may name; none means the model's own code pools."""
-OFFLINE = ("tested", "hub-code", "mteb", "api")
+OFFLINE = ("tested", "untested", "hub-code", "mteb", "api")
 """How far a preset's code path runs offline (see :attr:`Preset.offline`)."""
 STORED_SETS = ("official", "bright")
 """The instruction sets the catalogue stores the texts of (``none`` is empty; MTEB has its own)."""
@@ -79,7 +79,8 @@ class Preset:
         published: The published averages it should reproduce.
         trust_remote_code: Whether loading it runs code from the hub.
         offline: ``tested`` (its code path runs offline in the tests, on tiny random weights
-            of the same architecture), ``hub-code`` (needs the hub's code: checkable offline
+            of the same architecture), ``untested`` (runs offline, but no test runs it on
+            such weights), ``hub-code`` (needs the hub's code: checkable offline
             only up to loading), ``mteb`` (MTEB's implementation) or ``api`` (an endpoint).
         architecture: What runs, in words.
         parameters: Parameter count, for time estimates (None: unknown or remote).
@@ -118,7 +119,9 @@ class Preset:
     def instruction_sets(self) -> tuple[str, ...]:
         """Return the instruction sets a run of this preset can name."""
         stored = [s for s in STORED_SETS if s in self.instructions]
-        return (*stored, *(("mteb",) if self.mteb_model else ()), "none")
+        # MTEB's implementations apply their own prompts: they have no instruction-free run.
+        none = () if self.backend == "mteb" else ("none",)
+        return (*stored, *(("mteb",) if self.mteb_model else ()), *none)
 
     def instructions_for(self, name: str) -> Instructions:
         """Return the texts of instruction set ``name`` (``none``: empty).

@@ -23,7 +23,11 @@ _OWN_LENGTH = "the model's own"
 _UNPINNED = "unpinned in the official harness"
 _OFFLINE = {
     "tested": "exercised offline by the tests: tiny random weights of the same architecture",
-    "hub-code": "needs code from the hub (trust_remote_code): checkable offline only up to loading",
+    "untested": "runs offline, but no test runs this preset on tiny weights of its architecture",
+    "hub-code": (
+        "needs code from the hub (trust_remote_code), which --model-preset refuses to run: "
+        "run it through MTEB's implementation (--instructions mteb) or a plugin"
+    ),
     "mteb": "runs MTEB's implementation: offline only for MTEB's baseline-random-encoder",
     "api": "an embeddings endpoint: tested against a loopback server speaking the API",
 }

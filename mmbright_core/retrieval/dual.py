@@ -20,7 +20,8 @@ the fused scores split exactly into a text and an image part (:meth:`explain_sco
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
@@ -36,7 +37,7 @@ from mmbright_core.retrieval.cache import (
     content_key,
     default_cache_dir,
 )
-from mmbright_core.retrieval.embedder import Embedder, JointEmbedder, Role
+from mmbright_core.retrieval.embedder import Embedder, JointEmbedder, Role, bind
 from mmbright_core.retrieval.encoders import (
     BatchEncoder,
     CallEncoder,
@@ -149,7 +150,27 @@ class DualEncoderRetriever:
             if callable(custom)
             else {"embedder": self.embedder.settings(), "modality": modality, "role": role}
         )
-        return EmbeddingCache(self.cache_root, dict(settings), dtype=self.cache_dtype)
+        # An embedder whose answers are paid for writes after every request (api).
+        shard = getattr(self.embedder, "cache_shard_size", None)
+        sized = {} if shard is None else {"shard_size": int(shard)}
+        return EmbeddingCache(self.cache_root, dict(settings), dtype=self.cache_dtype, **sized)
+
+    def bind(self, task: int | None, domain: str | None) -> None:
+        """Bind the embedder to a task and domain, if it takes them (``BoundEmbedder``).
+
+        The Ray engine's workers call this before they build their encoders, so that their
+        cache keys (the bound settings) are those of the local run.
+        """
+        bind(self.embedder, task, domain)
+
+    @contextmanager
+    def bound(self, data: TaskData) -> Iterator[None]:
+        """Bind the embedder to ``data``'s task and domain while the block runs."""
+        self.bind(data.task, data.domain)
+        try:
+            yield
+        finally:
+            self.bind(None, None)  # settings() then describe the run, not one domain
 
     def _text_batch(self, role: Role) -> Callable[[list[str]], np.ndarray]:
         return lambda chunk: self.embed_texts(chunk, role)
@@ -382,9 +403,10 @@ class DualEncoderRetriever:
             )
         if not data.corpus or not data.queries:
             return {q.query_id: {} for q in data.queries}
-        queries = self.encode_queries(data.queries, source if data.task > 1 else None)
+        with self.bound(data):
+            queries = self.encode_queries(data.queries, source if data.task > 1 else None)
+            vectors = self.corpus_vectors(data, source)
         identity = Groups.from_keys([d.doc_id for d in data.corpus])
-        vectors = self.corpus_vectors(data, source)
         return rank_vectors(data, identity, vectors, queries, k, self.index)
 
     def explain_scores(
@@ -401,4 +423,5 @@ class DualEncoderRetriever:
         """
         from mmbright_core.analysis.attribution_vectors import explain_fusion
 
-        return explain_fusion(self, data, source, query, positions)
+        with self.bound(data):
+            return explain_fusion(self, data, source, query, positions)

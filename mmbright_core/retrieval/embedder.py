@@ -59,6 +59,28 @@ class Embedder(Protocol):
 
 
 @runtime_checkable
+class BoundEmbedder(Embedder, Protocol):
+    """An embedder whose vectors depend on the task and domain it encodes for.
+
+    A ``{domain}`` in an instruction (BRIGHT's per-domain configs) or MTEB's task metadata
+    (its prompts are resolved per task) need them. The package calls :meth:`bind` before it
+    encodes a domain and ``bind(None, None)`` after; while bound, ``settings()`` must name
+    what the binding changes (the filled instruction's domain, MTEB's task), since those
+    settings key the embedding cache.
+    """
+
+    def bind(self, task: int | None, domain: str | None) -> None:
+        """Encode for ``task`` on ``domain`` from now on (None, None: for no domain)."""
+        ...
+
+
+def bind(embedder: Embedder, task: int | None, domain: str | None) -> None:
+    """Bind ``embedder`` to a task and domain if it takes them (see :class:`BoundEmbedder`)."""
+    if isinstance(embedder, BoundEmbedder):
+        embedder.bind(task, domain)
+
+
+@runtime_checkable
 class JointEmbedder(Embedder, Protocol):
     """An embedder that encodes a text and an image together (GME, BGE-VL: fusion ``joint``)."""
 

@@ -136,12 +136,16 @@ class EncoderSpec:
         options: The retriever's options, as sorted ``(name, value)`` pairs.
         role: ``text`` or ``image``.
         prefix: The text prefix (the dense retriever's document or query prefix).
+        task: The task encoded for, which a bound embedder's vectors may depend on.
+        domain: The domain encoded for (a ``{domain}`` instruction, MTEB's task).
     """
 
     retriever: str
     options: tuple[tuple[str, Any], ...]
     role: str = "text"
     prefix: str = ""
+    task: int | None = None
+    domain: str | None = None
 
     def build_retriever(self) -> Retriever:
         """Build the retriever with the recorded options."""
@@ -154,6 +158,9 @@ class EncoderSpec:
             InputError: The retriever has no encoder for the role.
         """
         built = retriever or self.build_retriever()
+        binder = getattr(built, "bind", None)
+        if callable(binder) and self.domain is not None:
+            binder(self.task, self.domain)  # the worker's cache keys are the local run's
         if isinstance(built, CorpusEncoder):
             encoder = built.batch_encoder(self.role, self.prefix)
             if encoder is not None:

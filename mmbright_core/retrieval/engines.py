@@ -73,7 +73,9 @@ class RayEncodingRetriever:
     def jobs(self, data: TaskData, source: ImageSource | None) -> Iterator[Job]:
         """Yield the encodings a local run of ``data`` would do, in the local order."""
         for job in self.inner.corpus_jobs(data, source):
-            spec = EncoderSpec(self.name, self._options, job.role, job.prefix)
+            spec = EncoderSpec(
+                self.name, self._options, job.role, job.prefix, data.task, data.domain
+            )
             yield spec, job.keys, job.items, job.names
 
 

@@ -17,7 +17,8 @@ The official Task 1 retrievers (``src/retrievers/task1_text.py``, which follows 
 Every recipe then scores the cosine of the two vectors (L2-normalised, as fusion ``text`` does);
 the vectors returned here are raw (docs/protocol.md, "Dual-encoder fusion"). An instruction's
 ``{domain}`` (BRIGHT's ``{task}``, :mod:`.instructions`) is the domain's name, bound per domain
-with :meth:`HFTextEmbedder.bind_domain`.
+with :meth:`HFTextEmbedder.bind` (a
+:class:`~mmbright_core.retrieval.embedder.BoundEmbedder`).
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def load_pretrained(factory: Any, model: str, revision: str | None, **kwargs: An
     except OSError as err:
         raise InputError(
             "cannot load the transformers model",
-            found=f"{model!r}: {err}",
+            found=f"{model!r}: {' '.join(str(err).split())}",  # one line: its text wraps
             hint="Give a local model folder, or a hub id already in the local cache.",
         ) from err
 
@@ -134,6 +135,10 @@ class HFTextEmbedder:
         dtype: Weights' dtype (``float32``, ``bfloat16``, ``float16``); vectors are float32.
         batch_size: Texts per forward pass.
         device: Torch device (default: ``cuda`` when available, else ``cpu``).
+        append_eos: Put the tokenizer's end-of-sequence token after every text (RaDeR's
+            recipe, ``retrieval_rader``: its last token, which is pooled, is then EOS).
+        document_char_limit: Cut every passage to this many characters before tokenising
+            (RaDeR's 8,192); queries are not cut.
     """
 
     modalities: frozenset[Modality] = frozenset({"text"})
@@ -150,6 +155,8 @@ class HFTextEmbedder:
         dtype: str = "float32",
         batch_size: int = 32,
         device: str | None = None,
+        append_eos: bool = False,
+        document_char_limit: int | None = None,
     ) -> None:
         transformers = load_transformers()
         if pooling is not None and pooling not in POOLINGS:
@@ -162,11 +169,13 @@ class HFTextEmbedder:
         self.batch_size, self.device = batch_size, device
         self.domain: str | None = None
         self.tokenizer = load_pretrained(transformers.AutoTokenizer, self.model_id, revision)
+        self.suffix = str(self.tokenizer.eos_token or "") if append_eos else ""
+        self.document_char_limit = document_char_limit
         self.max_length = int(max_length or min(self.tokenizer.model_max_length, 10**6))
         self.name = model_label(self.model_id)
         self._model: Any = None
 
-    def bind_domain(self, domain: str) -> None:
+    def bind(self, task: int | None, domain: str | None) -> None:
         """Set the domain that fills the instructions' ``{domain}`` (BRIGHT's configs)."""
         self.domain = domain
 
@@ -182,6 +191,10 @@ class HFTextEmbedder:
             "query_instruction": self.instructions["query"],
             "document_instruction": self.instructions["document"],
         }
+        if self.suffix:  # recorded only when set: other runs keep their cache keys
+            out["append_eos"] = True
+        if self.document_char_limit is not None:
+            out["document_char_limit"] = self.document_char_limit
         if any(DOMAIN_FIELD in text for text in self.instructions.values()):
             out["instruction_domain"] = self.domain  # the filled text differs per domain
         return out
@@ -204,7 +217,8 @@ class HFTextEmbedder:
         """
         prefix = fill_domain(self.instructions[role], self.domain)
         bound = min(self.max_length, DEFAULT_TOKEN_BOUND * 4)
-        inputs = [prefix + cap_text(text, bound) for text in texts]
+        limit = self.document_char_limit if role == "document" else None
+        inputs = [prefix + cap_text(text[:limit], bound) + self.suffix for text in texts]
         return in_batches(inputs, self.batch_size, self._encode_batch)
 
     def encode_images(self, images: Sequence[Any], role: Role) -> np.ndarray:
@@ -233,6 +247,8 @@ def hf_retriever(
     dtype: str = "float32",
     batch_size: int = 32,
     device: str | None = None,
+    append_eos: bool = False,
+    document_char_limit: int | None = None,
     image_policy: str = "first",
     cache_dir: str | None = None,
     index: IndexKind = "flat",
@@ -257,8 +273,10 @@ def hf_retriever(
     common |= {"batch_size": batch_size, "device": device}
     embedder: Any
     if family in FAMILIES:
-        text_only = {"pooling": pooling, "query_instruction": query_instruction or None}
+        text_only: dict[str, Any] = {"pooling": pooling}
+        text_only["query_instruction"] = query_instruction or None
         text_only["document_instruction"] = document_instruction or None
+        text_only |= {"append_eos": append_eos or None, "document_char_limit": document_char_limit}
         given = sorted(key for key, value in text_only.items() if value is not None)
         if given:
             raise InputError(
@@ -273,6 +291,8 @@ def hf_retriever(
             pooling=pooling,
             query_instruction=query_instruction,
             document_instruction=document_instruction,
+            append_eos=append_eos,
+            document_char_limit=document_char_limit,
             **common,
         )
     from mmbright_core.retrieval.dual import DualEncoderRetriever

@@ -27,6 +27,7 @@ from PIL import Image
 
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.base import require
+from mmbright_core.retrieval.dual import DualEncoderRetriever
 from mmbright_core.retrieval.embedder import Modality, Role
 from mmbright_core.retrieval.index import IndexKind
 from mmbright_core.retrieval.mteb_tasks import (
@@ -92,8 +93,9 @@ class MtebEmbedder:
         device: Torch device passed to ``mteb.get_model``.
         batch_size: Inputs per batch of MTEB's data loader (MTEB's default, 32).
 
-    The task and domain the vectors are for are set by :meth:`scope` before encoding: the
-    model reads its prompt from that task's metadata.
+    The task and domain the vectors are for are set by :meth:`bind` before encoding (a
+    :class:`~mmbright_core.retrieval.embedder.BoundEmbedder`): the model reads its prompt
+    from that task's metadata.
     """
 
     def __init__(self, model: str, device: str | None = None, batch_size: int = 32) -> None:
@@ -108,19 +110,18 @@ class MtebEmbedder:
         self.scoped: tuple[int, str] | None = None
         self._model: Any = None
 
-    def scope(self, task: int, domain: str) -> None:
-        """Encode for ``task`` on ``domain`` from now on (MTEB's task of that name)."""
-        self.scoped = (task, domain)
+    def bind(self, task: int | None, domain: str | None) -> None:
+        """Encode for ``task`` on ``domain`` from now on (MTEB's task of that name).
 
-    def unscope(self) -> None:
-        """Forget the task and domain (settings then describe the run, not one domain)."""
-        self.scoped = None
+        ``bind(None, None)`` forgets them (settings then describe the run, not one domain).
+        """
+        self.scoped = None if task is None or domain is None else (task, domain)
 
     def _metadata(self) -> Any:
         if self.scoped is None:
             raise InputError(
                 "the MTEB embedder was asked to encode outside a task",
-                hint="Call scope(task, domain) first (the mteb retriever does).",
+                hint="Call bind(task, domain) first (the mteb retriever does).",
             )
         return task_metadata(*self.scoped)
 
@@ -247,37 +248,6 @@ def _as_matrix(vectors: Any, size: int, model: str) -> np.ndarray:
     return out
 
 
-class MtebRetriever:
-    """The dual-encoder retriever around an :class:`MtebEmbedder`, scoped per task and domain.
-
-    Everything but the encoding is :class:`~mmbright_core.retrieval.dual.DualEncoderRetriever`'s
-    (image policy, fusion, cache, exclusions, cut, attribution); this only tells the
-    embedder which of MTEB's tasks each domain's vectors are for, around each retrieval.
-    """
-
-    name = "mteb"
-
-    def __init__(self, embedder: MtebEmbedder, inner: Any) -> None:
-        self.embedder, self.inner = embedder, inner
-        self.tasks: frozenset[int] = inner.tasks
-
-    def label(self) -> str:
-        """Return the model's last name component (``baseline-random-encoder``)."""
-        return str(self.inner.label())
-
-    def settings(self) -> dict[str, Any]:
-        """Return the dual retriever's settings, the embedder's included."""
-        return dict(self.inner.settings())
-
-    def retrieve(self, data: Any, source: Any, k: int) -> dict[str, dict[str, float]]:
-        """Rank ``data.corpus`` with the model scoped to MTEB's task of ``data``."""
-        self.embedder.scope(data.task, data.domain)
-        try:
-            return dict(self.inner.retrieve(data, source, k))
-        finally:
-            self.embedder.unscope()
-
-
 def mteb_retriever(
     model: str | None = None,
     image_policy: str = "first",
@@ -287,7 +257,7 @@ def mteb_retriever(
     cache_dir: str | None = None,
     index: IndexKind = "flat",
     cache_dtype: str = "float32",
-) -> MtebRetriever:
+) -> DualEncoderRetriever:
     """Build the ``mteb`` retriever: ``--retriever mteb --model NAME[@REVISION]``.
 
     Args:
@@ -312,10 +282,8 @@ def mteb_retriever(
             expected="--model NAME[@REVISION] of MTEB's registry",
             hint="e.g. --model mteb/baseline-random-encoder (offline, random vectors).",
         )
-    from mmbright_core.retrieval.dual import DualEncoderRetriever
-
     embedder = MtebEmbedder(model, device=device, batch_size=batch_size)
-    inner = DualEncoderRetriever(
+    return DualEncoderRetriever(
         embedder,
         name="mteb",
         image_policy=image_policy,
@@ -325,4 +293,3 @@ def mteb_retriever(
         cache_dtype=cache_dtype,
         batch_size=batch_size,
     )
-    return MtebRetriever(embedder, inner)

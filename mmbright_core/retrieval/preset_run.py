@@ -81,11 +81,43 @@ def resolve(preset: Preset, task: int, instructions: str = DEFAULT_INSTRUCTIONS)
         )
     if instructions == "mteb":
         return Resolved("mteb", _mteb_options(preset), preset.name, instructions)
+    if preset.trust_remote_code:
+        raise _needs_hub_code(preset)
+    if preset.backend == "mteb":
+        return _mteb_preset(preset, instructions)
     texts = preset.instructions_for(instructions)
     options = _backend_options(preset, texts)
     if preset.multimodal:
         options["image_policy"] = "first"
     return Resolved(preset.backend, options, preset.name, instructions)
+
+
+def _needs_hub_code(preset: Preset) -> InputError:
+    # The hf and dense backends load only architectures transformers ships; a model whose
+    # pooling or fusion lives in the hub's code (trust_remote_code) is not run by them.
+    via = (
+        "run it through MTEB's implementation with --instructions mteb"
+        if preset.mteb_model is not None
+        else "wrap the model's own code in a plugin: --retriever MODULE:FACTORY"
+    )
+    return InputError(
+        f"preset {preset.name!r} needs the model's own code from the hub "
+        "(trust_remote_code), which this package does not run",
+        found=f"--model-preset {preset.name}",
+        hint=f"See docs/models.md; {via}.",
+    )
+
+
+def _mteb_preset(preset: Preset, instructions: str) -> Resolved:
+    # MTEB's implementation applies its own prompts: only the official set (which is what
+    # the harness's own package does for this model, docs/models.md) names that run.
+    if instructions not in preset.instruction_sets():
+        raise InputError(
+            f"preset {preset.name!r} runs MTEB's implementation, which applies its own prompts",
+            expected=f"--instructions {' or '.join(preset.instruction_sets())}",
+            found=f"--instructions {instructions}",
+        )
+    return Resolved("mteb", _mteb_options(preset), preset.name, instructions)
 
 
 def _mteb_options(preset: Preset) -> dict[str, Any]:
@@ -119,9 +151,9 @@ def _backend_options(preset: Preset, texts: Instructions) -> dict[str, Any]:
         "max_length": preset.max_length,
         **instruction_options(preset.backend, texts),
     }
-    if preset.backend == "hf":
-        zoo["fusion"] = preset.fusion
-        zoo["trust_remote_code"] = preset.trust_remote_code or None
+    if preset.backend == "api":
+        # The api backend cuts by characters (max_chars), not tokens (docs/models.md).
+        zoo.pop("pooling"), zoo.pop("max_length")
     return _set({**zoo, **preset.options})
 
 
