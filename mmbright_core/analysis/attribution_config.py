@@ -78,17 +78,39 @@ def _ocr(inner: Recipe) -> Recipe:
     return recipe
 
 
+def _hf(config: RunConfig, options: dict[str, Any]) -> dict[str, Any]:
+    rebuilt = {
+        "model": config.model,
+        "revision": config.revision,
+        "max_length": config.truncation,
+        "dtype": options["dtype"],
+        "index": options["index"],
+        "cache_dtype": options["cache_dtype"],
+    }
+    if "pooling" not in options:  # CLIP or SigLIP: the query image counts
+        return {**rebuilt, "image_policy": config.image_policy}
+    return {
+        **rebuilt,
+        "pooling": options["pooling"],
+        "query_instruction": options["query_instruction"],
+        "document_instruction": options["document_instruction"],
+        "append_eos": options.get("append_eos", False),
+        "document_char_limit": options.get("document_char_limit"),
+    }
+
+
 _RECIPES: dict[str, Recipe] = {
     "bm25": _bm25,
     "ocr-bm25": _ocr(_bm25),
     "dense": _dense,
     "ocr-dense": _ocr(_dense),
     "clip": _clip,
+    "hf": _hf,
     "random": lambda config, options: {"seed": options["seed"]},
 }
 # Where the recipe's retriever takes them: where the caches are, which device encodes.
-_CACHED = frozenset({"bm25", "ocr-bm25", "dense", "ocr-dense", "clip"})
-_DEVICE = frozenset({"dense", "clip"})
+_CACHED = frozenset({"bm25", "ocr-bm25", "dense", "ocr-dense", "clip", "hf"})
+_DEVICE = frozenset({"dense", "clip", "hf"})
 _OCR = frozenset({"ocr-bm25", "ocr-dense"})
 
 

@@ -299,6 +299,7 @@ def hf_retriever(
 
     return DualEncoderRetriever(
         embedder,
+        name="hf",
         image_policy=image_policy,
         cache_dir=cache_dir,
         index=index,
