@@ -90,6 +90,15 @@ def load_pretrained(factory: Any, model: str, revision: str | None, **kwargs: An
         ) from err
 
 
+def load_model(model: str, revision: str | None, dtype: str, device: str | None) -> Any:
+    """Load ``AutoModel`` weights in ``dtype`` onto ``device`` (default: cuda if there is one)."""
+    transformers = load_transformers()
+    torch = require("torch", "the hf retriever", "hf")
+    where = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    loaded = load_pretrained(transformers.AutoModel, model, revision, dtype=torch_dtype(dtype))
+    return loaded.to(where).eval()
+
+
 def in_batches(
     items: Sequence[Any], size: int, encode: Callable[[list[Any]], np.ndarray]
 ) -> np.ndarray:
@@ -201,13 +210,7 @@ class HFTextEmbedder:
 
     def _load(self) -> Any:
         if self._model is None:
-            transformers = load_transformers()
-            torch = require("torch", "the hf retriever", "hf")
-            device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
-            model = load_pretrained(
-                transformers.AutoModel, self.model_id, self.revision, dtype=torch_dtype(self.dtype)
-            )
-            self._model = model.to(device).eval()
+            self._model = load_model(self.model_id, self.revision, self.dtype, self.device)
         return self._model
 
     def encode_texts(self, texts: Sequence[str], role: Role) -> np.ndarray:

@@ -29,6 +29,7 @@ from mmbright_core.retrieval.embedder import Modality, Role
 from mmbright_core.retrieval.hf import (
     checkpoint_of,
     in_batches,
+    load_model,
     load_pretrained,
     load_transformers,
     model_label,
@@ -108,13 +109,7 @@ class HFClipEmbedder:
 
     def _load(self) -> Any:
         if self._model is None:
-            transformers = load_transformers()
-            torch = require("torch", "the hf retriever", "hf")
-            device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
-            model = load_pretrained(
-                transformers.AutoModel, self.model_id, self.revision, dtype=torch_dtype(self.dtype)
-            )
-            self._model = model.to(device).eval()
+            self._model = load_model(self.model_id, self.revision, self.dtype, self.device)
         return self._model
 
     def encode_texts(self, texts: Sequence[str], role: Role) -> np.ndarray:
