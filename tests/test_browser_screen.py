@@ -110,8 +110,9 @@ def test_pages_fit_and_keep_every_group(server: str, width: int, scheme: str) ->
         assert len(_tab(page, "Query by query").locator(CHARTS).all()) == 2
         page.screenshot(path=str(SHOTS / f"compare-{width}-{scheme}.png"), full_page=True)
         slices = _tab(page, "Image effect by slice")
-        ticks = slices.locator(CHARTS).first.locator(".xtick text").evaluate_all(TEXTS)
-        assert "3-5" in ticks, ticks
+        ticks = slices.locator(CHARTS).first.locator(".xtick text")
+        ticks.first.wait_for()  # plotly draws its axes after the element is in the page
+        assert "3-5" in ticks.evaluate_all(TEXTS), ticks.evaluate_all(TEXTS)
         hurt = _tab(page, "Where B loses most").locator(FRAMES).first
         assert not _scrolls(page, hurt), "the most-hurt table scrolls sideways"
         page.screenshot(path=str(SHOTS / f"compare-hurt-{width}-{scheme}.png"), full_page=True)
