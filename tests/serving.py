@@ -138,6 +138,20 @@ def open_app(page, url: str) -> None:  # type: ignore[no-untyped-def]
     wait_run(page)
 
 
+# Resolves once the browser has drawn its next frame and run the tasks queued before that
+# frame's end: a task boundary, not a length of time.
+NEXT_FRAME = "() => new Promise(done => requestAnimationFrame(() => setTimeout(done)))"
+
+
+def after_next_frame(page) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the page has drawn what the last input changed, and what follows that.
+
+    A widget inside a form hands its new value to Streamlit in a React effect that runs
+    after the change is drawn; a form sent before then goes without it.
+    """
+    page.evaluate(NEXT_FRAME)
+
+
 def go_to(page, title: str) -> None:  # type: ignore[no-untyped-def]
     """Open the page ``title`` from the sidebar's navigation and wait for its run."""
     with rerun(page):

@@ -17,6 +17,7 @@ from serving import (
     CHROMIUM,
     LAUNCH_ARGS,
     ROOT,
+    after_next_frame,
     choose,
     go_to,
     new_page,
@@ -68,9 +69,14 @@ def _annotate(page) -> None:  # type: ignore[no-untyped-def]
     page.locator(".st-key-insp_new_tag input").fill(TAG)
     with rerun(page):
         page.locator(".st-key-insp_add_tag button").click()
-    page.locator(".st-key-insp_tags").click()  # inside a form: no rerun until it is sent
-    page.get_by_role("option", name=TAG).click()
-    page.keyboard.press("Escape")
+    tags = page.locator(".st-key-insp_tags")
+    tags.click()  # inside a form: no rerun until it is sent
+    page.get_by_role("option", name=TAG, exact=True).click()
+    chip = tags.get_by_text(TAG, exact=True)
+    chip.wait_for()  # the chosen tag is drawn in the box
+    after_next_frame(page)  # and handed to the form
+    page.keyboard.press("Escape")  # closes the list over the note
+    chip.wait_for()
     page.locator(".st-key-insp_note textarea").fill(NOTE)
     with rerun(page):
         page.locator(".st-key-insp_save button").click()

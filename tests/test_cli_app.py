@@ -110,9 +110,11 @@ def test_installed_wheel_serves_the_dashboard(tmp_path: Path):
     env_dir = tmp_path / "env"
     venv.create(env_dir, with_pip=True, system_site_packages=False)
     python = env_dir / "bin" / "python"
-    install = [str(python), "-m", "pip", "install", "-q", f"{wheel}[app]"]
-    subprocess.run(install, check=True, cwd=tmp_path, timeout=600)
+    # Without the caller's PYTHONPATH: a checkout on it would be taken for the installed
+    # package, by pip (its egg-info) and by the import below.
     clean_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    install = [str(python), "-m", "pip", "install", "-q", f"{wheel}[app]"]
+    subprocess.run(install, check=True, cwd=tmp_path, env=clean_env, timeout=600)
     where = [str(python), "-c", "import mmbright_core; print(mmbright_core.__file__)"]
     installed = subprocess.run(
         where, check=True, cwd=tmp_path, env=clean_env, capture_output=True, text=True
