@@ -70,8 +70,10 @@ def _annotate(page) -> None:  # type: ignore[no-untyped-def]
     with rerun(page):
         page.locator(".st-key-insp_add_tag button").click()
     tags = page.locator(".st-key-insp_tags")
-    tags.click()  # inside a form: no rerun until it is sent
-    page.get_by_role("option", name=TAG, exact=True).click()
+    # Typed and chosen with Enter (inside a form: no rerun until it is sent). A click on
+    # the list's option can land while the list is still being placed on a busy machine.
+    tags.locator("input").fill(TAG)
+    page.keyboard.press("Enter")
     chip = tags.get_by_text(TAG, exact=True)
     chip.wait_for()  # the chosen tag is drawn in the box
     after_next_frame(page)  # and handed to the form
