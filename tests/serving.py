@@ -85,17 +85,97 @@ def streamlit_server(
         process.wait(timeout=20)
 
 
+# A run of the dashboard has finished when Streamlit says its script is not running and the
+# newest run marker the app leaves (mmbright_core/ui/app.py; docs/dashboard.md, "A marker
+# for each run") names a later run than ``before`` that did not end in a rerun. It counts
+# the session's runs, so the page as it was before an action never meets the condition
+# (Streamlit's "not running" alone is also true before the rerun has begun). Its page is
+# drawn once no element still waits for its code to load (Streamlit loads most element types
+# on first use and shows a skeleton meanwhile).
+RUN_FINISHED = """before => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (app === null || app.dataset.testScriptState !== "notRunning") return false;
+  const last = [...document.querySelectorAll("[data-mmb-run]")].at(-1);
+  return last !== undefined && Number(last.dataset.mmbRun) > before
+    && last.dataset.mmbState !== "rerun"
+    && document.querySelector('[data-testid="stSkeleton"]') === null;
+}"""
+RUN_NUMBER = """() => Number(
+  [...document.querySelectorAll("[data-mmb-run]")].at(-1)?.dataset.mmbRun ?? 0
+)"""
+RUN_TIMEOUT_MS = 180_000
+"""How long one run may take: a busy machine's first inspector page takes a minute or more."""
+
+
+def new_page(browser, **options):  # type: ignore[no-untyped-def]
+    """A page whose waits allow a slow run (a busy machine), not Playwright's 30 s."""
+    page = browser.new_page(**options)
+    page.set_default_timeout(RUN_TIMEOUT_MS)
+    return page
+
+
+def run_number(page) -> int:  # type: ignore[no-untyped-def]
+    """The number of the session's newest run on the page (0 before the first)."""
+    return int(page.evaluate(RUN_NUMBER))
+
+
+def wait_run(page, before: int = 0) -> None:  # type: ignore[no-untyped-def]
+    """Wait until a run later than run ``before`` has finished and its page is drawn."""
+    page.wait_for_function(RUN_FINISHED, arg=before, timeout=RUN_TIMEOUT_MS)
+
+
+@contextmanager
+def rerun(page) -> Iterator[None]:  # type: ignore[no-untyped-def]
+    """Around an action that reruns the app: wait, after it, for that run to finish."""
+    before = run_number(page)
+    yield
+    wait_run(page, before)
+
+
+def open_app(page, url: str) -> None:  # type: ignore[no-untyped-def]
+    """Open ``url`` in ``page`` (a new session) and wait until its first run has finished."""
+    page.goto(url)
+    wait_run(page)
+
+
+# Resolves once the browser has drawn its next frame and run the tasks queued before that
+# frame's end: a task boundary, not a length of time.
+NEXT_FRAME = "() => new Promise(done => requestAnimationFrame(() => setTimeout(done)))"
+
+
+def after_next_frame(page) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the page has drawn what the last input changed, and what follows that.
+
+    A widget inside a form hands its new value to Streamlit in a React effect that runs
+    after the change is drawn; a form sent before then goes without it.
+    """
+    page.evaluate(NEXT_FRAME)
+
+
+def go_to(page, title: str) -> None:  # type: ignore[no-untyped-def]
+    """Open the page ``title`` from the sidebar's navigation and wait for its run."""
+    with rerun(page):
+        page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title).click()
+
+
+def selected(page, key: str) -> str:  # type: ignore[no-untyped-def]
+    """The option shown in the select box whose widget key is ``key``."""
+    return str(page.locator(f".st-key-{key} input[role=combobox]").input_value()).strip()
+
+
+def choose(page, key: str, option: str) -> None:  # type: ignore[no-untyped-def]
+    """Choose ``option`` in the select box ``key``; the app reruns only if it changes."""
+    if selected(page, key) == option:
+        return
+    page.locator(f".st-key-{key} input[role=combobox]").click()
+    with rerun(page):
+        page.get_by_role("option", name=option, exact=True).click()
+
+
 def no_exception(page) -> None:  # type: ignore[no-untyped-def]
-    page.wait_for_timeout(500)
+    """No exception box on a page whose run has finished (nothing more is coming)."""
     boxes = page.locator('[data-testid="stException"]')
     assert boxes.count() == 0, boxes.first.inner_text()
-
-
-def settle(page) -> None:  # type: ignore[no-untyped-def]
-    # Streamlit shows a running indicator while the script runs; wait until it is gone.
-    page.wait_for_load_state("networkidle")
-    page.locator('[data-testid="stStatusWidget"]').wait_for(state="hidden", timeout=60_000)
-    page.wait_for_timeout(300)
 
 
 def open_runs_panel(page) -> None:  # type: ignore[no-untyped-def]
@@ -108,11 +188,7 @@ def open_runs_panel(page) -> None:  # type: ignore[no-untyped-def]
 
 def open_task(browser, url: str, width: int, task: str, scheme: str = "light"):  # type: ignore[no-untyped-def]
     """A new page of the dashboard at ``width`` px in ``scheme``, with ``task`` chosen."""
-    page = browser.new_page(viewport={"width": width, "height": 1000}, color_scheme=scheme)
-    page.goto(url)
-    page.get_by_text("MM-BRIGHT failure analysis").wait_for(timeout=60_000)
-    settle(page)
-    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
-    page.get_by_role("option", name=task).click()
-    settle(page)
+    page = new_page(browser, viewport={"width": width, "height": 1000}, color_scheme=scheme)
+    open_app(page, url)
+    choose(page, "task", task)
     return page

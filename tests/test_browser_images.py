@@ -17,9 +17,10 @@ from serving import (
     CHROMIUM,
     LAUNCH_ARGS,
     ROOT,
+    go_to,
     no_exception,
     open_task,
-    settle,
+    rerun,
     streamlit_server,
 )
 
@@ -62,6 +63,8 @@ IMAGES = """() => [...document.querySelectorAll('[data-testid="stMain"] img')].m
 })"""
 BOX = "e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }"
 LOADED = "e => e.complete && e.naturalWidth > 0"
+ALL_LOADED = f"""() => [...document.querySelectorAll('[data-testid="stMain"] img')]
+  .every({LOADED})"""
 SIZES = """e => [e.naturalWidth, e.naturalHeight,
   e.getBoundingClientRect().width, e.getBoundingClientRect().height]"""
 
@@ -85,10 +88,10 @@ def browser() -> Iterator[object]:
 
 def _inspector(browser, url: str, width: int, scheme: str, task: str):  # type: ignore[no-untyped-def]
     page = open_task(browser, url, width, task, scheme)
-    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Inspector").click()
-    page.locator(".st-key-insp_save button").wait_for(timeout=120_000)
-    page.locator('[data-testid="stMain"] img').first.wait_for(timeout=60_000)
-    settle(page)
+    go_to(page, "Inspector")
+    page.locator(".st-key-insp_save button").wait_for()
+    page.locator('[data-testid="stMain"] img').first.wait_for()
+    page.wait_for_function(ALL_LOADED)  # boxes are measured once every picture has its size
     no_exception(page)
     return page
 
@@ -109,9 +112,10 @@ def _check_whole_names(captions: list[dict]) -> None:
 
 def _save_a_note(page) -> None:  # type: ignore[no-untyped-def]
     page.locator(".st-key-insp_note textarea").fill("The image's words match a log passage.")
-    page.locator(".st-key-insp_save button").click()
+    with rerun(page):
+        page.locator(".st-key-insp_save button").click()
     page.get_by_text("Saved.").wait_for()
-    settle(page)
+    page.wait_for_function(ALL_LOADED)
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -140,7 +144,7 @@ def test_full_size_shows_the_picture_at_its_own_pixel_size(browser, server, widt
     page = _inspector(browser, server, width, "light", TASK_2)
     page.get_by_text("Full size").first.click()
     picture = page.locator('[role="dialog"] [data-testid="stImage"] img')
-    picture.wait_for(timeout=30_000)
+    picture.wait_for()
     page.wait_for_function(f"() => ({LOADED})(document.querySelector('[role=dialog] img'))")
     natural_w, natural_h, shown_w, shown_h = picture.evaluate(SIZES)
     assert natural_w > 360  # the demo's picture is wider than the inspector draws it

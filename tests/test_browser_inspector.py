@@ -17,9 +17,13 @@ from serving import (
     CHROMIUM,
     LAUNCH_ARGS,
     ROOT,
+    after_next_frame,
+    choose,
+    go_to,
+    new_page,
     no_exception,
-    open_task,
-    settle,
+    open_app,
+    rerun,
     streamlit_server,
 )
 
@@ -33,24 +37,25 @@ pytestmark = BROWSER_MARKS
 
 
 def _inspector(browser, url: str, width: int):  # type: ignore[no-untyped-def]
-    page = open_task(browser, url, width, TASK_LABEL)
-    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Inspector").click()
-    page.get_by_text("What pushed relevant items down").first.wait_for(timeout=120_000)
-    settle(page)
+    page = new_page(browser, viewport={"width": width, "height": 1000})
+    open_app(page, url)
+    choose(page, "task", TASK_LABEL)
+    go_to(page, "Inspector")
+    page.get_by_text("What pushed relevant items down").first.wait_for()
     no_exception(page)
     return page
 
 
 def _check_explained(page, width: int) -> None:  # type: ignore[no-untyped-def]
     # The words read from the image, under the image and after the query text.
-    assert page.locator("mark.origin-image").first.is_visible()
+    page.locator("mark.origin-image").first.wait_for()  # waits until visible, or fails
     # The displacing passage: its terms and its snippet, highlighted, outside any expander.
     pushed = page.locator('[class*="st-key-insp_push_"]').first
-    assert pushed.locator("[data-term] mark.origin-image").first.is_visible()
-    assert pushed.locator('div[style*="line-height:1.6"] mark').first.is_visible()
+    pushed.locator("[data-term] mark.origin-image").first.wait_for()
+    pushed.locator('div[style*="line-height:1.6"] mark').first.wait_for()
     for key in ("insp_prev", "insp_next"):
         button = page.locator(f".st-key-{key} button")
-        assert button.is_visible()
+        button.wait_for()
         assert not button.evaluate(CLIPPED), f"{key} is cut at {width} px"
         box = button.bounding_box()
         assert box is not None and box["x"] + box["width"] <= width
@@ -62,14 +67,21 @@ def _check_explained(page, width: int) -> None:  # type: ignore[no-untyped-def]
 def _annotate(page) -> None:  # type: ignore[no-untyped-def]
     page.get_by_text("Add a tag to the taxonomy").click()
     page.locator(".st-key-insp_new_tag input").fill(TAG)
-    page.locator(".st-key-insp_add_tag button").click()
-    settle(page)
-    page.locator(".st-key-insp_tags").click()
-    page.get_by_role("option", name=TAG).click()
-    page.keyboard.press("Escape")
+    with rerun(page):
+        page.locator(".st-key-insp_add_tag button").click()
+    tags = page.locator(".st-key-insp_tags")
+    # Typed and chosen with Enter (inside a form: no rerun until it is sent). A click on
+    # the list's option can land while the list is still being placed on a busy machine.
+    tags.locator("input").fill(TAG)
+    page.keyboard.press("Enter")
+    chip = tags.get_by_text(TAG, exact=True)
+    chip.wait_for()  # the chosen tag is drawn in the box
+    after_next_frame(page)  # and handed to the form
+    page.keyboard.press("Escape")  # closes the list over the note
+    chip.wait_for()
     page.locator(".st-key-insp_note textarea").fill(NOTE)
-    page.locator(".st-key-insp_save button").click()
-    settle(page)
+    with rerun(page):
+        page.locator(".st-key-insp_save button").click()
     page.get_by_text("Saved.").wait_for()
 
 

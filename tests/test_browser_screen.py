@@ -15,9 +15,12 @@ from serving import (
     CHROMIUM,
     LAUNCH_ARGS,
     ROOT,
+    choose,
+    go_to,
+    new_page,
     no_exception,
-    open_task,
-    settle,
+    open_app,
+    rerun,
     streamlit_server,
 )
 
@@ -39,33 +42,43 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def _open(browser, server: str, width: int, scheme: str):  # type: ignore[no-untyped-def]
-    page = open_task(browser, server, width, TASK_LABEL, scheme)
+    page = new_page(browser, viewport={"width": width, "height": 1000}, color_scheme=scheme)
+    open_app(page, server)
+    choose(page, "task", TASK_LABEL)
     page.get_by_text("Headline numbers").wait_for()
-    settle(page)
     no_exception(page)
     return page
 
 
 def _goto(page, title: str, marker: str) -> None:  # type: ignore[no-untyped-def]
-    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title).click()
-    page.get_by_text(marker).first.wait_for(timeout=60_000)
-    settle(page)
+    go_to(page, title)
+    page.get_by_text(marker).first.wait_for()
     no_exception(page)
 
 
-def _tab(page, name: str):  # type: ignore[no-untyped-def]
-    """Open the tab ``name`` and return its panel, once its content is drawn."""
-    page.get_by_role("tab", name=name).click()
+def _tab(page, name: str, *, reruns: bool = True):  # type: ignore[no-untyped-def]
+    """Open the tab ``name`` and return its panel, once its content is drawn.
+
+    Compare's tabs rerun the app to draw the one opened (docs/dashboard.md); Home's are
+    drawn already and only shown (``reruns=False``).
+    """
+    tab = page.get_by_role("tab", name=name)
+    if reruns:
+        with rerun(page):
+            tab.click()
+    else:
+        tab.click()
     panel = page.get_by_role("tabpanel").filter(visible=True)
     panel.locator("[data-testid]").first.wait_for()
-    settle(page)
     return panel
 
 
 def _scrolls(page, frame) -> bool:  # type: ignore[no-untyped-def]
     """Whether a data grid needs sideways scrolling to show all its columns."""
     frame.scroll_into_view_if_needed()
-    page.wait_for_timeout(500)
+    # The grid has laid out its columns once it has written its accessible table: the rows
+    # inside its canvas (fallback content), which it does after drawing.
+    frame.locator("canvas table tr").first.wait_for(state="attached")
     return bool(frame.locator(".dvn-scroller").first.evaluate(CLIPPED))
 
 
@@ -88,7 +101,7 @@ def test_pages_fit_and_keep_every_group(server: str, width: int, scheme: str) ->
         page.screenshot(path=str(SHOTS / f"home-{width}-{scheme}.png"), full_page=True)
         headline = page.locator(FRAMES).first
         assert not _scrolls(page, headline), "the headline table scrolls sideways"
-        published = _tab(page, "Published: Task 2: text+image → text").locator(FRAMES).first
+        published = _tab(page, f"Published: {TASK_LABEL}", reruns=False).locator(FRAMES).first
         assert not _scrolls(page, published), "the reference table scrolls sideways"
         page.screenshot(path=str(SHOTS / f"home-published-{width}-{scheme}.png"), full_page=True)
 
@@ -97,8 +110,9 @@ def test_pages_fit_and_keep_every_group(server: str, width: int, scheme: str) ->
         assert len(_tab(page, "Query by query").locator(CHARTS).all()) == 2
         page.screenshot(path=str(SHOTS / f"compare-{width}-{scheme}.png"), full_page=True)
         slices = _tab(page, "Image effect by slice")
-        ticks = slices.locator(CHARTS).first.locator(".xtick text").evaluate_all(TEXTS)
-        assert "3-5" in ticks, ticks
+        ticks = slices.locator(CHARTS).first.locator(".xtick text")
+        ticks.first.wait_for()  # plotly draws its axes after the element is in the page
+        assert "3-5" in ticks.evaluate_all(TEXTS), ticks.evaluate_all(TEXTS)
         hurt = _tab(page, "Where B loses most").locator(FRAMES).first
         assert not _scrolls(page, hurt), "the most-hurt table scrolls sideways"
         page.screenshot(path=str(SHOTS / f"compare-hurt-{width}-{scheme}.png"), full_page=True)
@@ -119,12 +133,14 @@ def test_a_scatter_point_opens_the_inspector(server: str) -> None:
         point = point.locator(".scatterlayer .point").first
         point.scroll_into_view_if_needed()
         label = point.evaluate("e => e.__data__.tx")  # the hover label: "domain / query id"
-        point.click(force=True)
-        page.get_by_text("Query inspector").first.wait_for(timeout=60_000)
-        settle(page)
+        with rerun(page):  # the click opens the inspector on that query
+            point.click(force=True)
+        page.get_by_text("Query inspector").first.wait_for()
         no_exception(page)
         domain, query_id = label.split(" / ")
-        assert page.get_by_role("heading", name=f"{domain} / {query_id}").count() == 1
+        heading = page.get_by_role("heading", name=f"{domain} / {query_id}")
+        heading.first.wait_for()
+        assert heading.count() == 1
         page.screenshot(path=str(SHOTS / "inspector-from-scatter.png"), full_page=True)
         browser.close()
 

@@ -18,9 +18,13 @@ from serving import (
     CHROMIUM,
     LAUNCH_ARGS,
     ROOT,
+    choose,
+    go_to,
+    new_page,
     no_exception,
+    open_app,
     open_runs_panel,
-    settle,
+    rerun,
     streamlit_server,
 )
 
@@ -74,42 +78,35 @@ def test_shared_server_refuses_deep_symlinks_and_keeps_a_quiet_log(
         sync_api.sync_playwright() as p,
     ):
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(url)
-        page.get_by_text("MM-BRIGHT failure analysis").wait_for(timeout=60_000)
-        settle(page)
+        page = new_page(browser, viewport={"width": 1400, "height": 1000})
+        open_app(page, url)
         sidebar = page.locator('[data-testid="stSidebar"]')
-        sidebar.get_by_text("Local folder").click()
-        settle(page)
+        with rerun(page):
+            sidebar.get_by_text("Local folder").click()
         sidebar.get_by_label("Folder with").fill("data")
-        sidebar.get_by_label("Folder with").press("Enter")
-        settle(page)
+        with rerun(page):
+            sidebar.get_by_label("Folder with").press("Enter")
 
         open_runs_panel(page)
         page.get_by_role("tab", name="Folder").click()
         field = page.get_by_label("Folder: official outputs")
         field.fill("runs")
-        field.press("Enter")
-        settle(page)
-        page.get_by_role("button", name="Add runs from folder").click()
-        settle(page)
-        page.get_by_text("runs folder entry is outside").wait_for(timeout=30_000)
+        with rerun(page):
+            field.press("Enter")
+        with rerun(page):
+            page.get_by_role("button", name="Add runs from folder").click()
+        page.get_by_text("runs folder entry is outside").wait_for()
         no_exception(page)
         page.screenshot(path=str(SHOTS / "shared-runs-symlink-refused.png"), full_page=True)
 
-        page.locator('[data-testid="stSidebarNav"]').get_by_role(
-            "link", name="Run a retriever"
-        ).click()
-        settle(page)
-        page.get_by_role("heading", name="Run a retriever").wait_for(timeout=60_000)
-        page.locator('[data-testid="stMain"] [data-testid="stSelectbox"]').first.click()
-        page.get_by_role("option", name="random", exact=True).click()
-        settle(page)
+        go_to(page, "Run a retriever")
+        page.get_by_role("heading", name="Run a retriever").wait_for()
+        choose(page, "run_retriever", "random")
         out = page.get_by_role("textbox", name="Output folder")
         assert out.input_value() == str(root / "outputs")  # the default is inside the root
-        page.get_by_role("button", name="Run", exact=True).click()
-        settle(page)
-        page.get_by_text("output folder entry is outside").wait_for(timeout=60_000)
+        with rerun(page):
+            page.get_by_role("button", name="Run", exact=True).click()
+        page.get_by_text("output folder entry is outside").wait_for()
         no_exception(page)
         page.screenshot(path=str(SHOTS / "shared-output-symlink-refused.png"), full_page=True)
         browser.close()

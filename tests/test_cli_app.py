@@ -110,16 +110,20 @@ def test_installed_wheel_serves_the_dashboard(tmp_path: Path):
     env_dir = tmp_path / "env"
     venv.create(env_dir, with_pip=True, system_site_packages=False)
     python = env_dir / "bin" / "python"
+    # Without the caller's PYTHONPATH: a checkout on it would be taken for the installed
+    # package, by pip (its egg-info) and by the import below.
+    clean_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     install = [str(python), "-m", "pip", "install", "-q", f"{wheel}[app]"]
-    subprocess.run(install, check=True, cwd=tmp_path, timeout=600)
+    subprocess.run(install, check=True, cwd=tmp_path, env=clean_env, timeout=600)
     where = [str(python), "-c", "import mmbright_core; print(mmbright_core.__file__)"]
-    installed = subprocess.run(where, check=True, cwd=tmp_path, capture_output=True, text=True)
+    installed = subprocess.run(
+        where, check=True, cwd=tmp_path, env=clean_env, capture_output=True, text=True
+    )
     assert Path(installed.stdout.strip()).is_relative_to(env_dir)  # not the checkout
 
     port = free_port()
     away = tmp_path / "elsewhere"  # no checkout, no .streamlit/ folder here
     away.mkdir()
-    clean_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     with (tmp_path / "server.log").open("wb") as log:
         process = subprocess.Popen(
             [str(env_dir / "bin" / "mmbright"), "app", "--port", str(port)],

@@ -25,9 +25,14 @@ from serving import (
     CHROMIUM,
     LAUNCH_ARGS,
     ROOT,
+    RUN_FINISHED,
+    choose,
+    go_to,
+    new_page,
     no_exception,
+    open_app,
     open_runs_panel,
-    settle,
+    rerun,
     streamlit_server,
 )
 
@@ -83,8 +88,8 @@ async def _session(browser, url: str, page_index: int) -> str:  # type: ignore[n
     wait = {"timeout": 300_000}
     try:
         await page.goto(f"{url}/{path}", **wait)
+        await page.wait_for_function(RUN_FINISHED, arg=0, **wait)
         await page.get_by_text(marker).first.wait_for(**wait)
-        await page.locator('[data-testid="stStatusWidget"]').wait_for(state="hidden", **wait)
         boxes = await page.locator('[data-testid="stException"]').count()
         return f"{boxes} exception box(es)" if boxes else ""
     except Exception as err:  # a timeout or a closed page: the session failed, say how
@@ -143,10 +148,15 @@ def _demo_run() -> bytes:
 
 
 def _upload(page, name: str, data: bytes) -> None:  # type: ignore[no-untyped-def]
+    """Choose one file in the runs panel's uploader: the app reruns with it."""
+    with rerun(page):
+        _choose_file(page, name, data)
+
+
+def _choose_file(page, name: str, data: bytes) -> None:  # type: ignore[no-untyped-def]
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
         files=[{"name": name, "mimeType": "text/plain", "buffer": data}]
     )
-    settle(page)
 
 
 def test_oversized_upload_is_refused_and_the_session_goes_on(server: tuple[str, int]):
@@ -154,17 +164,17 @@ def test_oversized_upload_is_refused_and_the_session_goes_on(server: tuple[str, 
     url, _ = server
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(url)
-        page.get_by_text(HEADLINE).wait_for(timeout=60_000)
-        settle(page)
+        page = new_page(browser, viewport={"width": 1400, "height": 1000})
+        open_app(page, url)
+        page.get_by_text(HEADLINE).wait_for()
         open_runs_panel(page)  # the demo's own runs of the task keep it collapsed
-        _upload(page, "huge.trec", b"x" * (3 * 2**20 // 2))  # 1.5 MB over a 1 MB limit
-        page.get_by_text("must be 1.0MB or smaller").wait_for(timeout=30_000)
+        # 1.5 MB over a 1 MB limit: the browser refuses it, and the app does not rerun
+        _choose_file(page, "huge.trec", b"x" * (3 * 2**20 // 2))
+        page.get_by_text("must be 1.0MB or smaller").wait_for()
         _upload(page, "good.trec", _demo_run())
-        page.get_by_role("button", name="Add uploaded runs").click()
-        settle(page)
-        page.get_by_text("Added run 'good'").wait_for(timeout=30_000)
+        with rerun(page):
+            page.get_by_role("button", name="Add uploaded runs").click()
+        page.get_by_text("Added run 'good'").wait_for()
         no_exception(page)
         page.get_by_text("Headline numbers").wait_for()
         browser.close()
@@ -176,37 +186,33 @@ def test_hostile_text_stays_text_in_the_browser(server: tuple[str, int]):
     dialogs: list[str] = []
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        page = new_page(browser, viewport={"width": 1500, "height": 1000})
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-        page.goto(url)
-        page.get_by_text(HEADLINE).wait_for(timeout=60_000)
-        settle(page)
+        open_app(page, url)
+        page.get_by_text(HEADLINE).wait_for()
         sidebar = page.locator('[data-testid="stSidebar"]')
-        sidebar.get_by_text("Local folder").click()
-        settle(page)
+        with rerun(page):
+            sidebar.get_by_text("Local folder").click()
         sidebar.get_by_label("Folder with").fill("/etc")
-        sidebar.get_by_label("Folder with").press("Enter")
-        settle(page)
-        sidebar.get_by_text("outside the folder this server may read").wait_for(timeout=30_000)
+        with rerun(page):
+            sidebar.get_by_label("Folder with").press("Enter")
+        sidebar.get_by_text("outside the folder this server may read").wait_for()
         sidebar.get_by_label("Folder with").fill("hostile")  # inside the root
-        sidebar.get_by_label("Folder with").press("Enter")
-        settle(page)
-        sidebar.locator('[data-testid="stSelectbox"]').first.click()
-        page.get_by_role("option", name="Task 2: text+image → text").click()
-        settle(page)
+        with rerun(page):
+            sidebar.get_by_label("Folder with").press("Enter")
+        choose(page, "task", "Task 2: text+image → text")
         _upload(page, "<img src=x onerror=alert(5)>.trec", b"academia/a1 Q0 broken\n")
-        page.get_by_role("button", name="Add uploaded runs").click()
-        settle(page)
-        page.get_by_text("wrong number of columns").wait_for(timeout=30_000)
+        with rerun(page):
+            page.get_by_role("button", name="Add uploaded runs").click()
+        page.get_by_text("wrong number of columns").wait_for()
         run = f"academia/a1 Q0 {A1} 1 2.0 t\n".encode()
         _upload(page, f"{HOSTILE_NAME}.trec", run)
-        page.get_by_role("button", name="Add uploaded runs").click()
-        settle(page)
-        page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Inspector").click()
-        page.get_by_text("Query inspector").wait_for(timeout=60_000)
-        settle(page)
-        page.get_by_text(HOSTILE_QUERY, exact=True).wait_for(timeout=30_000)
-        page.get_by_role("heading", name=HOSTILE_NAME).wait_for(timeout=30_000)
+        with rerun(page):
+            page.get_by_role("button", name="Add uploaded runs").click()
+        go_to(page, "Inspector")
+        page.get_by_text("Query inspector").wait_for()
+        page.get_by_text(HOSTILE_QUERY, exact=True).wait_for()
+        page.get_by_role("heading", name=HOSTILE_NAME).wait_for()
         no_exception(page)
         assert page.locator("script", has_text="alert(1)").count() == 0
         assert page.locator("img[src='x']").count() == 0
