@@ -11,6 +11,7 @@ import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -192,3 +193,27 @@ def open_task(browser, url: str, width: int, task: str, scheme: str = "light"): 
     open_app(page, url)
     choose(page, "task", task)
     return page
+
+
+LOOPBACK = {"127.0.0.1", "localhost"}
+WEB = {"http", "https", "ws", "wss"}  # schemes that ask a host
+
+
+class Traffic:
+    """Every request a page makes, its failures and what it writes to the console."""
+
+    def __init__(self, page) -> None:  # type: ignore[no-untyped-def]
+        self.urls: list[str] = []
+        self.failed: list[str] = []
+        self.console: list[tuple[str, str, str]] = []  # (type, text, url of its source)
+        page.on("request", lambda request: self.urls.append(request.url))
+        page.on("response", self._response)
+        page.on("console", lambda m: self.console.append((m.type, m.text, m.location["url"])))
+
+    def _response(self, response) -> None:  # type: ignore[no-untyped-def]
+        if response.status >= 400:
+            self.failed.append(f"{response.status} {response.url}")
+
+    def hosts(self) -> set[str]:
+        """The hosts asked (data: and blob: URLs ask none)."""
+        return {urlsplit(u).hostname or "" for u in self.urls if urlsplit(u).scheme in WEB}

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 from serving import (
     BROWSER_MARKS,
     CHROMIUM,
     LAUNCH_ARGS,
+    LOOPBACK,
     ROOT,
+    Traffic,
     choose,
     go_to,
     new_page,
@@ -117,29 +118,7 @@ def _check_inspector(page) -> None:  # type: ignore[no-untyped-def]
 # then finds the server at ``/`` (streamlit/streamlit#7074). No server setting changes where
 # it looks first (docs/dashboard.md, "Offline"). Every other failure is a defect.
 PROBES = ("_stcore/health", "_stcore/host-config")
-LOOPBACK = {"127.0.0.1", "localhost"}
-WEB = {"http", "https", "ws", "wss"}  # schemes that ask a host
 LOAD_FAILED_404 = "Failed to load resource: the server responded with a status of 404"
-
-
-class Traffic:
-    """Every request a page makes, its failures and what it writes to the console."""
-
-    def __init__(self, page) -> None:  # type: ignore[no-untyped-def]
-        self.urls: list[str] = []
-        self.failed: list[str] = []
-        self.console: list[tuple[str, str, str]] = []  # (type, text, url of its source)
-        page.on("request", lambda request: self.urls.append(request.url))
-        page.on("response", self._response)
-        page.on("console", lambda m: self.console.append((m.type, m.text, m.location["url"])))
-
-    def _response(self, response) -> None:  # type: ignore[no-untyped-def]
-        if response.status >= 400:
-            self.failed.append(f"{response.status} {response.url}")
-
-    def hosts(self) -> set[str]:
-        """The hosts asked (data: and blob: URLs ask none)."""
-        return {urlsplit(u).hostname or "" for u in self.urls if urlsplit(u).scheme in WEB}
 
 
 def _probes(server: str, slugs: list[str]) -> set[str]:
