@@ -129,6 +129,8 @@ with published_tab:
     reference = published_table(
         task, boards.get(task), presets.reproducing(chosen, task) if boards else {}
     )
+    if reference["run"].isna().all():  # no loaded run reproduces a preset: the paper's alone
+        reference = reference[["model", "reported", "source"]]
     st.dataframe(
         reference,
         hide_index=True,
@@ -139,7 +141,9 @@ with published_tab:
             "reported": st.column_config.NumberColumn("reported", format="%.1f", width="small"),
             "source": st.column_config.TextColumn("source", width="small"),
             "run": st.column_config.TextColumn(
-                "run", help="a loaded run made from this model's preset (mmbright models)"
+                "run",
+                width="small",
+                help="a loaded run made from this model's preset (mmbright models)",
             ),
             "ours": st.column_config.NumberColumn("ours", format="%.1f", width="small"),
             "difference": st.column_config.NumberColumn("diff.", format="%+.1f", width="small"),
