@@ -37,7 +37,11 @@ CHARTS = '[data-testid="stPlotlyChart"]'
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with streamlit_server(tmp_path_factory.mktemp("streamlit")) as (url, _):
+    # A notes file of its own: tags other tests gave the demo's queries would add a tags
+    # column to the tables measured here.
+    notes = tmp_path_factory.mktemp("screen-notes") / "notes.sqlite3"
+    env = {"MMBRIGHT_NOTES": str(notes)}
+    with streamlit_server(tmp_path_factory.mktemp("streamlit"), env=env) as (url, _):
         yield url
 
 
