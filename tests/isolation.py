@@ -5,8 +5,8 @@
 the notes and cache locations (``MMBRIGHT_NOTES``, ``MMBRIGHT_CACHE``) at one temporary folder
 by writing ``os.environ`` directly, after removing every other ``MMBRIGHT_*`` setting the
 user's shell may hold (an outputs folder, a data root, input limits), except the suite's own
-knobs (``MMBRIGHT_FUZZ_*``). No ``monkeypatch`` holds these values, so no test's
-``monkeypatch.undo()`` (or the end of a fixture) can put the real folders back.
+knobs (``MMBRIGHT_FUZZ_*``). No ``monkeypatch`` holds these values, so no test undoing its
+monkeypatch (nor the end of a fixture) can put the real folders back.
 :func:`snapshot` records what the package's folders in the real home hold, so that a test and
 the end of the session can check they are untouched.
 """
