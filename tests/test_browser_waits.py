@@ -26,9 +26,10 @@ from serving import (
 
 pytestmark = BROWSER_MARKS
 
-# ``work()`` stands for a slow computation: its run sends nothing for a second and a half.
+# ``work()`` is a slow computation (about a second of hashing on two cores, more on a busy
+# machine): its run sends nothing while it works.
 APP = """
-import time
+import hashlib
 
 import streamlit as st
 
@@ -36,7 +37,9 @@ from mmbright_core.ui.app import run_marked
 
 
 def work() -> int:
-    time.sleep(1.5)
+    digest = b""
+    for _ in range(3_000_000):
+        digest = hashlib.sha256(digest).digest()
     return st.session_state.setdefault("runs", 0) + 1
 
 
