@@ -60,9 +60,10 @@ def needs_opt_in(preset: str, via_mteb: bool) -> InputError:
         preset: The preset's name.
         via_mteb: Whether MTEB's implementation of the model is another way to run it.
     """
-    other = " or run MTEB's implementation with --instructions mteb" if via_mteb else ""
+    other = "; or run MTEB's implementation with --instructions mteb" if via_mteb else ""
     return InputError(
         f"preset {preset!r} runs the model's own code from the hub (trust_remote_code)",
         found=f"--model-preset {preset} without {FLAG}",
-        hint=f"Add {FLAG} to run it (docs/models.md says which code runs){other}.",
+        hint=f"Add {FLAG} (the Run page: its checkbox) to run it; docs/models.md says which "
+        f"code runs{other}.",
     )

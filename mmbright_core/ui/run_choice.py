@@ -4,7 +4,8 @@ The retrievers offered for a task are those whose own ``tasks`` include it (read
 building a model), less ``api``: with it a visitor would spend the key in the server's
 environment (docs/safety.md); its owner runs it from the command line. Model fields become
 ``get_retriever`` options, each local path confined to the server's root (:mod:`.confine`).
-A catalogue preset resolves as ``mmbright run --model-preset`` resolves it.
+A catalogue preset resolves as ``mmbright run --model-preset`` resolves it, a preset that
+runs hub code only with the page's opt-in (off by default; :mod:`.remote_code` of retrieval).
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ def choose(
     task: Task,
     preset: str | None = None,
     instructions: str | None = None,
+    trust_remote_code: bool = False,
 ) -> Resolved:
     """The retriever and options a run from the page uses: a preset's, else the fields'.
 
@@ -115,10 +117,13 @@ def choose(
         task: The task to run.
         preset: A catalogue preset, run as the official harness runs it.
         instructions: The preset's instruction set (default: ``official``).
+        trust_remote_code: The page's opt-in to a preset's hub code (``--trust-remote-code``);
+            ``MMBRIGHT_ALLOW_REMOTE_CODE=0`` still forbids it.
 
     Raises:
         InputError: A bad field, or a preset or instruction set that cannot run ``task``.
     """
     if preset is None:
         return Resolved(name, retriever_options(name, fields, Confinement.from_env()))
-    return resolve(get_preset(preset), task, instructions or DEFAULT_INSTRUCTIONS)
+    chosen = get_preset(preset)
+    return resolve(chosen, task, instructions or DEFAULT_INSTRUCTIONS, trust_remote_code)
