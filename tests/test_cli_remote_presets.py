@@ -278,3 +278,13 @@ def test_the_remote_backend_needs_the_flag(tiny_remote, capsys, tmp_path):
     chosen = ["--retriever", "remote", "--option", "interface=encode-text-image"]
     assert main([*args, *chosen, "--model", str(tiny_remote["jina"])]) == 2
     assert "without --trust-remote-code" in capsys.readouterr().err
+
+
+def test_a_hub_code_run_is_not_rebuilt_to_be_explained(tiny_remote, tmp_path):
+    from mmbright_core.analysis.attribution_config import retriever_from_config
+    from mmbright_core.analysis.attribution_records import Unavailable
+
+    _run(tmp_path, "jina-clip", 2, tiny_remote["jina"])
+    (config_file,) = (tmp_path / "out").glob("*/config.json")
+    rebuilt = retriever_from_config(json.loads(config_file.read_text()))
+    assert isinstance(rebuilt, Unavailable) and "trust_remote_code" in rebuilt.reason
