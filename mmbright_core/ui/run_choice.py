@@ -23,6 +23,8 @@ from mmbright_core.ui.confine import Confinement
 
 # Retrievers the page does not offer (see the module's docstring).
 COMMAND_LINE_ONLY = frozenset({"api"})
+# Offered through their presets only, with the opt-in to hub code beside them.
+PRESETS_ONLY = frozenset({"remote"})
 
 # The model options each retriever takes, shown as fields on the page (``mmbright run
 # --model / --pretrained``); a checkpoint file is open_clip's ``pretrained`` given as a path.
@@ -43,7 +45,8 @@ def runnable(names: Sequence[str], task: Task) -> list[str]:
     (:func:`~mmbright_core.retrieval.base.declared_tasks`); one whose tasks depend on its
     model (``hf``, ``mteb``, a plugin) is kept, and the run says if the model cannot.
     """
-    return [n for n in names if n not in COMMAND_LINE_ONLY and _may_run(n, task)]
+    hidden = COMMAND_LINE_ONLY | PRESETS_ONLY
+    return [n for n in names if n not in hidden and _may_run(n, task)]
 
 
 def _may_run(name: str, task: Task) -> bool:
