@@ -61,7 +61,10 @@ def cautions(preset: Preset) -> list[str]:
             "cache (with HF_HUB_OFFLINE=1 only the cache is read)."
         )
     if preset.trust_remote_code:
-        said.append("Runs the model's own code from the hub (trust_remote_code).")
+        said.append(
+            "Runs the model's own code from the hub (trust_remote_code): only once the box "
+            "below is ticked."
+        )
     if preset.parameters is not None and preset.parameters >= GPU_PARAMETERS:
         said.append(
             f"A GPU-sized model ({preset.parameters / 1e9:.1f} B parameters): on CPU the "
