@@ -163,7 +163,7 @@ class TextVisionPair(HubModel):
     def __init__(self, model: str, image_model: str, text_options: dict[str, Any], **common: Any):
         super().__init__(model, **common)
         self.image_model = str(image_model)
-        self.image_trust = trusted(self.image_model, True)
+        trusted(self.image_model, True)  # the operator's switch covers the image model too
         shared = {
             k: common[k] for k in ("revision", "dtype", "batch_size", "device") if k in common
         }
