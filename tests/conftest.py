@@ -119,3 +119,22 @@ def tiny_hf(tmp_path_factory: pytest.TempPathFactory, demo_texts: list[str]) -> 
     for family in ("clip", "siglip"):
         models[family] = build.clip_model(root / family, family, demo_texts)
     return models
+
+
+@pytest.fixture(scope="session")
+def tiny_remote(tmp_path_factory: pytest.TempPathFactory, demo_texts: list[str]) -> dict[str, Path]:
+    """Folders of tiny stand-ins of hub-code models (``tests/tiny_remote.py``): ``jina``,
+    ``bge``, ``gme`` (sentence-transformers), ``nomic-text`` and ``nomic-vision``."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("sentence_transformers")
+    import tiny_remote as build
+
+    root = tmp_path_factory.mktemp("tiny-remote")
+    text, vision = build.nomic_pair(root / "nomic", demo_texts)
+    return {
+        "jina": build.hub_model(root / "jina", "TinyJinaClip"),
+        "bge": build.hub_model(root / "bge", "TinyBgeVl"),
+        "gme": build.gme_folder(root / "gme"),
+        "nomic-text": text,
+        "nomic-vision": vision,
+    }

@@ -71,6 +71,7 @@ def test_the_mteb_backend_is_offered_with_a_model_field():
     at = _page(2)
     assert {"mteb", "hf"} <= set(at.selectbox(key="run_retriever").options)
     assert "api" not in at.selectbox(key="run_retriever").options  # the server's key
+    assert "remote" not in at.selectbox(key="run_retriever").options  # its presets, opted in
     at.selectbox(key="run_retriever").set_value("mteb").run()
     assert "run_model" in {t.key for t in at.text_input}
 
@@ -130,3 +131,29 @@ def test_home_shows_a_preset_run_beside_its_published_row(tmp_path: Path):
     assert rows["status"].item() == "differs"  # the demo is not the benchmark
     others = table[table["model"] != "BM25"]
     assert len(others) and others["run"].isna().all()  # published rows no run reproduces
+
+
+def test_a_hub_code_preset_runs_only_once_its_box_is_ticked(tmp_path: Path):
+    at = _presets(_page(2))
+    at.selectbox(key="run_preset").set_value("jina-clip").run()
+    box = at.checkbox(key="run_trust_remote_code")
+    assert box.value is False and not box.disabled and "trust_remote_code" in box.help
+    at.multiselect(key="run_domains").set_value([DOMAIN]).run()
+    at.text_input(key="run_out").input(str(tmp_path)).run()
+    at.button(key="run_start").click().run()
+    assert "--trust-remote-code (the Run page: its checkbox)" in " ".join(error_messages(at))
+    at.checkbox(key="run_trust_remote_code").check().run()
+    at.button(key="run_start").click().run()
+    # Past the opt-in the model itself is asked for: offline, the hub id is not cached.
+    said = " ".join(error_messages(at))
+    assert not at.exception and "cannot load" in said and "--trust-remote-code" not in said
+
+
+def test_the_operator_greys_the_box_out(monkeypatch):
+    monkeypatch.setenv("MMBRIGHT_ALLOW_REMOTE_CODE", "0")
+    at = _presets(_page(2))
+    at.selectbox(key="run_preset").set_value("gme-qwen2-vl-2b").run()
+    box = at.checkbox(key="run_trust_remote_code")
+    assert box.disabled and "MMBRIGHT_ALLOW_REMOTE_CODE=0" in box.help
+    at.selectbox(key="run_preset").set_value("clip").run()
+    assert not [c for c in at.checkbox if c.key == "run_trust_remote_code"]

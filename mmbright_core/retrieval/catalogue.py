@@ -22,8 +22,23 @@ from typing import Any
 
 from mmbright_core.errors import InputError, UnknownNameError
 
-BACKENDS = ("bm25", "dense", "clip", "hf", "mteb", "api")
-"""The retriever names a preset may be run by (``hf``, ``mteb``, ``api``: the model zoo's)."""
+BACKENDS = ("bm25", "dense", "clip", "hf", "mteb", "api", "remote")
+"""The retriever names a preset may be run by (``hf``, ``mteb``, ``api``: the model zoo's;
+``remote``: a model whose own hub code encodes, through one of :data:`INTERFACES`)."""
+INTERFACES = (
+    "encode-text-image",
+    "text-vision-pair",
+    "encode-images-text",
+    "st-dicts",
+    "encode-instruction",
+    "sentence-embedding",
+)
+"""The calls into a model's hub code a preset names (``interface``): Jina-CLIP's
+``encode_text`` / ``encode_image``, Nomic's text and vision models side by side, BGE-VL's
+``encode(images=, text=)``, GME's sentence-transformers dicts; ReasonIR's
+``encode(instruction=)`` and M2's ``sentence_embedding`` output are named but not run."""
+RUNNABLE_INTERFACES = INTERFACES[:4]
+"""The interfaces the ``remote`` backend calls (docs/models.md)."""
 FUSIONS = ("raw-mean", "zero-image", "normalised-mean", "joint", "text")
 """The named fusion rules of text and image vectors (``text``: a text-only model)."""
 POOLINGS = ("last-token", "mean", "cls")
@@ -69,6 +84,8 @@ class Preset:
         model: Hub id or backend model name (None for BM25).
         revision: The pinned revision (None: the official harness pins none).
         backend: The retriever name that runs it here.
+        interface: For a model whose hub code encodes, the call into that code (one of
+            :data:`INTERFACES`); None for the others.
         pooling: ``last-token``, ``mean``, ``cls``, or None (the model's own code pools).
         max_length: Token truncation (None: the model's own).
         fusion: The fusion rule of text and image vectors (``text`` for text models).
@@ -95,6 +112,7 @@ class Preset:
     model: str | None
     revision: str | None
     backend: str
+    interface: str | None
     pooling: str | None
     max_length: int | None
     fusion: str
@@ -187,6 +205,7 @@ def check_catalogue(presets: Sequence[Preset]) -> None:
 def _check_choices(preset: Preset) -> None:
     choices: list[tuple[str, Sequence[Any], Sequence[Any]]] = [
         ("backend", BACKENDS, [preset.backend]),
+        ("interface", (*INTERFACES, None), [preset.interface]),
         ("fusion", FUSIONS, [preset.fusion]),
         ("pooling", (*POOLINGS, None), [preset.pooling]),
         ("offline", OFFLINE, [preset.offline]),
@@ -202,6 +221,13 @@ def _check_choices(preset: Preset) -> None:
                     expected=f"one of {', '.join(str(k) for k in known)}",
                     found=repr(value),
                 )
+    if (preset.backend == "remote") != (preset.interface in RUNNABLE_INTERFACES):
+        raise InputError(
+            f"preset {preset.name!r}: the remote backend and a runnable interface go together",
+            source=_FILE,
+            expected=f"backend remote with one of {', '.join(RUNNABLE_INTERFACES)}",
+            found=f"backend {preset.backend}, interface {preset.interface}",
+        )
     if "official" not in preset.instructions:
         raise InputError(
             f"preset {preset.name!r} has no official instructions",
@@ -218,6 +244,7 @@ def _preset(record: Mapping[str, Any]) -> Preset:
             model=record["model"],
             revision=record["revision"],
             backend=str(record["backend"]),
+            interface=record["interface"],
             pooling=record["pooling"],
             max_length=record["max_length"],
             fusion=str(record["fusion"]),

@@ -24,13 +24,69 @@ _UNPINNED = "unpinned in the official harness"
 _OFFLINE = {
     "tested": "exercised offline by the tests: tiny random weights of the same architecture",
     "untested": "runs offline, but no test runs this preset on tiny weights of its architecture",
-    "hub-code": (
-        "needs code from the hub (trust_remote_code), which --model-preset refuses to run: "
-        "run it through MTEB's implementation (--instructions mteb) or a plugin"
-    ),
+    "hub-code": "runs the model's own code from the hub: only with --trust-remote-code",
     "mteb": "runs MTEB's implementation: offline only for MTEB's baseline-random-encoder",
     "api": "an embeddings endpoint: tested against a loopback server speaking the API",
 }
+
+
+_STAND_IN = "the tests run this path on a local stand-in whose own code offers the same call"
+_HUB_CODE: dict[str, tuple[str, str]] = {
+    "hf": (
+        "transformers' AutoModel loaded with trust_remote_code, its last_hidden_state pooled "
+        "and normalised by this package (tests/test_cli_remote_presets.py, a causal stand-in)",
+        "the model's forward pass",
+    ),
+    "dense": (
+        "SentenceTransformer loaded with trust_remote_code, encode(strings, "
+        "normalize_embeddings=True)",
+        "the model's modules (NomicBERT)",
+    ),
+    "encode-text-image": (
+        "AutoModel with trust_remote_code, encode_text(texts) and encode_image(images), the "
+        "zero-image fusion",
+        "the towers, their tokenisation, truncation and image preprocessing",
+    ),
+    "text-vision-pair": (
+        "two AutoModels with trust_remote_code: the text model's states mean-pooled, "
+        "layer-normalised, the vision model's first token, the normalised mean",
+        "both forward passes; the image processor is transformers' own",
+    ),
+    "encode-images-text": (
+        "AutoModel with trust_remote_code, set_processor(model), encode(images=PNG path, "
+        "text=text cut at 150 characters), the shorter cuts while the model raises "
+        "'size of tensor'",
+        "the joint encoding itself, its processor and 77-token limit",
+    ),
+    "st-dicts": (
+        "SentenceTransformer with trust_remote_code, encode of strings, {'text', 'image'} "
+        "and {'image'} dicts (a query with an image alone), normalised",
+        "the Qwen2-VL module: its chat template, image resizing and pooling; "
+        "sentence-transformers 6 refuses image dicts for a module that does not list its "
+        "modalities, which only the hub's module can tell",
+    ),
+}
+_NOT_RUN = (
+    "its hub code's {call} call is not made by this package: refused even with "
+    "--trust-remote-code; run it through a plugin (--retriever MODULE:FACTORY)"
+)
+
+
+def _offline(preset: Preset) -> list[str]:
+    line = f"- offline: {_OFFLINE[preset.offline]} ({preset.architecture})"
+    if preset.offline != "hub-code":
+        return [line]
+    key = preset.interface or preset.backend
+    if key not in _HUB_CODE:
+        return [line, f"- hub code: {_NOT_RUN.format(call=preset.interface)}"]
+    tested, hub_only = _HUB_CODE[key]
+    return [
+        line,
+        f"- run: `mmbright run --model-preset {preset.name} --task {preset.tasks[0]} "
+        "--trust-remote-code`",
+        f"- tested offline: {tested}; {_STAND_IN}",
+        f"- only the hub code does: {hub_only}",
+    ]
 
 
 def gpu_hours(preset: Preset) -> float | None:
@@ -75,7 +131,7 @@ def _section(preset: Preset) -> list[str]:
         f"tasks {', '.join(str(t) for t in preset.tasks)}",
         f"- published: {published or 'none'}",
         f"- instructions: {_instructions(preset)}",
-        f"- offline: {_OFFLINE[preset.offline]} ({preset.architecture})",
+        *_offline(preset),
         f"- follows: `{preset.source}`",
     ]
     if preset.options:
@@ -98,7 +154,10 @@ def models_markdown() -> str:
         "Each preset is a model of the paper's tables as the official harness "
         "(mm-bright/MM-BRIGHT) runs it: `mmbright run --model-preset NAME --task N`. "
         "Revisions are unpinned in the official harness, so none is pinned here. "
-        "Instruction texts may hold `{domain}`, filled with the domain's name.",
+        "Instruction texts may hold `{domain}`, filled with the domain's name. "
+        "A `hub-code` preset runs the model's own code from the hub, so it runs only with "
+        "`--trust-remote-code` (the Run page's checkbox), and nowhere the operator set "
+        "`MMBRIGHT_ALLOW_REMOTE_CODE=0` (docs/safety.md).",
         "",
         "| preset | paper | backend | fusion | tasks | published | offline | 1 GPU (est.) |",
         "|---|---|---|---|---|---|---|--:|",

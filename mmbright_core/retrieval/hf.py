@@ -35,6 +35,7 @@ from mmbright_core.retrieval.cache import path_sha256
 from mmbright_core.retrieval.embedder import Modality, Role
 from mmbright_core.retrieval.index import IndexKind
 from mmbright_core.retrieval.instructions import DOMAIN_FIELD, fill_domain
+from mmbright_core.retrieval.remote_code import trusted
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
 
 POOLINGS = ("last-token", "mean", "cls")
@@ -90,13 +91,29 @@ def load_pretrained(factory: Any, model: str, revision: str | None, **kwargs: An
         ) from err
 
 
-def load_model(model: str, revision: str | None, dtype: str, device: str | None) -> Any:
+def device_of(device: str | None) -> str:
+    """Return ``device``, or cuda where there is one, else cpu."""
+    torch = require("torch", "the hf retriever", "hf")
+    return device or ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def load_model(
+    model: str,
+    revision: str | None,
+    dtype: str,
+    device: str | None,
+    trust_remote_code: bool = False,
+) -> Any:
     """Load ``AutoModel`` weights in ``dtype`` onto ``device`` (default: cuda if there is one)."""
     transformers = load_transformers()
-    torch = require("torch", "the hf retriever", "hf")
-    where = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    loaded = load_pretrained(transformers.AutoModel, model, revision, dtype=torch_dtype(dtype))
-    return loaded.to(where).eval()
+    loaded = load_pretrained(
+        transformers.AutoModel,
+        model,
+        revision,
+        dtype=torch_dtype(dtype),
+        **trusted(model, trust_remote_code),
+    )
+    return loaded.to(device_of(device)).eval()
 
 
 def in_batches(
@@ -148,6 +165,9 @@ class HFTextEmbedder:
             recipe, ``retrieval_rader``: its last token, which is pooled, is then EOS).
         document_char_limit: Cut every passage to this many characters before tokenising
             (RaDeR's 8,192); queries are not cut.
+        layer_norm: Layer-normalise the pooled vector (Nomic's recipe,
+            ``retrieval_nomic_vision``: ``F.layer_norm`` before the L2 norm).
+        trust_remote_code: Run the model's own code from the hub (gte-Qwen, Nomic).
     """
 
     modalities: frozenset[Modality] = frozenset({"text"})
@@ -166,18 +186,24 @@ class HFTextEmbedder:
         device: str | None = None,
         append_eos: bool = False,
         document_char_limit: int | None = None,
+        layer_norm: bool = False,
+        trust_remote_code: bool = False,
     ) -> None:
         transformers = load_transformers()
         if pooling is not None and pooling not in POOLINGS:
             raise UnknownNameError("pooling", pooling, POOLINGS)
         torch_dtype(dtype)
         self.model_id, self.revision, self.dtype = str(model), revision, dtype
-        config = load_pretrained(transformers.AutoConfig, self.model_id, revision)
+        self.trust = trusted(self.model_id, trust_remote_code)
+        self.layer_norm = layer_norm
+        config = load_pretrained(transformers.AutoConfig, self.model_id, revision, **self.trust)
         self.pooling = pooling or default_pooling(str(config.model_type))
         self.instructions = {"query": query_instruction, "document": document_instruction}
         self.batch_size, self.device = batch_size, device
         self.domain: str | None = None
-        self.tokenizer = load_pretrained(transformers.AutoTokenizer, self.model_id, revision)
+        self.tokenizer = load_pretrained(
+            transformers.AutoTokenizer, self.model_id, revision, **self.trust
+        )
         self.suffix = str(self.tokenizer.eos_token or "") if append_eos else ""
         self.document_char_limit = document_char_limit
         self.max_length = int(max_length or min(self.tokenizer.model_max_length, 10**6))
@@ -204,13 +230,17 @@ class HFTextEmbedder:
             out["append_eos"] = True
         if self.document_char_limit is not None:
             out["document_char_limit"] = self.document_char_limit
+        if self.layer_norm:
+            out["layer_norm"] = True
+        out.update(self.trust)
         if any(DOMAIN_FIELD in text for text in self.instructions.values()):
             out["instruction_domain"] = self.domain  # the filled text differs per domain
         return out
 
     def _load(self) -> Any:
         if self._model is None:
-            self._model = load_model(self.model_id, self.revision, self.dtype, self.device)
+            trust = bool(self.trust)
+            self._model = load_model(self.model_id, self.revision, self.dtype, self.device, trust)
         return self._model
 
     def encode_texts(self, texts: Sequence[str], role: Role) -> np.ndarray:
@@ -237,6 +267,8 @@ class HFTextEmbedder:
         with torch.inference_mode():
             hidden = model(**batch).last_hidden_state
             vectors = pool(hidden, batch["attention_mask"], self.pooling)
+            if self.layer_norm:
+                vectors = torch.nn.functional.layer_norm(vectors, (vectors.shape[1],))
         return np.asarray(vectors.float().cpu().numpy(), dtype=np.float32)
 
 
@@ -252,6 +284,8 @@ def hf_retriever(
     device: str | None = None,
     append_eos: bool = False,
     document_char_limit: int | None = None,
+    layer_norm: bool = False,
+    trust_remote_code: bool = False,
     image_policy: str = "first",
     cache_dir: str | None = None,
     index: IndexKind = "flat",
@@ -271,7 +305,8 @@ def hf_retriever(
     from mmbright_core.retrieval.hf_clip import FAMILIES, HFClipEmbedder
 
     transformers = load_transformers()
-    family = str(load_pretrained(transformers.AutoConfig, str(model), revision).model_type)
+    trust = trusted(str(model), trust_remote_code)
+    family = str(load_pretrained(transformers.AutoConfig, str(model), revision, **trust).model_type)
     common: dict[str, Any] = {"revision": revision, "max_length": max_length, "dtype": dtype}
     common |= {"batch_size": batch_size, "device": device}
     embedder: Any
@@ -280,6 +315,10 @@ def hf_retriever(
         text_only["query_instruction"] = query_instruction or None
         text_only["document_instruction"] = document_instruction or None
         text_only |= {"append_eos": append_eos or None, "document_char_limit": document_char_limit}
+        text_only |= {
+            "layer_norm": layer_norm or None,
+            "trust_remote_code": trust_remote_code or None,
+        }
         given = sorted(key for key, value in text_only.items() if value is not None)
         if given:
             raise InputError(
@@ -296,6 +335,8 @@ def hf_retriever(
             document_instruction=document_instruction,
             append_eos=append_eos,
             document_char_limit=document_char_limit,
+            layer_norm=layer_norm,
+            trust_remote_code=trust_remote_code,
             **common,
         )
     from mmbright_core.retrieval.dual import DualEncoderRetriever

@@ -7,6 +7,9 @@ takes. The options follow each backend's names: ``dense`` takes the instructions
 ``fusion`` and their recipe's further options. ``--instructions mteb`` runs the preset's model
 through the ``mteb`` backend, which resolves MTEB's own prompts. A multimodal preset gets the
 ``first`` image policy, the released code's ``images[0]``, which made the published runs.
+A preset whose model runs its own hub code resolves only with ``trust_remote_code=True``
+(``--trust-remote-code``; :mod:`.remote_code`), and then to options that pass it on; the
+``remote`` backend also takes the preset's ``interface``.
 
 :class:`Chosen` wraps the built retriever so that ``config.json`` records the preset and the
 instruction set beside the settings they produced.
@@ -20,11 +23,17 @@ from typing import Any
 
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.base import Retriever
-from mmbright_core.retrieval.catalogue import Instructions, Preset, preset_for_model
+from mmbright_core.retrieval.catalogue import (
+    RUNNABLE_INTERFACES,
+    Instructions,
+    Preset,
+    preset_for_model,
+)
 from mmbright_core.retrieval.instructions import DEFAULT_INSTRUCTIONS, INSTRUCTION_SETS
+from mmbright_core.retrieval.remote_code import check_remote_code, needs_opt_in
 from mmbright_core.types import TaskData
 
-_MODEL_ZOO = ("hf", "mteb", "api")
+_MODEL_ZOO = ("hf", "mteb", "api", "remote")
 
 
 @dataclass(frozen=True)
@@ -59,17 +68,25 @@ def check_instruction_set(name: str) -> str:
     return name
 
 
-def resolve(preset: Preset, task: int, instructions: str = DEFAULT_INSTRUCTIONS) -> Resolved:
+def resolve(
+    preset: Preset,
+    task: int,
+    instructions: str = DEFAULT_INSTRUCTIONS,
+    trust_remote_code: bool = False,
+) -> Resolved:
     """Return the retriever and options that run ``preset`` on ``task`` as the harness does.
 
     Args:
         preset: The preset.
         task: The task to run.
         instructions: The instruction set (``official``, ``bright``, ``mteb``, ``none``).
+        trust_remote_code: Run a model's own code from the hub, where the preset needs it
+            (``--trust-remote-code``; :mod:`.remote_code`).
 
     Raises:
-        InputError: A task the official harness does not run the preset on, or an
-            instruction set the preset does not have.
+        InputError: A task the official harness does not run the preset on, an instruction
+            set the preset does not have, or a preset needing hub code without the opt-in
+            (or where the operator forbids it).
     """
     check_instruction_set(instructions)
     if task not in preset.tasks:
@@ -82,30 +99,30 @@ def resolve(preset: Preset, task: int, instructions: str = DEFAULT_INSTRUCTIONS)
     if instructions == "mteb":
         return Resolved("mteb", _mteb_options(preset), preset.name, instructions)
     if preset.trust_remote_code:
-        raise _needs_hub_code(preset)
+        _check_hub_code(preset, trust_remote_code)
     if preset.backend == "mteb":
         return _mteb_preset(preset, instructions)
     texts = preset.instructions_for(instructions)
     options = _backend_options(preset, texts)
+    if preset.trust_remote_code:
+        options["trust_remote_code"] = True
     if preset.multimodal:
         options["image_policy"] = "first"
     return Resolved(preset.backend, options, preset.name, instructions)
 
 
-def _needs_hub_code(preset: Preset) -> InputError:
-    # The hf and dense backends load only architectures transformers ships; a model whose
-    # pooling or fusion lives in the hub's code (trust_remote_code) is not run by them.
-    via = (
-        "run it through MTEB's implementation with --instructions mteb"
-        if preset.mteb_model is not None
-        else "wrap the model's own code in a plugin: --retriever MODULE:FACTORY"
-    )
-    return InputError(
-        f"preset {preset.name!r} needs the model's own code from the hub "
-        "(trust_remote_code), which this package does not run",
-        found=f"--model-preset {preset.name}",
-        hint=f"See docs/models.md; {via}.",
-    )
+def _check_hub_code(preset: Preset, trusted: bool) -> None:
+    if not trusted:
+        raise needs_opt_in(preset.name, preset.mteb_model is not None)
+    check_remote_code(str(preset.model))
+    if preset.interface is not None and preset.interface not in RUNNABLE_INTERFACES:
+        # ReasonIR's encode(instruction=) and M2's sentence_embedding are not called here.
+        raise InputError(
+            f"preset {preset.name!r} encodes through its hub code's {preset.interface} "
+            "call, which this package does not make",
+            found=f"--model-preset {preset.name}",
+            hint="See docs/models.md; wrap the model in a plugin: --retriever MODULE:FACTORY.",
+        )
 
 
 def _mteb_preset(preset: Preset, instructions: str) -> Resolved:
@@ -145,6 +162,7 @@ def _backend_options(preset: Preset, texts: Instructions) -> dict[str, Any]:
             options["max_length"] = preset.max_length
         return _set({**options, **preset.options})
     zoo: dict[str, Any] = {
+        "interface": preset.interface if preset.backend == "remote" else None,
         "model": preset.model,
         "revision": preset.revision,
         "pooling": preset.pooling,

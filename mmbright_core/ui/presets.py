@@ -13,11 +13,22 @@ from collections.abc import Collection, Mapping
 
 from mmbright_core.errors import UnknownNameError
 from mmbright_core.retrieval.catalogue import Preset, get_preset, presets
+from mmbright_core.retrieval.remote_code import ENV
 from mmbright_core.ui.state import RunEntry
 
 GPU_PARAMETERS = 1_000_000_000
 """Parameters from which a preset is called GPU-sized: on CPU its corpus takes days to
 encode (docs/performance.md, the estimate per preset)."""
+
+
+REMOTE_CODE_HELP = (
+    "Off by default. When ticked, transformers or sentence-transformers import and run the "
+    "Python files of the model's hub repository on this machine (trust_remote_code), as "
+    "the official harness does for this model; that code can do anything the app's user "
+    "can. The run's config.json records it. The server's operator can forbid it for "
+    f"everyone with {ENV}=0, which greys this box out."
+)
+"""The Run page's help for the opt-in to a preset's hub code (``--trust-remote-code``)."""
 
 
 def offered(task: int, hidden: Collection[str]) -> list[Preset]:
@@ -50,7 +61,10 @@ def cautions(preset: Preset) -> list[str]:
             "cache (with HF_HUB_OFFLINE=1 only the cache is read)."
         )
     if preset.trust_remote_code:
-        said.append("Runs the model's own code from the hub (trust_remote_code).")
+        said.append(
+            "Runs the model's own code from the hub (trust_remote_code): only once the box "
+            "below is ticked."
+        )
     if preset.parameters is not None and preset.parameters >= GPU_PARAMETERS:
         said.append(
             f"A GPU-sized model ({preset.parameters / 1e9:.1f} B parameters): on CPU the "

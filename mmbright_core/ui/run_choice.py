@@ -4,7 +4,8 @@ The retrievers offered for a task are those whose own ``tasks`` include it (read
 building a model), less ``api``: with it a visitor would spend the key in the server's
 environment (docs/safety.md); its owner runs it from the command line. Model fields become
 ``get_retriever`` options, each local path confined to the server's root (:mod:`.confine`).
-A catalogue preset resolves as ``mmbright run --model-preset`` resolves it.
+A catalogue preset resolves as ``mmbright run --model-preset`` resolves it, a preset that
+runs hub code only with the page's opt-in (off by default; :mod:`.remote_code` of retrieval).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from mmbright_core.ui.confine import Confinement
 
 # Retrievers the page does not offer (see the module's docstring).
 COMMAND_LINE_ONLY = frozenset({"api"})
+# Offered through their presets only, with the opt-in to hub code beside them.
+PRESETS_ONLY = frozenset({"remote"})
 
 # The model options each retriever takes, shown as fields on the page (``mmbright run
 # --model / --pretrained``); a checkpoint file is open_clip's ``pretrained`` given as a path.
@@ -42,7 +45,8 @@ def runnable(names: Sequence[str], task: Task) -> list[str]:
     (:func:`~mmbright_core.retrieval.base.declared_tasks`); one whose tasks depend on its
     model (``hf``, ``mteb``, a plugin) is kept, and the run says if the model cannot.
     """
-    return [n for n in names if n not in COMMAND_LINE_ONLY and _may_run(n, task)]
+    hidden = COMMAND_LINE_ONLY | PRESETS_ONLY
+    return [n for n in names if n not in hidden and _may_run(n, task)]
 
 
 def _may_run(name: str, task: Task) -> bool:
@@ -106,6 +110,7 @@ def choose(
     task: Task,
     preset: str | None = None,
     instructions: str | None = None,
+    trust_remote_code: bool = False,
 ) -> Resolved:
     """The retriever and options a run from the page uses: a preset's, else the fields'.
 
@@ -115,10 +120,13 @@ def choose(
         task: The task to run.
         preset: A catalogue preset, run as the official harness runs it.
         instructions: The preset's instruction set (default: ``official``).
+        trust_remote_code: The page's opt-in to a preset's hub code (``--trust-remote-code``);
+            ``MMBRIGHT_ALLOW_REMOTE_CODE=0`` still forbids it.
 
     Raises:
         InputError: A bad field, or a preset or instruction set that cannot run ``task``.
     """
     if preset is None:
         return Resolved(name, retriever_options(name, fields, Confinement.from_env()))
-    return resolve(get_preset(preset), task, instructions or DEFAULT_INSTRUCTIONS)
+    chosen = get_preset(preset)
+    return resolve(chosen, task, instructions or DEFAULT_INSTRUCTIONS, trust_remote_code)

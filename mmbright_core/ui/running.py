@@ -109,8 +109,11 @@ def run(
     fields: Mapping[str, str] | None = None,
     preset: str | None = None,
     instructions: str | None = None,
+    trust_remote_code: bool = False,
 ) -> None:
     """Run retriever ``name``, or ``preset``, on the chosen domains; add the run to the session.
+
+    ``trust_remote_code`` is the page's opt-in to a preset's hub code.
 
     The same configuration run again into the same folder replaces its earlier entry
     (its domains are reused from disk) instead of adding a copy. Errors are shown on the
@@ -120,7 +123,9 @@ def run(
         st.error("Choose at least one domain.")
         return
     try:
-        chosen = run_choice.choose(name, fields or {}, task, preset, instructions)
+        chosen = run_choice.choose(
+            name, fields or {}, task, preset, instructions, trust_remote_code
+        )
         outcome = _run_with_progress(spec, task, protocol, chosen, domains, k, out_dir)
     except (MMBrightError, OSError) as err:
         st.error(render.escape_message(err), icon=":material/error:")

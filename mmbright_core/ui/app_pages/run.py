@@ -6,6 +6,7 @@ import streamlit as st
 
 from mmbright_core.retrieval import DEFAULT_K, available_retrievers
 from mmbright_core.retrieval.catalogue import get_preset
+from mmbright_core.retrieval.remote_code import remote_code_allowed
 from mmbright_core.ui import loaders, presets, render, run_choice, running, state
 
 KINDS = ("Retriever", "Model preset")
@@ -33,6 +34,7 @@ st.caption(
 )
 kind = st.radio("Run", KINDS, key="run_kind", horizontal=True)
 preset = instructions = None
+trusted = False
 fields: tuple[str, ...] = ()
 if kind == KINDS[1]:
     offered = presets.offered(task, run_choice.COMMAND_LINE_ONLY)
@@ -55,6 +57,13 @@ if kind == KINDS[1]:
         st.caption(presets.summary(chosen))
         for caution in presets.cautions(chosen):
             st.warning(caution, icon=":material/info:")
+        if chosen.trust_remote_code:
+            trusted = st.checkbox(
+                "Run the model's own code from the hub",
+                key="run_trust_remote_code",
+                disabled=not remote_code_allowed(),
+                help=presets.REMOTE_CODE_HELP,
+            )
     name = preset
 else:
     names = run_choice.runnable(available_retrievers(), task)
@@ -86,5 +95,15 @@ cancel_col.button("Cancel", key="run_cancel", on_click=running.cancel, icon=":ma
 running.render_messages()
 if start and name is not None:
     running.run(
-        spec, task, protocol, str(name), domains, int(k), out_dir, typed, preset, instructions
+        spec,
+        task,
+        protocol,
+        str(name),
+        domains,
+        int(k),
+        out_dir,
+        typed,
+        preset,
+        instructions,
+        trusted,
     )
