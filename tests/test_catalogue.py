@@ -15,7 +15,6 @@ from mmbright_core.retrieval.base import _accepted_options, _factory
 from mmbright_core.retrieval.catalogue import (
     BACKENDS,
     FUSIONS,
-    RUNNABLE_INTERFACES,
     Published,
     check_catalogue,
     get_preset,
@@ -95,15 +94,10 @@ def test_presets_of_a_task():
 
 
 def _runs(preset, task, name):
-    """The resolution of a preset (with the opt-in where it runs hub code), or None where
-    its hub code is called in a way the package does not make."""
+    """The resolution of a preset (with the opt-in where it runs hub code)."""
     if preset.trust_remote_code and name != "mteb":
         with pytest.raises(InputError, match=r"own code from the hub.*--trust-remote-code"):
             resolve(preset, task, name)
-        if preset.interface not in (None, *RUNNABLE_INTERFACES):
-            with pytest.raises(InputError, match="which this package does not make"):
-                resolve(preset, task, name, trust_remote_code=True)
-            return None
         chosen = resolve(preset, task, name, trust_remote_code=True)
         assert chosen.options["trust_remote_code"] is True
         return chosen
@@ -111,13 +105,11 @@ def _runs(preset, task, name):
 
 
 def _resolutions():
-    """Every preset, task and instruction set it has, with what it resolves to (if it runs)."""
+    """Every preset, task and instruction set it has, with what it resolves to."""
     for preset in load_catalogue():
         for task in preset.tasks:
             for name in preset.instruction_sets():
-                chosen = _runs(preset, task, name)
-                if chosen is not None:
-                    yield preset, task, name, chosen
+                yield preset, task, name, _runs(preset, task, name)
 
 
 def test_every_preset_resolves_for_every_task_and_instruction_set():
@@ -163,13 +155,6 @@ def test_a_preset_in_the_hubs_code_is_refused_in_one_line(capsys):
     assert main([*args, "--model-preset", "jina-clip"]) == 2
     err = capsys.readouterr().err
     assert "--trust-remote-code" in err and "--instructions mteb" in err and err.count("\n") == 1
-
-
-def test_a_hub_call_the_package_does_not_make_is_refused_even_with_the_opt_in(capsys):
-    args = ["run", "--source", "demo", "--domain", "gis", "--task", "1", "--out", "unused"]
-    assert main([*args, "--model-preset", "reasonir", "--trust-remote-code"]) == 2
-    err = capsys.readouterr().err
-    assert "encode-instruction" in err and "--retriever MODULE:FACTORY" in err
 
 
 def test_an_mteb_preset_takes_only_its_own_prompts():

@@ -5,7 +5,8 @@ local folder whose own code (``tests/hub_code/``, named by ``auto_map`` or ``mod
 offers the same calls as the hub model's code, so transformers and sentence-transformers load
 it only with ``trust_remote_code=True``. Every score must be the official recipe computed here
 with those libraries directly: Jina-CLIP's zero-image mean, Nomic's normalised mean of two
-models, BGE-VL's joint ``encode`` of texts cut at 150 characters, GME's dicts.
+models, BGE-VL's joint ``encode`` of texts cut at 150 characters, GME's dicts, ReasonIR's
+``encode(instruction=)``, M2's ``sentence_embedding`` under a second folder's tokenizer.
 """
 
 from __future__ import annotations
@@ -240,12 +241,95 @@ def test_nomic_text_runs_sentence_transformers_with_hub_code(tiny_remote, tmp_pa
     _check(run, data, queries, _gme(tiny_remote["gme"], [d.text for d in data.corpus]))
 
 
-HUB_CODE = ["qwen", "qwen2", "nomic", "jina-clip", "nomic-vision", "bge-vl-base", "gme-qwen2-vl-7b"]
+@pytest.fixture(scope="module")
+def tiny_text_hub(tmp_path_factory: pytest.TempPathFactory, demo_texts: list[str]) -> dict:
+    """ReasonIR's and M2's stand-ins, and M2's tokenizer in a folder of its own."""
+    import tiny_remote as build
+
+    root = tmp_path_factory.mktemp("tiny-text-hub")
+    m2, tokenizer = build.m2_pair(root, demo_texts)
+    reasonir = build.hub_model(root / "reasonir", "TinyReasonIr")
+    return {"reasonir": reasonir, "m2": m2, "m2-tokenizer": tokenizer}
+
+
+def test_reasonir_is_its_own_encode_with_each_roles_instruction(tiny_text_hub, tmp_path):
+    folder = tiny_text_hub["reasonir"]
+    instructions = ["query_instruction=Given a {domain} post: ", "document_instruction=Doc: "]
+    run, config = _run(
+        tmp_path, "reasonir", 1, folder, "--option", instructions[0], "--option", instructions[1]
+    )
+    options = config["options"]
+    assert (config["retriever"], options["interface"], options["trust_remote_code"]) == (
+        "remote",
+        "encode-instruction",
+        True,
+    )
+    assert (options["dtype"], config["truncation"]) == ("auto", 32768)
+    # retrieval_reasonir: torch_dtype="auto", encode(texts, instruction=, batch_size=1,
+    # max_length=32768) for passages and queries, the cosine of the two (here x 100).
+    model = transformers.AutoModel.from_pretrained(folder, dtype="auto", trust_remote_code=True)
+    data = open_source("demo").task(1, DOMAIN)
+
+    def encode(texts: list[str], instruction: str) -> np.ndarray:
+        return _numpy(model.encode(texts, instruction=instruction, batch_size=1, max_length=32768))
+
+    queries = encode([q.text for q in data.queries], f"Given a {DOMAIN} post: ")
+    _check(run, data, queries, encode([d.text for d in data.corpus], "Doc: "))
+
+
+def test_m2_is_the_normalised_sentence_embedding_under_a_second_tokenizer(tiny_text_hub, tmp_path):
+    tokenizer_folder = tiny_text_hub["m2-tokenizer"]
+    chosen = [f"tokenizer={tokenizer_folder}", "query_instruction=Represent this {domain} query: "]
+    flags = [part for option in chosen for part in ("--option", option)]
+    run, config = _run(tmp_path, "m2", 1, tiny_text_hub["m2"], *flags)
+    options = config["options"]
+    assert (options["interface"], options["tokenizer"], options["batch_size"]) == (
+        "sentence-embedding",
+        str(tokenizer_folder),
+        1,
+    )
+    # retrieval_m2: AutoModelForSequenceClassification with its code, the tokenizer at
+    # model_max_length=32768, queries after their instruction, batches of 1 padded and cut at
+    # 32,768 tokens, outputs['sentence_embedding'] normalised, 100 x the dot product.
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(
+        tiny_text_hub["m2"], trust_remote_code=True
+    )
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tokenizer_folder, model_max_length=32768)
+
+    def embed(texts: list[str]) -> np.ndarray:
+        rows = []
+        for text in texts:
+            batch = tokenizer(
+                [text], max_length=32768, padding=True, truncation=True, return_tensors="pt"
+            )
+            with torch.no_grad():
+                rows.append(_numpy(model(**batch)["sentence_embedding"])[0])
+        return np.stack(rows)
+
+    data = open_source("demo").task(1, DOMAIN)
+    queries = embed([f"Represent this {DOMAIN} query: {q.text}" for q in data.queries])
+    _check(run, data, queries, embed([d.text for d in data.corpus]))
+
+
+def test_m2_refuses_an_instruction_before_passages_as_retrieval_m2_gives_none(
+    tiny_text_hub, capsys, tmp_path
+):
+    args = ["run", "--source", "demo", "--domain", DOMAIN, "--task", "1", "--out", str(tmp_path)]
+    args += ["--model-preset", "m2", "--model", str(tiny_text_hub["m2"]), "--trust-remote-code"]
+    args += ["--option", f"tokenizer={tiny_text_hub['m2-tokenizer']}"]
+    assert main([*args, "--option", "document_instruction=Doc: "]) == 2
+    err = capsys.readouterr().err
+    assert "sentence-embedding interface takes no document_instruction" in err
+    assert "It takes tokenizer, max_length, query_instruction" in err
+
+
+TEXT_HUB_CODE = ("qwen", "qwen2", "nomic", "reasonir", "m2")
+HUB_CODE = [*TEXT_HUB_CODE, "jina-clip", "nomic-vision", "bge-vl-base", "gme-qwen2-vl-7b"]
 
 
 @pytest.mark.parametrize("preset", HUB_CODE)
 def test_without_the_flag_a_hub_code_preset_is_refused_in_one_line(preset, capsys, tmp_path):
-    task = "1" if preset in ("qwen", "qwen2", "nomic") else "2"
+    task = "1" if preset in TEXT_HUB_CODE else "2"
     args = ["run", "--source", "demo", "--domain", DOMAIN, "--task", task, "--out", str(tmp_path)]
     assert main([*args, "--model-preset", preset]) == 2
     err = capsys.readouterr().err

@@ -18,23 +18,29 @@ from typing import Any
 CODE = Path(__file__).parent / "hub_code"
 
 
-def hub_model(folder: Path, architecture: str, **config: Any) -> Path:
-    """Save the stand-in ``architecture`` of ``hub_code/modeling_tiny.py`` with seeded weights."""
+def hub_model(folder: Path, architecture: str, auto: str = "AutoModel", **config: Any) -> Path:
+    """Save the stand-in ``architecture`` of ``hub_code/modeling_tiny.py`` with seeded weights.
+
+    ``auto`` is the transformers auto class that ``auto_map`` maps to it (``AutoModel``, or
+    ``AutoModelForSequenceClassification`` for M2).
+    """
     import torch
-    from transformers import AutoConfig, AutoModel
+    import transformers
+    from transformers import AutoConfig
 
     folder.mkdir(parents=True, exist_ok=True)
     for name in ("configuration_tiny.py", "modeling_tiny.py"):
         shutil.copy(CODE / name, folder / name)
     auto_map = {
         "AutoConfig": "configuration_tiny.TinyConfig",
-        "AutoModel": f"modeling_tiny.{architecture}",
+        auto: f"modeling_tiny.{architecture}",
     }
     record = {"model_type": "tiny_hub", "architectures": [architecture], "auto_map": auto_map}
     (folder / "config.json").write_text(json.dumps({**record, **config}))
     torch.manual_seed(0)
     loaded = AutoConfig.from_pretrained(folder, trust_remote_code=True)
-    AutoModel.from_config(loaded, trust_remote_code=True).save_pretrained(folder)
+    factory = getattr(transformers, auto)
+    factory.from_config(loaded, trust_remote_code=True).save_pretrained(folder)
     return folder
 
 
@@ -51,6 +57,21 @@ def nomic_pair(root: Path, texts: Iterable[str]) -> tuple[Path, Path]:
         size={"shortest_edge": 8}, crop_size={"height": 8, "width": 8}
     ).save_pretrained(vision)
     return text, vision
+
+
+def m2_pair(root: Path, texts: Iterable[str]) -> tuple[Path, Path]:
+    """Save an M2-like sequence-classification stand-in and, apart, its BERT-style tokenizer.
+
+    The tokenizer is a second folder, as ``bert-base-uncased`` is a second hub id.
+    """
+    from tiny_hf import tokenizer
+
+    tok = tokenizer(texts)
+    model = hub_model(
+        root / "m2", "TinyM2", "AutoModelForSequenceClassification", vocab_size=len(tok)
+    )
+    tok.save_pretrained(root / "m2-tokenizer")
+    return model, root / "m2-tokenizer"
 
 
 def gme_folder(folder: Path) -> Path:

@@ -35,10 +35,9 @@ INTERFACES = (
 )
 """The calls into a model's hub code a preset names (``interface``): Jina-CLIP's
 ``encode_text`` / ``encode_image``, Nomic's text and vision models side by side, BGE-VL's
-``encode(images=, text=)``, GME's sentence-transformers dicts; ReasonIR's
-``encode(instruction=)`` and M2's ``sentence_embedding`` output are named but not run."""
-RUNNABLE_INTERFACES = INTERFACES[:4]
-"""The interfaces the ``remote`` backend calls (docs/models.md)."""
+``encode(images=, text=)``, GME's sentence-transformers dicts, ReasonIR's
+``encode(instruction=)`` and M2's ``sentence_embedding`` output: the ``remote`` backend
+calls each (docs/models.md)."""
 FUSIONS = ("raw-mean", "zero-image", "normalised-mean", "joint", "text")
 """The named fusion rules of text and image vectors (``text``: a text-only model)."""
 POOLINGS = ("last-token", "mean", "cls")
@@ -221,11 +220,11 @@ def _check_choices(preset: Preset) -> None:
                     expected=f"one of {', '.join(str(k) for k in known)}",
                     found=repr(value),
                 )
-    if (preset.backend == "remote") != (preset.interface in RUNNABLE_INTERFACES):
+    if (preset.backend == "remote") != (preset.interface is not None):
         raise InputError(
-            f"preset {preset.name!r}: the remote backend and a runnable interface go together",
+            f"preset {preset.name!r}: the remote backend and an interface go together",
             source=_FILE,
-            expected=f"backend remote with one of {', '.join(RUNNABLE_INTERFACES)}",
+            expected=f"backend remote with one of {', '.join(INTERFACES)}",
             found=f"backend {preset.backend}, interface {preset.interface}",
         )
     if "official" not in preset.instructions:

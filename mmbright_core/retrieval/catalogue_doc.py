@@ -65,21 +65,25 @@ _HUB_CODE: dict[str, tuple[str, str]] = {
         "sentence-transformers 6 refuses image dicts for a module that does not list its "
         "modalities, which only the hub's module can tell",
     ),
+    "encode-instruction": (
+        "AutoModel with trust_remote_code in the checkpoint's dtype, encode(texts, "
+        "instruction=, batch_size=, max_length=32768), the cosine",
+        "the tokenisation, instruction template and pooling (its encode)",
+    ),
+    "sentence-embedding": (
+        "AutoModelForSequenceClassification with trust_remote_code, the tokenizer of a second "
+        "id (option tokenizer), padded batches cut at 32,768 tokens, the output's "
+        "sentence_embedding normalised",
+        "the Monarch-mixer forward pass and its sentence_embedding",
+    ),
 }
-_NOT_RUN = (
-    "its hub code's {call} call is not made by this package: refused even with "
-    "--trust-remote-code; run it through a plugin (--retriever MODULE:FACTORY)"
-)
 
 
 def _offline(preset: Preset) -> list[str]:
     line = f"- offline: {_OFFLINE[preset.offline]} ({preset.architecture})"
     if preset.offline != "hub-code":
         return [line]
-    key = preset.interface or preset.backend
-    if key not in _HUB_CODE:
-        return [line, f"- hub code: {_NOT_RUN.format(call=preset.interface)}"]
-    tested, hub_only = _HUB_CODE[key]
+    tested, hub_only = _HUB_CODE[preset.interface or preset.backend]
     return [
         line,
         f"- run: `mmbright run --model-preset {preset.name} --task {preset.tasks[0]} "

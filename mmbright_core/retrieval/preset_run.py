@@ -23,12 +23,7 @@ from typing import Any
 
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.base import Retriever
-from mmbright_core.retrieval.catalogue import (
-    RUNNABLE_INTERFACES,
-    Instructions,
-    Preset,
-    preset_for_model,
-)
+from mmbright_core.retrieval.catalogue import Instructions, Preset, preset_for_model
 from mmbright_core.retrieval.instructions import DEFAULT_INSTRUCTIONS, INSTRUCTION_SETS
 from mmbright_core.retrieval.remote_code import check_remote_code, needs_opt_in
 from mmbright_core.types import TaskData
@@ -115,14 +110,6 @@ def _check_hub_code(preset: Preset, trusted: bool) -> None:
     if not trusted:
         raise needs_opt_in(preset.name, preset.mteb_model is not None)
     check_remote_code(str(preset.model))
-    if preset.interface is not None and preset.interface not in RUNNABLE_INTERFACES:
-        # ReasonIR's encode(instruction=) and M2's sentence_embedding are not called here.
-        raise InputError(
-            f"preset {preset.name!r} encodes through its hub code's {preset.interface} "
-            "call, which this package does not make",
-            found=f"--model-preset {preset.name}",
-            hint="See docs/models.md; wrap the model in a plugin: --retriever MODULE:FACTORY.",
-        )
 
 
 def _mteb_preset(preset: Preset, instructions: str) -> Resolved:

@@ -18,7 +18,13 @@ attribution where the fusion is linear):
   (:mod:`.remote_bge`);
 - ``st-dicts`` (``retrieval_gme_qwen2_vl``): a sentence-transformers model with hub code,
   ``encode`` of ``{"text": ..., "image": ...}`` dicts, texts cut at 4,000 characters,
-  normalised; fusion ``joint`` (:mod:`.remote_st`).
+  normalised; fusion ``joint`` (:mod:`.remote_st`);
+- ``encode-instruction`` (``retrieval_reasonir``, ``src/retrievers/task1_text.py``): the
+  model's ``encode(texts, instruction=, batch_size=, max_length=)``; text only
+  (:mod:`.remote_text`);
+- ``sentence-embedding`` (``retrieval_m2``): ``AutoModelForSequenceClassification`` with a
+  second hub id's tokenizer, its output's ``sentence_embedding``; text only
+  (:mod:`.remote_text`).
 
 Nothing here loads without ``trust_remote_code=True``, which only ``--trust-remote-code``
 gives (:mod:`.remote_code`).
@@ -212,6 +218,8 @@ INTERFACE_OPTIONS: dict[str, tuple[str, ...]] = {
     ),
     "encode-images-text": ("text_char_limit",),
     "st-dicts": ("text_char_limit", "max_length"),
+    "encode-instruction": ("max_length", "query_instruction", "document_instruction"),
+    "sentence-embedding": ("tokenizer", "max_length", "query_instruction"),
 }
 """Each interface the ``remote`` backend calls, and the options of its recipe."""
 
@@ -246,6 +254,12 @@ def hub_embedder(interface: str, model: str, options: dict[str, Any]) -> Any:
         from mmbright_core.retrieval.remote_st import SentenceDicts
 
         return SentenceDicts(model, **given, **common)
+    if interface in ("encode-instruction", "sentence-embedding"):
+        from mmbright_core.retrieval import remote_text
+
+        if interface == "encode-instruction":
+            return remote_text.EncodeInstruction(model, **given, **common)
+        return remote_text.SentenceEmbedding(model, **given, **common)
     image_model = given.pop("image_model", None)
     if image_model is None:
         raise InputError("the text-vision-pair interface needs image_model", found=str(model))
@@ -272,13 +286,13 @@ def remote_retriever(
     document_char_limit: int | None = None,
     layer_norm: bool | None = None,
     text_char_limit: int | None = None,
+    tokenizer: str | None = None,
 ) -> Any:
     """Build the ``remote`` retriever: a model's own hub code under the package's protocol.
 
     Args:
         model: A hub id or a local folder holding the model and its code.
-        interface: The call into its code (``encode-text-image``, ``text-vision-pair``,
-            ``encode-images-text``, ``st-dicts``).
+        interface: The call into its code (one of :data:`INTERFACE_OPTIONS`).
         trust_remote_code: Must be True: this backend runs nothing else.
         revision: The hub revision (it pins the code as well as the weights).
         dtype: Weights' dtype; vectors are float32.
@@ -290,12 +304,14 @@ def remote_retriever(
         cache_dtype: ``float32`` or ``float16``.
         image_model: ``text-vision-pair``: the image model beside the text model.
         pooling: ``text-vision-pair``: the text model's pooling (Nomic's ``mean``).
-        max_length: ``text-vision-pair`` and ``st-dicts``: token truncation.
-        query_instruction: ``text-vision-pair``: put before every query.
-        document_instruction: ``text-vision-pair``: put before every passage.
+        max_length: Token truncation (``text-vision-pair``, ``st-dicts``, and the text
+            interfaces, whose default is the official 32,768).
+        query_instruction: Put before (``encode-instruction``: handed with) every query.
+        document_instruction: Put before (``encode-instruction``: handed with) every passage.
         document_char_limit: ``text-vision-pair``: cut passages at this many characters.
         layer_norm: ``text-vision-pair``: layer-normalise the pooled text vector.
         text_char_limit: ``encode-images-text`` and ``st-dicts``: the character cut.
+        tokenizer: ``sentence-embedding``: the tokenizer's hub id or folder.
 
     Raises:
         InputError: No ``trust_remote_code``, a forbidding operator, or a bad option.
@@ -312,7 +328,8 @@ def remote_retriever(
     options |= {"image_model": image_model, "pooling": pooling, "max_length": max_length}
     options |= {"query_instruction": query_instruction, "document_char_limit": document_char_limit}
     options |= {"document_instruction": document_instruction, "layer_norm": layer_norm}
-    embedder = hub_embedder(interface, str(model), {**options, "text_char_limit": text_char_limit})
+    options |= {"text_char_limit": text_char_limit, "tokenizer": tokenizer}
+    embedder = hub_embedder(interface, str(model), options)
     return DualEncoderRetriever(
         embedder,
         name="remote",

@@ -1,12 +1,13 @@
 """Running a model's own code from the hub: an explicit opt-in, which an operator may forbid.
 
-Several models of the paper's tables (gte-Qwen, Nomic, Jina-CLIP, Nomic-Vision, BGE-VL, GME)
-keep part of their forward pass in Python files of their hub repository. transformers and
-sentence-transformers run such files only when asked with ``trust_remote_code=True``; this
-package asks only when the user does: ``mmbright run ... --trust-remote-code`` or the Run
-page's checkbox. Every loader that passes ``trust_remote_code=True`` first calls
-:func:`check_remote_code`, so a shared server whose operator sets
-``MMBRIGHT_ALLOW_REMOTE_CODE=0`` runs no hub code, whoever asks (docs/safety.md).
+Several models of the paper's tables (gte-Qwen, Nomic, ReasonIR, M2-BERT, Jina-CLIP,
+Nomic-Vision, BGE-VL, GME) keep part of their forward pass in Python files of their hub
+repository. transformers and sentence-transformers run such files only when asked with
+``trust_remote_code=True``; this package asks only when the user does: ``mmbright run ...
+--trust-remote-code`` or the Run page's checkbox. Every loader that passes
+``trust_remote_code=True`` first calls :func:`check_remote_code`, so a shared server whose
+operator sets ``MMBRIGHT_ALLOW_REMOTE_CODE=0`` runs no hub code, whoever asks
+(docs/safety.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tiny stand-ins of hub code: the same calls as Jina-CLIP, BGE-VL and Nomic's two models.
+"""Tiny stand-ins of hub code: the calls of Jina-CLIP, BGE-VL, Nomic's two models, ReasonIR, M2.
 
 The files are copied into a model folder whose ``config.json`` names them in ``auto_map``, so
 transformers loads them only with ``trust_remote_code=True``, as it loads the hub's code.
@@ -111,3 +111,42 @@ class TinyNomicVision(TinyTowers):
     def forward(self, pixel_values=None, **kwargs):
         first = self.image(pixel_values.float().mean(dim=1).flatten(1)[:, :64])
         return BaseModelOutput(last_hidden_state=torch.stack([first, -first], dim=1))
+
+
+class TinyReasonIr(TinyTowers):
+    """ReasonIR's call: ``encode(sentences, instruction=, batch_size=, max_length=)`` (arrays).
+
+    The instruction is encoded with each text; ``max_length`` cuts the characters, so a text
+    past it is cut as an overlong one is.
+    """
+
+    def encode(self, sentences, instruction="", batch_size=256, max_length=512, **kwargs):
+        texts = [(instruction + text)[:max_length] for text in sentences]
+        starts = range(0, len(texts), batch_size)
+        rows = [self.text(text_features(texts[i : i + batch_size])) for i in starts]
+        return torch.cat(rows).detach().numpy()
+
+
+class TinyM2(PreTrainedModel):
+    """M2-BERT's output: a sequence-classification model returning ``sentence_embedding``.
+
+    Its vector is the mean of the token embeddings over the attention mask, mixed by a linear
+    map, from the ids of a BERT-style tokenizer (``token_type_ids`` are taken and ignored).
+    """
+
+    config_class = TinyConfig
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.embed = torch.nn.Embedding(config.vocab_size, config.dim)
+        self.mix = torch.nn.Linear(config.dim, config.dim, bias=False)
+        self.post_init()
+
+    def _init_weights(self, module):
+        if isinstance(module, (torch.nn.Embedding, torch.nn.Linear)):
+            module.weight.data.normal_(0.0, 1.0)
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, **kwargs):
+        mask = attention_mask.unsqueeze(-1).float()
+        mean = (self.embed(input_ids) * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        return {"sentence_embedding": self.mix(mean)}
