@@ -1,9 +1,9 @@
 """Rendering helpers shared by the pages: error display, downloads, badges and image tiles.
 
 Text that comes from the data (query text, passages, ids) is always rendered through
-widgets that escape it (``st.text``, ``st.code``, dataframes, captions with Markdown
-escaped) or as HTML escaped with :func:`html.escape` (image captions, passages); nothing
-here passes data to ``unsafe_allow_html``.
+widgets that show it as it is (``st.text``, dataframes), as Markdown made literal by
+:func:`~mmbright_core.ui.literal.literal`, or as HTML escaped with :func:`html.escape`
+(image captions, passages); nothing here passes data to ``unsafe_allow_html``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import html
 import math
-import re
 from collections.abc import Callable, Sequence
 from typing import ParamSpec, TypeVar
 
@@ -26,6 +25,7 @@ from mmbright_core.data.sources import Source
 from mmbright_core.errors import MMBrightError
 from mmbright_core.types import Document, Query
 from mmbright_core.ui import state
+from mmbright_core.ui.literal import literal
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -39,25 +39,8 @@ SYNTHETIC_NOTE = (
 PASSAGE_CHARS = 5_000
 """Longest passage excerpt shown (one published passage has 25 M characters, SPEC §1)."""
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
-# What Markdown does inside a line: emphasis, code, links and images (they need "["), HTML
-# and autolinks ("<"), tables, strike-through, maths, and Streamlit's colours, icons and
-# emoji (":red[", ":material/", ":smile:": a colon before a letter; "file:12:" stays).
-_INLINE_SPECIAL = re.compile(r"([\\`*_\[\]<>|~$]|:(?=[A-Za-z]))")
-
-
-def escape_md(text: object) -> str:
-    """Escape Markdown (and the HTML it would let through) in text shown inside Markdown."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
-
-
-def escape_message(text: object) -> str:
-    """Escape the inline Markdown of a one-line message (an error naming a file, an id).
-
-    Messages quote user data (file names, ids, values); alerts render Markdown, so the
-    data must not turn into links, HTML or emphasis. Sentence punctuation stays as is.
-    """
-    return _INLINE_SPECIAL.sub(lambda found: "\\" + found.group(0), str(text))
+# Older names of the one escaping helper, :func:`mmbright_core.ui.literal.literal`.
+escape_md = escape_message = literal
 
 
 def attempt(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
@@ -69,7 +52,7 @@ def attempt(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
     try:
         return fn(*args, **kwargs)
     except (MMBrightError, OSError) as err:
-        st.error(escape_message(err), icon=":material/error:")
+        st.error(literal(err), icon=":material/error:")
         return None
 
 
@@ -176,7 +159,7 @@ def show_image(
         image = decode_image(data, path)
     except ImageDecodeError as err:
         st.warning(
-            escape_message(f"Image cannot be shown: {err.path} ({err.reason})"),
+            literal(f"Image cannot be shown: {err.path} ({err.reason})"),
             icon=":material/broken_image:",
         )
         return False
@@ -243,7 +226,7 @@ def full_size_button(image: Image.Image, caption: str, key: str) -> None:
 def _draw_full_size(image: Image.Image, caption: str) -> None:
     st.image(image, width="content")
     image_caption(caption)
-    st.caption(f"{image.width} × {image.height} px")
+    st.caption(f"{image.width:d} × {image.height:d} px")
 
 
 def cut(text: str, limit: int = PASSAGE_CHARS) -> str:
@@ -281,7 +264,7 @@ def show_document(
     With a ``key``, the item's image opens full size from an expander of that key.
     """
     if document is None:
-        st.caption(f"{escape_md(display_id(doc_id))} is not in the corpus.")
+        st.caption(f"{literal(display_id(doc_id))} is not in the corpus.")
         return
     if document.text:
         show_passage(document.text)
@@ -312,7 +295,7 @@ def show_hit(
         # One element for the head line and the id: every element is a message to the browser.
         st.markdown(
             f"**#{int(hit['rank'])}** · score {hit['score']:.4f} · {badge}  \n"
-            f":gray[{escape_md(display_id(str(hit['doc_id'])))}]"
+            f":gray[{literal(display_id(str(hit['doc_id'])))}]"
         )
         if explained is not None:
             explained()
