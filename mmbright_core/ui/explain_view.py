@@ -25,7 +25,7 @@ from mmbright_core.data.ids import display_id, pair_parts
 from mmbright_core.data.sources import Source
 from mmbright_core.types import Document, Query
 from mmbright_core.ui import render
-from mmbright_core.ui.literal import literal
+from mmbright_core.ui.literal import literal, visible
 
 # Black text on light marks reads on both themes; the image's words also get an underline,
 # so they differ from the text's by more than colour.
@@ -48,7 +48,7 @@ def mark(text: str, origin: str) -> str:
     """Escaped ``text`` in the highlight of its origin (``text``, ``image`` or ``both``)."""
     return (
         f'<mark class="origin-{origin}" style="{_MARK[origin]}" '
-        f'title="{ORIGIN_WORDS[origin]}">{html.escape(text)}</mark>'
+        f'title="{ORIGIN_WORDS[origin]}">{html.escape(visible(text))}</mark>'
     )
 
 
@@ -62,10 +62,10 @@ def highlight(text: str, spans: Sequence[tuple[int, int, str]]) -> str:
     for start, end, origin in sorted(spans):
         if start < at or end > len(text) or start >= end:
             continue
-        out.append(html.escape(text[at:start]))
+        out.append(html.escape(visible(text[at:start])))
         out.append(mark(text[start:end], origin))
         at = end
-    out.append(html.escape(text[at:]))
+    out.append(html.escape(visible(text[at:])))
     return "".join(out)
 
 
@@ -171,7 +171,7 @@ def show_attribution(found: Attribution | None) -> None:
 
 def show_query_text(query: Query, words: Mapping[str, Mapping[str, str]]) -> None:
     """The query text, then, per OCR run, the words it read from the images, marked."""
-    st.text(query.text)
+    st.text(visible(query.text))
     for name, by_image in words.items():
         read = [w for w in by_image.values() if w.strip()]
         if not read:

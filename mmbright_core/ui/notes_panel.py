@@ -14,7 +14,7 @@ from mmbright_core.errors import NotesError
 from mmbright_core.notes import NotesStore, QueryKey, QueryNotes
 from mmbright_core.notes.database import default_path
 from mmbright_core.ui import state
-from mmbright_core.ui.literal import literal
+from mmbright_core.ui.literal import literal, visible
 
 TAGS_KEY = "insp_tags"
 NOTE_KEY = "insp_note"
@@ -101,7 +101,7 @@ def show_notes(domain: str, query_id: str) -> None:
     _load(key, notes)
     chosen = [t for t in st.session_state.get(TAGS_KEY, []) if t not in taxonomy]
     with st.form("insp_notes_form", border=False):
-        st.multiselect("Failure tags", [*taxonomy, *chosen], key=TAGS_KEY)
+        st.multiselect("Failure tags", [*taxonomy, *chosen], key=TAGS_KEY, format_func=visible)
         st.text_area("Note", key=NOTE_KEY, height=100)
         st.form_submit_button(
             "Save tags and note", key="insp_save", on_click=_save, args=(key,), type="primary"

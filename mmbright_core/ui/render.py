@@ -25,7 +25,7 @@ from mmbright_core.data.sources import Source
 from mmbright_core.errors import MMBrightError
 from mmbright_core.types import Document, Query
 from mmbright_core.ui import state
-from mmbright_core.ui.literal import literal
+from mmbright_core.ui.literal import literal, visible
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -102,6 +102,7 @@ def pick_run(
         on_change=state.remember_as,
         args=(key, shared),
         help=help,
+        format_func=visible,
     )
     return str(chosen)
 
@@ -193,7 +194,7 @@ def path_html(path: str) -> str:
     ``<wbr>`` marks where a line may end; the caption's style keeps the browser from
     breaking anywhere else unless a single name is wider than the whole column.
     """
-    return "/<wbr>".join(html.escape(part) for part in path.split("/"))
+    return "/<wbr>".join(html.escape(visible(part)) for part in path.split("/"))
 
 
 def image_caption(text: str) -> None:
@@ -201,8 +202,9 @@ def image_caption(text: str) -> None:
 
     The full text is the tooltip too, so a wrapped path reads back in one piece.
     """
+    tooltip = html.escape(visible(text))
     st.html(
-        f'<div class="mmb-image-caption" title="{html.escape(text)}" style="font-size:0.875rem;'
+        f'<div class="mmb-image-caption" title="{tooltip}" style="font-size:0.875rem;'
         'opacity:0.6;line-height:1.4;word-break:normal;overflow-wrap:anywhere">'
         f"{path_html(text)}</div>"
     )
@@ -236,7 +238,7 @@ def cut(text: str, limit: int = PASSAGE_CHARS) -> str:
 
 def show_query(source: Source, query: Query) -> None:
     """Show a query's text (escaped) and every one of its images, problems included."""
-    st.text(query.text)
+    st.text(visible(query.text))
     if not query.images:
         st.caption("This query has no image.")
     for ref in query.images:
@@ -252,7 +254,7 @@ def show_passage(text: str) -> None:
     st.html(
         "<details><summary>Passage text</summary>"
         '<div style="white-space:pre-wrap;font-family:monospace;font-size:0.85em">'
-        f"{html.escape(cut(text))}</div></details>"
+        f"{html.escape(visible(cut(text)))}</div></details>"
     )
 
 

@@ -14,7 +14,7 @@ import streamlit as st
 from mmbright_core.data.matching import MatchCounts
 from mmbright_core.errors import MMBrightError
 from mmbright_core.ui import loaders, state, workspace
-from mmbright_core.ui.literal import literal
+from mmbright_core.ui.literal import literal, visible
 
 MESSAGES_KEY = "run_messages"
 UPLOAD_KEY = "upload_files"
@@ -212,7 +212,7 @@ def _render_loaded() -> None:
         return
     for name, entry in runs.items():
         left, right = st.columns([5, 1])
-        left.text(f"{name}  ·  {entry.provenance}  ·  {len(entry.runs)} domain(s)")
+        left.text(visible(f"{name}  ·  {entry.provenance}  ·  {len(entry.runs)} domain(s)"))
         right.button(
             "Remove",
             key=f"remove_{entry.fingerprint}_{name}",

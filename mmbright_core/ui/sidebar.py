@@ -11,7 +11,7 @@ import streamlit as st
 from mmbright_core.data.layout import PINNED_REVISION
 from mmbright_core.errors import InputError
 from mmbright_core.ui import loaders, state
-from mmbright_core.ui.literal import literal
+from mmbright_core.ui.literal import literal, visible
 
 SOURCE_KINDS = ("Demo (synthetic)", "Local folder", "Hugging Face")
 TASK_LABELS = {
@@ -103,7 +103,9 @@ def render_sidebar() -> None:
     chosen += [n for n in state.take_fresh_runs() if n in names and n not in chosen]
     st.session_state[key] = chosen
     state.remember(key)
-    st.sidebar.multiselect("Runs shown", names, key=key, on_change=state.remember, args=(key,))
+    st.sidebar.multiselect(
+        "Runs shown", names, key=key, on_change=state.remember, args=(key,), format_func=visible
+    )
 
 
 def selected_runs() -> list[str]:

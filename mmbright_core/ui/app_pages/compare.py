@@ -9,7 +9,7 @@ import streamlit as st
 from mmbright_core.analysis import figures
 from mmbright_core.analysis.compare import POOLED, SLICES, most_hurt, tagged, with_tags
 from mmbright_core.ui import inspect, loaders, queries, render, reports, slices, state, views
-from mmbright_core.ui.literal import literal
+from mmbright_core.ui.literal import literal, visible
 
 GAP = "judgment_gap"
 HURT_COLUMNS = ["domain", "query_id", "query", "delta", "judged_a", "judged_b", GAP, "tags"]
@@ -99,6 +99,7 @@ if hurt_tab.open:
             key=state.sticky("cmp_tags", []),
             on_change=state.remember,
             args=("cmp_tags",),
+            format_func=visible,
         )
         gaps = gap_col.radio(
             "Possible judgment gaps",

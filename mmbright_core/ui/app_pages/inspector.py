@@ -7,7 +7,7 @@ import streamlit as st
 from mmbright_core.analysis.figures import rank_slope
 from mmbright_core.analysis.rankdiff import rank_diff
 from mmbright_core.ui import explain_view, inspect, loaders, notes_panel, render, state, views
-from mmbright_core.ui.literal import literal
+from mmbright_core.ui.literal import literal, visible
 
 TOP = 10
 
@@ -25,7 +25,9 @@ if target is None:
 pick_domain, pick_query = st.columns([2, 3], vertical_alignment="bottom")
 pick_domain.selectbox("Domain", source.domains(), key=inspect.DOMAIN_KEY, on_change=inspect.on_pick)
 ids = list(loaders.queries(spec, task, target.domain, protocol))
-pick_query.selectbox("Query", ids, key=inspect.QUERY_KEY, on_change=inspect.on_pick)
+pick_query.selectbox(
+    "Query", ids, key=inspect.QUERY_KEY, on_change=inspect.on_pick, format_func=visible
+)
 with st.container(horizontal=True, vertical_alignment="center", key="insp_nav"):
     st.button(
         "Previous",
@@ -53,7 +55,12 @@ qrels = loaders.qrels(spec, task, target.domain, protocol).get(target.query_id, 
 runs = state.task_runs()
 runs_key = state.sticky_runs(state.INSPECT_RUNS_KEY, list(runs), inspect.default_runs(runs))
 shown = st.multiselect(
-    "Runs", list(runs), key=runs_key, on_change=state.remember_runs, args=(runs_key,)
+    "Runs",
+    list(runs),
+    key=runs_key,
+    on_change=state.remember_runs,
+    args=(runs_key,),
+    format_func=visible,
 )
 excluded = {  # each run under its own policy for negative_ids
     name: loaders.excluded(spec, task, target.domain, protocol, runs[name].negatives).get(

@@ -9,7 +9,7 @@ import streamlit as st
 from mmbright_core.analysis import figures
 from mmbright_core.analysis.compare import JUDGED, tagged, with_tags
 from mmbright_core.ui import inspect, loaders, navigation, queries, render, slices, state, views
-from mmbright_core.ui.literal import literal
+from mmbright_core.ui.literal import literal, visible
 from mmbright_core.ui.sidebar import selected_runs
 
 MEASURE = loaders.MEASURE
@@ -90,6 +90,7 @@ chosen = tag_col.multiselect(
     key=state.sticky_within("pq_tags", slices.tag_names()),
     on_change=state.remember,
     args=("pq_tags",),
+    format_func=visible,
 )
 loses = loses_col.toggle(
     "B loses only",
