@@ -2,8 +2,8 @@
 
 Streamlit renders Markdown with remark (CommonMark and GFM); markdown-it-py parses the same
 CommonMark, with GFM's tables and strike-through. GFM's bare autolinks (``www.x``,
-``http://x``, ``a@b.co``) are not in markdown-it-py's core: they are looked for in the
-text that would render, where an escape leaves them broken.
+``http://x``, ``a@b.co``) are not in markdown-it-py's core: they are looked for as GFM
+does, in the text that renders (escapes resolved).
 """
 
 from __future__ import annotations
@@ -28,10 +28,9 @@ ACTIVE = {
     "table_open",
     "s_open",
 }
-# What GFM would link on its own, written without escapes; and Streamlit's directives.
-_AUTOLINK = re.compile(
-    r"(?i)(?<!\\)(www(?<!\\)\.|[a-z][a-z0-9+.-]*(?<!\\):/|[\w.+-](?<!\\)@[\w-]+\.[\w-])"
-)
+# What GFM links on its own: it searches the text once parsed (escapes resolved) for these
+# (mdast-util-gfm-autolink-literal): a URL, "www." or an e-mail address.
+_AUTOLINK = re.compile(r"(?i)(https?://|www(?=\.)|[-.\w+]+@[-\w]+(\.[-\w]+)+)", re.ASCII)
 _DIRECTIVE = re.compile(r"(?<!\\):(?:[a-z]+\[|material/|[a-z_]+:)")
 BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -43,7 +42,7 @@ def active_parts(markdown: str, directives: bool = True) -> list[str]:
     a page's own Markdown uses.
     """
     found = [t.type for t in _walk(_PARSER.parse(markdown)) if t.type in ACTIVE]
-    found += [f"autolink {m.group(0)!r}" for m in _AUTOLINK.finditer(markdown)]
+    found += [f"autolink {m.group(0)!r}" for m in _AUTOLINK.finditer(_resolved(markdown))]
     if directives:
         found += [f"directive {m.group(0)!r}" for m in _DIRECTIVE.finditer(markdown)]
     found += [f"control {m.group(0)!r}" for m in BIDI.finditer(markdown)]
@@ -59,5 +58,10 @@ def _walk(tokens: list) -> list:  # type: ignore[type-arg]
 
 
 def shown(markdown: str) -> str:
-    """What escaped Markdown reads as once rendered: its escapes removed."""
+    """What escaped Markdown reads as once rendered: escapes resolved, word joiners unseen."""
+    return _resolved(markdown).replace("\u2060", "")
+
+
+def _resolved(markdown: str) -> str:
+    # The text GFM's autolink search sees: escapes and the blank entity resolved.
     return re.sub(r"\\(.)|&#32;", lambda m: m.group(1) or " ", markdown)

@@ -24,10 +24,13 @@ LINE_MARK = "↵"
 
 # Inside a line: emphasis and code (* _ `), links and images (they need "["), HTML and
 # autolinks (<), entities (&: "&lt;" or "&#x202e;" would decode), tables, strike-through
-# and maths (| ~ $), e-mail autolinks (@), and Streamlit's colours, icons and emoji and
-# URL autolinks (a colon before a letter or "/": ":red[", ":material/", "http://"; "a.py:12"
-# stays); "www." autolinks lose their dot.
-_INLINE = re.compile(r"[\\`*_\[\]<>|~$&@]|:(?=[A-Za-z/])|(?<=[wW]{3})\.")
+# and maths (| ~ $), and Streamlit's colours, icons and emoji (a colon before a letter:
+# ":red[", ":material/", ":smile:"; "a.py:12" stays).
+_INLINE = re.compile(r"[\\`*_\[\]<>|~$&]|:(?=[A-Za-z])")
+# GFM links bare URLs and e-mail addresses (www.x, http://x, a@b.co) by a search of the
+# text once parsed, escapes gone: an invisible word joiner breaks each pattern instead.
+_BARE_LINK = re.compile(r"(?i)(?<=www)(?=\.)|(?<=:)(?=//)|(?=@)")
+WORD_JOINER = "\u2060"
 # At the start of the text (which may start a line of the page's Markdown): headings,
 # quotes, lists (- + * 1. 1)) and setext underlines (= -); leading blanks (a code block).
 _BLOCK_MARK = "#>+=-"
@@ -63,6 +66,7 @@ def literal(text: object) -> str:
     """
     one_line = _LINE_BREAK.sub(LINE_MARK, visible(text).replace("\t", " "))
     escaped = _INLINE.sub(lambda found: "\\" + found.group(0), one_line)
+    escaped = _BARE_LINK.sub(WORD_JOINER, escaped)
     escaped = _LEADING_BLANKS.sub(lambda found: "&#32;" * len(found.group(0)), escaped)
     return _block_safe(escaped)
 
