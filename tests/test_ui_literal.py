@@ -46,6 +46,7 @@ def test_plain_text_and_messages_stay_readable():
     message = "broken.trec:1: wrong number of columns; expected 6 (a, b); found 5."
     assert literal(message) == message  # sentence punctuation is no Markdown
     assert literal("a.py:12") == "a.py:12" and literal(3.5) == "3.5"
+    assert literal("nDCG@10 of mteb/m@v1") == "nDCG@10 of mteb/m@v1"  # no e-mail address
     assert visible("tag\u202e") == "tag\\u202e" and visible("esc\x1b") == "esc\\x1b"
     assert visible("two\nlines\tand a tab") == "two\nlines\tand a tab"
 

@@ -29,7 +29,7 @@ LINE_MARK = "↵"
 _INLINE = re.compile(r"[\\`*_\[\]<>|~$&]|:(?=[A-Za-z])")
 # GFM links bare URLs and e-mail addresses (www.x, http://x, a@b.co) by a search of the
 # text once parsed, escapes gone: an invisible word joiner breaks each pattern instead.
-_BARE_LINK = re.compile(r"(?i)(?<=www)(?=\.)|(?<=:)(?=//)|(?=@)")
+_BARE_LINK = re.compile(r"(?i)(?<=www)(?=\.)|(?<=:)(?=//)|(?<=[-.\w+])(?=@[-\w]+\.[-\w])", re.ASCII)
 WORD_JOINER = "\u2060"
 # At the start of the text (which may start a line of the page's Markdown): headings,
 # quotes, lists (- + * 1. 1)) and setext underlines (= -); leading blanks (a code block).
