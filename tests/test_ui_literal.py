@@ -87,9 +87,39 @@ TRUSTED_NAMES = {
 
 
 def _calls(tree: ast.AST) -> Iterator[tuple[ast.Call, str]]:
+    """Each call with the Streamlit function it calls, also when chosen at run time.
+
+    ``st.error(x)``; ``{"warning": st.warning}.get(kind, st.error)(x)`` and ``show(x)``
+    after ``show = st.error if ... else st.success`` count as calls of the first one named.
+    """
+    aliases = {
+        target.id: name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and (name := _streamlit_function(node.value))
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if not isinstance(node, ast.Call):
+            continue
+        if isinstance(node.func, ast.Attribute):
             yield node, node.func.attr
+        elif isinstance(node.func, ast.Name) and node.func.id in aliases:
+            yield node, aliases[node.func.id]
+        elif name := _streamlit_function(node.func):
+            yield node, name
+
+
+def _streamlit_function(node: ast.expr) -> str | None:
+    # A Markdown-rendering function of st named, not called, in the expression: st.dialog(...)
+    # returns a decorator, and st.error(...) nothing to call.
+    called = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
+    for part in ast.walk(node):
+        named = isinstance(part, ast.Attribute) and part.attr in MARKDOWN_BODY
+        if named and isinstance(part.value, ast.Name) and part.value.id == "st":
+            if id(part) not in called:
+                return part.attr
+    return None
 
 
 def _text_args(call: ast.Call, name: str) -> Iterator[ast.expr]:
