@@ -110,15 +110,21 @@ def _calls(tree: ast.AST) -> Iterator[tuple[ast.Call, str]]:
             yield node, name
 
 
+def _st_function(node: ast.AST) -> str | None:
+    """The name of ``st.<function>`` when ``node`` is one that renders Markdown, else None."""
+    if not isinstance(node, ast.Attribute) or node.attr not in MARKDOWN_BODY:
+        return None
+    is_st = isinstance(node.value, ast.Name) and node.value.id == "st"
+    return node.attr if is_st else None
+
+
 def _streamlit_function(node: ast.expr) -> str | None:
     # A Markdown-rendering function of st named, not called, in the expression: st.dialog(...)
     # returns a decorator, and st.error(...) nothing to call.
     called = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
     for part in ast.walk(node):
-        named = isinstance(part, ast.Attribute) and part.attr in MARKDOWN_BODY
-        if named and isinstance(part.value, ast.Name) and part.value.id == "st":
-            if id(part) not in called:
-                return part.attr
+        if id(part) not in called and (name := _st_function(part)):
+            return name
     return None
 
 
