@@ -40,13 +40,16 @@ def served(fixture_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 
 def _targets(served: Path) -> dict[str, str]:
-    """Three paths outside the root: a real file, a missing one, a symlink leading out."""
+    """Paths outside the root: a real file, a missing one, a symlink leading out, a system file."""
     private = served.parent / "private"
-    return {
+    targets = {
         "exists": str(private / "private_vits32.pth"),
         "missing": str(private / "absent.pth"),
         "symlink": "link.pth",
     }
+    if Path("/etc/shadow").exists():  # the probe's: an IndexError once, telling it exists
+        targets["system"] = "/etc/shadow"
+    return targets
 
 
 def _page() -> AppTest:
@@ -80,6 +83,7 @@ FIELDS = [
     ("clip", "checkpoint", "{}", {"model": "ViT-S-32"}),
     ("clip", "model", "local-dir:{}", {}),
     ("dense", "model", "{}", {}),
+    ("ocr-dense", "model", "{}", {}),
     ("hf", "model", "{}", {}),
     ("mteb", "model", "{}", {}),
 ]

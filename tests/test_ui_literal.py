@@ -129,7 +129,7 @@ def _streamlit_function(node: ast.expr) -> str | None:
 
 
 def _text_args(call: ast.Call, name: str) -> Iterator[ast.expr]:
-    if name in MARKDOWN_BODY and call.args:
+    if (name in MARKDOWN_BODY or name in COLUMNS) and call.args:  # a body, a label, a header
         yield call.args[0]
     for keyword in call.keywords:
         markdown_keyword = keyword.arg in MARKDOWN_KEYWORDS
