@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -24,3 +25,12 @@ def replace_cell(path: Path, key: str, value: str, column: str, text: str) -> No
     ]
     index = table.schema.get_field_index(column)
     pq.write_table(table.set_column(index, column, pa.array(cells, pa.string())), path)
+
+
+def hostile_copy(fixture_dir: Path, folder: Path, query: str, passage: str) -> Path:
+    """A copy of the fixture dataset in ``folder`` with query a1 and passage A1 replaced."""
+    root = Path(shutil.copytree(fixture_dir, folder / "data"))
+    for config_name in ("examples", "examples_multimodal"):
+        replace_cell(root / config_name / "academia.parquet", "id", "a1", "query", query)
+    replace_cell(root / "documents" / "academia.parquet", "id", A1, "content", passage)
+    return root

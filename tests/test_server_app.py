@@ -11,13 +11,12 @@ from __future__ import annotations
 import gzip
 import html
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from apptest import error_messages, fresh, goto, no_html_from_data
-from hostile import A1, A3, HOSTILE_NAME, HOSTILE_PASSAGE, HOSTILE_QUERY, SCRIPT, replace_cell
+from hostile import A1, A3, HOSTILE_NAME, HOSTILE_PASSAGE, HOSTILE_QUERY, SCRIPT, hostile_copy
 from streamlit import config
 from streamlit.testing.v1 import AppTest
 
@@ -29,11 +28,8 @@ PAGES = ("home", "per_query", "compare", "inspector", "run")
 @pytest.fixture(scope="module")
 def hostile(fixture_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The fixture dataset with script, HTML and Markdown in query a1 and passage A1."""
-    root = Path(shutil.copytree(fixture_dir, tmp_path_factory.mktemp("hostile") / "data"))
-    for config_name in ("examples", "examples_multimodal"):
-        replace_cell(root / config_name / "academia.parquet", "id", "a1", "query", HOSTILE_QUERY)
-    replace_cell(root / "documents" / "academia.parquet", "id", A1, "content", HOSTILE_PASSAGE)
-    return root
+    folder = tmp_path_factory.mktemp("hostile")
+    return hostile_copy(fixture_dir, folder, HOSTILE_QUERY, HOSTILE_PASSAGE)
 
 
 @pytest.fixture

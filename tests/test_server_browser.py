@@ -11,6 +11,7 @@ session keeps working; script and HTML in the data (and in a run's name) stay te
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import shutil
@@ -153,6 +154,36 @@ def _upload(page, name: str, data: bytes) -> None:  # type: ignore[no-untyped-de
         _choose_file(page, name, data)
 
 
+@contextlib.contextmanager
+def _home(url: str, width: int = 1400) -> Iterator:  # type: ignore[type-arg]
+    """A chromium page on the app's home page, drawn; the browser closes after the block."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        page = new_page(browser, viewport={"width": width, "height": 1000})
+        open_app(page, url)
+        page.get_by_text(HEADLINE).wait_for()
+        yield page
+        browser.close()
+
+
+def _add_upload(page, name: str, data: bytes) -> None:  # type: ignore[no-untyped-def]
+    """Upload one file and add it with "Add uploaded runs"."""
+    _upload(page, name, data)
+    with rerun(page):
+        page.get_by_role("button", name="Add uploaded runs").click()
+
+
+def _local_folder(page, folder: str) -> None:  # type: ignore[no-untyped-def]
+    """Type a dataset folder into the sidebar (a local source) and press Enter."""
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    with rerun(page):
+        sidebar.get_by_text("Local folder").click()
+    sidebar.get_by_label("Folder with").fill(folder)
+    with rerun(page):
+        sidebar.get_by_label("Folder with").press("Enter")
+
+
 def _choose_file(page, name: str, data: bytes) -> None:  # type: ignore[no-untyped-def]
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
         files=[{"name": name, "mimeType": "text/plain", "buffer": data}]
@@ -160,13 +191,8 @@ def _choose_file(page, name: str, data: bytes) -> None:  # type: ignore[no-untyp
 
 
 def test_oversized_upload_is_refused_and_the_session_goes_on(server: tuple[str, int]):
-    sync_api = pytest.importorskip("playwright.sync_api")
     url, _ = server
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        page = new_page(browser, viewport={"width": 1400, "height": 1000})
-        open_app(page, url)
-        page.get_by_text(HEADLINE).wait_for()
+    with _home(url) as page:
         open_runs_panel(page)  # the demo's own runs of the task keep it collapsed
         # 1.5 MB over a 1 MB limit: the browser refuses it, and the app does not rerun
         _choose_file(page, "huge.trec", b"x" * (3 * 2**20 // 2))
@@ -177,7 +203,6 @@ def test_oversized_upload_is_refused_and_the_session_goes_on(server: tuple[str, 
         page.get_by_text("Added run 'good'").wait_for()
         no_exception(page)
         page.get_by_text("Headline numbers").wait_for()
-        browser.close()
 
 
 def test_hostile_text_stays_text_in_the_browser(server: tuple[str, int]):
@@ -221,3 +246,25 @@ def test_hostile_text_stays_text_in_the_browser(server: tuple[str, int]):
         browser.close()
     assert dialogs == []
     assert SCRIPT in HOSTILE_QUERY
+
+
+MARKDOWN_NAME = "A [lnk](lnk.html) ![t](t.png)"
+"""A run's name (from its file's) with a Markdown link and image, relative to the server."""
+
+
+def test_markdown_in_names_makes_no_link_image_or_heading(server: tuple[str, int]):
+    url, _ = server
+    with _home(url, 1500) as page:
+        _local_folder(page, "hostile")
+        choose(page, "task", "Task 2: text+image → text")
+        # A file name opens the error: at the start of its Markdown, a heading and a link.
+        _add_upload(page, "# BIG www.evil.example.trec", b"academia/a1 Q0 broken\n")
+        page.get_by_text("wrong number of columns").wait_for()
+        assert page.get_by_role("heading", name="BIG").count() == 0
+        assert page.locator('a[href*="evil.example"]').count() == 0
+        _add_upload(page, f"{MARKDOWN_NAME}.trec", f"academia/a1 Q0 {A1} 1 2.0 t\n".encode())
+        go_to(page, "Inspector")
+        page.get_by_role("heading", name=MARKDOWN_NAME).wait_for()  # the run's name, literal
+        no_exception(page)
+        assert page.locator('a[href*="lnk.html"]').count() == 0
+        assert page.locator('img[src*="t.png"]').count() == 0

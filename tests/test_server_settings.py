@@ -47,7 +47,7 @@ def test_inside_the_root(root: Path) -> None:
 def test_outside_the_root_is_refused(root: Path, typed: str) -> None:
     with pytest.raises(InputError, match="outside the folder this server may read") as caught:
         confine(typed, "runs folder")
-    assert f"a folder inside {root}" in str(caught.value)
+    assert f"a path inside {root}" in str(caught.value)
     assert ROOT_ENV in (caught.value.hint or "")
 
 

@@ -90,24 +90,29 @@ class Confinement:
         """The confinement ``MMBRIGHT_DATA_ROOT`` asks for (see :func:`data_root`)."""
         return cls(data_root())
 
-    def typed(self, folder: str | os.PathLike[str], what: str = "folder") -> Path:
+    def typed(
+        self, folder: str | os.PathLike[str], what: str = "folder", *, strict: bool = False
+    ) -> Path:
         """Return the path to use for a user's input, refusing one outside the root.
 
         Args:
             folder: What the user typed; relative means inside the root when there is one.
             what: What the path is for (``"dataset folder"``...), for the message.
+            strict: The path must exist (a file about to be read).
 
         Returns:
             The path, resolved (symlinks and ``..`` followed) when a root is configured,
             else as typed with ``~`` expanded.
 
         Raises:
-            InputError: The path holds a NUL character, loops, or resolves outside the root.
+            InputError: The path holds a NUL character, loops, resolves outside the root, or
+                is missing when ``strict``.
         """
         typed = _usable(folder, what)
+        shown = repr(os.fspath(folder))
         if self.root is None:
-            return typed
-        return self.check(self.root / typed, what, shown=repr(os.fspath(folder)))
+            return self.check(typed, what, strict=strict, shown=shown) if strict else typed
+        return self.check(self.root / typed, what, strict=strict, shown=shown)
 
     def check(
         self,
@@ -137,16 +142,37 @@ class Confinement:
             if strict and not os.path.lexists(usable):
                 raise InputError(f"the {what} does not exist", found=quoted)
             return usable
-        # strict=False for a path that may not exist yet: what exists is still resolved.
-        resolved = _resolve(usable, quoted, what, strict=strict)
-        if resolved != self.root and self.root not in resolved.parents:
-            raise InputError(
-                f"the {what} is outside the folder this server may read",
-                expected=f"a folder inside {self.root}",
-                found=f"{quoted}, which resolves to {resolved}",
-                hint=f"This server confines folders to {ROOT_ENV}; give a path inside it",
-            )
+        resolved = self._inside(self.root, usable, quoted, what)
+        # Existence is said only inside the root: outside, /etc/shadow, a missing file and
+        # a symlink out all get the one refusal (docs/safety.md, "Run page fields").
+        if strict and not resolved.exists():
+            raise InputError(f"the {what} does not exist", found=quoted)
         return resolved
+
+    def _inside(self, root: Path, path: Path, quoted: str, what: str) -> Path:
+        lexical = Path(os.path.normpath(os.path.abspath(path)))
+        try:
+            resolved = path.resolve()  # what exists is resolved; the rest need not exist yet
+        except (OSError, RuntimeError, ValueError):  # a symlink loop: RuntimeError (3.11)
+            if not _holds(root, lexical):
+                raise self._outside(quoted, what) from None
+            resolved = _resolve(path, quoted, what)  # raises the loop's message
+        if not _holds(root, resolved):
+            raise self._outside(quoted, what)
+        return resolved
+
+    def _outside(self, quoted: str, what: str) -> InputError:
+        """The one refusal of a path outside the root: only what was typed is quoted.
+
+        Never where a symlink leads, nor whether the path exists: the words are the same
+        for ``/etc/shadow``, a missing file and a link out (docs/safety.md).
+        """
+        return InputError(
+            f"the {what} is outside the folder this server may read",
+            expected=f"a path inside {self.root}",
+            found=quoted,
+            hint=f"This server confines paths to {ROOT_ENV}; give a path inside it",
+        )
 
     def check_tree(self, folder: Path, what: str, depth: int) -> None:
         """Check every entry up to ``depth`` levels below ``folder`` (the folder first).
@@ -177,6 +203,10 @@ class _Guard:
         # A symlinked subfolder is followed by every write below it: refuse it when it
         # leads out, before anything is written there.
         self.confinement.check(path, f"{self.what} entry", shown=repr(str(path)))
+
+
+def _holds(root: Path, path: Path) -> bool:
+    return path == root or root in path.parents
 
 
 def _walk(folder: Path, depth: int) -> Iterator[Path]:

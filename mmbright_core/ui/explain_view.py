@@ -25,6 +25,7 @@ from mmbright_core.data.ids import display_id, pair_parts
 from mmbright_core.data.sources import Source
 from mmbright_core.types import Document, Query
 from mmbright_core.ui import render
+from mmbright_core.ui.literal import literal, visible
 
 # Black text on light marks reads on both themes; the image's words also get an underline,
 # so they differ from the text's by more than colour.
@@ -47,7 +48,7 @@ def mark(text: str, origin: str) -> str:
     """Escaped ``text`` in the highlight of its origin (``text``, ``image`` or ``both``)."""
     return (
         f'<mark class="origin-{origin}" style="{_MARK[origin]}" '
-        f'title="{ORIGIN_WORDS[origin]}">{html.escape(text)}</mark>'
+        f'title="{ORIGIN_WORDS[origin]}">{html.escape(visible(text))}</mark>'
     )
 
 
@@ -61,10 +62,10 @@ def highlight(text: str, spans: Sequence[tuple[int, int, str]]) -> str:
     for start, end, origin in sorted(spans):
         if start < at or end > len(text) or start >= end:
             continue
-        out.append(html.escape(text[at:start]))
+        out.append(html.escape(visible(text[at:start])))
         out.append(mark(text[start:end], origin))
         at = end
-    out.append(html.escape(text[at:]))
+    out.append(html.escape(visible(text[at:])))
     return "".join(out)
 
 
@@ -165,16 +166,16 @@ def show_attribution(found: Attribution | None) -> None:
             line += f" · without the OCR words {found.without_ocr:.4f} (OCR {change:+.4f})"
         st.caption(line)
     else:
-        st.caption(render.escape_message(f"No attribution: {found.reason}"))
+        st.caption(literal(f"No attribution: {found.reason}"))
 
 
 def show_query_text(query: Query, words: Mapping[str, Mapping[str, str]]) -> None:
     """The query text, then, per OCR run, the words it read from the images, marked."""
-    st.text(query.text)
+    st.text(visible(query.text))
     for name, by_image in words.items():
         read = [w for w in by_image.values() if w.strip()]
         if not read:
-            st.caption(render.escape_message(f"{name} read no word from the images."))
+            st.caption(literal(f"{name} read no word from the images."))
             continue
         text = " ".join(" ".join(w.split()) for w in read)
         st.html(
@@ -202,9 +203,9 @@ def show_query_images(
 def show_fusion(name: str, found: FusionAttribution, key: str) -> None:
     """What a fusion run fed the encoder: the policy, the images used, the joined picture."""
     used = ", ".join(found.images_used) or f"none ({found.placeholder} placeholder)"
-    st.caption(render.escape_message(f"{name}: image policy {found.policy} · used {used}"))
+    st.caption(literal(f"{name}: image policy {found.policy} · used {used}"))
     for path, why in found.skipped:
-        st.caption(render.escape_message(f"{name} left out {path}: {why}"))
+        st.caption(literal(f"{name} left out {path}: {why}"))
     if found.policy == "concat" and found.pictures:
         render.show_picture(found.pictures[0], f"{name}: the concatenated picture", 200, key)
 
@@ -228,7 +229,7 @@ def show_pair_group(
     """One passage of a Task 4 top list: its text once, then each of its pairs with its grade."""
     with st.container(border=True, key=key):
         ranks = ", ".join(f"#{int(r)}" for r in rows["rank"])
-        st.markdown(f"**{ranks}** · {render.escape_md(passage)}")
+        st.markdown(f"**{ranks}** · {literal(passage)}")
         first = documents.get(str(rows["doc_id"].iloc[0]))
         show_attribution(found.get(str(rows["doc_id"].iloc[0])))
         if first is not None and first.text:
@@ -311,7 +312,7 @@ def show_relevant(
         return
     for row in frame.itertuples(index=False):
         document = documents.get(str(row.doc_id))
-        shown = render.escape_md(display_id(str(row.doc_id)))
+        shown = literal(display_id(str(row.doc_id)))
         st.markdown(f"{render.judgment_badge(row.relevance)} {shown}")
         if document is not None and document.text:
             render.show_passage(document.text)
@@ -377,11 +378,11 @@ def show_displacing(
     pushed, displacing = pushed_down(docs, k)
     if displacing.empty:
         return
-    st.subheader(f"What pushed relevant items down in {render.escape_md(run_b)}")
+    st.subheader(f"What pushed relevant items down in {literal(run_b)}")
     moves = ", ".join(
         f"{display_id(str(r.doc_id))} ({r.move})" for r in pushed.itertuples(index=False)
     )
-    st.caption(render.escape_message(f"Relevant items ranked lower: {moves}"))
+    st.caption(literal(f"Relevant items ranked lower: {moves}"))
     for row in displacing.itertuples(index=False):
         doc = str(row.doc_id)
         hit = top_b.loc[top_b["doc_id"] == doc].iloc[0]

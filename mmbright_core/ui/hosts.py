@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import streamlit as st
 
-from mmbright_core.ui import render
+from mmbright_core.ui.literal import literal
 
 HOSTS_ENV = "MMBRIGHT_ALLOWED_HOSTS"
 """The variable listing the host names the dashboard answers (comma-separated)."""
@@ -67,7 +67,7 @@ def guard_host(headers: Mapping[str, str] | None = None) -> None:
         return
     found = "no Host header" if header is None else f"the host {host_name(header)!r}"
     st.error(
-        render.escape_message(
+        literal(
             f"This server does not answer {found}; it answers {', '.join(sorted(allowed))}. "
             f"To allow another name, add it to {HOSTS_ENV} (comma-separated) and restart it."
         ),

@@ -13,7 +13,8 @@ import streamlit as st
 from mmbright_core.errors import NotesError
 from mmbright_core.notes import NotesStore, QueryKey, QueryNotes
 from mmbright_core.notes.database import default_path
-from mmbright_core.ui import render, state
+from mmbright_core.ui import state
+from mmbright_core.ui.literal import literal, visible
 
 TAGS_KEY = "insp_tags"
 NOTE_KEY = "insp_note"
@@ -95,12 +96,12 @@ def show_notes(domain: str, query_id: str) -> None:
         notes = store().get(key)
         taxonomy = [tag.name for tag in store().tags()]
     except NotesError as err:
-        st.error(render.escape_message(err), icon=":material/error:")
+        st.error(literal(err), icon=":material/error:")
         return
     _load(key, notes)
     chosen = [t for t in st.session_state.get(TAGS_KEY, []) if t not in taxonomy]
     with st.form("insp_notes_form", border=False):
-        st.multiselect("Failure tags", [*taxonomy, *chosen], key=TAGS_KEY)
+        st.multiselect("Failure tags", [*taxonomy, *chosen], key=TAGS_KEY, format_func=visible)
         st.text_area("Note", key=NOTE_KEY, height=100)
         st.form_submit_button(
             "Save tags and note", key="insp_save", on_click=_save, args=(key,), type="primary"
@@ -115,10 +116,10 @@ def show_notes(domain: str, query_id: str) -> None:
     if message is not None:
         kind, text = message
         show = st.error if kind == "error" else st.success
-        show(render.escape_message(text))
+        show(literal(text))
     if notes.updated_at:
         who = f" by {notes.author}" if notes.author else ""
-        st.caption(render.escape_message(f"Last saved {notes.updated_at[:19]}{who}."))
+        st.caption(literal(f"Last saved {notes.updated_at[:19]}{who}."))
     with st.expander("Add a tag to the taxonomy"), st.form("insp_tag_form", border=False):
         st.text_input("New tag", key=NEW_TAG_KEY)
         st.form_submit_button("Add tag", key="insp_add_tag", on_click=_add_tag)

@@ -1,9 +1,9 @@
 """Rendering helpers shared by the pages: error display, downloads, badges and image tiles.
 
 Text that comes from the data (query text, passages, ids) is always rendered through
-widgets that escape it (``st.text``, ``st.code``, dataframes, captions with Markdown
-escaped) or as HTML escaped with :func:`html.escape` (image captions, passages); nothing
-here passes data to ``unsafe_allow_html``.
+widgets that show it as it is (``st.text``, dataframes), as Markdown made literal by
+:func:`~mmbright_core.ui.literal.literal`, or as HTML escaped with :func:`html.escape`
+(image captions, passages); nothing here passes data to ``unsafe_allow_html``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import html
 import math
-import re
 from collections.abc import Callable, Sequence
 from typing import ParamSpec, TypeVar
 
@@ -26,6 +25,7 @@ from mmbright_core.data.sources import Source
 from mmbright_core.errors import MMBrightError
 from mmbright_core.types import Document, Query
 from mmbright_core.ui import state
+from mmbright_core.ui.literal import literal, visible
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -39,25 +39,8 @@ SYNTHETIC_NOTE = (
 PASSAGE_CHARS = 5_000
 """Longest passage excerpt shown (one published passage has 25 M characters, SPEC §1)."""
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
-# What Markdown does inside a line: emphasis, code, links and images (they need "["), HTML
-# and autolinks ("<"), tables, strike-through, maths, and Streamlit's colours, icons and
-# emoji (":red[", ":material/", ":smile:": a colon before a letter; "file:12:" stays).
-_INLINE_SPECIAL = re.compile(r"([\\`*_\[\]<>|~$]|:(?=[A-Za-z]))")
-
-
-def escape_md(text: object) -> str:
-    """Escape Markdown (and the HTML it would let through) in text shown inside Markdown."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
-
-
-def escape_message(text: object) -> str:
-    """Escape the inline Markdown of a one-line message (an error naming a file, an id).
-
-    Messages quote user data (file names, ids, values); alerts render Markdown, so the
-    data must not turn into links, HTML or emphasis. Sentence punctuation stays as is.
-    """
-    return _INLINE_SPECIAL.sub(lambda found: "\\" + found.group(0), str(text))
+# Older names of the one escaping helper, :func:`mmbright_core.ui.literal.literal`.
+escape_md = escape_message = literal
 
 
 def attempt(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
@@ -69,7 +52,7 @@ def attempt(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
     try:
         return fn(*args, **kwargs)
     except (MMBrightError, OSError) as err:
-        st.error(escape_message(err), icon=":material/error:")
+        st.error(literal(err), icon=":material/error:")
         return None
 
 
@@ -119,6 +102,7 @@ def pick_run(
         on_change=state.remember_as,
         args=(key, shared),
         help=help,
+        format_func=visible,
     )
     return str(chosen)
 
@@ -176,7 +160,7 @@ def show_image(
         image = decode_image(data, path)
     except ImageDecodeError as err:
         st.warning(
-            escape_message(f"Image cannot be shown: {err.path} ({err.reason})"),
+            literal(f"Image cannot be shown: {err.path} ({err.reason})"),
             icon=":material/broken_image:",
         )
         return False
@@ -210,7 +194,7 @@ def path_html(path: str) -> str:
     ``<wbr>`` marks where a line may end; the caption's style keeps the browser from
     breaking anywhere else unless a single name is wider than the whole column.
     """
-    return "/<wbr>".join(html.escape(part) for part in path.split("/"))
+    return "/<wbr>".join(html.escape(visible(part)) for part in path.split("/"))
 
 
 def image_caption(text: str) -> None:
@@ -218,8 +202,9 @@ def image_caption(text: str) -> None:
 
     The full text is the tooltip too, so a wrapped path reads back in one piece.
     """
+    tooltip = html.escape(visible(text))
     st.html(
-        f'<div class="mmb-image-caption" title="{html.escape(text)}" style="font-size:0.875rem;'
+        f'<div class="mmb-image-caption" title="{tooltip}" style="font-size:0.875rem;'
         'opacity:0.6;line-height:1.4;word-break:normal;overflow-wrap:anywhere">'
         f"{path_html(text)}</div>"
     )
@@ -243,7 +228,7 @@ def full_size_button(image: Image.Image, caption: str, key: str) -> None:
 def _draw_full_size(image: Image.Image, caption: str) -> None:
     st.image(image, width="content")
     image_caption(caption)
-    st.caption(f"{image.width} × {image.height} px")
+    st.caption(f"{image.width:d} × {image.height:d} px")
 
 
 def cut(text: str, limit: int = PASSAGE_CHARS) -> str:
@@ -253,7 +238,7 @@ def cut(text: str, limit: int = PASSAGE_CHARS) -> str:
 
 def show_query(source: Source, query: Query) -> None:
     """Show a query's text (escaped) and every one of its images, problems included."""
-    st.text(query.text)
+    st.text(visible(query.text))
     if not query.images:
         st.caption("This query has no image.")
     for ref in query.images:
@@ -269,7 +254,7 @@ def show_passage(text: str) -> None:
     st.html(
         "<details><summary>Passage text</summary>"
         '<div style="white-space:pre-wrap;font-family:monospace;font-size:0.85em">'
-        f"{html.escape(cut(text))}</div></details>"
+        f"{html.escape(visible(cut(text)))}</div></details>"
     )
 
 
@@ -281,7 +266,7 @@ def show_document(
     With a ``key``, the item's image opens full size from an expander of that key.
     """
     if document is None:
-        st.caption(f"{escape_md(display_id(doc_id))} is not in the corpus.")
+        st.caption(f"{literal(display_id(doc_id))} is not in the corpus.")
         return
     if document.text:
         show_passage(document.text)
@@ -312,7 +297,7 @@ def show_hit(
         # One element for the head line and the id: every element is a message to the browser.
         st.markdown(
             f"**#{int(hit['rank'])}** · score {hit['score']:.4f} · {badge}  \n"
-            f":gray[{escape_md(display_id(str(hit['doc_id'])))}]"
+            f":gray[{literal(display_id(str(hit['doc_id'])))}]"
         )
         if explained is not None:
             explained()

@@ -11,10 +11,11 @@ runs hub code only with the page's opt-in (off by default; :mod:`.remote_code` o
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 
 from mmbright_core.errors import InputError, MMBrightError
-from mmbright_core.retrieval.base import declared_tasks
+from mmbright_core.retrieval.base import available_retrievers, declared_tasks, require
 from mmbright_core.retrieval.catalogue import get_preset
 from mmbright_core.retrieval.instructions import DEFAULT_INSTRUCTIONS
 from mmbright_core.retrieval.preset_run import Resolved, resolve
@@ -36,6 +37,13 @@ RETRIEVER_FIELDS: Mapping[str, tuple[str, ...]] = {
     "mteb": ("model",),
 }
 _LOCAL_DIR = "local-dir:"
+_HUB_PREFIX = "hf-hub:"  # open_clip's model from the hub
+# A hub id or registry name, optionally at a revision: ORG/NAME, NAME, NAME@REVISION.
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?(@[\w.-]+)?")
+# Pretrained values that name no file: random weights, the model's own (retrieval/clip.py).
+_SPECIAL_TAGS = frozenset({"none", "auto"})
+CLIP_MODEL = "ViT-L-14"
+"""The clip retriever's model when the Model field is blank (its pretrained tags apply)."""
 
 
 def runnable(names: Sequence[str], task: Task) -> list[str]:
@@ -62,13 +70,19 @@ def retriever_options(
 ) -> dict[str, str]:
     """Turn the page's model fields into ``get_retriever`` options, confining local paths.
 
+    On a shared server (a root configured) a value that names a file must resolve inside
+    the root; otherwise it must be a name no loader reads from disk: a hub id
+    (``BAAI/bge-large-en-v1.5``, ``hf-hub:ORG/NAME``, ``NAME@REVISION``) or a pretrained
+    tag open_clip knows for the model. Every other value is taken as a path inside the root.
+
     Args:
         name: The retriever.
         fields: ``model``, ``pretrained`` and ``checkpoint`` as typed (blank = default).
         confinement: Where local model folders and checkpoint files must lie.
 
     Raises:
-        InputError: Both a pretrained tag and a checkpoint file, or a path outside the root.
+        InputError: Both a pretrained tag and a checkpoint file, or a path outside the root
+            (said the same way whether it exists or not).
     """
     given = {k: v.strip() for k, v in fields.items() if k in RETRIEVER_FIELDS.get(name, ())}
     given = {k: v for k, v in given.items() if v}
@@ -76,19 +90,18 @@ def retriever_options(
     model = given.get("model")
     if model is not None:
         options["model"] = _model_path(model, confinement)
-    checkpoint = given.get("checkpoint")
+    checkpoint, pretrained = given.get("checkpoint"), given.get("pretrained")
+    if checkpoint is not None and pretrained is not None:
+        raise InputError(
+            "a pretrained tag and a checkpoint file both given",
+            expected="one of them",
+            found=f"{pretrained!r} and {checkpoint!r}",
+            hint="Clear one field",
+        )
     if checkpoint is not None:
-        if "pretrained" in given:
-            raise InputError(
-                "a pretrained tag and a checkpoint file both given",
-                expected="one of them",
-                found=f"{given['pretrained']!r} and {checkpoint!r}",
-                hint="Clear one field",
-            )
-        path = confinement.typed(checkpoint, "checkpoint file")
-        options["pretrained"] = str(confinement.check(path, "checkpoint file", strict=True))
-    elif "pretrained" in given:
-        options["pretrained"] = given["pretrained"]
+        options["pretrained"] = str(confinement.typed(checkpoint, "checkpoint file", strict=True))
+    elif pretrained is not None:
+        options["pretrained"] = _pretrained(pretrained, model or CLIP_MODEL, confinement)
     return options
 
 
@@ -96,12 +109,54 @@ def _model_path(model: str, confinement: Confinement) -> str:
     # A model given as a local folder is read from disk: on a shared server it must lie
     # inside the root like any other folder. A hub name ("BAAI/bge-large-en") is not a path.
     if model.startswith(_LOCAL_DIR):
-        folder = confinement.typed(model[len(_LOCAL_DIR) :], "model folder")
-        return _LOCAL_DIR + str(confinement.check(folder, "model folder", strict=True))
-    looks_local = model.startswith(("/", ".", "~")) or os.path.lexists(model.replace("\0", ""))
-    if looks_local:
-        return str(confinement.typed(model, "model folder"))
-    return model
+        folder = confinement.typed(model[len(_LOCAL_DIR) :], "model folder", strict=True)
+        return _LOCAL_DIR + str(folder)
+    if confinement.root is None:
+        looks_local = model.startswith(("/", ".", "~")) or os.path.lexists(model)
+        return str(confinement.typed(model, "model folder")) if looks_local else model
+    # Loaders try a name as a folder first (relative to the server's working folder, which
+    # may lie outside the root): a name that exists there, or in the root, is a path, taken
+    # inside the root; only a name that is no path anywhere goes to the hub as an id.
+    hub = _HUB_ID.fullmatch(model.removeprefix(_HUB_PREFIX)) and ".." not in model
+    if hub and not any(os.path.lexists(p) for p in (model, confinement.root / model)):
+        return model
+    return str(confinement.typed(model, "model folder", strict=True))
+
+
+def _pretrained(tag: str, model: str, confinement: Confinement) -> str:
+    # open_clip loads any file path given as a tag: on a shared server only the tags it
+    # knows for this model stay tags, and anything else is a checkpoint inside the root.
+    if confinement.root is None or tag in _SPECIAL_TAGS or tag in _known_tags(model):
+        return tag
+    path = confinement.typed(tag, "pretrained tag")
+    if not path.is_file():
+        raise InputError(
+            f"the pretrained tag is not one open_clip knows for {model}, nor a file",
+            expected=f"one of {', '.join(_known_tags(model)) or 'none'}, or a checkpoint file "
+            f"inside {confinement.root}",
+            found=repr(tag),
+            hint="Type a tag of the model (open_clip.list_pretrained()), or leave it blank",
+        )
+    return str(path)
+
+
+def _known_tags(model: str) -> list[str]:
+    open_clip = require("open_clip", "the clip retriever", "clip")
+    tags: list[str] = open_clip.list_pretrained_tags_by_model(model)
+    return tags
+
+
+def _offered(name: str, task: Task) -> None:
+    # The page offers registered names only; a MODULE:FACTORY spec would import any module
+    # the server can see, so one that reaches the server by another way is refused here.
+    if name not in runnable(available_retrievers(), task):
+        raise InputError(
+            "the Run page runs only the retrievers it offers",
+            expected=f"one of {', '.join(runnable(available_retrievers(), task))}",
+            found=repr(name),
+            hint="A MODULE:FACTORY plugin runs from the command line (mmbright run "
+            "--retriever MODULE:FACTORY), or here once a package registers it (docs/plugins.md)",
+        )
 
 
 def choose(
@@ -127,6 +182,13 @@ def choose(
         InputError: A bad field, or a preset or instruction set that cannot run ``task``.
     """
     if preset is None:
+        _offered(name, task)
         return Resolved(name, retriever_options(name, fields, Confinement.from_env()))
     chosen = get_preset(preset)
+    if chosen.backend in COMMAND_LINE_ONLY:
+        raise InputError(
+            f"the Run page does not run {chosen.backend} presets",
+            found=repr(preset),
+            hint="Run it from the command line: mmbright run --model-preset NAME",
+        )
     return resolve(chosen, task, instructions or DEFAULT_INSTRUCTIONS, trust_remote_code)

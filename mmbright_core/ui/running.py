@@ -24,8 +24,9 @@ from mmbright_core.retrieval import Retriever, get_retriever
 from mmbright_core.retrieval.preset_run import Chosen, Resolved
 from mmbright_core.retrieval.runner import Progress, RunOutcome, run_task
 from mmbright_core.types import Task
-from mmbright_core.ui import loaders, render, run_choice, state
+from mmbright_core.ui import loaders, run_choice, state
 from mmbright_core.ui.confine import Confinement, data_root
+from mmbright_core.ui.literal import literal
 
 MESSAGES_KEY = "run_page_messages"
 
@@ -93,9 +94,7 @@ def _say(kind: str, text: str) -> None:
 def render_messages() -> None:
     """Show (once) what the last run or cancel reported."""
     for kind, text in st.session_state.pop(MESSAGES_KEY, []):
-        {"warning": st.warning, "success": st.success}.get(kind, st.error)(
-            render.escape_message(text)
-        )
+        {"warning": st.warning, "success": st.success}.get(kind, st.error)(literal(text))
 
 
 def run(
@@ -128,11 +127,11 @@ def run(
         )
         outcome = _run_with_progress(spec, task, protocol, chosen, domains, k, out_dir)
     except (MMBrightError, OSError) as err:
-        st.error(render.escape_message(err), icon=":material/error:")
+        st.error(literal(err), icon=":material/error:")
         return
     except Exception as err:  # a backend's own failure (model, device): report, keep the app up
         message = f"The retriever failed: {type(err).__name__}: {err}"
-        st.error(render.escape_message(message), icon=":material/error:")
+        st.error(literal(message), icon=":material/error:")
         if _show_tracebacks():
             with st.expander("Details"):
                 st.exception(err)
@@ -204,11 +203,11 @@ def _run_with_progress(
     source = loaders.get_source(spec)
     backend = _built(chosen)
     name = chosen.preset or chosen.retriever
-    bar = st.progress(0.0, text=f"Running {render.escape_md(name)} on {len(domains)} domain(s)…")
+    bar = st.progress(0.0, text=f"Running {literal(name)} on {len(domains):d} domain(s)…")
 
     def show(step: Progress) -> None:
-        where = f"{render.escape_md(step.domain)} ({step.index + 1}/{step.domains})"
-        bar.progress(min(step.overall, 1.0), text=f"{where}: {render.escape_md(step.step)}")
+        where = f"{literal(step.domain)} ({step.index + 1:d}/{step.domains:d})"
+        bar.progress(min(step.overall, 1.0), text=f"{where}: {literal(step.step)}")
 
     try:
         outcome = run_task(

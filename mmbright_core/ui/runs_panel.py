@@ -13,7 +13,8 @@ import streamlit as st
 
 from mmbright_core.data.matching import MatchCounts
 from mmbright_core.errors import MMBrightError
-from mmbright_core.ui import loaders, render, state, workspace
+from mmbright_core.ui import loaders, state, workspace
+from mmbright_core.ui.literal import literal, visible
 
 MESSAGES_KEY = "run_messages"
 UPLOAD_KEY = "upload_files"
@@ -107,7 +108,7 @@ def _render_pending() -> None:
             continue  # it was read for another source or task; it waits for them
         how = "nothing" if held.counts.nothing else "only a little"
         st.warning(
-            render.escape_message(
+            literal(
                 f"{held.file_name} matches {how} of task {held.entry.task}: "
                 f"{held.counts.describe()}. A query or document the task does not know scores "
                 "0. Check the source and the task, or add it anyway."
@@ -178,7 +179,7 @@ def used() -> bool:
 def render_messages() -> None:
     """Show (once) what the last loads reported."""
     for kind, text in st.session_state.pop(MESSAGES_KEY, []):
-        {"error": st.error, "info": st.info}.get(kind, st.success)(render.escape_message(text))
+        {"error": st.error, "info": st.info}.get(kind, st.success)(literal(text))
 
 
 def render_panel() -> None:
@@ -191,7 +192,7 @@ def render_panel() -> None:
         st.button("Add uploaded runs", key="add_uploads", on_click=_on_add_uploads)
     with folder:
         st.text_input(
-            "Folder: official outputs (<domain>/scores.json) or run files",
+            literal("Folder: official outputs (<domain>/scores.json) or run files"),
             key=FOLDER_KEY,
             placeholder="outputs/run_bm25",
         )
@@ -211,7 +212,7 @@ def _render_loaded() -> None:
         return
     for name, entry in runs.items():
         left, right = st.columns([5, 1])
-        left.text(f"{name}  ·  {entry.provenance}  ·  {len(entry.runs)} domain(s)")
+        left.text(visible(f"{name}  ·  {entry.provenance}  ·  {len(entry.runs)} domain(s)"))
         right.button(
             "Remove",
             key=f"remove_{entry.fingerprint}_{name}",

@@ -10,7 +10,8 @@ import streamlit as st
 
 from mmbright_core.data.layout import PINNED_REVISION
 from mmbright_core.errors import InputError
-from mmbright_core.ui import loaders, render, state
+from mmbright_core.ui import loaders, state
+from mmbright_core.ui.literal import literal, visible
 
 SOURCE_KINDS = ("Demo (synthetic)", "Local folder", "Hugging Face")
 TASK_LABELS = {
@@ -51,7 +52,7 @@ def _source_spec(kind: str) -> str:
             try:
                 loaders.dataset_folder(folder)  # the pages refuse it too (loaders.get_source)
             except (InputError, OSError) as err:
-                st.sidebar.error(render.escape_message(err), icon=":material/block:")
+                st.sidebar.error(literal(err), icon=":material/block:")
         return folder or state.DEFAULT_SOURCE
     if kind == SOURCE_KINDS[2]:
         revision = st.sidebar.text_input(
@@ -102,7 +103,9 @@ def render_sidebar() -> None:
     chosen += [n for n in state.take_fresh_runs() if n in names and n not in chosen]
     st.session_state[key] = chosen
     state.remember(key)
-    st.sidebar.multiselect("Runs shown", names, key=key, on_change=state.remember, args=(key,))
+    st.sidebar.multiselect(
+        "Runs shown", names, key=key, on_change=state.remember, args=(key,), format_func=visible
+    )
 
 
 def selected_runs() -> list[str]:

@@ -9,6 +9,7 @@ import streamlit as st
 from mmbright_core.analysis import figures
 from mmbright_core.analysis.compare import POOLED, SLICES, most_hurt, tagged, with_tags
 from mmbright_core.ui import inspect, loaders, queries, render, reports, slices, state, views
+from mmbright_core.ui.literal import literal, visible
 
 GAP = "judgment_gap"
 HURT_COLUMNS = ["domain", "query_id", "query", "delta", "judged_a", "judged_b", GAP, "tags"]
@@ -51,7 +52,7 @@ delta.metric(
     f"permutation p = {pooled['p_perm']:.3g}, {int(pooled['queries'])} paired queries",
 )
 if comparison.unpaired:
-    st.caption(f"{comparison.unpaired} queries scored in one run only are left out.")
+    st.caption(f"{comparison.unpaired:,} queries scored in one run only are left out.")
 
 # Only the open tab is computed and drawn: the others cost nothing until they are opened
 # (the scatter alone, one point per query, takes the browser a noticeable part of a second).
@@ -88,9 +89,7 @@ if pair_tab.open:
 
 if hurt_tab.open:
     with hurt_tab:
-        st.subheader(
-            f"Where {render.escape_md(run_b)} (B) loses most against {render.escape_md(run_a)} (A)"
-        )
+        st.subheader(f"Where {literal(run_b)} (B) loses most against {literal(run_a)} (A)")
         tags = render.attempt(slices.query_tags, spec, task, protocol) or {}
         tag_col, gap_col = st.columns(2)
         # The tab's widgets keep their values while another tab is open (state.sticky).
@@ -100,6 +99,7 @@ if hurt_tab.open:
             key=state.sticky("cmp_tags", []),
             on_change=state.remember,
             args=("cmp_tags",),
+            format_func=visible,
         )
         gaps = gap_col.radio(
             "Possible judgment gaps",

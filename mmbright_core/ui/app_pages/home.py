@@ -8,6 +8,7 @@ import streamlit as st
 from mmbright_core.analysis import figures
 from mmbright_core.analysis.leaderboard import leaderboard, published_table, reproduction
 from mmbright_core.ui import loaders, presets, queries, render, runs_panel, state, views
+from mmbright_core.ui.literal import literal
 from mmbright_core.ui.sidebar import TASK_LABELS, selected_runs
 from mmbright_core.ui.views import HEADLINE
 
@@ -17,7 +18,7 @@ task = state.current_task()
 protocol = state.current_protocol()
 if spec == state.DEFAULT_SOURCE:
     st.info(render.SYNTHETIC_NOTE, icon=":material/science:")
-st.caption(f"Source: {render.escape_md(spec)} · {TASK_LABELS[task]} · protocol {protocol}")
+st.caption(f"Source: {literal(spec)} · {TASK_LABELS[task]} · protocol {literal(protocol)}")
 # A dataset folder that is missing, unreadable, outside the server's root or not in the
 # published layout says why here, where the user looks first: the runs panel below would
 # only say that the task has no run yet.
@@ -72,7 +73,7 @@ else:
     )
     unjudged = int(counted["dropped"].iloc[0]) if len(counted) else 0
     st.caption(
-        f"{unjudged} of the task's queries have no judgment at all: they are left out of "
+        f"{unjudged:,} of the task's queries have no judgment at all: they are left out of "
         "scoring, as trec_eval leaves them. Where each run came from is listed in the runs panel "
         "above."
         + (

@@ -7,6 +7,7 @@ import streamlit as st
 from mmbright_core.analysis.figures import rank_slope
 from mmbright_core.analysis.rankdiff import rank_diff
 from mmbright_core.ui import explain_view, inspect, loaders, notes_panel, render, state, views
+from mmbright_core.ui.literal import literal, visible
 
 TOP = 10
 
@@ -24,7 +25,9 @@ if target is None:
 pick_domain, pick_query = st.columns([2, 3], vertical_alignment="bottom")
 pick_domain.selectbox("Domain", source.domains(), key=inspect.DOMAIN_KEY, on_change=inspect.on_pick)
 ids = list(loaders.queries(spec, task, target.domain, protocol))
-pick_query.selectbox("Query", ids, key=inspect.QUERY_KEY, on_change=inspect.on_pick)
+pick_query.selectbox(
+    "Query", ids, key=inspect.QUERY_KEY, on_change=inspect.on_pick, format_func=visible
+)
 with st.container(horizontal=True, vertical_alignment="center", key="insp_nav"):
     st.button(
         "Previous",
@@ -45,14 +48,19 @@ with st.container(horizontal=True, vertical_alignment="center", key="insp_nav"):
         width="content",
     )
     if order:
-        st.caption(render.escape_message(inspect.order_caption(order, target)))
+        st.caption(literal(inspect.order_caption(order, target)))
 
 query = loaders.queries(spec, task, target.domain, protocol)[target.query_id]
 qrels = loaders.qrels(spec, task, target.domain, protocol).get(target.query_id, {})
 runs = state.task_runs()
 runs_key = state.sticky_runs(state.INSPECT_RUNS_KEY, list(runs), inspect.default_runs(runs))
 shown = st.multiselect(
-    "Runs", list(runs), key=runs_key, on_change=state.remember_runs, args=(runs_key,)
+    "Runs",
+    list(runs),
+    key=runs_key,
+    on_change=state.remember_runs,
+    args=(runs_key,),
+    format_func=visible,
 )
 excluded = {  # each run under its own policy for negative_ids
     name: loaders.excluded(spec, task, target.domain, protocol, runs[name].negatives).get(
@@ -84,7 +92,7 @@ words = inspect.image_words(spec, task, protocol, target, {n: runs[n] for n in r
 wanted = {doc for top, _ in tops.values() for doc in top["doc_id"]} | set(qrels)
 documents = loaders.shown_documents(spec, task, target.domain, protocol, wanted)
 
-st.subheader(f"{render.escape_md(target.domain)} / {render.escape_md(target.query_id)}")
+st.subheader(f"{literal(target.domain)} / {literal(target.query_id)}")
 st.caption(f"{len(query.images)} image(s) · {sum(v > 0 for v in qrels.values())} relevant")
 query_col, notes_col = st.columns([3, 2])
 with query_col:
@@ -114,7 +122,7 @@ if len(tops) >= 2:
 run_cols = st.columns(max(len(shown), 1))
 for index, (column, name) in enumerate(zip(run_cols, shown, strict=False)):
     with column:
-        st.subheader(render.escape_md(name))
+        st.subheader(literal(name))
         if name not in tops:
             st.info("This run does not rank this query.")
             continue
@@ -133,7 +141,7 @@ if missed_tab.open:
         for index, (column, name) in enumerate(zip(st.columns(len(tops)), tops, strict=True)):
             removed = tops[name][1]
             with column:
-                st.markdown(f"**{render.escape_md(name)}**: relevant items missed in the top {TOP}")
+                st.markdown(f"**{literal(name)}**: relevant items missed in the top {TOP}")
                 st.dataframe(
                     views.readable(views.missed(rankings[name], qrels, excluded[name], TOP)),
                     hide_index=True,
@@ -158,7 +166,7 @@ if aligned_tab.open:
         if len(tops) < 2:
             st.info("Aligning needs two runs that rank this query: choose them under Runs.")
         else:
-            st.markdown(f"**{render.escape_md(a)}** → **{render.escape_md(b)}**")
+            st.markdown(f"**{literal(a)}** → **{literal(b)}**")
             tau, overlap = st.columns(2)
             tau.metric("Kendall tau (top 10 union)", render.score_text(diff.kendall_tau))
             overlap.metric("RBO (p = 0.9)", render.score_text(diff.rbo))

@@ -9,6 +9,7 @@ import streamlit as st
 from mmbright_core.analysis import figures
 from mmbright_core.analysis.compare import JUDGED, tagged, with_tags
 from mmbright_core.ui import inspect, loaders, navigation, queries, render, slices, state, views
+from mmbright_core.ui.literal import literal, visible
 from mmbright_core.ui.sidebar import selected_runs
 
 MEASURE = loaders.MEASURE
@@ -89,6 +90,7 @@ chosen = tag_col.multiselect(
     key=state.sticky_within("pq_tags", slices.tag_names()),
     on_change=state.remember,
     args=("pq_tags",),
+    format_func=visible,
 )
 loses = loses_col.toggle(
     "B loses only",
@@ -123,7 +125,7 @@ with chart_tab:
         figure = figures.score_histogram(shown[MEASURE], run, MEASURE, labels)
     st.plotly_chart(figure, key="pq_hist")
 with table_tab:
-    a_name, b_name = render.escape_md(run), render.escape_md(run_b)
+    a_name, b_name = literal(run), literal(run_b)
     # Headers name A and B, their tooltips the runs; the columns fit a 1000 px window, about
     # 530 px beside the sidebar (the CSV has every column, each named after its run).
     has_tags = "tags" in shown.columns and shown["tags"].astype(bool).any()

@@ -8,6 +8,7 @@ from mmbright_core.retrieval import DEFAULT_K, available_retrievers
 from mmbright_core.retrieval.catalogue import get_preset
 from mmbright_core.retrieval.remote_code import remote_code_allowed
 from mmbright_core.ui import loaders, presets, render, run_choice, running, state
+from mmbright_core.ui.literal import literal
 
 KINDS = ("Retriever", "Model preset")
 
@@ -70,7 +71,7 @@ else:
     name = st.selectbox(f"Retriever (those that run task {task})", names, key="run_retriever")
     plugins = running.installed_plugins()
     st.caption(
-        f"Installed plugins: {', '.join(plugins)}."
+        f"Installed plugins: {', '.join(literal(p) for p in plugins)}."
         if plugins
         else "No retriever plugins installed. Your own model runs with `mmbright run --retriever "
         "MODULE:FACTORY`, or appears here once a package registers it (docs/plugins.md)."
