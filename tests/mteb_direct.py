@@ -32,3 +32,27 @@ def encode_directly(model: Any, **columns: list[Any]) -> np.ndarray:
         model.encode(loader, task_metadata=metadata, hf_split="test", hf_subset="default"),
         dtype=np.float32,
     )
+
+
+def predict_directly(model: Any, queries: list[str], documents: list[str]) -> np.ndarray:
+    """Return a cross-encoder's ``predict`` of (query, document) text pairs, one plain batch."""
+    import mteb
+    from datasets import Dataset
+    from torch.utils.data import DataLoader
+
+    def collate(batch: list[dict[str, Any]]) -> dict[str, list[Any]]:
+        return {key: [row[key] for row in batch] for key in batch[0]}
+
+    def loader(texts: list[str]) -> DataLoader:
+        rows = Dataset.from_dict({"id": [str(i) for i in range(len(texts))], "text": texts})
+        return DataLoader(rows, batch_size=max(len(rows), 1), collate_fn=collate)
+
+    metadata = mteb.get_task("BrightBiologyRetrieval").metadata
+    found = model.predict(
+        loader(queries),
+        loader(documents),
+        task_metadata=metadata,
+        hf_split="test",
+        hf_subset="default",
+    )
+    return np.asarray(found, dtype=np.float64)

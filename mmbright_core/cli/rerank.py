@@ -64,14 +64,16 @@ def handle(args: argparse.Namespace) -> int:
     from mmbright_core.metrics.official import official_metrics
     from mmbright_core.rerank.first_stage import load_first_stage
     from mmbright_core.rerank.registry import build
-    from mmbright_core.rerank.stage import check_depth, rerank_task
+    from mmbright_core.rerank.stage import check_depth, check_reranker_task, rerank_task
 
     check_depth(args.depth)
+    # The reranker first: a spec that cannot work fails before the run is read.
+    reranker = build(args.reranker, **reranker_options(args))
+    check_reranker_task(reranker, args.task)
     source = open_source(args.source)
     first = load_first_stage(
         source, args.task, args.run, domains=args.domains, protocol=args.protocol
     )
-    reranker = build(args.reranker, **reranker_options(args))
     outcome = rerank_task(
         source,
         args.task,

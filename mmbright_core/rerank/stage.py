@@ -173,6 +173,21 @@ def check_depth(depth: int) -> None:
         raise InputError("invalid rerank depth", expected="a positive integer", found=repr(depth))
 
 
+def check_reranker_task(reranker: Reranker, task: int) -> None:
+    """Raise :class:`InputError` unless ``reranker`` reads what ``task``'s documents are."""
+    tasks = getattr(reranker, "tasks", _ALL_TASKS)
+    if task not in tasks:
+        raise InputError(
+            f"reranker {reranker.name!r} cannot rerank task {task}",
+            expected=f"one of tasks {', '.join(map(str, sorted(tasks)))}",
+            found=f"task {task}",
+            hint="Task 3's documents are images: rerank them with a reranker that reads "
+            "images (mteb:, llm: or a plugin)."
+            if task == 3
+            else None,
+        )
+
+
 def rerank_task(
     source: Source,
     task: int,
@@ -209,10 +224,12 @@ def rerank_task(
         new_folder: As :func:`~mmbright_core.retrieval.runner.run_task`'s.
 
     Raises:
-        InputError: A bad depth, a task the reranker cannot read, or a protocol or policy
+        InputError: A bad depth, a task the reranker cannot read (images for a text
+            reranker), or a protocol or policy
             that is not the one the first stage ran with.
     """
     check_depth(depth)
+    check_reranker_task(reranker, task)
     recorded = first.config or {}
     for name, given in (("protocol", protocol), ("negatives", negatives)):
         if task in ((4,) if name == "protocol" else (1, 2)) and recorded.get(name, given) != given:
