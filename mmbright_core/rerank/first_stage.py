@@ -45,9 +45,8 @@ class FirstStage:
 
     @property
     def fingerprint(self) -> str:
-        """The sha256 of the run's scores, domain by domain in name order."""
-        parts = [f"{d}\n{run_json(self.runs[d])}" for d in sorted(self.runs)]
-        return content_key("\n".join(parts))
+        """The sha256 of the run's scores (:func:`runs_fingerprint`)."""
+        return runs_fingerprint(self.runs)
 
     def record(self) -> dict[str, Any]:
         """Return what a reranked run records of its first stage."""
@@ -57,6 +56,23 @@ class FirstStage:
             "fingerprint": self.fingerprint,
             "config": None if self.config is None else dict(self.config),
         }
+
+
+def runs_fingerprint(runs: Mapping[str, Mapping[str, Mapping[str, float]]]) -> str:
+    """Return the sha256 of per-domain runs: each as ``scores.json`` holds it, by domain name."""
+    parts = [f"{d}\n{run_json(runs[d])}" for d in sorted(runs)]
+    return content_key("\n".join(parts))
+
+
+def first_stage_record(config: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """Return what a reranked run's configuration records of its first stage, or None.
+
+    Args:
+        config: A run's recorded configuration (``config.json``'s ``"config"``), or None.
+    """
+    options = (config or {}).get("options")
+    found = options.get(FIRST_STAGE) if isinstance(options, Mapping) else None
+    return found if isinstance(found, Mapping) else None
 
 
 def load_first_stage(
