@@ -105,3 +105,11 @@ def test_the_report_carries_the_two_stages_and_says_when_the_first_is_missing(re
     missing = find_two_stage(source, 2, "paper", alone, "ocr-bm25", RERANKED)
     assert missing is not None and missing.first is None and missing.table is None
     assert "bm25 (" in missing.first_label
+
+
+def test_the_runs_list_says_what_a_reranked_run_reranks(reranked: Path):
+    source = open_source("demo")
+    (entry,) = workspace.entries_from_folder(str(reranked), source, 2, "paper")
+    assert entry.provenance.endswith(f"· negatives exclude · reranks the top {DEPTH} of bm25")
+    (first,) = [e for e in workspace.demo_entries(2) if e.name == "bm25"]
+    assert "reranks" not in first.provenance
