@@ -183,3 +183,16 @@ def test_a_text_reranker_refuses_image_documents(tmp_path: Path, tiny_cross_enco
     args += [f"cross-encoder:{tiny_cross_encoder}", "--out", str(tmp_path)]
     assert main(["rerank", *args]) == 2
     assert "cannot rerank task 3; expected one of tasks 1, 2, 4" in capsys.readouterr().err
+
+
+def test_the_documented_reranker_plugin_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "plugins.md").read_text()
+    section = doc.split("## Your own reranker", 1)[1]
+    (tmp_path / "shortest_plugin.py").write_text(section.split("```python\n")[1].split("```")[0])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    folder = rerank(tmp_path, "shortest_plugin:make")
+    reranked, first = read_outputs(folder).runs[DOMAIN], first_stage()
+    texts = {d.doc_id: d.text for d in open_source("demo").task(2, DOMAIN).corpus}
+    for query_id, docs in first.items():
+        top = order(docs)[:DEPTH]
+        assert order(reranked[query_id])[:DEPTH] == sorted(top, key=lambda d: len(texts[d]))

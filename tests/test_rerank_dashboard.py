@@ -113,3 +113,15 @@ def test_the_runs_list_says_what_a_reranked_run_reranks(reranked: Path):
     assert entry.provenance.endswith(f"· negatives exclude · reranks the top {DEPTH} of bm25")
     (first,) = [e for e in workspace.demo_entries(2) if e.name == "bm25"]
     assert "reranks" not in first.provenance
+
+
+def test_compare_report_from_the_command_line_carries_the_two_stages(
+    reranked: Path, tmp_path: Path
+):
+    report = tmp_path / "r.html"
+    args = ["compare", "--source", "demo", "--task", "2", str(FIRST)]
+    args += [str(reranked / f"run_it2t_{RERANKED}"), "--report", str(report)]
+    assert main(args) == 0
+    html = report.read_text()
+    assert "Two stages: first stage, reranked, oracle" in html
+    assert f"reranks the top {DEPTH} of run_it2t_bm25 with rerank_plugins:reverse" in html

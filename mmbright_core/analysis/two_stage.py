@@ -10,13 +10,14 @@ that ceiling the reranked run closed (NaN where there is no gap).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from mmbright_core.metrics import evaluate
+from mmbright_core.rerank.first_stage import first_stage_record, runs_fingerprint
 from mmbright_core.types import Qrels, Run
 
 MEASURE = "nDCG@10"
@@ -118,3 +119,50 @@ class TwoStage:
         """One line: which run reranks which, how deep, with what."""
         first = self.first if self.first is not None else self.first_label
         return f"{self.reranked} reranks the top {self.depth} of {first} with {self.reranker}."
+
+
+Fingerprint = Callable[[str, Sequence[str]], str]
+"""(run name, domains) -> the fingerprint of that run's part over those domains."""
+
+
+def find_first_stage(
+    pair: tuple[str, str],
+    runs: Mapping[str, Mapping[str, Run]],
+    configs: Mapping[str, Mapping[str, Any] | None],
+    judgments: Callable[[str], Qrels],
+    fingerprint: Fingerprint | None = None,
+) -> TwoStage | None:
+    """Return B (else A) of ``pair`` as a reranked run with its first stage, or None.
+
+    The first stage is the run whose scores have the fingerprint the reranked run recorded,
+    looked for in the other run of the pair first, then among all of ``runs``; the headroom
+    table is computed only when it is found.
+
+    Args:
+        pair: The names of runs A and B.
+        runs: name -> domain -> run, for every run that may be the first stage.
+        configs: name -> the run's recorded configuration (None: it has none).
+        judgments: domain -> the task's qrels.
+        fingerprint: How a run's fingerprint is had (default: computed each time).
+    """
+    digest = fingerprint or (
+        lambda name, domains: runs_fingerprint(
+            {d: runs[name][d] for d in domains if d in runs[name]}
+        )
+    )
+    for reranked, other in ((pair[1], pair[0]), (pair[0], pair[1])):
+        record = first_stage_record(configs.get(reranked))
+        if record is None:
+            continue
+        options = (configs.get(reranked) or {})["options"]
+        depth, domains = int(options.get("depth", 0)), sorted(runs[reranked])
+        names = [other, *(n for n in runs if n not in (other, reranked))]
+        wanted = record.get("fingerprint")
+        first = next((n for n in names if digest(n, domains) == wanted), None)
+        table = None
+        if first is not None:
+            qrels = {d: judgments(d) for d in domains}
+            table = headroom(qrels, runs[first], runs[reranked], depth)
+        label = f"{record.get('label', '?')} ({record.get('path', 'not recorded')})"
+        return TwoStage(reranked, first, label, str(options.get("reranker")), depth, table)
+    return None

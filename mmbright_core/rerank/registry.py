@@ -52,7 +52,16 @@ def build(spec: str, **options: Any) -> Reranker:
     given = {key: value for key, value in options.items() if value is not None}
     if kind in _BUILTIN:
         module, attribute = _BUILTIN[kind]
-        factory = getattr(importlib.import_module(module), attribute)
+        try:
+            factory = getattr(importlib.import_module(module), attribute)
+        except ModuleNotFoundError as err:
+            if err.name != module:
+                raise  # a package the reranker needs: its own error (or require's) says which
+            raise InputError(
+                f"this installation has no {kind}: reranker",
+                expected=f"one of {', '.join(k + ':' for k in _BUILTIN if k != kind)}",
+                found=spec,
+            ) from err
         made: Reranker = _checked(spec, _call(spec, factory, given, name))
         return made
     from mmbright_core.retrieval.plugins import import_factory

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import streamlit as st
 
-from mmbright_core.analysis.two_stage import TwoStage, headroom
+from mmbright_core.analysis.two_stage import TwoStage, find_first_stage
 from mmbright_core.data.sources import Source
 from mmbright_core.rerank.first_stage import first_stage_record, runs_fingerprint
 from mmbright_core.types import Task
@@ -46,30 +46,14 @@ def find_two_stage(
     run_a: str,
     run_b: str,
 ) -> TwoStage | None:
-    """Return B (else A) as a reranked run with its first stage, or None if neither is one.
-
-    The first stage is looked for in the other run of the pair first, then in every loaded
-    run of the task; the headroom table is computed only when it is found.
-    """
-    for reranked, other in ((run_b, run_a), (run_a, run_b)):
-        record = first_stage_record(entries[reranked].config)
-        if record is None:
-            continue
-        options = entries[reranked].config.get("options", {})  # type: ignore[union-attr]
-        depth = int(options.get("depth", 0))
-        domains = tuple(sorted(entries[reranked].runs))
-        names = [other, *(n for n in entries if n not in (other, reranked))]
-        first = next(
-            (n for n in names if _fingerprint(entries[n], domains) == record.get("fingerprint")),
-            None,
-        )
-        table = None
-        if first is not None:
-            judgments = {d: source.judgments(task, d, protocol).qrels for d in domains}
-            table = headroom(judgments, entries[first].runs, entries[reranked].runs, depth)
-        label = f"{record.get('label', '?')} ({record.get('path', 'not recorded')})"
-        return TwoStage(reranked, first, label, str(options.get("reranker")), depth, table)
-    return None
+    """Return B (else A) as a reranked run with its first stage among ``entries``, or None."""
+    return find_first_stage(
+        (run_a, run_b),
+        {name: entry.runs for name, entry in entries.items()},
+        {name: entry.config for name, entry in entries.items()},
+        lambda domain: source.judgments(task, domain, protocol).qrels,
+        lambda name, domains: _fingerprint(entries[name], tuple(domains)),
+    )
 
 
 def show_two_stage(
