@@ -34,8 +34,13 @@ def encode_directly(model: Any, **columns: list[Any]) -> np.ndarray:
     )
 
 
-def predict_directly(model: Any, queries: list[str], documents: list[str]) -> np.ndarray:
-    """Return a cross-encoder's ``predict`` of (query, document) text pairs, one plain batch."""
+def predict_directly(
+    model: Any, queries: list[str], documents: list[str], query_images: list[Any] | None = None
+) -> np.ndarray:
+    """Return a cross-encoder's ``predict`` of (query, document) pairs, one plain batch.
+
+    ``query_images`` gives each query an image column beside its text.
+    """
     import mteb
     from datasets import Dataset
     from torch.utils.data import DataLoader
@@ -43,13 +48,14 @@ def predict_directly(model: Any, queries: list[str], documents: list[str]) -> np
     def collate(batch: list[dict[str, Any]]) -> dict[str, list[Any]]:
         return {key: [row[key] for row in batch] for key in batch[0]}
 
-    def loader(texts: list[str]) -> DataLoader:
-        rows = Dataset.from_dict({"id": [str(i) for i in range(len(texts))], "text": texts})
+    def loader(texts: list[str], images: list[Any] | None = None) -> DataLoader:
+        columns: dict[str, list[Any]] = {"id": [str(i) for i in range(len(texts))], "text": texts}
+        rows = Dataset.from_dict(columns | ({"image": images} if images else {}))
         return DataLoader(rows, batch_size=max(len(rows), 1), collate_fn=collate)
 
     metadata = mteb.get_task("BrightBiologyRetrieval").metadata
     found = model.predict(
-        loader(queries),
+        loader(queries, query_images),
         loader(documents),
         task_metadata=metadata,
         hf_split="test",

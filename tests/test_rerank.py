@@ -196,3 +196,30 @@ def test_the_documented_reranker_plugin_runs(tmp_path: Path, monkeypatch: pytest
     for query_id, docs in first.items():
         top = order(docs)[:DEPTH]
         assert order(reranked[query_id])[:DEPTH] == sorted(top, key=lambda d: len(texts[d]))
+
+
+def test_mteb_reranker_gives_a_task_2_query_its_first_image(tmp_path: Path):
+    pytest.importorskip("mteb")
+    import mteb
+    from mteb_direct import predict_directly
+
+    from mmbright_core.data.images import decode_image
+
+    folder = rerank(tmp_path, "mteb:mteb/baseline-random-cross-encoder")
+    reranked, first = read_outputs(folder).runs[DOMAIN], first_stage()
+    source = open_source("demo")
+    data = source.task(2, DOMAIN)
+    texts = {doc.doc_id: doc.text for doc in data.corpus}
+    model = mteb.get_model("mteb/baseline-random-cross-encoder")
+    with_image = 0
+    for query in data.queries:
+        top = order(first[query.query_id])[:DEPTH]
+        path = query.images[0].path  # the demo's first query images all decode
+        image = decode_image(source.query_image_bytes(DOMAIN, path), path)
+        queries, docs = [query.text] * len(top), [texts[d] for d in top]
+        direct = predict_directly(model, queries, docs, [image] * len(top))
+        best = [top[i] for i in sorted(range(len(top)), key=lambda i: -direct[i])]
+        assert order(reranked[query.query_id])[:DEPTH] == best
+        alone = predict_directly(model, queries, docs)
+        with_image += [top[i] for i in sorted(range(len(top)), key=lambda i: -alone[i])] != best
+    assert with_image  # the image changed some query's order: it was given
