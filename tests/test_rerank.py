@@ -223,3 +223,34 @@ def test_mteb_reranker_gives_a_task_2_query_its_first_image(tmp_path: Path):
         alone = predict_directly(model, queries, docs)
         with_image += [top[i] for i in sorted(range(len(top)), key=lambda i: -alone[i])] != best
     assert with_image  # the image changed some query's order: it was given
+
+
+def test_answers_are_reused_only_for_the_same_reranker_query_and_candidates(tmp_path: Path):
+    import rerank_plugins
+
+    def asked(depth: int, out: str) -> int:
+        before = rerank_plugins.Counting.asked
+        args = [str(FIRST), "--source", "demo", "--task", "2", "--domain", DOMAIN]
+        args += ["--reranker", "rerank_plugins:counting", "--depth", str(depth)]
+        args += ["--out", str(tmp_path / out), "--cache-dir", str(tmp_path / "cache")]
+        assert main(["rerank", *args]) == 0
+        return rerank_plugins.Counting.asked - before
+
+    queries = len(first_stage())
+    assert asked(DEPTH, "a") == queries
+    assert asked(DEPTH, "b") == 0  # another folder, the same answers: all from the cache
+    assert asked(DEPTH - 1, "c") == queries  # other candidates: asked again
+    answers = list((tmp_path / "cache" / "rerank").rglob("*.json"))
+    assert len(answers) == 2 * queries
+
+
+def test_the_answer_key_covers_settings_query_images_and_candidates():
+    from mmbright_core.rerank.cache import answer_key
+
+    query = {"task": 2, "domain": DOMAIN, "text": "why", "images": ["aa"]}
+    docs = [["d1", "text one", []], ["d2", "text two", ["bb"]]]
+    key = answer_key({"model": "m", "prompt": "p"}, query, docs)
+    assert key == answer_key({"prompt": "p", "model": "m"}, dict(query), list(docs))
+    assert key != answer_key({"model": "m", "prompt": "q"}, query, docs)  # another prompt
+    assert key != answer_key({"model": "m", "prompt": "p"}, {**query, "images": ["ab"]}, docs)
+    assert key != answer_key({"model": "m", "prompt": "p"}, query, docs[::-1])  # the order
