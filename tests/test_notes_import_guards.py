@@ -17,6 +17,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from fuzzing import mutations
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mmbright_core.cli import main
 from mmbright_core.errors import InputError, NotesError
@@ -83,6 +86,7 @@ def _written(tmp_path: Path, name: str, content: bytes) -> Path:
 HOSTILE_FILES = {
     "device": (lambda tmp: Path("/dev/zero"), "/dev/zero: not a regular file"),
     "fifo": (_fifo, "found a named pipe (FIFO)"),
+    "folder": (lambda tmp: tmp, "not a regular file; expected a regular file; found a folder"),
     "invalid utf-8": (
         lambda tmp: _written(tmp, "bad.csv", HEADER.encode() + b"\ndemo,1,paper,b,q\xe9,,,,,\n"),
         "bad.csv:2: the content is not UTF-8 text",
@@ -215,3 +219,37 @@ def test_api_reads_open_files_with_the_same_guards(db, tmp_path):
         assert store.import_(handle).added == 1
     with NotesStore(db) as store, pytest.raises(InputError, match="not UTF-8"):
         store.import_(_written(tmp_path, "y.json", b'[{"note": "\xff"}]'))
+
+
+def _seeds() -> list[bytes]:
+    entry = {**GOOD, "tags": ["OCR noise"], "note": "=1", "author": None, "updated_at": None}
+    return [
+        f"{HEADER}\r\ndemo,1,paper,biology,q1,OCR noise; other,'=x,ana,,\r\n".encode(),
+        b"\xef\xbb\xbf" + json.dumps({"format": "mmbright-notes", "queries": [entry]}).encode(),
+    ]
+
+
+@pytest.fixture(scope="module")
+def fuzz_store(tmp_path_factory: pytest.TempPathFactory):
+    with NotesStore(tmp_path_factory.mktemp("fuzz") / "notes.sqlite3") as store:
+        yield store
+
+
+@settings(
+    max_examples=120,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(data=mutations(_seeds()), fmt=st.sampled_from(["csv", "json"]))
+def test_mutated_exports_import_or_fail_with_an_input_error(
+    fuzz_store, tmp_path_factory, data, fmt
+):
+    path = tmp_path_factory.mktemp("in") / f"notes.{fmt}"
+    path.write_bytes(data)
+    before = fuzz_store.records()
+    try:
+        fuzz_store.import_(path)
+    except InputError:
+        assert fuzz_store.records() == before

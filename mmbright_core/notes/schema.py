@@ -49,7 +49,8 @@ class Place:
             line=self.line,
             expected=expected,
             found=found,
-            hint="Fix the record, or export again with: mmbright notes export",
+            hint=("Fix the record, or export" if self.record else "Export")
+            + " again with: mmbright notes export",
         )
 
 
