@@ -325,7 +325,7 @@ def test_export_then_import_into_a_fresh_file_is_equal(store, tmp_path, fmt):
     _annotate(store)
     out = tmp_path / f"notes.{fmt}"
     text = store.export(fmt, out)
-    assert out.read_text(encoding="utf-8") == text
+    assert out.read_bytes().decode("utf-8") == text
     with NotesStore(tmp_path / "fresh.sqlite3") as fresh:
         report = fresh.import_(out)
         assert contents(fresh) == contents(store)
@@ -427,11 +427,11 @@ def test_malformed_csv_header_and_json(store, tmp_path):
         store.import_(bad_header)
     bad_json = tmp_path / "b.json"
     bad_json.write_text('{"queries": [\n  {"source": "demo",}\n]}\n')
-    with pytest.raises(NotesError, match=r"b.json:2: malformed JSON"):
+    with pytest.raises(InputError, match=r"b.json:2: invalid JSON at column 21"):
         store.import_(bad_json)
     entry = tmp_path / "c.json"
     entry.write_text(json.dumps({"queries": [{"source": "demo", "task": 1}]}))
-    with pytest.raises(NotesError, match=r"c.json: queries entry 1: empty protocol"):
+    with pytest.raises(NotesError, match=r"c.json: queries entry 1: missing protocol"):
         store.import_(entry)
     with pytest.raises(NotesError, match="import mode"):
         store.import_(entry, mode="overwrite")  # type: ignore[arg-type]

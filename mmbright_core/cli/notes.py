@@ -101,9 +101,13 @@ def run_export(args: argparse.Namespace) -> int:
 def run_import(args: argparse.Namespace) -> int:
     """Read an export into the notes and print what it did."""
     from mmbright_core.notes import NotesStore
+    from mmbright_core.notes.exchange import read
 
+    # The file is read and checked before the notes file is opened: a bad import leaves
+    # no trace, not even a new empty notes file.
+    parsed = read(args.file, args.format)
     with NotesStore(args.db) as store:
-        report = store.import_(args.file, format=args.format, mode=args.mode)
+        report = store.import_parsed(parsed, mode=args.mode)
         print(f"imported {args.file} into {store.path}: {report.summary()}")
     return 0
 
@@ -112,6 +116,7 @@ def run_tags(args: argparse.Namespace) -> int:
     """Apply one taxonomy edit, if any, then list the taxonomy as TSV."""
     from mmbright_core.errors import InputError
     from mmbright_core.notes import NotesStore
+    from mmbright_core.notes.records import printable
 
     if args.force and not args.remove:
         raise InputError("--force only goes with --remove", hint="Add --remove NAME")
@@ -127,6 +132,8 @@ def run_tags(args: argparse.Namespace) -> int:
             if dropped:
                 print(f"removed {args.remove!r} and its {dropped} labels", file=sys.stderr)
         print("tag\tuses\tdescription")
+        # A name or description stored by an older version may hold control characters:
+        # written as escapes, they can neither drive the terminal nor split the columns.
         for tag in store.tags():
-            print(f"{tag.name}\t{tag.uses}\t{tag.description}")
+            print(f"{printable(tag.name)}\t{tag.uses}\t{printable(tag.description)}")
     return 0

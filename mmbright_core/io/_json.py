@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -63,7 +64,15 @@ def parse_json(text: str, name: str) -> Any:
             found=err.msg,
             hint="Check the file with `python -m json.tool`",
         ) from None
-    except (ValueError, RecursionError) as err:  # too many digits, nesting too deep
+    except RecursionError:  # "[" * 100000: the decoder stops at the recursion limit
+        raise InputError(
+            "JSON nested too deeply",
+            source=name,
+            expected=f"arrays and objects nested less than {sys.getrecursionlimit():,} deep",
+            found="deeper nesting",
+            hint="No file this package reads nests more than a few levels",
+        ) from None
+    except ValueError as err:  # too many digits
         raise InputError("unreadable JSON", source=name, found=str(err)[:200]) from None
 
 

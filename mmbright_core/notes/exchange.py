@@ -1,9 +1,12 @@
-"""Notes as CSV or JSON text: rendering an export and parsing one back, checked line by line.
+"""Notes as CSV or JSON text: rendering an export and reading one back, checked record by record.
 
 CSV holds a row per annotated query, its tags joined by ``"; "`` in one cell, so that it
-opens in a spreadsheet; JSON also carries the taxonomy with its descriptions. Parsing
-checks the whole file before anything is written, and names the file and line (CSV) or
-entry (JSON) of the first fault.
+opens in a spreadsheet (cells a spreadsheet would run as formulas are written with a
+``'`` before them, and read back without it: :mod:`mmbright_core.io.csv_safe`); JSON also
+carries the taxonomy with its descriptions. A file is read with the guards of the run
+readers (regular files only, the input size limit, UTF-8 with or without a BOM) and
+checked whole before anything is written; the first fault is named with the file, the
+line (CSV) or entry (JSON), the field and what was expected (:mod:`.schema`).
 """
 
 from __future__ import annotations
@@ -11,23 +14,27 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 from mmbright_core.errors import NotesError, show
+from mmbright_core.io._json import JsonObject, json_kind, parse_json
+from mmbright_core.io._open import decode, load
+from mmbright_core.io.csv_safe import csv_text, unprotect
 from mmbright_core.notes.records import (
     TAG_SEPARATOR,
-    QueryKey,
     QueryNotes,
     Tag,
-    normalise_time,
     tag_name_problem,
     utc_now,
 )
+from mmbright_core.notes.schema import FIELDS, Place, json_list, known_fields, record
 
 FORMATS = ("csv", "json")
-COLUMNS = (*QueryKey._fields, "tags", "note", "author", "created_at", "updated_at")
+COLUMNS = FIELDS
 _JSON_KIND = "mmbright-notes"
 
 
@@ -47,12 +54,7 @@ class Parsed:
 def render(format: str, tags: Sequence[Tag], records: Sequence[QueryNotes]) -> str:
     """Return the taxonomy and ``records`` as CSV or JSON text."""
     if format == "csv":
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(COLUMNS)
-        for notes in records:
-            writer.writerow([*_flat(notes).values()])
-        return out.getvalue()
+        return csv_text([COLUMNS, *(_flat(notes).values() for notes in records)])
     if format == "json":
         document = {
             "format": _JSON_KIND,
@@ -76,18 +78,33 @@ def _flat(notes: QueryNotes) -> dict[str, Any]:
     }
 
 
-def parse(text: str, format: str | None, name: str) -> Parsed:
-    """Parse an export; ``format`` ``None`` goes by the file's suffix, then its first byte.
+def read(file: str | os.PathLike[str] | IO[str] | IO[bytes], format: str | None = None) -> Parsed:
+    """Read an import file and check it whole, as the run readers read theirs.
+
+    A path must name a regular file (a FIFO or a device is refused before it is opened),
+    the content may not pass ``MMBRIGHT_MAX_INPUT_BYTES`` and must be UTF-8 (a byte-order
+    mark, as Excel writes, is skipped).
+
+    Args:
+        file: A path or an open file.
+        format: ``"csv"`` or ``"json"``; by default the file's suffix, then its first byte.
 
     Raises:
-        NotesError: The text is malformed; the message names ``name`` and the line or entry.
+        InputError: The file cannot be read, or is malformed (a :class:`NotesError`).
+    """
+    loaded = load(Path(file) if isinstance(file, (str, os.PathLike)) else file)
+    suffix = loaded.suffix.lstrip(".")
+    return parse(decode(loaded), format or (suffix if suffix in FORMATS else None), loaded.name)
+
+
+def parse(text: str, format: str | None, name: str) -> Parsed:
+    """Parse an export's text; ``format`` ``None`` goes by its first character.
+
+    Raises:
+        InputError: The text is malformed; the message names ``name`` and the record.
     """
     if format is None:
-        lowered = name.lower()
-        if lowered.endswith((".csv", ".json")):
-            format = lowered.rsplit(".", 1)[1]
-        else:
-            format = "json" if text.lstrip()[:1] in ("{", "[") else "csv"
+        format = "json" if text.lstrip()[:1] in ("{", "[") else "csv"
     if format == "csv":
         return _parse_csv(text, name)
     if format == "json":
@@ -106,7 +123,8 @@ def _parse_csv(text: str, name: str) -> Parsed:
                 source=name,
                 line=1,
                 expected=f"a header with {', '.join(COLUMNS)}",
-                found=f"{', '.join(header) or 'no header'} (missing {', '.join(missing)})",
+                found=f"{', '.join(map(show, header)) or 'no header'} "
+                f"(missing {', '.join(missing)})",
                 hint="Export with: mmbright notes export --format csv",
             )
         rows: list[tuple[int, dict[str | None, Any]]] = []
@@ -119,83 +137,78 @@ def _parse_csv(text: str, name: str) -> Parsed:
             "malformed CSV", source=name, line=reader.line_num, found=str(err)
         ) from err
     records = []
-    for line, row in rows:
+    for number, (line, row) in enumerate(rows, start=1):
+        place = Place(name, line, f"record {number}")
         if None in row:
-            raise _row_error(name, line, "more cells than columns", f"{len(COLUMNS)} cells")
-        tags = [t.strip() for t in str(row["tags"] or "").split(";") if t.strip()]
-        cells = {str(column): value for column, value in row.items()}
-        records.append(_record({**cells, "tags": tags}, name, line))
+            raise place.error("more cells than columns", f"{len(COLUMNS)} cells")
+        cells = {
+            str(column): None if cell is None else unprotect(cell) for column, cell in row.items()
+        }
+        tags = [t.strip() for t in (cells["tags"] or "").split(";") if t.strip()]
+        records.append(record(cells, tags, place, typed=False))
     return Parsed((), _unique(records, [line for line, _ in rows], name))
 
 
+_TOP = ("format", "version", "exported_at", "tags", "queries")
+_TAG_FIELDS = ("name", "description")
+
+
 def _parse_json(text: str, name: str) -> Parsed:
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise NotesError("malformed JSON", source=name, line=err.lineno, found=err.msg) from err
-    if isinstance(document, list):
-        document = {"queries": document}
-    if not isinstance(document, dict) or not isinstance(document.get("queries"), list):
-        raise NotesError(
-            "not a notes export",
-            source=name,
-            expected='an object with a "queries" list (as mmbright notes export writes)',
-            found=f"a JSON {type(document).__name__}",
+    document = parse_json(text, name)  # deep nesting is refused there, as invalid JSON is
+    if isinstance(document, list) and not isinstance(document, JsonObject):
+        document = JsonObject([("queries", document)])  # a bare list of queries
+    whole = Place(name, None, "")
+    top = _entry(document, whole, 'an object with a "queries" list')
+    known_fields(top, _TOP, whole)
+    kind, version = top.get("format", _JSON_KIND), top.get("version", 1)
+    if kind != _JSON_KIND or type(version) is not int or version != 1:
+        raise whole.error(
+            "not a notes export of this version",
+            f'"format": "{_JSON_KIND}", "version": 1',
+            f"format {json_kind(kind)}, version {json_kind(version)}",
         )
-    tags = []
-    for i, entry in enumerate(document.get("tags") or [], start=1):
-        tag = entry.get("name") if isinstance(entry, dict) else None
-        if not isinstance(tag, str) or tag_name_problem(tag):
-            raise _entry_error(name, "tags", i, "a tag name", show(repr(entry)))
-        tags.append((tag, str(entry.get("description") or "")))
+    tags = [
+        _tag_entry(entry, Place(name, None, f"tags entry {i}"))
+        for i, entry in enumerate(json_list(top.get("tags", []), "tags", whole), start=1)
+    ]
     records = []
-    for i, entry in enumerate(document["queries"], start=1):
-        if not isinstance(entry, dict) or not isinstance(entry.get("tags", []), list):
-            raise _entry_error(
-                name, "queries", i, 'an object with a "tags" list', show(repr(entry))
-            )
-        records.append(_record(entry, name, None, f"queries entry {i}: "))
+    for i, entry in enumerate(json_list(top.get("queries"), "queries", whole), start=1):
+        place = Place(name, None, f"queries entry {i}")
+        fields = _entry(entry, place, "an object with the fields " + ", ".join(FIELDS))
+        known_fields(fields, FIELDS, place)
+        labels = json_list(fields.get("tags", []), "tags", place)
+        records.append(record(fields, labels, place, typed=True))
     positions = list(range(1, len(records) + 1))
     return Parsed(tuple(tags), _unique(records, positions, name, "queries entry"))
 
 
-def _record(row: Mapping[str, Any], name: str, line: int | None, where: str = "") -> QueryNotes:
-    """Build one query's notes from a row of cells, checking each."""
-    values = {}
-    for field in QueryKey._fields:
-        value = row.get(field)
-        if value is None or str(value).strip() == "":
-            raise _row_error(name, line, f"{where}empty {field}", f"a {field}")
-        values[field] = str(value).strip()
-    try:
-        task = int(values["task"])
-    except ValueError:
-        raise _row_error(name, line, f"{where}bad task", "a task number", values["task"]) from None
-    stamps = {}
-    for field in ("created_at", "updated_at"):
-        raw = str(row.get(field) or "").strip()
-        stamps[field] = normalise_time(raw) if raw else None
-        if raw and stamps[field] is None:
-            raise _row_error(name, line, f"{where}bad {field}", "an ISO 8601 time", raw)
-    tags = [str(tag) for tag in row.get("tags") or []]
-    for tag in tags:
-        if tag_name_problem(tag):
-            raise _row_error(name, line, f"{where}bad tag name", "a tag name", tag)
-    key = QueryKey(values["source"], task, *(values[f] for f in ("protocol", "domain", "query_id")))
-    return QueryNotes(
-        key,
-        tuple(dict.fromkeys(tags)),
-        str(row.get("note") or ""),
-        str(row.get("author") or "") or None,
-        stamps["created_at"],
-        stamps["updated_at"],
-    )
+def _entry(value: Any, place: Place, expected: str) -> dict[str, Any]:
+    """Return a JSON object's fields, refusing another value or a field given twice."""
+    if not isinstance(value, JsonObject):
+        raise place.error("not an object", expected, json_kind(value))
+    fields: dict[str, Any] = {}
+    for key, item in value:
+        if key in fields:
+            raise place.error(f"field {show(key)} given twice", "each field once")
+        fields[key] = item
+    return fields
+
+
+def _tag_entry(value: Any, place: Place) -> tuple[str, str]:
+    entry = _entry(value, place, 'an object with a "name" and a "description"')
+    known_fields(entry, _TAG_FIELDS, place)
+    tag, description = entry.get("name"), entry.get("description", "")
+    if not isinstance(tag, str) or tag_name_problem(tag):
+        raise place.error("bad name", tag_name_problem("") or "", json_kind(tag))
+    if not isinstance(description, str):
+        raise place.error("bad description", "a string", json_kind(description))
+    return tag, description
 
 
 def _unique(
     records: list[QueryNotes], places: list[int], name: str, unit: str = "line"
 ) -> tuple[QueryNotes, ...]:
-    seen: dict[QueryKey, int] = {}
+    seen: dict[tuple[Any, ...], int] = {}
     for notes, place in zip(records, places, strict=True):
         if notes.key in seen:
             raise NotesError(
@@ -208,21 +221,3 @@ def _unique(
             )
         seen[notes.key] = place
     return tuple(records)
-
-
-def _row_error(
-    name: str, line: int | None, problem: str, expected: str, found: str | None = None
-) -> NotesError:
-    return NotesError(
-        problem,
-        source=name,
-        line=line,
-        expected=expected,
-        found=show(found) if found is not None else None,
-    )
-
-
-def _entry_error(name: str, part: str, index: int, expected: str, found: str) -> NotesError:
-    return NotesError(
-        f"{part} entry {index} is malformed", source=name, expected=expected, found=found
-    )

@@ -284,7 +284,7 @@ class NotesStore:
 
     def import_(
         self,
-        file: str | os.PathLike[str] | IO[str],
+        file: str | os.PathLike[str] | IO[str] | IO[bytes],
         format: Format | None = None,
         mode: Mode = "merge",
     ) -> ImportReport:
@@ -293,22 +293,25 @@ class NotesStore:
         ``merge`` keeps whichever note was updated last and unions the tags; ``replace``
         sets each query in the file to exactly the file's note and tags (queries absent
         from the file stay as they are) and counts those whose note here was newer.
-        Tags the taxonomy lacks are added to it.
+        Tags the taxonomy lacks are added to it. The file is read and checked whole first
+        (:func:`~mmbright_core.notes.exchange.read`): a fault anywhere stores nothing.
 
         Raises:
-            NotesError: The file is malformed (with its file and line); nothing changed.
+            InputError: The file cannot be read or is malformed (naming the file and the
+                record); nothing changed.
         """
-        if mode not in ("merge", "replace"):
-            raise NotesError("unknown import mode", expected="merge or replace", found=show(mode))
-        if isinstance(file, (str, os.PathLike)):
-            name = str(file)
-            with open(file, encoding="utf-8", newline="") as handle:
-                text = handle.read()
-        else:
-            name = getattr(file, "name", "<input>")
-            text = file.read()
-        parsed = exchange.parse(text, format, name)
+        _check_mode(mode)
+        return self.import_parsed(exchange.read(file, format), mode)
+
+    def import_parsed(self, parsed: exchange.Parsed, mode: Mode = "merge") -> ImportReport:
+        """Store what :func:`~mmbright_core.notes.exchange.read` read, as :meth:`import_` does."""
+        _check_mode(mode)
         return self._run(lambda conn: _apply(conn, parsed, mode), write=True)
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in ("merge", "replace"):
+        raise NotesError("unknown import mode", expected="merge or replace", found=show(mode))
 
 
 def _key(key: QueryKey | tuple[str, int, str, str, str], unsaved: str | None = None) -> QueryKey:

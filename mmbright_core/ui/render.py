@@ -23,6 +23,7 @@ from mmbright_core.data.ids import display_id
 from mmbright_core.data.images import ImageDecodeError, decode_image
 from mmbright_core.data.sources import Source
 from mmbright_core.errors import MMBrightError
+from mmbright_core.io import csv_safe
 from mmbright_core.types import Document, Query
 from mmbright_core.ui import state
 from mmbright_core.ui.literal import literal, visible
@@ -108,8 +109,11 @@ def pick_run(
 
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:
-    """A table as the CSV file :func:`csv_download` offers (UTF-8, no index)."""
-    return frame.to_csv(index=False).encode("utf-8")
+    """A table as the CSV file :func:`csv_download` offers (UTF-8, no index).
+
+    Cells a spreadsheet would run as formulas are quoted (:mod:`mmbright_core.io.csv_safe`).
+    """
+    return csv_safe.frame_csv(frame).encode("utf-8")
 
 
 def judgment_badge(relevance: float | None, excluded: bool = False) -> str:
