@@ -38,6 +38,7 @@ from mmbright_core.retrieval.embedder import Role
 from mmbright_core.retrieval.encoders import BatchEncoder, CallEncoder, EncodeJob, passage_jobs
 from mmbright_core.retrieval.index import Groups, IndexKind, rank_vectors
 from mmbright_core.retrieval.instructions import fill_domain
+from mmbright_core.retrieval.model_files import FOLDER_HINT, model_files
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
 from mmbright_core.types import Query, TaskData
 
@@ -159,9 +160,7 @@ class DenseRetriever:
         if self._encoder is None:
             st = require("sentence_transformers", "the dense retriever", "text")
             try:
-                self._encoder = st.SentenceTransformer(
-                    self.model, device=self.device, revision=self.revision
-                )
+                self._encoder = self._build(st)
             except OSError as err:
                 raise InputError(
                     "cannot load the sentence-transformers model",
@@ -173,6 +172,13 @@ class DenseRetriever:
             if self.pooling_include_prompt is not None:
                 self._encoder.set_pooling_include_prompt(self.pooling_include_prompt)
         return self._encoder
+
+    def _build(self, st: Any) -> Any:
+        if not self.local:
+            return st.SentenceTransformer(self.model, device=self.device, revision=self.revision)
+        # Local files: each fault of one (a corrupt safetensors, a bad config) is one line.
+        with model_files("the sentence-transformers model", self.model, FOLDER_HINT):
+            return st.SentenceTransformer(self.model, device=self.device, revision=self.revision)
 
     def _cache(self, prefix: str, role: Role) -> EmbeddingCache:
         # A local model is known by its checkpoint hash, not by where it lies.
