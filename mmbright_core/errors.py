@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import errno
 from collections.abc import Iterable
 from typing import Any
 
@@ -160,3 +161,39 @@ class RequestBudgetError(EndpointError):
     def __init__(self, problem: str, *, requests: int, **details: Any) -> None:
         self.requests = requests
         super().__init__(problem, **details)
+
+
+# errno -> (what went wrong, how to fix it): the faults a write meets on a working machine.
+_WRITE_FAULTS = {
+    errno.ENOSPC: ("no space left on the device", "Free space on that disk"),
+    errno.EDQUOT: ("the disk quota is exceeded", "Free space within the quota"),
+    errno.EACCES: ("permission denied", "Check the folder's permissions"),
+    errno.EPERM: ("operation not permitted", "Check the folder's permissions"),
+    errno.EROFS: ("the file system is read-only", "Mount it writable"),
+}
+_ELSEWHERE = "or write elsewhere (mmbright run --out, MMBRIGHT_CACHE for the caches)"
+
+
+class WriteError(MMBrightError, OSError):
+    """A file cannot be written: a full disk, no permission, a read-only file system.
+
+    An ``OSError`` still (``errno`` is the system's), whose message names the file being
+    written, says what went wrong and what to do, where the system's names no path
+    (``[Errno 28] No space left on device``).
+
+    Attributes:
+        path: The file that was being written.
+    """
+
+    def __init__(self, path: str, err: OSError) -> None:
+        other = err.strerror or str(err), "Check the path"
+        reason, fix = _WRITE_FAULTS.get(err.errno or 0, other)
+        code = errno.errorcode.get(err.errno or 0)
+        self.path = path
+        self.message = cut(f"{path}: cannot write the file: {reason}") + (
+            f" ({code}). {fix}, {_ELSEWHERE}." if code else f". {fix}, {_ELSEWHERE}."
+        )
+        super().__init__(err.errno, self.message)
+
+    def __str__(self) -> str:  # OSError would prefix "[Errno 28]" and drop the path
+        return self.message

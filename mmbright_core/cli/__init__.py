@@ -5,6 +5,8 @@ Each subcommand module exposes ``register(subparsers)``, which adds its parser a
 their backends when they run; see :class:`.options.SubcommandParser`), so ``mmbright --help``
 answers without loading numpy or pandas. Errors this package raises on purpose are
 printed to stderr as one message with exit status 2; nothing prints a traceback for them.
+Ctrl-C prints one line, ``mmbright <command>: interrupted`` followed by what was kept where
+the subcommand says (its ``interrupted`` default), and exits with status 130.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from collections.abc import Sequence
 from mmbright_core.cli.options import SubcommandParser
 from mmbright_core.errors import MMBrightError
 
+#: The exit status after Ctrl-C (128 + SIGINT, as a shell reports a command it interrupted).
+INTERRUPTED = 130
 _SUBCOMMANDS = ("eval", "data", "run", "rerank", "models", "compare", "app", "notes")
 
 
@@ -36,10 +40,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)  # imports a backend's options: may take a while
+    except KeyboardInterrupt:
+        return _interrupted("mmbright", None)
     try:
         return int(args.handler(args))
+    except KeyboardInterrupt:
+        return _interrupted(f"mmbright {args.command}", getattr(args, "interrupted", None))
     except MMBrightError as err:
         print(f"mmbright {args.command}: error: {err}", file=sys.stderr)
         return 2
@@ -59,6 +67,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+
+
+
+def _interrupted(prefix: str, kept: str | None) -> int:
+    # Ctrl-C is how a long run is stopped, not a fault: one line and the shell's status for
+    # SIGINT (128 + 2). Every output is written atomically, so what was finished is whole.
+    print(f"{prefix}: interrupted" + (f"; {kept}" if kept else ""), file=sys.stderr)
+    return INTERRUPTED
 
 
 if __name__ == "__main__":  # pragma: no cover

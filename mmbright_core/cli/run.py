@@ -27,7 +27,7 @@ def register(subparsers: Any) -> None:
     )
     add_task_options(parser, domains="all")
     declare_later(parser, declare_backend)
-    parser.set_defaults(handler=handle)
+    parser.set_defaults(handler=handle, interrupted="finished domains are kept")
 
 
 def declare_backend(parser: argparse.ArgumentParser) -> None:

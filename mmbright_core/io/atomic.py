@@ -3,7 +3,9 @@
 The data goes to a temporary file in the destination's own folder (so the final rename
 stays on one file system), is flushed and fsynced, then moved over the destination with
 ``os.replace``, which is atomic on POSIX and Windows. A crash or an error mid-write leaves
-the previous file, if any, untouched and removes the temporary file.
+the previous file, if any, untouched and removes the temporary file. A write that fails (a
+full disk, no permission, a read-only file system) raises a :class:`WriteError` naming the
+destination, which the command line prints as one line.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
+
+from mmbright_core.errors import WriteError
 
 # mkstemp creates files readable by the owner only; a written file should get the same
 # permissions as one made by ``open(path, "w")``. The umask can only be read by setting it.
@@ -28,8 +32,20 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
 
     Returns:
         The destination as a ``Path``.
+
+    Raises:
+        WriteError: The file cannot be written (a full disk, no permission, a read-only file
+            system); the message names ``path`` and what to do.
     """
     target = Path(path)
+    try:
+        _write(target, data)
+    except OSError as err:  # the system's message names no path when the disk is full
+        raise WriteError(str(target), err) from err
+    return target
+
+
+def _write(target: Path, data: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
@@ -44,7 +60,6 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
             os.unlink(tmp_name)
         raise
     _fsync_dir(target.parent)
-    return target
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:

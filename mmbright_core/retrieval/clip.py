@@ -52,6 +52,13 @@ from mmbright_core.retrieval.cache import path_sha256
 from mmbright_core.retrieval.dual import DualEncoderRetriever, image_key, white_image
 from mmbright_core.retrieval.embedder import Modality, Role
 from mmbright_core.retrieval.index import IndexKind
+from mmbright_core.retrieval.model_files import (
+    FILE_HINT,
+    check_open_clip_folder,
+    check_weights_file,
+    looks_like_file,
+    model_files,
+)
 from mmbright_core.retrieval.textcap import cap_text
 
 __all__ = ["AUTO_PRETRAINED", "FUSION", "ClipRetriever", "OpenClipEmbedder", "image_key"]
@@ -64,8 +71,11 @@ AUTO_PRETRAINED = "auto"
 _HUB_DEFAULT = "openai"
 #: The recorded fusion: mean of the raw embeddings, then L2 (the ``raw-mean`` rule).
 FUSION = "mean-raw-then-l2"
-# What open_clip's factory (``_find_checkpoint_in_dir``) loads from a local-dir: folder.
-_CHECKPOINT_SUFFIXES = (".safetensors", ".bin", ".pth")
+_WHAT = "the open_clip model"
+_LOAD_HINT = (
+    "Use a local checkpoint file, a local-dir: folder, or weights already in the local cache "
+    "(no downloads at run time)."
+)
 
 
 class OpenClipEmbedder:
@@ -151,24 +161,26 @@ class OpenClipEmbedder:
             torch = require("torch", "the clip retriever", "clip")
             if not self.model.startswith(_LOCAL_DIR) and self.model not in open_clip.list_models():
                 raise UnknownNameError("open_clip model", self.model, open_clip.list_models())
-            if self.model.startswith(_LOCAL_DIR):
-                _check_local_dir(Path(self.model[len(_LOCAL_DIR) :]).expanduser())
-            try:
-                with torch.random.fork_rng(devices=[]):
-                    torch.manual_seed(self.seed)  # random weights reproduce across runs
-                    model, _, preprocess = open_clip.create_model_and_transforms(
-                        self.model, pretrained=self.pretrained, device=self.device
-                    )
-            except (RuntimeError, OSError, ValueError) as err:
-                raise InputError(
-                    "cannot load the open_clip model",
-                    found=f"{self.model} / {self.pretrained}: {err}",
-                    hint="Use a local checkpoint file, a local-dir: folder, or weights already "
-                    "in the local cache (no downloads at run time).",
-                ) from err
+            source, hint = self._check_files()
+            with model_files(_WHAT, source, hint), torch.random.fork_rng(devices=[]):
+                torch.manual_seed(self.seed)  # random weights reproduce across runs
+                model, _, preprocess = open_clip.create_model_and_transforms(
+                    self.model, pretrained=self.pretrained, device=self.device
+                )
             model.eval()
             self._loaded = (model, preprocess, open_clip.get_tokenizer(self.model))
         return self._loaded
+
+    def _check_files(self) -> tuple[str, str]:
+        """Check local files before open_clip reads them; return what is read, and a hint."""
+        if self.model.startswith(_LOCAL_DIR):
+            folder = Path(self.model[len(_LOCAL_DIR) :]).expanduser()
+            check_open_clip_folder(folder)
+            return str(folder), FILE_HINT
+        if self.pretrained is not None and looks_like_file(self.pretrained):
+            check_weights_file(Path(self.pretrained).expanduser())
+            return self.pretrained, FILE_HINT
+        return f"{self.model} / {self.pretrained}", _LOAD_HINT
 
     def encode_texts(self, texts: Sequence[str], role: Role = "document") -> np.ndarray:
         """Return raw ``encode_text`` output, not normalised.
@@ -288,17 +300,3 @@ def _resolve_pretrained(model: str, pretrained: str | None) -> str | None:
             hint="Leave --pretrained out.",
         )
     return chosen
-
-
-def _check_local_dir(folder: Path) -> None:
-    # open_clip only warns when a local-dir: folder holds no weights, then runs with random
-    # ones: refuse that instead of scoring a random model under the folder's name.
-    config = folder / "open_clip_config.json"
-    weights = [p for p in folder.glob("*") if p.suffix in _CHECKPOINT_SUFFIXES]
-    if not config.is_file() or not weights:
-        raise InputError(
-            "not an open_clip local-dir: model folder",
-            expected="open_clip_config.json and a weights file (.safetensors, .bin or .pth)",
-            found=", ".join(sorted(p.name for p in folder.glob("*"))) or "nothing",
-            source=str(folder),
-        )

@@ -38,6 +38,7 @@ from mmbright_core.retrieval.embedder import Role
 from mmbright_core.retrieval.encoders import BatchEncoder, CallEncoder, EncodeJob, passage_jobs
 from mmbright_core.retrieval.index import Groups, IndexKind, rank_vectors
 from mmbright_core.retrieval.instructions import fill_domain
+from mmbright_core.retrieval.model_files import FOLDER_HINT, model_files
 from mmbright_core.retrieval.remote_code import trusted
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
 from mmbright_core.types import Query, TaskData
@@ -69,7 +70,11 @@ def load_sentence_transformer(
     """
     st = require("sentence_transformers", "the dense retriever", "text")
     try:
-        return st.SentenceTransformer(model, device=device, revision=revision, **trust)
+        if not Path(model).expanduser().exists():
+            return st.SentenceTransformer(model, device=device, revision=revision, **trust)
+        # Local files: each fault of one (a corrupt safetensors, a bad config) is one line.
+        with model_files("the sentence-transformers model", model, FOLDER_HINT):
+            return st.SentenceTransformer(model, device=device, revision=revision, **trust)
     except OSError as err:
         raise InputError(
             "cannot load the sentence-transformers model",

@@ -35,6 +35,7 @@ from mmbright_core.retrieval.cache import path_sha256
 from mmbright_core.retrieval.embedder import Modality, Role
 from mmbright_core.retrieval.index import IndexKind
 from mmbright_core.retrieval.instructions import DOMAIN_FIELD, fill_domain
+from mmbright_core.retrieval.model_files import FOLDER_HINT, model_files
 from mmbright_core.retrieval.remote_code import trusted
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
 
@@ -79,8 +80,12 @@ def load_pretrained(factory: Any, model: str, revision: str | None, **kwargs: An
     """Call ``factory.from_pretrained`` and turn a missing model into a clear error.
 
     Raises:
-        InputError: The model is neither a local folder nor a hub id in the local cache.
+        InputError: The model is neither a local folder nor a hub id in the local cache, or
+            a file of the local folder cannot be loaded.
     """
+    if Path(model).expanduser().is_dir():  # local files: each fault of one is one line
+        with model_files("the transformers model", model, FOLDER_HINT):
+            return factory.from_pretrained(model, revision=revision, **kwargs)
     try:
         return factory.from_pretrained(model, revision=revision, **kwargs)
     except OSError as err:
