@@ -38,6 +38,7 @@ import io
 import json
 import os
 from collections.abc import Callable, KeysView, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args
 
@@ -379,7 +380,7 @@ class EmbeddingCache:
                     )
                 with np.errstate(over="ignore"):  # an overflow to float16 is refused below
                     stored = vectors.astype(self.dtype)
-                check_finite(stored, self.settings, lambda row, g=given: describe_item(g[row]))
+                check_finite(stored, self.settings, partial(_describe, given))
                 pending_keys.extend(chunk)
                 pending.extend(stored)
                 if len(pending) >= self.shard_size:
@@ -420,6 +421,10 @@ class EmbeddingCache:
         for where, shard, local in pieces:
             out[where] = _vectors(shard)[local]
         return out
+
+
+def _describe(items: Sequence[object], row: int) -> str:
+    return describe_item(items[row])
 
 
 def _vectors(shard: Path | npt.NDArray[np.floating[Any]]) -> npt.NDArray[np.floating[Any]]:

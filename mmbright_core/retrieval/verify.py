@@ -35,7 +35,7 @@ _BLOCK = 4 << 20
 try:  # the fast checksum, where installed (an optional package: SHA-256 does the same job)
     import xxhash
 
-    _ALGORITHMS: dict[str, Callable[[], Any]] = {"xxh3_128": xxhash.xxh3_128}
+    _ALGORITHMS: dict[str, Callable[..., Any]] = {"xxh3_128": xxhash.xxh3_128}
 except ImportError:  # pragma: no cover - depends on the environment
     _ALGORITHMS = {}
 _ALGORITHMS["sha256"] = hashlib.sha256
