@@ -49,8 +49,9 @@ _REPORTED: set[str] = set()
 _VERIFIED: set[tuple[str, int, int, str]] = set()
 
 
-def digest_file(path: Path, algorithm: str = ALGORITHM) -> str:
-    """Return ``"<algorithm>:<hex digest>"`` of a file's bytes, read in blocks."""
+def digest_file(path: Path, algorithm: str | None = None) -> str:
+    """Return ``"<algorithm>:<hex digest>"`` of a file's bytes (default :data:`ALGORITHM`)."""
+    algorithm = algorithm or ALGORITHM
     digest = _ALGORITHMS[algorithm]()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(_BLOCK), b""):
