@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from apptest import fresh
+from apptest import fresh, goto, use_folder
 from fixture_dataset import CORRUPT, SVG
 
 from mmbright_core.cli import main
@@ -140,3 +140,19 @@ def test_metrics_json_with_bad_warnings_is_refused(tmp_path: Path):
         InputError, match=r'bad value at \$\["warnings"\]; expected a list of strings'
     ):
         read_outputs(tmp_path / "run_t2t_x")
+
+
+def test_the_run_page_shows_why_a_run_scores_zero(dataset: Path, tmp_path: Path):
+    count = _break_every_image(dataset)
+    at = fresh()
+    use_folder(at, dataset)
+    at.selectbox(key="task").set_value(3).run()
+    goto(at, "run")
+    at.selectbox(key="run_retriever").set_value("random").run()
+    at.text_input(key="run_out").input(str(tmp_path / "out")).run()
+    at.button(key="run_start").click().run()
+    assert not at.exception
+    # The page shows each message as escaped Markdown (document\\_images): literal text.
+    shown = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert f"academia: document_images/academia.parquet: all {count} corpus images" in shown
+    assert "no document was ranked for any of the" in shown
