@@ -123,6 +123,8 @@ class ProtocolReport:
         unavailable_positives: Positive images missing from the decodable corpus images.
         undecodable_images: image path -> reason, for images the corpus or queries drop.
         added_judged_pairs: Judged Task 4 pairs that were absent from the pair corpus.
+        warnings: What the data lacked that a score depends on, with counts (null texts,
+            every corpus image undecodable, no judgment at all), one sentence each.
     """
 
     empty_qrels: tuple[str, ...] = ()
@@ -130,6 +132,7 @@ class ProtocolReport:
     unavailable_positives: int = 0
     undecodable_images: Mapping[str, str] = field(default_factory=dict)
     added_judged_pairs: int = 0
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -46,15 +46,19 @@ def register_tiny() -> None:
     open_clip.add_model_config(Path(os.environ["MMBRIGHT_TEST_CLIP_CONFIG"]))
 
 
+_HERE = Path(__file__).resolve().parent
+
+
 @pytest.fixture(scope="module")
 def local_ray(tmp_path_factory: pytest.TempPathFactory) -> Any:
     config = tmp_path_factory.mktemp("clip-config") / f"{TINY}.json"
     config.write_text(json.dumps(TINY_CONFIG))
     open_clip.add_model_config(config)
     runtime_env = {
-        # Workers import this module (the dying encoder) and know the tiny model.
+        # Workers import this module (the dying encoder) and know the tiny model; they import
+        # the package of this checkout, not whichever copy is installed.
         "env_vars": {
-            "PYTHONPATH": str(Path(__file__).parent),
+            "PYTHONPATH": os.pathsep.join(str(p) for p in (_HERE, _HERE.parent)),
             "HF_HUB_OFFLINE": "1",
             "MMBRIGHT_TEST_CLIP_CONFIG": str(config),
         },

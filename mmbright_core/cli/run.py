@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import TYPE_CHECKING, Any
 
 from mmbright_core.cli.options import add_task_options, declare_later
@@ -201,6 +202,9 @@ def handle(args: argparse.Namespace) -> int:
     for domain in outcome.kept:  # in summary.json too: the Avg. below is the summary's
         print(f"{domain.domain}\tnDCG@10 {100 * domain.metrics['NDCG@10']:.1f} (kept)")
     every = [*outcome.domains, *outcome.kept]
+    for domain in every:  # no silent zeros: what lowered a domain's score goes to stderr
+        for warning in domain.warnings:
+            print(f"mmbright run: warning: {domain.domain}: {warning}", file=sys.stderr)
     if every:
         mean = sum(d.metrics["NDCG@10"] for d in every) / len(every)
         print(f"Avg.\tnDCG@10 {100 * mean:.1f}")

@@ -8,10 +8,17 @@ only the columns it needs, so tasks 1-2 never open an image config.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from mmbright_core.data.checks import (
+    check_corpus_ids,
+    data_file,
+    null_text_warning,
+    undecodable_warning,
+)
 from mmbright_core.data.choices import NEGATIVES as NEGATIVES
 from mmbright_core.data.choices import Negatives as Negatives
 from mmbright_core.data.ids import (
@@ -107,20 +114,30 @@ class QueryRecord:
     negative_images: tuple[str, ...] = ()
 
 
-def read_queries(source: TaskSource, task: int, domain: str) -> list[QueryRecord]:
+def read_queries(
+    source: TaskSource, task: int, domain: str, warnings: list[str] | None = None
+) -> list[QueryRecord]:
     """Read a task's queries for one domain, projecting the columns its protocol needs.
 
+    Args:
+        source: The dataset copy.
+        task: The task (it chooses the config and columns).
+        domain: The domain.
+        warnings: Where to say how many query texts were null (read as empty text).
+
     Raises:
-        InputError: If a query id repeats within the domain.
+        InputError: If the file holds no query, or a query id repeats within the domain.
     """
     config, columns = _QUERY_COLUMNS[task]
     records: list[QueryRecord] = []
     seen: set[str] = set()
+    nulls = 0
     for row in source.read_table(config, domain, columns).to_pylist():
         query_id = str(row["id"])
         if query_id in seen:
-            raise InputError(f"query id {query_id!r} repeats", source=f"{config}/{domain}.parquet")
+            raise InputError(f"query id {query_id!r} repeats", source=data_file(config, domain))
         seen.add(query_id)
+        nulls += row["query"] is None
         paths = as_str_list(row.get("image_paths"), "image_paths")
         query = Query(
             query_id,
@@ -137,25 +154,54 @@ def read_queries(source: TaskSource, task: int, domain: str) -> list[QueryRecord
                 _unique(p for p, _ in image_structs(row.get("negative_images"), "negative_images")),
             )
         )
+    if not records:
+        raise InputError(
+            "the file holds no query: nothing could be scored",
+            source=data_file(config, domain),
+            expected="at least one query row",
+            found="no rows",
+            hint="Re-download the file or rebuild the folder",
+        )
+    _say(warnings, null_text_warning(nulls, len(records), "queries", config, domain))
     return records
+
+
+def _say(warnings: list[str] | None, warning: str | None) -> None:
+    if warnings is not None and warning is not None:
+        warnings.append(warning)
 
 
 def _unique(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-def read_passages(source: TaskSource, domain: str, *, text: bool) -> tuple[list[str], list[str]]:
+def read_passages(
+    source: TaskSource, domain: str, *, text: bool, warnings: list[str] | None = None
+) -> tuple[list[str], list[str]]:
     """Return the domain's passage ids and, when ``text``, their contents (else ``[]``).
 
     The file is streamed in record batches: a whole-table read would hold the arrow copy of
     the largest corpus (about 750 MB of text for physics) beside its Python copy.
+
+    Args:
+        source: The dataset copy.
+        domain: The domain.
+        text: Read the contents too.
+        warnings: Where to say how many passages were null (read as empty text).
+
+    Raises:
+        InputError: The file holds no passage, or a passage id repeats.
     """
     ids: list[str] = []
     texts: list[str] = []
+    nulls = 0
     for batch in source.iter_batches("documents", domain, ("id", "content") if text else ("id",)):
         ids.extend(str(i) for i in batch.column(0).to_pylist())
         if text:
+            nulls += batch.column(1).null_count
             texts.extend(t or "" for t in batch.column(1).to_pylist())
+    check_corpus_ids(ids, "documents", domain, "passage")
+    _say(warnings, null_text_warning(nulls, len(ids), "passages", "documents", domain))
     return ids, texts
 
 
@@ -163,7 +209,8 @@ def decodable_images(source: TaskSource, domain: str) -> tuple[list[str], dict[s
     """Split the domain's corpus images into decodable paths and path -> reason for the rest.
 
     The official loader drops what Pillow cannot decode from the Task 3 corpus and the Task 4
-    pairs (SPEC §3); the reasons are kept for the report.
+    pairs (SPEC §3); the reasons are kept for the report. (A path the file repeats is one
+    image, its first bytes: the image store keeps each path once.)
     """
     kept: list[str] = []
     problems: dict[str, str] = {}
@@ -197,13 +244,18 @@ def build_task(
             (the official harness) or ``"keep"`` them; tasks 3-4 ignore it
             (:func:`negatives_for`).
     """
-    records = read_queries(source, task, domain)
+    warnings: list[str] = []
+    records = read_queries(source, task, domain, warnings)
     if task in (1, 2):
         keep = check_negatives(negatives) == "keep"
-        return _text_task(source, task, domain, records, with_corpus, keep)
-    if task == 3:
-        return _image_task(source, domain, records, with_corpus)
-    return _pair_task(source, domain, protocol, records, with_corpus)
+        data = _text_task(source, task, domain, records, with_corpus, keep, warnings)
+    elif task == 3:
+        data = _image_task(source, domain, records, with_corpus, warnings)
+    else:
+        data = _pair_task(source, domain, protocol, records, with_corpus, warnings)
+    return dataclasses.replace(
+        data, report=dataclasses.replace(data.report, warnings=tuple(warnings))
+    )
 
 
 def _finish(
@@ -236,13 +288,14 @@ def _text_task(
     records: Sequence[QueryRecord],
     with_corpus: bool,
     keep_negatives: bool,
+    warnings: list[str],
 ) -> TaskData:
     # Tasks 1-2: gold_ids -> 1; each query's negative_ids (except "N/A") are excluded, as
     # the official loader's excluded_ids map drives get_scores/retrieval_bm25 in
     # src/retrievers/task1_text.py (BRIGHT's code); "keep" leaves every ranking whole.
     corpus: tuple[Document, ...] = ()
     if with_corpus:
-        ids, texts = read_passages(source, domain, text=True)
+        ids, texts = read_passages(source, domain, text=True, warnings=warnings)
         corpus = tuple(Document(i, t) for i, t in zip(ids, texts, strict=True))
     qrels = {r.query.query_id: dict.fromkeys(r.gold_ids, 1) for r in records}
     none = frozenset[str]()
@@ -251,7 +304,11 @@ def _text_task(
 
 
 def _image_task(
-    source: TaskSource, domain: str, records: Sequence[QueryRecord], with_corpus: bool
+    source: TaskSource,
+    domain: str,
+    records: Sequence[QueryRecord],
+    with_corpus: bool,
+    warnings: list[str],
 ) -> TaskData:
     # Task 3: positive image paths -> 1; negative_ids are passage ids, so nothing is excluded.
     # The judgments do not depend on the corpus, so without it no image is read at all.
@@ -259,6 +316,9 @@ def _image_task(
     problems: dict[str, str] = {}
     if with_corpus:
         kept, problems = decodable_images(source, domain)
+        if not kept and not problems:  # no row at all: nothing to rank
+            check_corpus_ids([], "document_images", domain, "image")
+        _say(warnings, undecodable_warning(problems, len(kept), 3, domain))
         corpus = tuple(Document(p, image=ImageRef(p)) for p in kept)
     qrels = {r.query.query_id: dict.fromkeys(r.positive_images, 1) for r in records}
     excluded = {r.query.query_id: frozenset[str]() for r in records}
@@ -273,9 +333,11 @@ def _pair_task(
     protocol: Protocol4,
     records: Sequence[QueryRecord],
     with_corpus: bool,
+    warnings: list[str],
 ) -> TaskData:
-    ids, texts = read_passages(source, domain, text=with_corpus)
+    ids, texts = read_passages(source, domain, text=with_corpus, warnings=warnings)
     images, problems = decodable_images(source, domain)
+    _say(warnings, undecodable_warning(problems, len(images), 4, domain))
     pairs = pair_corpus(ids, images, domain, protocol)
     judged = judge_pairs(records, ids, images, {pair_id(*p) for p in pairs}, domain, protocol)
     corpus: tuple[Document, ...] = ()

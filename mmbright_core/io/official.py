@@ -5,14 +5,17 @@ Layout (SPEC §5): ``outputs/<subdir>/<domain>/scores.json`` holds ``{qid: {doc_
 runs), and ``outputs/<subdir>/summary.json`` holds ``{"model", "task_type", "domains":
 {domain: metrics}, "aggregated": {metric: mean over domains}}``. Metric values are
 fractions rounded to 5 decimals; metric names are the official ones (``NDCG@10``...),
-computed by :mod:`mmbright_core.metrics.official`.
+computed by :mod:`mmbright_core.metrics.official`. A domain's ``metrics.json`` written here
+may also hold ``"warnings"``, a list of sentences saying what in the data or the run made a
+score lower than it looks (null texts, every image undecodable, nothing ranked); readers
+keep them apart from the metrics (:attr:`OfficialOutputs.warnings`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +56,8 @@ _SUBDIR_PREFIXES: dict[int, str] = {
 }
 _OFFICIAL_PREFIXES = ("run_", "multimodal_")  # older and official folder names
 _METRICS_FILES = ("metrics.json", "results.json")  # results.json: older runs
+WARNINGS = "warnings"
+"""The key of a ``metrics.json`` that holds the run's warnings, not a metric."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,8 @@ class OfficialOutputs:
             harness's outputs).
         ocr_words: The words an OCR run read from its query images (``<domain>/ocr.json``,
             every domain's together), or None where none are recorded.
+        warnings: domain -> the warnings its ``metrics.json`` records (domains without any
+            are absent).
     """
 
     path: Path
@@ -85,6 +92,7 @@ class OfficialOutputs:
     run_config: dict[str, Any] = field(default_factory=dict)
     domain_configs: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     ocr_words: OcrWords | None = None
+    warnings: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def official_subdir(task: int, model: str) -> str:
@@ -105,9 +113,21 @@ def official_subdir(task: int, model: str) -> str:
 
 
 def write_domain_outputs(
-    task_dir: str | os.PathLike[str], domain: str, run: Run, metrics: Mapping[str, float]
+    task_dir: str | os.PathLike[str],
+    domain: str,
+    run: Run,
+    metrics: Mapping[str, float],
+    warnings: Sequence[str] = (),
 ) -> Path:
     """Write ``<task_dir>/<domain>/scores.json`` and ``metrics.json``, each atomically.
+
+    Args:
+        task_dir: The ``<subdir>`` folder.
+        domain: The domain.
+        run: The domain's run.
+        metrics: Its official metrics.
+        warnings: Sentences stored beside the metrics under ``"warnings"`` (none: no key,
+            so the file is the official harness's).
 
     Returns:
         The domain folder.
@@ -115,7 +135,10 @@ def write_domain_outputs(
     _check_name(domain, "domain")
     folder = Path(task_dir) / domain
     atomic_write_text(folder / "scores.json", run_json(run, str(folder / "scores.json")))
-    atomic_write_text(folder / "metrics.json", _dump(dict(metrics)))
+    stored: dict[str, object] = dict(metrics)
+    if warnings:
+        stored[WARNINGS] = list(warnings)
+    atomic_write_text(folder / "metrics.json", _dump(stored))
     return folder
 
 
@@ -163,13 +186,16 @@ def read_outputs(path: str | os.PathLike[str]) -> OfficialOutputs:
     runs: dict[str, dict[str, dict[str, float]]] = {}
     metrics: dict[str, dict[str, float]] = {}
     configs: dict[str, dict[str, Any] | None] = {}
+    warnings: dict[str, tuple[str, ...]] = {}
     for child in sorted(c for c in folder.iterdir() if c.is_dir()):
         if (child / "scores.json").is_file():
             runs[child.name] = read_run(child / "scores.json", format="json")
             configs[child.name] = _read_run_config(child / "config.json") or None
         found = [child / n for n in _METRICS_FILES if (child / n).is_file()]
         if found:
-            metrics[child.name] = _read_metrics(found[0])
+            metrics[child.name], said = read_metrics(found[0])
+            if said:
+                warnings[child.name] = said
     summary = _read_summary(folder / "summary.json")
     run_config = _read_run_config(folder / "config.json")
     check_one_configuration(folder, run_config, configs)
@@ -186,6 +212,7 @@ def read_outputs(path: str | os.PathLike[str]) -> OfficialOutputs:
         run_config=run_config,
         domain_configs=configs,
         ocr_words=_folder_words(folder),
+        warnings=warnings,
     )
 
 
@@ -246,14 +273,32 @@ def _read_json(path: Path) -> tuple[Any, str]:
     return parse_json(decode(loaded), loaded.name), loaded.name
 
 
-def _read_metrics(path: Path) -> dict[str, float]:
-    data, name = _read_json(path)
-    return _metric_values(data, name, ())
+def read_metrics(path: str | os.PathLike[str]) -> tuple[dict[str, float], tuple[str, ...]]:
+    """Read a domain's ``metrics.json`` (or ``results.json``): its metrics and its warnings.
+
+    Raises:
+        InputError: A metric is not a finite number, or ``"warnings"`` not a list of strings.
+    """
+    data, name = _read_json(Path(path))
+    pairs = object_pairs(data, name, (), "mapping metric names to values")
+    said = pairs.get(WARNINGS, [])
+    if not isinstance(said, list) or not all(isinstance(w, str) for w in said):
+        raise InputError(
+            f"bad value at {json_path(WARNINGS)}",
+            source=name,
+            expected="a list of strings",
+            found=json_kind(said),
+        )
+    return _metric_values(data, name, (), skip=(WARNINGS,)), tuple(said)
 
 
-def _metric_values(data: Any, name: str, keys: tuple[str, ...]) -> dict[str, float]:
+def _metric_values(
+    data: Any, name: str, keys: tuple[str, ...], skip: tuple[str, ...] = ()
+) -> dict[str, float]:
     out: dict[str, float] = {}
     for metric, value in object_pairs(data, name, keys, "mapping metric names to values").items():
+        if metric in skip:
+            continue
         number = finite_number(value)
         if number is None:
             raise InputError(

@@ -20,7 +20,10 @@ comparison only.
 Both formulas are a dot product of one sparse matrix, the passages' saturated term
 frequencies, with a per-query term vector, so one index serves both and every task: tasks 1,
 2 and 4 share a domain's passages, and the index is cached on disk by the passages' content,
-the analyzer and ``k1``/``b`` (see :meth:`BM25Retriever.index`).
+the analyzer and ``k1``/``b`` (see :meth:`BM25Retriever.index`). The index folder's
+``checks.json`` records each file's size, checksum, shape and dtype; an index that does not
+match it (a shuffled ``data.npy``, a truncated file) is reported with its path, deleted and
+built again (:mod:`mmbright_core.retrieval.verify`), never scored with.
 
 Like the official code, every passage gets a score, zero included, so a query with fewer
 than ``k`` matching passages is filled up with zero-scoring ones (see
@@ -30,6 +33,7 @@ than ``k`` matching passages is filled up with zero-scoring ones (see
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -56,6 +60,7 @@ from mmbright_core.retrieval.base import (
 )
 from mmbright_core.retrieval.cache import default_cache_dir, settings_key
 from mmbright_core.retrieval.index import Groups, doc_positions, excluded_indices, top_k_array
+from mmbright_core.retrieval.verify import check_files, file_record, npy_layout, report_damaged
 from mmbright_core.types import Query, TaskData
 
 #: The query weightings: the official one (gensim's, applied to the query too) and Lucene's.
@@ -64,6 +69,7 @@ SCORINGS = ("gensim", "lucene")
 # take (a block of physics-sized passages holds a few million tokens).
 _BLOCK = 8192
 _FILES = ("terms.txt", "indptr.npy", "indices.npy", "data.npy", "stats.npy")
+_CHECKS = "checks.json"
 
 
 class BM25Retriever:
@@ -250,10 +256,15 @@ class BM25Index:
         try:
             ordered = sorted(self.terms, key=self.terms.__getitem__)
             (tmp / "terms.txt").write_text("\n".join(ordered), encoding="utf-8")
-            np.save(tmp / "indptr.npy", self.postings.indptr)
-            np.save(tmp / "indices.npy", self.postings.indices)
-            np.save(tmp / "data.npy", self.postings.data)
-            np.save(tmp / "stats.npy", np.array([self.size, self.avgdl, self.k1, self.b]))
+            records = {"terms.txt": file_record(tmp / "terms.txt")}
+            stats = np.array([self.size, self.avgdl, self.k1, self.b])
+            postings = self.postings
+            for name, array in zip(
+                _FILES[1:], (postings.indptr, postings.indices, postings.data, stats), strict=True
+            ):
+                np.save(tmp / name, array)
+                records[name] = file_record(tmp / name, array)
+            (tmp / _CHECKS).write_text(json.dumps(records, sort_keys=True), encoding="utf-8")
             os.replace(tmp, folder)
         except OSError:
             # Another run saved the same index first (the rename fails on a non-empty
@@ -262,8 +273,17 @@ class BM25Index:
 
     @classmethod
     def load(cls, folder: Path) -> BM25Index | None:
-        """Read an index written by :meth:`save` (memory-mapped), or None if there is none."""
-        if not all((folder / name).is_file() for name in _FILES):
+        """Read an index written by :meth:`save` (memory-mapped), or None if there is none.
+
+        An index that does not match its checks (or lacks them) is reported, deleted, and
+        None returned, so that it is built again.
+        """
+        if not folder.is_dir():
+            return None
+        problem = _index_problem(folder)
+        if problem is not None:
+            report_damaged(folder, problem)
+            shutil.rmtree(folder, ignore_errors=True)
             return None
         text = (folder / "terms.txt").read_text(encoding="utf-8")
         terms = {term: i for i, term in enumerate(text.split("\n"))} if text else {}
@@ -273,6 +293,22 @@ class BM25Index:
             (arrays[2], arrays[1], arrays[0]), shape=(len(terms), int(size)), copy=False
         )
         return cls(terms, postings, int(size), avgdl, k1, b)
+
+
+def _index_problem(folder: Path) -> str | None:
+    """Why an index folder cannot be used (its files against their checks), or None."""
+    try:
+        records = json.loads((folder / _CHECKS).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        return f"{_CHECKS} is unreadable ({type(err).__name__})"
+    problem = check_files(folder, records, _FILES)
+    if problem is not None:
+        return problem
+    # The shapes must fit one another too (one column index per value).
+    indptr, indices, data = (npy_layout(folder / name)[0] for name in _FILES[1:4])
+    if indices != data or len(indptr) != 1:
+        return f"inconsistent shapes: indptr {indptr}, indices {indices}, data {data}"
+    return None
 
 
 def _chunks(analysed: Iterable[list[str]]) -> Iterator[list[list[str]]]:

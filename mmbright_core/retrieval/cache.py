@@ -14,14 +14,20 @@ option (``dtype="float16"``) for users short of disk, recorded in the settings. 
 of the settings that name the folder, so a float16 cache is never read by a float32 run, and a
 shard whose stored dtype is not the folder's is ignored. Vectors are handed out float32.
 
-Vectors live in shards of many vectors. A shard is two files written atomically,
-``<name>.vectors.npy`` (an ``(n, dim)`` array of the cache's dtype) and then ``<name>.keys.npy``
-(its n content keys): a shard counts once its keys file exists, so an interrupted write leaves
-vectors without keys, which are ignored (and overwritten when the same shard is written
-again). The index of keys is built from the keys files only; the vectors are memory-mapped
-when gathered, so a full corpus (SPEC §2: millions of passages) is never read into memory
-whole, and a gather reads only the rows it returns. Shards of the earlier single-file format
-(``<name>.npz``, float16 only) are converted on first sight in a float16 cache.
+Vectors live in shards of many vectors. A shard is three files written atomically,
+``<name>.vectors.npy`` (an ``(n, dim)`` array of the cache's dtype), ``<name>.keys.npy`` (its
+n content keys) and then ``<name>.check.json``, the size, checksum, shape and dtype of the
+other two (:mod:`mmbright_core.retrieval.verify`): a shard counts once its check file exists,
+so an interrupted write leaves files without one, which are ignored (and overwritten when the
+same shard is written again). A shard is checked against its record when a process first
+sees it; one that does not match (truncated, shuffled, of another width or dtype, rows and
+keys of different counts) is reported with its path, deleted, and its vectors encoded again,
+never handed out. Vectors holding NaN or an infinity are refused before they are stored,
+naming the model and the input. The index of keys is built from the keys files only; the
+vectors are memory-mapped when gathered, so a full corpus (SPEC §2: millions of passages) is
+never read into memory whole, and a gather reads only the rows it returns. Shards of the
+earlier single-file format (``<name>.npz``, float16 only) are converted on first sight in a
+float16 cache; shards of the two-file format, which recorded no checksum, are not read.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import io
 import json
 import os
 from collections.abc import Callable, KeysView, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args
 
@@ -41,6 +48,15 @@ from tqdm.auto import tqdm
 
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.io.atomic import atomic_write_bytes, atomic_write_text
+from mmbright_core.retrieval.verify import (
+    bytes_record,
+    check_files,
+    check_finite,
+    describe_item,
+    npy_layout,
+    remove,
+    report_damaged,
+)
 
 T = TypeVar("T")
 Vectors = npt.NDArray[np.float32]
@@ -53,7 +69,7 @@ _LEGACY_DTYPE = "float16"
 #: Environment variable that moves the cache (an explicit argument wins over it).
 CACHE_ENV = "MMBRIGHT_CACHE"
 _SHARD_SIZE = 4096
-_VECTORS, _KEYS = ".vectors.npy", ".keys.npy"
+_VECTORS, _KEYS, _CHECK = ".vectors.npy", ".keys.npy", ".check.json"
 
 
 def default_cache_dir(override: str | os.PathLike[str] | None = None) -> Path:
@@ -146,7 +162,7 @@ def write_shard(
     vectors: npt.NDArray[np.floating[Any]],
     settings: Mapping[str, Any],
 ) -> None:
-    """Store one shard in a cache folder: the vectors file, then the keys file.
+    """Store one shard in a cache folder: the vectors file, the keys file, then their check.
 
     Args:
         folder: The cache folder (:attr:`EmbeddingCache.folder`).
@@ -155,15 +171,24 @@ def write_shard(
         vectors: An ``(len(keys), dim)`` array, stored in the settings' dtype.
         settings: The encoder settings that name the folder (kept beside as settings.json);
             their ``dtype`` (:attr:`EmbeddingCache.settings`) is how the vectors are stored.
+
+    Raises:
+        InputError: A vector holds NaN or an infinity (after the cast to the stored dtype).
     """
+    with np.errstate(over="ignore"):  # an overflow to float16 is refused below
+        stored = vectors.astype(stored_dtype(settings), copy=False)
+    check_finite(stored, settings, lambda row: f"the input of content key {keys[row]}")
     if not (folder / "settings.json").exists():
         text = json.dumps(dict(settings), indent=2, sort_keys=True, default=str)
         atomic_write_text(folder / "settings.json", text + "\n")
-    stored = vectors.astype(stored_dtype(settings), copy=False)
-    atomic_write_bytes(folder / f"{name}{_VECTORS}", _npy(stored))
-    # The keys go last: readers see a shard only once its vectors are complete.
     encoded = np.array([key.encode() for key in keys], dtype=np.bytes_)
-    atomic_write_bytes(folder / f"{name}{_KEYS}", _npy(encoded))
+    records = {}
+    for suffix, array in ((_VECTORS, stored), (_KEYS, encoded)):
+        data = _npy(array)
+        records[f"{name}{suffix}"] = bytes_record(data, array)
+        atomic_write_bytes(folder / f"{name}{suffix}", data)
+    # The check goes last: readers see a shard only once its vectors and keys are complete.
+    atomic_write_text(folder / f"{name}{_CHECK}", json.dumps(records, sort_keys=True) + "\n")
 
 
 def _npy(array: npt.NDArray[Any]) -> bytes:
@@ -174,6 +199,37 @@ def _npy(array: npt.NDArray[Any]) -> bytes:
 
 def _read_keys(path: Path) -> list[str]:
     return [key.decode() for key in np.load(path).tolist()]
+
+
+def shard_problem(
+    folder: Path, name: str, dtype: np.dtype[Any], dim: int | None
+) -> tuple[str | None, list[str], int]:
+    """Check one shard against its record and the cache it lies in.
+
+    Args:
+        folder: The cache folder.
+        name: The shard's name.
+        dtype: The dtype the cache stores.
+        dim: The width of the folder's other shards, if one was read already.
+
+    Returns:
+        Why the shard cannot be used (None when it can), its keys, and its width.
+    """
+    vectors, keys = f"{name}{_VECTORS}", f"{name}{_KEYS}"
+    try:
+        records = json.loads((folder / f"{name}{_CHECK}").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        return f"its check file is unreadable ({type(err).__name__})", [], 0
+    problem = check_files(folder, records, (vectors, keys))
+    if problem is not None:
+        return problem, [], 0
+    shape, stored = npy_layout(folder / vectors)
+    found = _read_keys(folder / keys)
+    if len(shape) != 2 or stored != dtype or len(found) != shape[0]:
+        return f"{vectors}: shape {shape} {stored} for {len(found)} keys of a {dtype} cache", [], 0
+    if dim is not None and shape[1] != dim:
+        return f"{vectors}: {shape[1]} columns, the cache's other shards have {dim}", [], 0
+    return None, found, shape[1]
 
 
 def _convert_npz(path: Path, settings: Mapping[str, Any]) -> None:
@@ -219,6 +275,7 @@ class EmbeddingCache:
         self._shards: list[Path | npt.NDArray[np.floating[Any]]] = []
         self._starts: list[int] = [0]
         self._seen: set[str] = set()
+        self._dim: int | None = None
 
     def __len__(self) -> int:
         return len(self.keys())
@@ -234,17 +291,22 @@ class EmbeddingCache:
         if self.dtype == np.dtype(_LEGACY_DTYPE):  # the single-file format held float16 only
             for old in sorted(self.folder.glob("*.npz")):
                 _convert_npz(old, self.settings)
-        for path in sorted(self.folder.glob(f"*{_KEYS}")):
-            name = path.name[: -len(_KEYS)]
-            vectors = self.folder / f"{name}{_VECTORS}"
-            if name in self._seen or not vectors.is_file():
+        for path in sorted(self.folder.glob(f"*{_CHECK}")):
+            name = path.name[: -len(_CHECK)]
+            if name in self._seen:
                 continue
-            # The header only: vectors of another precision are never handed out as this
-            # cache's; their keys count as missing, so they are encoded again (and the shard
-            # rewritten under the same name is then taken).
-            if _vectors(vectors).dtype == self.dtype:
-                self._seen.add(name)
-                self._add(vectors, _read_keys(path))
+            # A shard that does not match its record (or holds another precision, width or
+            # count of keys) is never handed out: its keys count as missing, so they are
+            # encoded again and the shard is rewritten.
+            problem, keys, dim = shard_problem(self.folder, name, self.dtype, self._dim)
+            if problem is not None:
+                files = [self.folder / f"{name}{s}" for s in (_VECTORS, _KEYS, _CHECK)]
+                report_damaged(files[0], problem)
+                remove(files)
+                continue
+            self._seen.add(name)
+            self._dim = dim
+            self._add(self.folder / f"{name}{_VECTORS}", keys)
 
     def _add(self, shard: Path | npt.NDArray[np.floating[Any]], keys: list[str]) -> None:
         start = self._starts[-1]
@@ -289,8 +351,9 @@ class EmbeddingCache:
             An ``(len(items), dim)`` float32 array.
 
         Raises:
-            InputError: ``keys`` and ``items`` differ in length, or the encoder returned a
-                wrong number of vectors.
+            InputError: ``keys`` and ``items`` differ in length, the encoder returned a
+                wrong number of vectors, or a vector holding NaN or an infinity (the message
+                names the model and the input).
         """
         if len(keys) != len(items):
             raise InputError(
@@ -307,15 +370,19 @@ class EmbeddingCache:
         try:
             for start in range(0, len(todo), batch_size):
                 chunk = todo[start : start + batch_size]
-                vectors = np.asarray(encode_batch([items[first[key]] for key in chunk]))
+                given = [items[first[key]] for key in chunk]
+                vectors = np.asarray(encode_batch(given))
                 if vectors.ndim != 2 or vectors.shape[0] != len(chunk):
                     raise InputError(
                         "encoder returned a wrong number of vectors",
                         expected=f"shape ({len(chunk)}, dim)",
                         found=str(vectors.shape),
                     )
+                with np.errstate(over="ignore"):  # an overflow to float16 is refused below
+                    stored = vectors.astype(self.dtype)
+                check_finite(stored, self.settings, partial(_describe, given))
                 pending_keys.extend(chunk)
-                pending.extend(vectors.astype(self.dtype))
+                pending.extend(stored)
                 if len(pending) >= self.shard_size:
                     self._write_shard(pending_keys, pending)
                     pending_keys, pending = [], []
@@ -354,6 +421,10 @@ class EmbeddingCache:
         for where, shard, local in pieces:
             out[where] = _vectors(shard)[local]
         return out
+
+
+def _describe(items: Sequence[object], row: int) -> str:
+    return describe_item(items[row])
 
 
 def _vectors(shard: Path | npt.NDArray[np.floating[Any]]) -> npt.NDArray[np.floating[Any]]:

@@ -3,7 +3,8 @@
 An honest offline image-aware baseline (SPEC §8; the paper also tries caption-augmented
 queries): ``rapidocr-onnxruntime`` reads the query's decodable images, and the text found is
 appended to the query before BM25 (``ocr-bm25``) or dense text retrieval (``ocr-dense``).
-OCR results are cached on disk by the sha256 of the image file's bytes, and a run records the
+OCR results are cached on disk by the sha256 of the image file's bytes (each entry with a
+checksum of its text, checked when read), and a run records the
 words of every query image it read beside its scores (``ocr.json``,
 :mod:`mmbright_core.io.ocr_words`), so that it can be explained without the engine.
 """
@@ -31,6 +32,7 @@ from mmbright_core.retrieval.base import (
     require,
 )
 from mmbright_core.retrieval.cache import content_key, default_cache_dir, settings_key
+from mmbright_core.retrieval.verify import bytes_match, bytes_record, remove, report_damaged
 from mmbright_core.types import Query, TaskData
 
 # ``concat`` would glue images into one tall picture the OCR model would shrink; reading each
@@ -90,14 +92,16 @@ class OcrReader:
             text = self._recognise(image if image is not None else decode_image(data, key))
             path = self._path(key)
             if path is not None:
-                atomic_write_text(path, json.dumps({"text": text}) + "\n")
+                checksum = bytes_record(text.encode("utf-8"))["checksum"]
+                atomic_write_text(path, json.dumps({"text": text, "checksum": checksum}) + "\n")
         self._known[key] = text
         return text
 
     def cached(self, key: str) -> str | None:
         """Return the text recorded or read earlier for the file of sha256 ``key``, or None.
 
-        Never runs OCR.
+        Never runs OCR. A cache entry that does not match its checksum is reported, deleted
+        and counts as absent (the image is read again).
         """
         if key in self._known:
             return self._known[key]
@@ -105,9 +109,16 @@ class OcrReader:
         if path is None or not path.is_file():
             return None
         try:
-            return str(json.loads(path.read_text(encoding="utf-8"))["text"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return None  # a damaged cache entry: read the image again
+            entry = json.loads(path.read_text(encoding="utf-8"))
+            text = entry["text"]
+            if isinstance(text, str) and bytes_match(text.encode("utf-8"), entry["checksum"]):
+                return text
+            problem = "its checksum does not match its text"
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            problem = f"unreadable ({type(err).__name__})"
+        report_damaged(path, problem)
+        remove([path])
+        return None
 
     def _path(self, key: str) -> Path | None:
         return None if self.folder is None else self.folder / key[:2] / f"{key}.json"

@@ -17,6 +17,11 @@ each query image, ``ocr.json``): one that has ``recorded_files`` and ``records(d
 gets those files written in each domain folder before its ``config.json``, and a domain is
 reused only where they exist.
 
+No silent zeros: what the data lacked (null texts, every corpus image undecodable, no
+judgment; :mod:`mmbright_core.data.checks`) and a run in which no query got a single document
+are said in the domain's ``metrics.json`` (``"warnings"``) and in :attr:`DomainOutcome.warnings`,
+which the command line prints to stderr and the Run page shows.
+
 Two hooks serve a caller other than the command line (the dashboard): ``progress`` hears of
 each step, within a domain too, and ``guard`` is shown every folder and file before it is
 read or written, so that a server can refuse a symlinked subfolder that leads elsewhere.
@@ -42,6 +47,7 @@ from mmbright_core.io.atomic import atomic_write_text
 from mmbright_core.io.official import (
     TASK_TYPES,
     official_subdir,
+    read_metrics,
     write_domain_outputs,
     write_summary,
 )
@@ -96,12 +102,15 @@ class DomainOutcome:
         reused: True when stored outputs with an equal configuration were kept.
         run: The domain's run (top ``k``, exclusions applied).
         metrics: The official metrics of the run.
+        warnings: What made its scores lower than they look, one sentence each (none for
+            a clean domain).
     """
 
     domain: str
     reused: bool
     run: dict[str, dict[str, float]]
     metrics: dict[str, float]
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -280,7 +289,7 @@ def _reuse(
         return None
     try:
         stored = json.loads(paths[0].read_text(encoding="utf-8"))
-        metrics = json.loads(paths[2].read_text(encoding="utf-8"))
+        metrics, warnings = read_metrics(paths[2])
         # Read back through RunConfig, so that a field added since (with the default the
         # older run necessarily used) compares equal, and any other difference does not.
         if _domain_config(RunConfig.from_dict(stored["config"]), stored["domain"]) != (
@@ -290,7 +299,7 @@ def _reuse(
         scores = read_run(paths[1], format="json")
     except (OSError, ValueError, KeyError, TypeError):  # InputError is a ValueError
         return None  # unreadable: run again rather than trust it
-    return DomainOutcome(domain, True, scores, metrics)
+    return DomainOutcome(domain, True, scores, metrics, warnings)
 
 
 def _run_domain(
@@ -315,12 +324,23 @@ def _run_domain(
         tell(0.95, "scoring and writing")
     run = _cut(found, data.excluded, config.k)
     metrics = official_metrics(data.qrels, run)
-    write_domain_outputs(task_dir, domain, run, metrics)
+    warnings = (*data.report.warnings, *_nothing_ranked(data, run))
+    write_domain_outputs(task_dir, domain, run, metrics, warnings)
     records = getattr(retriever, "records", None)
     for name, text in (records(data, source) if callable(records) else {}).items():
         atomic_write_text(task_dir / domain / name, text)
     atomic_write_text(task_dir / domain / CONFIG_FILE, _dump(_domain_config(config, domain)))
-    return DomainOutcome(domain, False, run, metrics)
+    return DomainOutcome(domain, False, run, metrics, warnings)
+
+
+def _nothing_ranked(data: TaskData, run: Run) -> tuple[str, ...]:
+    # A run that ranks no document for any query scores 0.0 on every measure: say why.
+    if not data.queries or any(run.values()):
+        return ()
+    return (
+        f"no document was ranked for any of the {len(data.queries):,} queries (the corpus "
+        f"holds {len(data.corpus):,} documents after the protocol's drops); every score is 0",
+    )
 
 
 def _retrieve_in_batches(

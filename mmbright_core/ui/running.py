@@ -155,6 +155,7 @@ def _add(outcome: RunOutcome, spec: str, task: Task, chosen: Resolved) -> None:
             fingerprint=key,
             negatives=outcome.config.negatives,
             config=outcome.config.to_dict(),  # Home matches a preset run to its published row
+            warnings=tuple(f"{o.domain}: {w}" for o in outcome.domains for w in o.warnings),
         )
     )
     reused = sum(o.reused for o in outcome.domains)
@@ -164,6 +165,9 @@ def _add(outcome: RunOutcome, spec: str, task: Task, chosen: Resolved) -> None:
         f"{verb} run {label!r}: {len(done)} domain(s), {len(done) - reused} run now, "
         f"{reused} reused from disk.",
     )
+    for o in outcome.domains:  # no silent zeros: what lowered a domain's score, said
+        for warning in o.warnings:
+            _say("warning", f"{o.domain}: {warning}")
     if outcome.avoided:
         folder, reason = outcome.avoided[0]
         _say(

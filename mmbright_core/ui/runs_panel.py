@@ -34,6 +34,8 @@ def _add(entries: list[state.RunEntry]) -> None:
         name = state.unique_name(entry.name, entry.task)
         state.add_run(dataclasses.replace(entry, name=name, source=state.source_spec()))
         _report("success", f"Added run {name!r} ({entry.provenance}).")
+        for warning in entry.warnings:  # no silent zeros: what its outputs say lowered it
+            _report("warning", f"{name}: {warning}")
 
 
 def _on_add_uploads() -> None:
@@ -179,7 +181,8 @@ def used() -> bool:
 def render_messages() -> None:
     """Show (once) what the last loads reported."""
     for kind, text in st.session_state.pop(MESSAGES_KEY, []):
-        {"error": st.error, "info": st.info}.get(kind, st.success)(literal(text))
+        show = {"error": st.error, "info": st.info, "warning": st.warning}.get(kind, st.success)
+        show(literal(text))
 
 
 def render_panel() -> None:

@@ -77,6 +77,8 @@ class RunEntry:
             None for a run without one (a run file, another harness's outputs).
         ocr_words: The words an OCR run recorded from its query images (``ocr.json``), or
             None where there are none.
+        warnings: What its outputs record as having lowered its scores, one sentence per
+            item, each starting with its domain (``metrics.json``'s ``"warnings"``).
     """
 
     name: str
@@ -88,6 +90,7 @@ class RunEntry:
     negatives: str = field(default="exclude")
     config: Mapping[str, Any] | None = field(default=None)
     ocr_words: OcrWords | None = field(default=None)
+    warnings: tuple[str, ...] = field(default=())
 
     @property
     def provenance(self) -> str:

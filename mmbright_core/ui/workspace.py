@@ -184,6 +184,7 @@ def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
         negatives,
         outputs.run_config or None,
         outputs.ocr_words,
+        tuple(f"{d}: {w}" for d, said in outputs.warnings.items() for w in said),
     )
 
 
