@@ -52,9 +52,10 @@ def local_ray(tmp_path_factory: pytest.TempPathFactory) -> Any:
     config.write_text(json.dumps(TINY_CONFIG))
     open_clip.add_model_config(config)
     runtime_env = {
-        # Workers import this module (the dying encoder) and know the tiny model.
+        # Workers import this checkout's package and this module (the dying encoder), and
+        # know the tiny model.
         "env_vars": {
-            "PYTHONPATH": str(Path(__file__).parent),
+            "PYTHONPATH": f"{Path(__file__).parent.parent}:{Path(__file__).parent}",
             "HF_HUB_OFFLINE": "1",
             "MMBRIGHT_TEST_CLIP_CONFIG": str(config),
         },
