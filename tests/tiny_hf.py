@@ -119,3 +119,20 @@ def pooled_vectors(folder: Path, texts: Iterable[str], pooling: str) -> Any:
             out.append(pools[pooling](model(**ids).last_hidden_state[0]).numpy())
     vectors = np.stack(out)
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def top_scores(scores: Any, data: Any, k: int = 10) -> dict[str, dict[str, float]]:
+    """Return each query's ``k`` best passages of a query x passage score matrix.
+
+    ``data`` is the task's :class:`~mmbright_core.types.TaskData`: its excluded passages are
+    dropped first, as the benchmark does, then ties go to the larger doc id.
+    """
+    out = {}
+    for row, query in zip(scores, data.queries, strict=True):
+        allowed = [
+            (float(s), d.doc_id)
+            for s, d in zip(row, data.corpus, strict=True)
+            if d.doc_id not in data.excluded.get(query.query_id, ())
+        ]
+        out[query.query_id] = {doc: s for s, doc in sorted(allowed, reverse=True)[:k]}
+    return out
