@@ -123,8 +123,10 @@ def test_every_preset_resolves_for_every_task_and_instruction_set():
         texts = preset.instructions_for(name)
         options = chosen.options
         if preset.backend == "dense":
-            assert options["query_prefix"] == texts.query
-            assert options["document_prefix"] == texts.document
+            # Instructor pools without its instruction, which must then come as a prompt.
+            kind = "prompt" if "pooling_include_prompt" in preset.options else "prefix"
+            assert options[f"query_{kind}"] == texts.query
+            assert options[f"document_{kind}"] == texts.document
             assert options["model"] == preset.model
         elif preset.backend in ("hf", "api", "remote"):
             assert options["query_instruction"] == texts.query

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tiny_hf import pooled_vectors
+from tiny_hf import pooled_vectors, top_scores
 
 from mmbright_core.cli import main
 from mmbright_core.data.sources import open_source
@@ -49,15 +49,7 @@ def _expected(name: str, folder: Path, domain: str) -> dict[str, dict[str, float
     scores = (
         100 * pooled_vectors(folder, queries, pooling) @ pooled_vectors(folder, docs, pooling).T
     )
-    out = {}
-    for row, query in zip(scores, data.queries, strict=True):
-        allowed = [
-            (float(s), d.doc_id)
-            for s, d in zip(row, data.corpus, strict=True)
-            if d.doc_id not in data.excluded.get(query.query_id, ())
-        ]
-        out[query.query_id] = {doc: s for s, doc in sorted(allowed, reverse=True)[:10]}
-    return out
+    return top_scores(scores, data)
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))

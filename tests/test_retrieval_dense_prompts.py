@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from mmbright_core.retrieval import get_retriever
+from mmbright_core.retrieval.encoders import EncoderSpec
 from mmbright_core.types import Document, Query, TaskData
 
 st = pytest.importorskip("sentence_transformers")
@@ -97,3 +98,31 @@ def test_prompts_are_recorded_only_when_set(st_model, tmp_path):
     assert prompted["query_prompt_name"] == "query"
     assert prompted["pooling_include_prompt"] is False
     assert "document_prompt" not in prompted
+
+
+def test_a_worker_fills_the_passage_prompts_domain_as_the_local_run(st_model, tmp_path):
+    # A Ray worker rebuilds the retriever from its options and the spec's domain.
+    options = {"model": str(st_model), "cache_dir": str(tmp_path)}
+    options["document_prompt"] = "A {domain}: "
+    spec = EncoderSpec("dense", tuple(sorted(options.items())), "text", "", 1, "biology")
+    encoder = spec.build()
+    texts = list(PASSAGES.values())
+    local = get_retriever("dense", **options)
+    local.corpus_jobs(_data(), None)  # binds the domain, as a local run does
+    # The worker's vectors go where the local run looks for them.
+    assert encoder.cache.folder == local.batch_encoder("text").cache.folder
+    expected = [_direct(st_model, text, prompt="A biology: ") for text in texts]
+    assert np.allclose(encoder.encode(texts, []), expected, atol=1e-6)
+
+
+def _passage_cache(folder: Path, tmp_path: Path, **options) -> Path:
+    dense = get_retriever("dense", model=str(folder), cache_dir=str(tmp_path), **options)
+    return dense.batch_encoder("text").cache.folder
+
+
+def test_an_empty_prompt_shares_the_plain_runs_cache(st_model, tmp_path):
+    # instructor's official instructions are empty: its passages are the plain model's.
+    plain = _passage_cache(st_model, tmp_path)
+    empty = {"document_prompt": "", "pooling_include_prompt": False}
+    assert _passage_cache(st_model, tmp_path, **empty) == plain
+    assert _passage_cache(st_model, tmp_path, document_prompt="passage: ") != plain

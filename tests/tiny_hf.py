@@ -141,3 +141,20 @@ def cross_encoder_model(folder: Path, texts: Iterable[str]) -> Path:
     config.initializer_range = 0.5  # scores far apart: no near-ties at float32
     torch.manual_seed(0)
     return _save(folder, BertForSequenceClassification(config), tok)
+
+
+def top_scores(scores: Any, data: Any, k: int = 10) -> dict[str, dict[str, float]]:
+    """Return each query's ``k`` best passages of a query x passage score matrix.
+
+    ``data`` is the task's :class:`~mmbright_core.types.TaskData`: its excluded passages are
+    dropped first, as the benchmark does, then ties go to the larger doc id.
+    """
+    out = {}
+    for row, query in zip(scores, data.queries, strict=True):
+        allowed = [
+            (float(s), d.doc_id)
+            for s, d in zip(row, data.corpus, strict=True)
+            if d.doc_id not in data.excluded.get(query.query_id, ())
+        ]
+        out[query.query_id] = {doc: s for s, doc in sorted(allowed, reverse=True)[:k]}
+    return out

@@ -180,6 +180,10 @@ class DenseRetriever:
             out["pooling_include_prompt"] = self.pooling_include_prompt
         return out
 
+    def bind(self, task: int | None, domain: str | None) -> None:
+        """Fill the prompts' ``{domain}`` with ``domain`` (a Ray worker's, as the local run's)."""
+        self.domain = domain
+
     def _prompt(self, role: Role) -> dict[str, str | None]:
         prompt = self.prompts[role]["prompt"]
         filled = None if prompt is None else fill_domain(prompt, self.domain)
@@ -202,7 +206,8 @@ class DenseRetriever:
             set() if self.local else {"model"}
         )
         settings = {key: value for key, value in self.settings().items() if key in keys}
-        prompts = {key: value for key, value in self._prompt(role).items() if value is not None}
+        # An empty prompt adds no token (sentence-transformers skips it): same vectors, same key.
+        prompts = {key: value for key, value in self._prompt(role).items() if value}
         if prompts and self.pooling_include_prompt is not None:
             prompts["pooling_include_prompt"] = str(self.pooling_include_prompt)
         return EmbeddingCache(

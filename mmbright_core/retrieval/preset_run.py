@@ -2,10 +2,12 @@
 
 :func:`resolve` turns a preset, a task and an instruction set into what ``get_retriever``
 takes. The options follow each backend's names: ``dense`` takes the instructions as
-``query_prefix`` / ``document_prefix``; ``hf``, ``mteb`` and ``api`` take ``model``,
-``revision``, ``pooling``, ``max_length``, ``query_instruction``, ``document_instruction``,
-``fusion`` and their recipe's further options. ``--instructions mteb`` runs the preset's model
-through the ``mteb`` backend, which resolves MTEB's own prompts. A multimodal preset gets the
+``query_prefix`` / ``document_prefix``, or as ``query_prompt`` / ``document_prompt`` where the
+recipe pools without the prompt's tokens (``pooling_include_prompt: false``, instructor);
+``hf``, ``mteb`` and ``api`` take ``model``, ``revision``, ``pooling``, ``max_length``,
+``query_instruction``, ``document_instruction``, ``fusion`` and their recipe's further options.
+``--instructions mteb`` runs the preset's model through the ``mteb`` backend, which resolves
+MTEB's own prompts. A multimodal preset gets the
 ``first`` image policy, the released code's ``images[0]``, which made the published runs.
 A preset whose model runs its own hub code resolves only with ``trust_remote_code=True``
 (``--trust-remote-code``; :mod:`.remote_code`), and then to options that pass it on; the
@@ -144,7 +146,7 @@ def _backend_options(preset: Preset, texts: Instructions) -> dict[str, Any]:
         return {"model": preset.model, **preset.options}
     if preset.backend == "dense":
         options: dict[str, Any] = {"model": preset.model, "revision": preset.revision}
-        options.update(instruction_options("dense", texts))
+        options.update(_preset_instructions(preset, texts))
         if preset.max_length is not None:
             options["max_length"] = preset.max_length
         return _set({**options, **preset.options})
@@ -199,7 +201,20 @@ def instructions_without_preset(
             hint="Run a preset (mmbright models), use --instructions none, or give the "
             "texts with --option query_prefix=... (dense) or query_instruction=...",
         )
-    return instruction_options(retriever, preset.instructions_for(instructions))
+    return _preset_instructions(preset, preset.instructions_for(instructions))
+
+
+def _preset_instructions(preset: Preset, texts: Instructions) -> dict[str, Any]:
+    # Instructor's pooling leaves the instruction's tokens out (the official code's
+    # set_pooling_include_prompt(False)), which sentence-transformers can only do when the
+    # instruction comes as a prompt, not as a prefix glued to the text.
+    if preset.backend == "dense" and preset.options.get("pooling_include_prompt") is False:
+        return {
+            "query_prompt": texts.query,
+            "document_prompt": texts.document,
+            "pooling_include_prompt": False,
+        }
+    return instruction_options(preset.backend, texts)
 
 
 def _set(options: Mapping[str, Any]) -> dict[str, Any]:
