@@ -23,6 +23,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -254,3 +256,14 @@ def serving(**options: Any) -> Iterator[OpenAIServer]:
     """Start an :class:`OpenAIServer` for the ``with`` block."""
     with OpenAIServer(**options).running() as server:
         yield server
+
+
+def kill_when_held(server: OpenAIServer, command: list[str], env: dict[str, str]) -> None:
+    """Start ``command`` and SIGKILL it once the server holds a request (``hold_after``)."""
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE)
+    try:
+        assert server.held.wait(timeout=120), "the job never reached the held request"
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    finally:
+        process.kill()

@@ -35,7 +35,7 @@ from mmbright_core.io._open import Readable, decode, load
 FORMAT = "mmbright-rewrites/1"
 SHARED = ("source", "task", "prompt", "llm")
 """The fields every record of one set has equal."""
-_FIELDS = {
+_FIELDS: dict[str, Any] = {
     "format": str,
     "key": str,
     "source": str,
@@ -265,3 +265,34 @@ def _kind_name(kind: Any) -> str:
     if isinstance(kind, tuple):
         return " or ".join("null" if k is type(None) else names[k] for k in kind)
     return names[kind]
+
+
+REWRITES_FILE = "rewrites.json"
+"""The file a run on a rewritten set writes in each domain folder."""
+DOMAIN_FORMAT = "mmbright-rewritten-run/1"
+
+
+def domain_rewrites_json(queries: QuerySet, rewrites: Iterable[Rewrite]) -> str:
+    """The ``rewrites.json`` of one domain of a run: each query's original and new text.
+
+    ``{"format", "queries_sha256", "prompt", "combine", "model", "queries": {query id:
+    {"original", "answer", "problem", "query"}}}``: what the dashboard needs to show, beside
+    the query, the text the retriever was given and the words the LLM added.
+    """
+    body = {
+        "format": DOMAIN_FORMAT,
+        "queries_sha256": queries.sha256,
+        "prompt": queries.settings["prompt"]["name"],
+        "combine": queries.settings["prompt"]["combine"],
+        "model": queries.settings["llm"]["model"],
+        "queries": {
+            r.query_id: {
+                "original": r.original,
+                "answer": r.answer,
+                "problem": r.problem,
+                "query": r.query,
+            }
+            for r in rewrites
+        },
+    }
+    return json.dumps(body, indent=1, sort_keys=True, ensure_ascii=False) + "\n"

@@ -198,8 +198,7 @@ class EndpointClient:
                 self.requests += 1
                 return
         raise RequestBudgetError(
-            f"request budget spent: {budget} requests sent to {self.endpoint}, "
-            f"{self.done_text()}",
+            f"request budget spent: {budget} requests sent to {self.endpoint}, {self.done_text()}",
             requests=self.requests,
             hint="What was answered is in the cache and is not asked again; "
             "rerun with a larger --option max_requests=N to go on.",
@@ -292,8 +291,7 @@ class EmbeddingClient(EndpointClient):
         bar = tqdm(total=len(texts), desc="api", unit="input", leave=False, disable=None)
         try:
             for start, end in batches(texts, self.limits):
-                batch = list(texts[start:end])
-                out.append(self.call(lambda: self._vectors(self._create(batch), len(batch))))
+                out.append(self._request(list(texts[start:end])))
                 self.embedded += end - start
                 bar.update(end - start)
                 bar.set_postfix(requests=self.requests, retried=self.retried)
@@ -306,6 +304,9 @@ class EmbeddingClient(EndpointClient):
     def done_text(self) -> str:
         """What was answered so far, for the budget's message."""
         return f"{self.embedded:,} inputs embedded"
+
+    def _request(self, batch: list[str]) -> npt.NDArray[np.float32]:
+        return self.call(lambda: self._vectors(self._create(batch), len(batch)))
 
     def _create(self, batch: list[str]) -> Any:
         extra = {} if self.dimensions is None else {"dimensions": self.dimensions}
