@@ -32,3 +32,33 @@ def encode_directly(model: Any, **columns: list[Any]) -> np.ndarray:
         model.encode(loader, task_metadata=metadata, hf_split="test", hf_subset="default"),
         dtype=np.float32,
     )
+
+
+def predict_directly(
+    model: Any, queries: list[str], documents: list[str], query_images: list[Any] | None = None
+) -> np.ndarray:
+    """Return a cross-encoder's ``predict`` of (query, document) pairs, one plain batch.
+
+    ``query_images`` gives each query an image column beside its text.
+    """
+    import mteb
+    from datasets import Dataset
+    from torch.utils.data import DataLoader
+
+    def collate(batch: list[dict[str, Any]]) -> dict[str, list[Any]]:
+        return {key: [row[key] for row in batch] for key in batch[0]}
+
+    def loader(texts: list[str], images: list[Any] | None = None) -> DataLoader:
+        columns: dict[str, list[Any]] = {"id": [str(i) for i in range(len(texts))], "text": texts}
+        rows = Dataset.from_dict(columns | ({"image": images} if images else {}))
+        return DataLoader(rows, batch_size=max(len(rows), 1), collate_fn=collate)
+
+    metadata = mteb.get_task("BrightBiologyRetrieval").metadata
+    found = model.predict(
+        loader(queries, query_images),
+        loader(documents),
+        task_metadata=metadata,
+        hf_split="test",
+        hf_subset="default",
+    )
+    return np.asarray(found, dtype=np.float64)

@@ -18,6 +18,7 @@ REQUIRED = {
     "qrels": ["--source", "demo", "--task", "1"],
     "run": ["--source", "demo", "--task", "1", "--retriever", "bm25", "--out", "o"],
     "compare": ["a.trec", "b.trec", "--source", "demo", "--task", "1"],
+    "rerank": ["a.trec", "--source", "demo", "--task", "1", "--reranker", "m:f", "--out", "o"],
 }
 HEAVY = ("numpy", "pandas", "pyarrow", "scipy", "torch", "streamlit", "PIL", "ray")
 
@@ -60,7 +61,7 @@ def test_the_choices_come_from_the_data_layer():
                 assert tuple(action.choices or ()) == choices, (name, dest)
                 seen.add((name, dest))
     assert {name for name, dest in seen if dest == "protocol"} == {
-        "eval", "stats", "qrels", "run", "compare"
+        "eval", "stats", "qrels", "run", "compare", "rerank"
     }  # fmt: skip
 
 

@@ -119,3 +119,25 @@ def pooled_vectors(folder: Path, texts: Iterable[str], pooling: str) -> Any:
             out.append(pools[pooling](model(**ids).last_hidden_state[0]).numpy())
     vectors = np.stack(out)
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def cross_encoder_model(folder: Path, texts: Iterable[str]) -> Path:
+    """Save a tiny ``bert`` relevance model (one output) whose tokenizer joins text pairs.
+
+    sentence-transformers loads the folder as a ``CrossEncoder``: ``[CLS] a [SEP] b [SEP]``
+    into ``BertForSequenceClassification`` with ``num_labels=1``.
+    """
+    import torch
+    from tokenizers import processors
+    from transformers import BertConfig, BertForSequenceClassification
+
+    tok = tokenizer(texts, max_length=64)
+    specials = [(name, tok.convert_tokens_to_ids(name)) for name in ("[CLS]", "[SEP]")]
+    tok.backend_tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=specials
+    )
+    vocab = {"vocab_size": len(tok), "pad_token_id": tok.pad_token_id}
+    config = BertConfig(**_SIZES, **_HEADS, **vocab, max_position_embeddings=128, num_labels=1)
+    config.initializer_range = 0.5  # scores far apart: no near-ties at float32
+    torch.manual_seed(0)
+    return _save(folder, BertForSequenceClassification(config), tok)

@@ -24,6 +24,7 @@ from mmbright_core.analysis.compare import Comparison, Tags, image_effect, most_
 from mmbright_core.analysis.rankdiff import RankDiff, judgment_gap
 from mmbright_core.analysis.report_tables import escape as _e
 from mmbright_core.analysis.report_tables import format_value, html_table
+from mmbright_core.analysis.two_stage import TwoStage
 from mmbright_core.data.images import ImageDecodeError, decode_image
 from mmbright_core.errors import MissingDependencyError
 
@@ -72,6 +73,7 @@ def comparison_report(
     details: Mapping[tuple[str, str], QueryDetail] | None = None,
     top: int = 10,
     tags: Tags | None = None,
+    two_stage: TwoStage | None = None,
 ) -> str:
     """Render a comparison as one self-contained HTML document.
 
@@ -81,6 +83,8 @@ def comparison_report(
         details: (domain, query_id) -> text, images and rank diff of the most-hurt queries.
         top: How many of the most-hurt queries to show.
         tags: (domain, query_id) -> failure tags, shown in the most-hurt table.
+        two_stage: A reranked run of the pair with its first stage: the first stage, the
+            reranked run and the oracle of the same depth per domain are shown.
 
     Returns:
         The HTML text.
@@ -90,6 +94,7 @@ def comparison_report(
     parts = [
         f"<h1>{_e(heading)}</h1>",
         _settings(comparison),
+        *_two_stage(two_stage),
         "<h2>By domain and pooled</h2>",
         *_summary_tables(comparison.summary),
         figures.domain_deltas(comparison),
@@ -114,6 +119,15 @@ def comparison_report(
         detail = (details or {}).get((row.domain, row.query_id), QueryDetail())
         parts.append(_query_section(row, detail))
     return _page(heading, "\n".join(parts))
+
+
+def _two_stage(found: TwoStage | None) -> list[str]:
+    if found is None:
+        return []
+    parts = ["<h2>Two stages: first stage, reranked, oracle</h2>", f"<p>{_e(found.caption())}</p>"]
+    if found.table is None:
+        return [*parts, f"<p>Its first stage, {_e(found.first_label)}, is not loaded.</p>"]
+    return [*parts, html_table(found.table)]
 
 
 def _summary_tables(summary: pd.DataFrame) -> list[str]:

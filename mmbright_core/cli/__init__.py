@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from mmbright_core.cli.options import SubcommandParser
 from mmbright_core.errors import MMBrightError
 
-_SUBCOMMANDS = ("eval", "data", "run", "rewrite", "models", "compare", "app", "notes")
+_SUBCOMMANDS = ("eval", "data", "run", "rewrite", "rerank", "models", "compare", "app", "notes")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from mmbright_core.analysis.compare import Comparison
     from mmbright_core.analysis.report import QueryDetail
+    from mmbright_core.analysis.two_stage import TwoStage
     from mmbright_core.data.sources import Source
     from mmbright_core.io.ocr_words import OcrWords
     from mmbright_core.types import Run
@@ -168,10 +169,33 @@ def run(args: argparse.Namespace) -> int:
         _print_tsv(comparison, hurt, sys.stdout, sliced, args.by)
     if args.report:
         details = _details(source, args.task, args.protocol, args.negatives, runs, hurt)
-        page = comparison_report(comparison, details=details, top=args.top, tags=tags)
+        stages = _two_stage(source, args, names, runs)
+        page = comparison_report(
+            comparison, details=details, top=args.top, tags=tags, two_stage=stages
+        )
         atomic_write_text(args.report, page)
         print(f"report written to {args.report}", file=sys.stderr)
     return 0
+
+
+def _two_stage(
+    source: Source,
+    args: argparse.Namespace,
+    names: tuple[str, str],
+    runs: Mapping[str, Mapping[str, Run]],
+) -> TwoStage | None:
+    """A reranked run of the two with its first stage (if it is the other), for the report."""
+    from mmbright_core.analysis.two_stage import find_first_stage
+    from mmbright_core.io.official import read_outputs
+
+    paths = (args.run_a, args.run_b)
+    configs = {
+        n: read_outputs(p).run_config if Path(p).is_dir() else None
+        for n, p in zip(names, paths, strict=True)
+    }
+    return find_first_stage(
+        names, runs, configs, lambda d: source.judgments(args.task, d, args.protocol).qrels
+    )
 
 
 def _recorded_words(*paths: str) -> OcrWords | None:

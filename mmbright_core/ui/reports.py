@@ -17,6 +17,7 @@ from mmbright_core.benchmark import apply_protocol
 from mmbright_core.data.sources import Source
 from mmbright_core.types import Task
 from mmbright_core.ui.state import RunEntry
+from mmbright_core.ui.two_stage_view import find_two_stage
 
 REPORT_QUERIES = 10
 """How many of the most-hurt queries the report details."""
@@ -59,7 +60,8 @@ def comparison_html(
 ) -> str:
     """Render the comparison of two runs as one self-contained HTML document.
 
-    The most-hurt queries carry their failure tags when a notes file holds some.
+    The most-hurt queries carry their failure tags when a notes file holds some; a
+    reranked run comes with its first stage and the oracle of its depth per domain.
     """
     pair = (entries[comparison.run_a], entries[comparison.run_b])
     details = {
@@ -69,4 +71,7 @@ def comparison_html(
         for row in most_hurt(comparison, REPORT_QUERIES).itertuples(index=False)
     }
     tags = notes_tags(source.name, task, protocol)[1]
-    return comparison_report(comparison, details=details, top=REPORT_QUERIES, tags=tags)
+    stages = find_two_stage(source, task, protocol, entries, comparison.run_a, comparison.run_b)
+    return comparison_report(
+        comparison, details=details, top=REPORT_QUERIES, tags=tags, two_stage=stages
+    )

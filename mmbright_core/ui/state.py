@@ -91,8 +91,14 @@ class RunEntry:
 
     @property
     def provenance(self) -> str:
-        """Where the run came from and how its ``negative_ids`` are treated, in one line."""
-        return f"{self.origin} · negatives {self.negatives}"
+        """One line: where the run came from, its ``negative_ids`` policy, its first stage."""
+        from mmbright_core.rerank.first_stage import first_stage_record
+
+        first, stage = first_stage_record(self.config), ""
+        if first is not None and self.config is not None:
+            depth = self.config["options"].get("depth")
+            stage = f" · reranks the top {depth} of {first.get('label')}"
+        return f"{self.origin} · negatives {self.negatives}{stage}"
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import streamlit as st
 from mmbright_core.analysis import figures
 from mmbright_core.analysis.compare import POOLED, SLICES, most_hurt, tagged, with_tags
 from mmbright_core.ui import inspect, loaders, queries, render, reports, slices, state, views
+from mmbright_core.ui.two_stage_view import show_two_stage
 
 GAP = "judgment_gap"
 HURT_COLUMNS = ["domain", "query_id", "query", "delta", "judged_a", "judged_b", GAP, "tags"]
@@ -52,6 +53,8 @@ delta.metric(
 )
 if comparison.unpaired:
     st.caption(f"{comparison.unpaired} queries scored in one run only are left out.")
+# A reranked run (A or B) beside its first stage and the oracle of the same depth.
+show_two_stage(spec, task, protocol, entries, run_a, run_b)
 
 # Only the open tab is computed and drawn: the others cost nothing until they are opened
 # (the scatter alone, one point per query, takes the browser a noticeable part of a second).

@@ -1,0 +1,113 @@
+"""``cross-encoder:NAME``: a sentence-transformers ``CrossEncoder`` scores (query, passage).
+
+Any hub name already in the local cache, or a local folder (known then by the sha256 of its
+files, not by where it lies). Passages are capped before tokenising to what the model's
+truncation can reach (:func:`~mmbright_core.retrieval.textcap.cap_text`), so a 25 MB
+passage costs what its first tokens cost. The reranker reads text only: Task 3, whose
+documents are images, is refused; a Task 4 pair is scored by its passage's text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mmbright_core.errors import InputError
+from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, RerankQuery
+from mmbright_core.retrieval.base import require
+from mmbright_core.retrieval.cache import path_sha256
+from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
+
+_WHAT = "the cross-encoder reranker"
+
+
+class CrossEncoderReranker:
+    """Pointwise scores of a sentence-transformers cross-encoder.
+
+    Args:
+        model: A hub name (in the local cache) or a local folder.
+        revision: The hub revision, if pinned.
+        max_length: Token truncation of each (query, passage) input (default: the model's).
+        batch_size: Pairs per forward pass.
+        device: Torch device (default: what sentence-transformers picks).
+    """
+
+    tasks = frozenset({1, 2, 4})
+
+    def __init__(
+        self,
+        model: str,
+        revision: str | None = None,
+        max_length: int | None = None,
+        batch_size: int = 32,
+        device: str | None = None,
+    ) -> None:
+        self.model, self.revision = model, revision
+        self.local = Path(model).expanduser().exists()
+        self.name = f"cross-encoder:{model}"
+        self.max_length, self.batch_size, self.device = max_length, batch_size, device
+        self._encoder: Any = None
+
+    def label(self) -> str:
+        """Return the model's last path component."""
+        return Path(self.model).name if self.local else self.model.rsplit("/", 1)[-1]
+
+    def settings(self) -> dict[str, Any]:
+        """Return the model's identity (checkpoint hash for a local folder) and truncation."""
+        return {
+            "model": self.model,
+            "revision": self.revision,
+            "checkpoint_sha256": path_sha256(self.model) if self.local else None,
+            "truncation": self.max_length,
+            "backend": "sentence-transformers",
+        }
+
+    def load(self) -> Any:
+        """Return the loaded ``CrossEncoder`` (loaded once).
+
+        Raises:
+            InputError: The model cannot be loaded (not a folder, not in the local cache).
+        """
+        if self._encoder is None:
+            st = require("sentence_transformers", _WHAT, "text")
+            try:
+                self._encoder = st.CrossEncoder(
+                    self.model,
+                    revision=self.revision,
+                    max_length=self.max_length,
+                    device=self.device,
+                )
+            except OSError as err:
+                raise InputError(
+                    "cannot load the cross-encoder",
+                    found=f"{self.model!r}: {err}",
+                    hint="Give a local model folder, or a hub name already in the local cache.",
+                ) from err
+        return self._encoder
+
+    def pairs(self, query: RerankQuery, candidates: Sequence[Candidate]) -> list[list[str]]:
+        """Return the (query, passage) inputs, each passage capped to the truncation's reach."""
+        tokens = self.max_length or DEFAULT_TOKEN_BOUND
+        return [[query.text, cap_text(c.text or "", tokens)] for c in candidates]
+
+    def rerank(
+        self, query: RerankQuery, candidates: Sequence[Candidate], images: ImageStore | None
+    ) -> Reranked:
+        """Score every candidate's passage against the query text."""
+        if not candidates:
+            return Reranked.from_scores(())
+        scores = self.load().predict(
+            self.pairs(query, candidates),
+            batch_size=self.batch_size,
+            show_progress_bar=False,
+            convert_to_numpy=True,
+        )
+        values = scores.reshape(len(candidates), -1)
+        if values.shape[1] != 1:
+            raise InputError(
+                f"cross-encoder {self.model!r} gives {values.shape[1]} scores per pair",
+                expected="a relevance model with one output (num_labels=1)",
+                found=f"{values.shape[1]} labels",
+            )
+        return Reranked.from_scores([float(s) for s in values[:, 0]])

@@ -1,0 +1,112 @@
+"""The first stage of a two-stage run: any run the package reads, known by its content.
+
+A reranked run's ``config.json`` records its first stage (docs/protocol.md, "Two-stage
+runs"): where it was read from, the sha256 of its scores (``fingerprint``: the domains'
+runs as ``scores.json`` writes them, so the same run read from a TREC file or an outputs
+folder has the same one) and the configuration it recorded, if any.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mmbright_core.benchmark import check_task_runs, load_task_runs
+from mmbright_core.data.sources import Source
+from mmbright_core.errors import InputError
+from mmbright_core.io.runs import run_json
+from mmbright_core.retrieval.cache import content_key
+from mmbright_core.types import Protocol4
+
+#: The key of the first stage in a reranked run's recorded options.
+FIRST_STAGE = "first_stage"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+
+
+@dataclass(frozen=True)
+class FirstStage:
+    """A first-stage run, split by domain.
+
+    Attributes:
+        path: Where it was read from.
+        label: Its short name (the model of an outputs folder, else the file's stem).
+        runs: domain -> query_id -> doc_id -> score.
+        config: The configuration it recorded (``config.json``), or None.
+    """
+
+    path: str
+    label: str
+    runs: Mapping[str, Mapping[str, Mapping[str, float]]]
+    config: Mapping[str, Any] | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        """The sha256 of the run's scores (:func:`runs_fingerprint`)."""
+        return runs_fingerprint(self.runs)
+
+    def record(self) -> dict[str, Any]:
+        """Return what a reranked run records of its first stage."""
+        return {
+            "path": self.path,
+            "label": self.label,
+            "fingerprint": self.fingerprint,
+            "config": None if self.config is None else dict(self.config),
+        }
+
+
+def runs_fingerprint(runs: Mapping[str, Mapping[str, Mapping[str, float]]]) -> str:
+    """Return the sha256 of per-domain runs: each as ``scores.json`` holds it, by domain name."""
+    parts = [f"{d}\n{run_json(runs[d])}" for d in sorted(runs)]
+    return content_key("\n".join(parts))
+
+
+def first_stage_record(config: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """Return what a reranked run's configuration records of its first stage, or None.
+
+    Args:
+        config: A run's recorded configuration (``config.json``'s ``"config"``), or None.
+    """
+    options = (config or {}).get("options")
+    found = options.get(FIRST_STAGE) if isinstance(options, Mapping) else None
+    return found if isinstance(found, Mapping) else None
+
+
+def load_first_stage(
+    source: Source,
+    task: int,
+    path: str | os.PathLike[str],
+    *,
+    domains: Sequence[str] | None = None,
+    protocol: Protocol4 = "paper",
+) -> FirstStage:
+    """Read a first-stage run of ``task``: an outputs folder or any run file.
+
+    Raises:
+        InputError: The run is malformed, holds no query of the task (or doc ids of
+            another task's shape), or lacks a domain asked for.
+    """
+    config: Mapping[str, Any] | None = None
+    label = Path(path).name.split(".")[0]
+    if Path(path).is_dir():
+        from mmbright_core.io.official import read_outputs
+
+        outputs = read_outputs(path)  # read once: its runs, model and configuration
+        chosen = set(domains if domains is not None else source.domains())
+        runs = {d: r for d, r in outputs.runs.items() if d in chosen}
+        label, config = outputs.model, outputs.run_config or None
+    else:
+        runs = load_task_runs(source, task, path, domains=domains, protocol=protocol)
+    missing = [d for d in domains or () if d not in runs]
+    if missing or not runs:
+        raise InputError(
+            "the first-stage run has no query of " + (", ".join(missing) or "this task"),
+            source=str(path),
+            expected=f"a run of task {task} covering the domains asked for",
+            found=", ".join(sorted(runs)) or "no domain",
+        )
+    check_task_runs(source, task, runs, protocol=protocol, name=str(path))
+    return FirstStage(str(path), _UNSAFE.sub("-", label) or "run", runs, config)

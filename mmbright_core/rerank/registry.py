@@ -1,0 +1,126 @@
+"""Building a reranker from its spec: ``KIND:NAME`` or a researcher's ``MODULE:FACTORY``.
+
+``cross-encoder:NAME`` (sentence-transformers), ``mteb:NAME`` (MTEB's cross-encoder
+protocol) and ``llm:MODEL`` (an OpenAI-compatible chat endpoint) are the package's own,
+each imported only when asked for, so a missing extra fails only the spec that needs it.
+Any other ``MODULE:FACTORY`` is imported as retriever plugins are
+(:func:`mmbright_core.retrieval.plugins.import_factory`) and called with the options.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from mmbright_core.errors import InputError
+from mmbright_core.rerank.base import Reranker
+
+# kind -> (module, factory attribute); the factory takes the NAME part first.
+_BUILTIN: dict[str, tuple[str, str]] = {
+    "cross-encoder": ("mmbright_core.rerank.cross_encoder", "CrossEncoderReranker"),
+    "mteb": ("mmbright_core.rerank.mteb_reranker", "MtebReranker"),
+    "llm": ("mmbright_core.rerank.llm", "llm_reranker"),
+}
+#: Options that change where or how fast scores are made, never which: not recorded.
+UNRECORDED = frozenset({"device", "cache_dir", "batch_size"})
+
+SPEC_FORMS = "cross-encoder:NAME, mteb:NAME, llm:MODEL or MODULE:FACTORY"
+
+
+def builtin_kinds() -> tuple[str, ...]:
+    """Return the package's own reranker kinds (the part before the first ``:``)."""
+    return tuple(_BUILTIN)
+
+
+def build(spec: str, **options: Any) -> Reranker:
+    """Build the reranker ``spec`` names with ``options`` (None values dropped).
+
+    Args:
+        spec: ``cross-encoder:NAME``, ``mteb:NAME``, ``llm:MODEL`` or ``MODULE:FACTORY``.
+        **options: The reranker's options (``device``, ``batch_size``, ``endpoint``...).
+
+    Raises:
+        InputError: A spec of neither form, an option the factory does not take, or a
+            factory returning no reranker.
+        MissingDependencyError: The reranker's optional packages are not installed.
+    """
+    kind, sep, name = spec.partition(":")
+    if not sep or not kind or not name:
+        raise InputError("malformed reranker spec", expected=SPEC_FORMS, found=repr(spec))
+    given = {key: value for key, value in options.items() if value is not None}
+    if kind in _BUILTIN:
+        module, attribute = _BUILTIN[kind]
+        try:
+            factory = getattr(importlib.import_module(module), attribute)
+        except ModuleNotFoundError as err:
+            if err.name != module:
+                raise  # a package the reranker needs: its own error (or require's) says which
+            raise InputError(
+                f"this installation has no {kind}: reranker",
+                expected=f"one of {', '.join(k + ':' for k in _BUILTIN if k != kind)}",
+                found=spec,
+            ) from err
+        made: Reranker = _checked(spec, _call(spec, factory, given, name))
+        return made
+    from mmbright_core.retrieval.plugins import import_factory
+
+    return PluginReranker(spec, _checked(spec, _call(spec, import_factory(spec), given)), given)
+
+
+def _checked(spec: str, made: Any) -> Any:
+    missing = [m for m in ("label", "settings", "rerank") if not callable(getattr(made, m, None))]
+    if missing:
+        raise InputError(
+            f"reranker factory {spec!r} returned {type(made).__name__}: {made!r:.80}",
+            expected="a Reranker (label, settings, rerank)",
+            found=f"{type(made).__name__} without {', '.join(missing)}",
+        )
+    return made
+
+
+def _call(spec: str, factory: Callable[..., Any], given: dict[str, Any], *first: Any) -> Any:
+    params = list(inspect.signature(factory).parameters.values())[len(first) :]
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        accepted = {p.name for p in params}
+        unknown = sorted(set(given) - accepted)
+        if unknown:
+            raise InputError(
+                f"reranker {spec!r} does not take option(s) {', '.join(unknown)}",
+                expected=f"some of: {', '.join(sorted(accepted)) or 'none'}",
+                found=", ".join(f"{key}={given[key]!r}" for key in unknown),
+            )
+    return factory(*first, **given)
+
+
+class PluginReranker:
+    """A researcher's reranker, answering to its spec and recording its factory's options.
+
+    Args:
+        spec: The ``MODULE:FACTORY`` it was built from.
+        inner: What the factory returned.
+        options: The options the factory was called with.
+    """
+
+    def __init__(self, spec: str, inner: Any, options: dict[str, Any]) -> None:
+        self.name, self.inner = spec, inner
+        self.options = {k: v for k, v in sorted(options.items()) if k not in UNRECORDED}
+
+    def label(self) -> str:
+        """Return the plugin's label."""
+        return str(self.inner.label())
+
+    def settings(self) -> dict[str, Any]:
+        """Return the plugin's settings, its spec and the options its factory was given."""
+        return {**self.inner.settings(), "plugin": self.name, "plugin_options": self.options}
+
+    def rerank(self, query: Any, candidates: Any, images: Any) -> Any:
+        """Rerank with the plugin's reranker."""
+        return self.inner.rerank(query, candidates, images)
+
+    def __getattr__(self, attribute: str) -> Any:
+        # Optional capabilities (``tasks``) are the plugin's own.
+        if attribute.startswith("__") or attribute == "inner":
+            raise AttributeError(attribute)
+        return getattr(self.inner, attribute)

@@ -1,0 +1,255 @@
+"""Reranking a first-stage run: the second stage as a retriever the runner writes out.
+
+:func:`rerank_task` hands :class:`RerankStage` to :func:`~mmbright_core.retrieval.runner.run_task`,
+so a reranked run gets what every run gets (docs/protocol.md, "Two-stage runs"): the
+official layout, a ``config.json`` per domain written last (a killed job re-runs only the
+domains it had not finished), the folder never shared with another configuration, the
+metrics and ``run.trec``. Its configuration records the reranker, its settings, the depth
+and the first stage (:mod:`mmbright_core.rerank.first_stage`). Within a domain every
+answer is cached as soon as it is given (:mod:`mmbright_core.rerank.cache`), so a resumed
+job asks nothing twice. Each domain also gets ``rerank.json``: the reranker's own scores
+and the problem of every query whose answer was unusable (kept in first-stage order).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from mmbright_core.data.sources import Source
+from mmbright_core.errors import InputError
+from mmbright_core.ranking import ranked
+from mmbright_core.rerank.answers import checked_order, reranked_run
+from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, Reranker, RerankQuery
+from mmbright_core.rerank.cache import AnswerCache, answer_key
+from mmbright_core.rerank.first_stage import FIRST_STAGE, FirstStage
+from mmbright_core.retrieval.base import DEFAULT_K
+from mmbright_core.retrieval.cache import content_key
+from mmbright_core.retrieval.runner import ProgressHook, RunOutcome, run_task
+from mmbright_core.types import Document, Query, TaskData
+
+#: The default depth: the top 100, which the official oracle lifts too.
+DEFAULT_DEPTH = 100
+#: The file each domain of a reranked run records its answers in.
+RERANK_FILE = "rerank.json"
+_ALL_TASKS = frozenset({1, 2, 3, 4})
+
+
+class RerankStage:
+    """A reranker over a first-stage run, as a :class:`~mmbright_core.retrieval.base.Retriever`.
+
+    Args:
+        reranker: The second stage.
+        first: The first-stage run.
+        depth: How many of each query's first-stage documents are reranked.
+        cache: Where answers are kept (None: nowhere, every query is asked).
+    """
+
+    name = "rerank"
+    recorded_files = (RERANK_FILE,)
+
+    def __init__(
+        self, reranker: Reranker, first: FirstStage, depth: int, cache: AnswerCache | None
+    ) -> None:
+        self.reranker, self.first, self.depth, self.cache = reranker, first, depth, cache
+        self.tasks: frozenset[int] = getattr(reranker, "tasks", _ALL_TASKS)
+        self._settings = reranker.settings()
+        self._answers: dict[str, dict[str, Any]] = {}
+        self._digests: dict[tuple[str, str, str], str] = {}
+
+    def label(self) -> str:
+        """Return ``<first stage>+<reranker>``, the reranked run's folder name."""
+        return f"{self.first.label}+{self.reranker.label()}".replace("/", "-")
+
+    def settings(self) -> dict[str, Any]:
+        """Return the reranker, its settings, the depth and the first stage."""
+        return {
+            "reranker": self.reranker.name,
+            "reranker_settings": self._settings,
+            "depth": self.depth,
+            FIRST_STAGE: self.first.record(),
+        }
+
+    def retrieve(
+        self, data: TaskData, source: ImageStore | None, k: int
+    ) -> dict[str, dict[str, float]]:
+        """Rerank the first stage's top ``depth`` of every query of ``data`` it ranks."""
+        first = self.first.runs.get(data.domain, {})
+        corpus = {doc.doc_id: doc for doc in data.corpus}
+        found: dict[str, dict[str, float]] = {}
+        answers: dict[str, Any] = {}
+        asked = [q for q in data.queries if first.get(q.query_id)]
+        for query in tqdm(asked, desc=f"rerank {data.domain}", unit="query", disable=None):
+            excluded = data.excluded.get(query.query_id, frozenset())
+            ranking = [d for d, _ in ranked(first[query.query_id]) if d not in excluded]
+            candidates = [self._candidate(corpus, d, data) for d in ranking[: self.depth]]
+            answer = self._answer(_rerank_query(query, data.task), candidates, source)
+            order, problem = checked_order(answer, len(candidates))
+            answers[query.query_id] = _recorded(answer, problem, candidates)
+            found[query.query_id] = reranked_run(ranking, order)
+        self._answers[data.domain] = answers
+        return found
+
+    def records(self, data: TaskData, source: ImageStore | None) -> dict[str, str]:
+        """Return ``rerank.json`` of the domain just reranked."""
+        record = {
+            "reranker": self.reranker.name,
+            "depth": self.depth,
+            "queries": self._answers.pop(data.domain, {}),
+        }
+        return {RERANK_FILE: json.dumps(record, indent=1, sort_keys=True) + "\n"}
+
+    def _candidate(self, corpus: Mapping[str, Document], doc_id: str, data: TaskData) -> Candidate:
+        doc = corpus.get(doc_id)
+        if doc is None:
+            raise InputError(
+                f"document {doc_id!r} of the first-stage run is not in the corpus of "
+                f"task {data.task} on {data.domain}",
+                source=self.first.path,
+                hint="Rerank a run of this task, source and protocol.",
+            )
+        images = () if doc.image is None else (doc.image.path,)
+        return Candidate(doc_id, None if data.task == 3 else doc.text, images)
+
+    def _answer(
+        self, query: RerankQuery, candidates: Sequence[Candidate], images: ImageStore | None
+    ) -> Reranked:
+        if self.cache is None:
+            return self.reranker.rerank(query, candidates, images)
+        key = answer_key(
+            self._settings,
+            self._query_key(query, images),
+            self._docs_key(query, candidates, images),
+        )
+        answer = self.cache.get(key)
+        if answer is None:
+            answer = self.reranker.rerank(query, candidates, images)
+            self.cache.put(key, answer)
+        return answer
+
+    def _query_key(self, query: RerankQuery, images: ImageStore | None) -> dict[str, Any]:
+        digests = [self._digest(images, query.domain, p, "query") for p in query.image_paths]
+        return {"task": query.task, "domain": query.domain, "text": query.text, "images": digests}
+
+    def _docs_key(
+        self, query: RerankQuery, candidates: Sequence[Candidate], images: ImageStore | None
+    ) -> list[Any]:
+        def images_of(c: Candidate) -> list[str]:
+            return [self._digest(images, query.domain, p, "document") for p in c.image_paths]
+
+        return [[c.doc_id, c.text, images_of(c)] for c in candidates]
+
+    def _digest(self, images: ImageStore | None, domain: str, path: str, role: str) -> str:
+        # An image is known by its bytes, as a text by its characters (each read once).
+        memo = (role, domain, path)
+        if memo not in self._digests:
+            read = None
+            if images is not None:
+                fetch = images.query_image_bytes if role == "query" else images.document_image_bytes
+                read = fetch(domain, path)
+            self._digests[memo] = "missing" if read is None else content_key(read)
+        return self._digests[memo]
+
+
+def _rerank_query(query: Query, task: int) -> RerankQuery:
+    paths = tuple(ref.path for ref in query.images)
+    return RerankQuery(query.query_id, query.text, paths, task, query.domain)
+
+
+def _recorded(answer: Reranked, problem: str | None, candidates: Sequence[Candidate]) -> Any:
+    scores = None
+    if problem is None and answer.scores is not None:
+        scores = {c.doc_id: s for c, s in zip(candidates, answer.scores, strict=True)}
+    return {"problem": problem, "scores": scores}
+
+
+def check_depth(depth: int) -> None:
+    """Raise :class:`InputError` unless ``depth`` is a positive integer."""
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise InputError("invalid rerank depth", expected="a positive integer", found=repr(depth))
+
+
+def check_reranker_task(reranker: Reranker, task: int) -> None:
+    """Raise :class:`InputError` unless ``reranker`` reads what ``task``'s documents are."""
+    tasks = getattr(reranker, "tasks", _ALL_TASKS)
+    if task not in tasks:
+        raise InputError(
+            f"reranker {reranker.name!r} cannot rerank task {task}",
+            expected=f"one of tasks {', '.join(map(str, sorted(tasks)))}",
+            found=f"task {task}",
+            hint="Task 3's documents are images: rerank them with a reranker that reads "
+            "images (mteb:, llm: or a plugin)."
+            if task == 3
+            else None,
+        )
+
+
+def rerank_task(
+    source: Source,
+    task: int,
+    first: FirstStage,
+    reranker: Reranker,
+    out_dir: str | os.PathLike[str],
+    *,
+    depth: int = DEFAULT_DEPTH,
+    domains: Sequence[str] | None = None,
+    protocol: str = "paper",
+    negatives: str = "exclude",
+    k: int = DEFAULT_K,
+    cache_dir: str | os.PathLike[str] | None = None,
+    cache: bool = True,
+    progress: ProgressHook | None = None,
+    new_folder: bool = False,
+) -> RunOutcome:
+    """Rerank the top ``depth`` of every query of a first-stage run and write the new run.
+
+    Args:
+        source: The data source the first stage ran on.
+        task: The task number.
+        first: The first-stage run (:func:`~mmbright_core.rerank.first_stage.load_first_stage`).
+        reranker: The second stage.
+        out_dir: The output root; ``<subdir>`` is named after ``<first>+<reranker>``.
+        depth: How many documents of each query are reranked.
+        domains: The domains (default: those the first stage covers, in the source's order).
+        protocol: The Task 4 protocol; it must be the first stage's, where it recorded one.
+        negatives: The ``negative_ids`` policy; the first stage's, where it recorded one.
+        k: The per-query cut of the reranked run.
+        cache_dir: The cache root of the answers.
+        cache: False to ask every query afresh and keep no answer.
+        progress: As :func:`~mmbright_core.retrieval.runner.run_task`'s.
+        new_folder: As :func:`~mmbright_core.retrieval.runner.run_task`'s.
+
+    Raises:
+        InputError: A bad depth, a task the reranker cannot read (images for a text
+            reranker), or a protocol or policy
+            that is not the one the first stage ran with.
+    """
+    check_depth(depth)
+    check_reranker_task(reranker, task)
+    recorded = first.config or {}
+    for name, given in (("protocol", protocol), ("negatives", negatives)):
+        if task in ((4,) if name == "protocol" else (1, 2)) and recorded.get(name, given) != given:
+            raise InputError(
+                f"the first stage ran with --{name} {recorded[name]}",
+                source=first.path,
+                expected=f"--{name} {recorded[name]}, so both stages are judged alike",
+                found=f"--{name} {given}",
+            )
+    chosen = list(domains) if domains else [d for d in source.domains() if d in first.runs]
+    stage = RerankStage(reranker, first, depth, AnswerCache(cache_dir) if cache else None)
+    return run_task(
+        source,
+        task,
+        stage,
+        out_dir,
+        domains=chosen,
+        protocol=protocol,
+        k=k,
+        negatives=negatives,
+        progress=progress,
+        new_folder=new_folder,
+    )
