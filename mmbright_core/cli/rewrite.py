@@ -6,17 +6,6 @@ import argparse
 from typing import Any
 
 from mmbright_core.cli.options import add_domains, add_source, add_task
-from mmbright_core.errors import InputError
-
-#: ``--option`` names that set the client's limits, with their types.
-LIMIT_OPTIONS = {
-    "concurrency": int,
-    "timeout": float,
-    "retries": int,
-    "backoff": float,
-    "max_requests": int,
-    "token_budget": int,
-}
 
 
 def register(subparsers: Any) -> None:
@@ -66,52 +55,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=handle)
 
 
-def split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """Split ``--option`` values into sampling parameters, client limits and the rest.
-
-    Raises:
-        InputError: An option no part takes.
-    """
-    from mmbright_core.llm.chat import DEFAULT_PARAMETERS, SAMPLING
-
-    parameters = dict(DEFAULT_PARAMETERS)
-    limits: dict[str, Any] = {}
-    rest: dict[str, Any] = {}
-    for name, value in options.items():
-        if name in SAMPLING:
-            parameters[name] = value
-        elif name in LIMIT_OPTIONS:
-            limits[name] = LIMIT_OPTIONS[name](value)
-        elif name in ("api_key_env", "image_side"):
-            rest[name] = value
-        else:
-            known = [*SAMPLING, *LIMIT_OPTIONS, "api_key_env", "image_side"]
-            raise InputError(
-                f"unknown option {name!r}", expected=f"one of {', '.join(known)}", found=name
-            )
-    return parameters, limits, rest
-
-
-def chat_client(
-    model: str, endpoint: str | None, options: dict[str, Any], cache_dir: str | None
-) -> Any:
-    """The chat client the options describe, caching under ``cache_dir``."""
-    from mmbright_core.llm.cache import AnswerCache
-    from mmbright_core.llm.chat import ChatClient
-    from mmbright_core.retrieval.api_client import DEFAULT_KEY_ENV, Limits
-    from mmbright_core.retrieval.cache import default_cache_dir
-
-    parameters, limits, rest = split_options(options)
-    return ChatClient(
-        model,
-        endpoint,
-        api_key_env=str(rest.get("api_key_env", DEFAULT_KEY_ENV)),
-        parameters=parameters,
-        limits=Limits(**limits),
-        cache=AnswerCache(default_cache_dir(cache_dir)),
-    )
-
-
 def handle(args: argparse.Namespace) -> int:
     """Rewrite the queries and write the set."""
     from mmbright_core.cli.run import parse_options
@@ -119,6 +62,7 @@ def handle(args: argparse.Namespace) -> int:
     from mmbright_core.io.atomic import atomic_write_text
     from mmbright_core.io.rewrites import query_set_text
     from mmbright_core.llm.images import DEFAULT_SIDE
+    from mmbright_core.llm.options import chat_client
     from mmbright_core.llm.prompts import get_prompt
     from mmbright_core.llm.rewrite import rewrite_task
 
