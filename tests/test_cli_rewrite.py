@@ -14,6 +14,8 @@ import pytest
 from openai_server import CHAT_MODEL, OpenAIServer, kill_when_held, message_text, reply_of
 from PIL import Image
 
+from mmbright_core.analysis.attribution import LexicalAttribution, Unavailable, explain
+from mmbright_core.analysis.attribution_config import retriever_from_config
 from mmbright_core.cli import main
 from mmbright_core.data.images import decode_image
 from mmbright_core.data.sources import open_source
@@ -22,6 +24,7 @@ from mmbright_core.io.rewrites import read_query_set
 from mmbright_core.llm.prompts import REASON
 from mmbright_core.ranking import top_k
 from mmbright_core.retrieval import get_retriever
+from mmbright_core.retrieval.analyzer import EnglishAnalyzer
 from mmbright_core.retrieval.cache import content_key
 from mmbright_core.retrieval.rewritten import Rewritten
 
@@ -160,7 +163,7 @@ def test_run_on_rewritten_queries_ranks_their_texts_and_records_the_set(
     assert (options["rewrite_model"], options["rewrite_prompt"]) == (CHAT_MODEL, "reason")
     assert options["rewrite_endpoint"] == chat_server.url
     outputs = read_outputs(folder)
-    wrapped = Rewritten(get_retriever("bm25"), query_set)
+    wrapped = Rewritten.of(get_retriever("bm25"), query_set)
     for domain in ("gis", "physics"):
         data = DEMO.task(1, domain)
         want = get_retriever("bm25").retrieve(wrapped.rewritten(data), None, 20)
@@ -185,3 +188,38 @@ def test_run_refuses_a_set_of_another_task_or_missing_a_domain(
     assert main([*base, "--task", "1", "--domain", "biology"]) == 2
     err = capsys.readouterr().err
     assert "has no rewrite of a query" in err and "--domain biology" in err
+
+
+def test_a_rewritten_runs_scores_split_by_origin_text_or_llm(
+    chat_server: OpenAIServer, tmp_path: Path
+) -> None:
+    chat_server.reply = lambda body: "raster projection coordinate system elevation"
+    assert rewrite(chat_server, tmp_path, 2, "--domain", "gis", "--prompt", "caption") == 0
+    out = tmp_path / "out"
+    run = ["run", "--source", "demo", "--task", "2", "--retriever", "bm25", "--k", "20"]
+    run += ["--domain", "gis", "--cache-dir", str(tmp_path / "cache"), "--out", str(out)]
+    assert main([*run, "--queries", str(tmp_path / "q.jsonl")]) == 0
+    (folder,) = out.iterdir()
+    outputs = read_outputs(folder)
+    rebuilt = retriever_from_config(json.loads((folder / "config.json").read_text()))
+    assert isinstance(rebuilt, Unavailable) and "records none" in rebuilt.reason
+    rebuilt = retriever_from_config(
+        json.loads((folder / "config.json").read_text()), rewrites=outputs.rewrites
+    )
+    assert isinstance(rebuilt, Rewritten)
+    analyzer = EnglishAnalyzer()
+    data = DEMO.task(2, "gis")
+    added = set(analyzer.analyze("raster projection coordinate system elevation"))
+    seen = set()
+    for query in data.queries:
+        scores = outputs.runs["gis"][query.query_id]
+        found = explain(rebuilt, data, DEMO, query.query_id, list(scores)[:5])
+        original = set(analyzer.analyze(query.text))
+        for doc_id, attribution in found.items():
+            assert isinstance(attribution, LexicalAttribution), attribution
+            assert attribution.score == pytest.approx(scores[doc_id], rel=1e-5)
+            for term in attribution.terms:
+                want = "text" if term.term in original else "llm"
+                assert term.origin == want and (want == "text" or term.term in added)
+                seen.add(term.origin)
+    assert seen == {"text", "llm"}

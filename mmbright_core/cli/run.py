@@ -193,7 +193,7 @@ def on_rewritten_queries(retriever: Any, path: str, task: int, source: str) -> A
                 hint=f"Rewrite the queries of this {what} (mmbright rewrite), or run the "
                 f"set's {what}",
             )
-    return Rewritten(retriever, queries)
+    return Rewritten.of(retriever, queries)
 
 
 def handle(args: argparse.Namespace) -> int:

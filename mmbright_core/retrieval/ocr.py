@@ -239,10 +239,17 @@ class OcrAugmented:
         source: ImageSource | None,
         query: Query,
         positions: dict[str, int],
+        rewrite: tuple[str, str] | None = None,
     ) -> dict[str, Any]:
-        """Explain through the inner retriever, with the words read from the query images."""
+        """Explain through the inner retriever, with the words read from the query images.
+
+        ``rewrite``: ``(original text, LLM answer)`` when ``query`` is a rewritten one.
+        """
         inner: Any = self.inner  # bm25 or dense (ocr_bm25, ocr_dense), which both explain
-        found: dict[str, Any] = inner.explain_scores(data, source, query, positions, through=self)
+        extra = {} if rewrite is None else {"rewrite": rewrite}
+        found: dict[str, Any] = inner.explain_scores(
+            data, source, query, positions, through=self, **extra
+        )
         return found
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import streamlit as st
 
 from mmbright_core.io.ocr_words import OcrWords
+from mmbright_core.io.rewrites import Rewrite
 from mmbright_core.types import Run, Task
 
 SOURCE_KEY = "source_spec"
@@ -77,6 +78,8 @@ class RunEntry:
             None for a run without one (a run file, another harness's outputs).
         ocr_words: The words an OCR run recorded from its query images (``ocr.json``), or
             None where there are none.
+        rewrites: ``(domain, query_id)`` -> the rewritten query a run on rewritten queries
+            ran (``rewrites.json``); empty for any other run.
     """
 
     name: str
@@ -88,6 +91,7 @@ class RunEntry:
     negatives: str = field(default="exclude")
     config: Mapping[str, Any] | None = field(default=None)
     ocr_words: OcrWords | None = field(default=None)
+    rewrites: Mapping[tuple[str, str], Rewrite] = field(default_factory=dict)
 
     @property
     def provenance(self) -> str:

@@ -169,7 +169,13 @@ def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
         )
     stamp = "|".join(
         f"{p}:{p.stat().st_mtime_ns}"
-        for p in sorted([*outputs.path.glob("*/scores.json"), *outputs.path.glob(f"*/{OCR_FILE}")])
+        for p in sorted(
+            [
+                *outputs.path.glob("*/scores.json"),
+                *outputs.path.glob(f"*/{OCR_FILE}"),
+                *outputs.path.glob("*/rewrites.json"),
+            ]
+        )
     )
     # A run made by ``mmbright run`` records its negative_ids policy; others used the
     # official rule (an older configuration without the field could only have, too).
@@ -184,6 +190,7 @@ def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
         negatives,
         outputs.run_config or None,
         outputs.ocr_words,
+        outputs.rewrites,
     )
 
 
