@@ -44,6 +44,9 @@ def test_the_inspector_shows_the_rewritten_text_and_the_llms_share(
     add_folder(at, folder)
     assert not at.exception, at.exception
     name = folder.name.removeprefix("run_it2t_")
+    sha = read_query_set(tmp_path / "q.jsonl").sha256
+    provenance = at.session_state["runs"][(2, name)].provenance
+    assert f"queries rewritten by {CHAT_MODEL} (caption, set {sha[:8]})" in provenance
     choose_pair(at, "bm25", name)
     at.session_state["inspect_query"] = InspectTarget("gis", query.query_id)
     at.switch_page("app_pages/inspector.py").run()

@@ -102,6 +102,12 @@ class RunEntry:
         if first is not None and self.config is not None:
             depth = self.config["options"].get("depth")
             stage = f" · reranks the top {depth} of {first.get('label')}"
+        options = (self.config or {}).get("options") or {}
+        if "queries_sha256" in options:  # a run on rewritten queries (mmbright run --queries)
+            stage += (
+                f" · queries rewritten by {options.get('rewrite_model')} "
+                f"({options.get('rewrite_prompt')}, set {str(options['queries_sha256'])[:8]})"
+            )
         return f"{self.origin} · negatives {self.negatives}{stage}"
 
 
