@@ -131,3 +131,29 @@ def test_a_grade_outside_0_3_is_recorded_and_bad_options_are_one_line(
     args += ["--endpoint", chat_server.url, "--out", str(tmp_path / "x")]
     assert main(["rerank", *args, "--option", "mode=sideways"]) == 2
     assert "bad llm reranker option mode; expected pointwise or listwise" in capsys.readouterr().err
+
+
+def test_task_3_candidates_are_their_images(chat_server: OpenAIServer, tmp_path: Path) -> None:
+    chat_server.reply = reverse_window
+    first = ["run", "--source", "demo", "--task", "3", "--retriever", "random", "--k", "20"]
+    assert main([*first, "--domain", DOMAIN, "--out", str(tmp_path / "first")]) == 0
+    (run,) = (tmp_path / "first").iterdir()
+    args = [str(run), "--source", "demo", "--task", "3", "--domain", DOMAIN, "--depth", "4"]
+    args += ["--reranker", f"llm:{CHAT_MODEL}", "--endpoint", chat_server.url]
+    args += ["--option", "window=4", "--option", "step=2", "--option", "query_images=first"]
+    args += ["--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out")]
+    assert main(["rerank", *args]) == 0
+    queries = {q.text: q for q in DEMO.judgments(3, DOMAIN).queries}
+    first_run = read_outputs(run).runs[DOMAIN]
+    assert len(chat_server.requests) == len(first_run)
+    for body in chat_server.requests:
+        text = message_text(body)
+        query = next(q for t, q in queries.items() if f"Question: {t}\n" in text)
+        top = order(first_run[query.query_id])[:4]
+        urls = [p for p in body["messages"][0]["content"] if p["type"] == "image_url"]
+        has_image = any(
+            image_problem(DEMO.query_image_bytes(DOMAIN, r.path), r.path) is None
+            for r in query.images
+        )
+        assert len(urls) == int(has_image) + len(top)  # the first query image, each candidate's
+        assert text.count("(an image, shown after this line)") == len(top)
