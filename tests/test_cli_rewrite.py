@@ -93,6 +93,8 @@ def test_a_template_with_unknown_fields_is_refused_in_one_line(
     err = capsys.readouterr().err
     assert "bad.txt: a template with the wrong fields; expected {query}" in err
     assert "found {question}" in err and chat_server.requests == []
+    assert rewrite(chat_server, tmp_path, 1, "--prompt", "caption") == 2
+    assert "Task 1 sends none" in capsys.readouterr().err and chat_server.requests == []
 
 
 def test_a_malformed_answer_keeps_the_original_text_and_says_why(

@@ -90,6 +90,12 @@ def rewrite_task(
             expected=" or ".join(REWRITE_POLICIES),
             found=repr(image_policy),
         )
+    if prompt.name == "caption" and task == 1:
+        raise InputError(
+            "the caption prompt describes the query images, and Task 1 sends none",
+            found="--prompt caption --task 1",
+            hint="Caption the queries of tasks 2-4 (they share their queries and images)",
+        )
     chosen = tuple(source.check_domain(d) for d in domains) if domains else source.domains()
     asked = [
         ask(source, task, domain, query, prompt, image_policy, side)
