@@ -6,9 +6,11 @@ import importlib.abc
 import json
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import isolation
+import openai_server
 import pytest
 from fixture_dataset import build_fixture
 
@@ -28,6 +30,14 @@ def fixture_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def source(fixture_dir: Path) -> Source:
     """The fixture dataset opened as a folder source (one per test module, with its caches)."""
     return open_source(str(fixture_dir))
+
+
+@pytest.fixture
+def chat_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[openai_server.OpenAIServer]:
+    """The loopback OpenAI-compatible server, its key in ``OPENAI_API_KEY``."""
+    monkeypatch.setenv("OPENAI_API_KEY", openai_server.KEY)
+    with openai_server.serving() as running:
+        yield running
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,4 +1,4 @@
-"""A small OpenAI-compatible HTTP server on 127.0.0.1 for tests: embeddings, faults, a log.
+"""A small OpenAI-compatible HTTP server on 127.0.0.1 for tests: embeddings, chat, faults, a log.
 
 ``POST /v1/embeddings`` answers OpenAI's schema (``encoding_format`` ``float`` or ``base64``)
 with deterministic vectors made from a SHA-256 of each input (:func:`vector_of`), so a test
@@ -8,9 +8,14 @@ recomputes every score from the formula. Faults are scripted per request, in ord
 ``short`` (one vector fewer than inputs). ``dimensions`` in a request is honoured unless
 ``fixed_size`` is set.
 ``hold_after=N`` keeps every request after the N-th waiting until :meth:`release`, so a
-test can kill a client at a known point. ``POST /v1/chat/completions`` is routed to
-:meth:`OpenAIServer.chat` (404 here), for later use. The server only listens on loopback
-and shuts itself down after ``lifetime`` seconds if a test forgets to.
+test can kill a client at a known point.
+
+``POST /v1/chat/completions`` answers OpenAI's chat schema with the text :attr:`reply`
+makes of the request body (by default :func:`reply_of`: words drawn from a SHA-256 of the
+messages, so a test recomputes every answer), with ``usage`` counting words. Chat faults,
+besides the ones above: ``malformed`` (a 200 answer with no ``choices``) and ``empty`` (a
+choice whose content is null). The server only listens on loopback and shuts itself down
+after ``lifetime`` seconds if a test forgets to.
 """
 
 from __future__ import annotations
@@ -18,9 +23,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import signal
+import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -29,6 +36,8 @@ import numpy as np
 
 KEY = "sk-test-key"
 MODEL = "tiny-embed"
+CHAT_MODEL = "tiny-chat"
+WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
 
 
 def vector_of(text: str, dim: int = 8) -> np.ndarray:
@@ -40,6 +49,24 @@ def vector_of(text: str, dim: int = 8) -> np.ndarray:
         counter += 1
     raw = np.frombuffer(digest[:dim], dtype=np.uint8).astype(np.float32)
     return (raw - 127.5) / 127.5
+
+
+def message_text(body: dict[str, Any]) -> str:
+    """Every text part of a chat request's messages, joined by newlines (images left out)."""
+    texts: list[str] = []
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts += [part["text"] for part in content if part.get("type") == "text"]
+    return "\n".join(texts)
+
+
+def reply_of(body: dict[str, Any]) -> str:
+    """The server's default chat answer: three words picked by a SHA-256 of the messages."""
+    digest = hashlib.sha256(json.dumps(body.get("messages"), sort_keys=True).encode()).digest()
+    return " ".join(f"{WORDS[b % len(WORDS)]}{b}" for b in digest[:3])
 
 
 class OpenAIServer:
@@ -55,7 +82,7 @@ class OpenAIServer:
     def __init__(
         self,
         dim: int = 8,
-        models: tuple[str, ...] = (MODEL,),
+        models: tuple[str, ...] = (MODEL, CHAT_MODEL),
         key: str | None = KEY,
         lifetime: float = 120.0,
     ) -> None:
@@ -64,9 +91,11 @@ class OpenAIServer:
         self.slow_seconds = 2.0
         self.fixed_size = False
         self.hold_after: int | None = None
+        self.reply: Callable[[dict[str, Any]], str] = reply_of
         self.held = threading.Event()  # set when a request is held
         self._release = threading.Event()
         self.requests: list[dict[str, Any]] = []  # every request body, in arrival order
+        self.in_flight = self.most_in_flight = 0  # requests being answered, and the peak
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.httpd.daemon_threads = True
@@ -101,9 +130,34 @@ class OpenAIServer:
         usage = {"prompt_tokens": sum(len(t) for t in inputs), "total_tokens": 0}
         return 200, {"object": "list", "data": data, "model": body["model"], "usage": usage}
 
-    def chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        """Answer a chat request (not served yet)."""
-        return 404, _error("chat completions are not served by this server", None)
+    def chat(self, body: dict[str, Any], fault: str | None) -> tuple[int, dict[str, Any]]:
+        """Answer one chat request body: ``(status, json)``."""
+        if body.get("model") not in self.models:
+            message = f"The model `{body.get('model')}` does not exist."
+            return 404, _error(message, "model_not_found")
+        if not isinstance(body.get("messages"), list) or not body["messages"]:
+            return 400, _error("'$.messages' is invalid: a non-empty list expected", None)
+        if fault == "malformed":
+            return 200, {"object": "chat.completion", "model": body["model"]}
+        text = None if fault == "empty" else self.reply(body)
+        usage = {
+            "prompt_tokens": len(message_text(body).split()),
+            "completion_tokens": len((text or "").split()),
+        }
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        choice = {
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "finish_reason": "stop",
+        }
+        return 200, {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [choice],
+            "usage": usage,
+        }
 
     @contextmanager
     def running(self) -> Iterator[OpenAIServer]:
@@ -137,11 +191,24 @@ def _error(message: str, code: str | None) -> dict[str, Any]:
 def _handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out in two writes: with Nagle on, each answer waits for the
+        # client's delayed ACK (about 40 ms on Linux).
+        disable_nagle_algorithm = True
 
         def log_message(self, *args: Any) -> None:  # keep test output quiet
             return
 
         def do_POST(self) -> None:
+            with server.lock:
+                server.in_flight += 1
+                server.most_in_flight = max(server.most_in_flight, server.in_flight)
+            try:
+                self._answer()
+            finally:
+                with server.lock:
+                    server.in_flight -= 1
+
+        def _answer(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             number, fault = server.next_fault(body)
@@ -167,7 +234,7 @@ def _handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
             if route.endswith("/embeddings"):
                 self._send(*server.embeddings(body, fault))
             elif route.endswith("/chat/completions"):
-                self._send(*server.chat(body))
+                self._send(*server.chat(body, fault))
             else:
                 self._send(404, _error(f"no route {self.path}", None))
 
@@ -192,3 +259,14 @@ def serving(**options: Any) -> Iterator[OpenAIServer]:
     """Start an :class:`OpenAIServer` for the ``with`` block."""
     with OpenAIServer(**options).running() as server:
         yield server
+
+
+def kill_when_held(server: OpenAIServer, command: list[str], env: dict[str, str]) -> None:
+    """Start ``command`` and SIGKILL it once the server holds a request (``hold_after``)."""
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE)
+    try:
+        assert server.held.wait(timeout=120), "the job never reached the held request"
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    finally:
+        process.kill()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from openai_server import KEY, MODEL, OpenAIServer, serving, vector_of
+from openai_server import KEY, MODEL, OpenAIServer, kill_when_held, serving, vector_of
 
 from mmbright_core.cli import main
 from mmbright_core.data.sources import open_source
@@ -151,13 +150,7 @@ def test_a_killed_run_pays_nothing_twice(server: OpenAIServer, tmp_path: Path) -
     command += ["--option", "batch_size=8", "--domain", "biology"]
     command += ["--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out")]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE)
-    try:
-        assert server.held.wait(timeout=120), "the run never reached its 6th request"
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
-    finally:
-        process.kill()
+    kill_when_held(server, command, env)
     answered = [t for r in server.requests[:5] for t in r["input"]]
     server.hold_after = None
     server.release()

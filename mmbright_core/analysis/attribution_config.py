@@ -18,6 +18,7 @@ installed the answer says which extra to install.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -25,7 +26,9 @@ from typing import Any
 from mmbright_core.analysis.attribution_records import Unavailable
 from mmbright_core.errors import InputError, MissingDependencyError
 from mmbright_core.io.ocr_words import OcrWords
+from mmbright_core.io.rewrites import Rewrite
 from mmbright_core.retrieval.base import Retriever, RunConfig, get_retriever
+from mmbright_core.retrieval.rewritten import is_set_setting
 
 Recipe = Callable[[RunConfig, dict[str, Any]], dict[str, Any]]
 _RANDOM_WEIGHTS = re.compile(r"random:seed=(-?\d+):")
@@ -131,6 +134,7 @@ def retriever_from_config(
     cache_dir: str | None = None,
     device: str | None = None,
     ocr_words: OcrWords | None = None,
+    rewrites: Mapping[tuple[str, str], Rewrite] | None = None,
 ) -> Retriever | Unavailable:
     """Rebuild the retriever that made a run, exactly as configured, or say why not.
 
@@ -141,6 +145,8 @@ def retriever_from_config(
         device: Torch device for the encoders (``dense``, ``clip``).
         ocr_words: The words the run recorded from its query images
             (:attr:`~mmbright_core.io.official.OfficialOutputs.ocr_words`), for ``ocr-*``.
+        rewrites: The rewritten queries a run on a rewritten set recorded
+            (:attr:`~mmbright_core.io.official.OfficialOutputs.rewrites`).
 
     Returns:
         The retriever, or :class:`Unavailable` with the reason it cannot be rebuilt
@@ -159,6 +165,8 @@ def retriever_from_config(
             f"the run's {config.retriever!r} ran the model's own code from the hub "
             "(trust_remote_code), which is not run again to explain it"
         )
+    if any(is_set_setting(name) for name, _ in config.options):
+        return _rewritten(config, rewrites, cache_dir=cache_dir, device=device, ocr_words=ocr_words)
     recipe = _RECIPES.get(config.retriever) or _plugin_recipe(config.retriever)
     if recipe is None:
         return Unavailable(
@@ -199,6 +207,27 @@ def retriever_from_config(
             f"the rebuilt {config.retriever!r} differs from the run's: " + "; ".join(differences)
         )
     return retriever
+
+
+def _rewritten(
+    config: RunConfig,
+    rewrites: Mapping[tuple[str, str], Rewrite] | None,
+    **given: Any,
+) -> Retriever | Unavailable:
+    """A run on rewritten queries: its first retriever rebuilt, on the recorded rewrites."""
+    from mmbright_core.retrieval.rewritten import Rewritten
+
+    if not rewrites:
+        return Unavailable(
+            "the run ran rewritten queries but records none (no rewrites.json beside its "
+            "scores.json): run it again with --queries"
+        )
+    record = {name: value for name, value in config.options if is_set_setting(name)}
+    options = tuple((name, value) for name, value in config.options if name not in record)
+    inner = retriever_from_config(dataclasses.replace(config, options=options), **given)
+    if isinstance(inner, Unavailable):
+        return inner
+    return Rewritten(inner, rewrites, record, config.task, "the run's rewrites.json")
 
 
 def _ocr_unavailable(config: RunConfig, words: OcrWords | None) -> Unavailable | None:

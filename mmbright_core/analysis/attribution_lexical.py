@@ -5,7 +5,9 @@ A BM25 score here is ``sum over query terms r of weights[r] * postings[r, passag
 its exact share. ``ocr-bm25`` scores the query text with the OCR text appended
 (:meth:`~mmbright_core.retrieval.ocr.OcrAugmented.augment`, one line per image read): the
 augmented query is scored as the run scored it, and the original text and the words read
-from the images are analysed apart to tell each term's origin.
+from the images are analysed apart to tell each term's origin. A run on rewritten queries
+(``mmbright run --queries``) scores the rewritten text: a term of the original text keeps
+the origin ``text``, one only the LLM wrote is ``llm``.
 """
 
 from __future__ import annotations
@@ -41,10 +43,12 @@ def explain_lexical(
     source: ImageSource | None,
     query: Query,
     positions: dict[str, int],
+    rewrite: tuple[str, str] | None = None,
 ) -> dict[str, Attribution]:
     """Split the BM25 score of each document (doc_id -> corpus position) into its terms.
 
-    One index look-up and one slice of the postings serve every document.
+    One index look-up and one slice of the postings serve every document. ``rewrite``:
+    ``(original text, the LLM's answer)`` when ``query`` carries a rewritten text.
     """
     bm25 = retriever.inner if isinstance(retriever, OcrAugmented) else retriever
     if not isinstance(bm25, BM25Retriever):
@@ -64,7 +68,8 @@ def explain_lexical(
     term_of = {index.terms[t]: t for t in set(tokens) if t in index.terms}
     terms = [term_of[int(r)] for r in rows]
     query_tf = Counter(tokens)
-    origins, surface = _origins(analyzer, query.text, "\n".join(found))
+    original, added = rewrite if rewrite is not None else (query.text, "")
+    origins, surface = _origins(analyzer, original, "\n".join(found), added)
     units = [unit_of(p) for p in positions.values()]
     passage = index.postings[rows][:, units].toarray() if len(rows) else np.zeros((0, len(units)))
     out: dict[str, Attribution] = {}
@@ -116,9 +121,13 @@ def _units(data: TaskData) -> tuple[list[str], Callable[[int], int]]:
 
 
 def _origins(
-    analyzer: EnglishAnalyzer, text: str, image_text: str
+    analyzer: EnglishAnalyzer, text: str, image_text: str, added: str = ""
 ) -> tuple[defaultdict[str, Origin], defaultdict[str, tuple[str, ...]]]:
-    """Return term -> origin and term -> raw surface forms, from the text and the OCR words."""
+    """Return term -> origin and term -> raw surface forms.
+
+    From the text, the OCR words and what an LLM added (a term of the text or the images
+    keeps that origin; one only the LLM wrote is ``llm``).
+    """
     origins: defaultdict[str, Origin] = defaultdict(lambda: "text")
     surface: dict[str, dict[str, None]] = defaultdict(dict)  # ordered set
     parts: tuple[tuple[Origin, str], ...] = (("text", text), ("image", image_text))
@@ -127,6 +136,9 @@ def _origins(
             surface[term][part[start:end]] = None
             seen = origins.get(term)
             origins[term] = where if seen in (None, where) else "both"
+    for term, start, end in analyzer.analyze_spans(added):
+        surface[term][added[start:end]] = None
+        origins.setdefault(term, "llm")
     forms: defaultdict[str, tuple[str, ...]] = defaultdict(tuple)
     forms.update({term: tuple(found) for term, found in surface.items()})
     return origins, forms

@@ -13,8 +13,9 @@ from typing import ClassVar, Literal, NamedTuple
 
 from PIL import Image
 
-Origin = Literal["text", "image", "both"]
-"""Where a query term comes from: the query text, the words read from its images, or both."""
+Origin = Literal["text", "image", "both", "llm"]
+"""Where a query term comes from: the query text, the words read from its images, both, or
+only the LLM's rewrite of the query (``mmbright run --queries``)."""
 
 
 @dataclass(frozen=True)

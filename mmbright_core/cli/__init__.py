@@ -21,7 +21,7 @@ from mmbright_core.errors import MMBrightError
 
 #: The exit status after Ctrl-C (128 + SIGINT, as a shell reports a command it interrupted).
 INTERRUPTED = 130
-_SUBCOMMANDS = ("eval", "data", "run", "rerank", "models", "compare", "app", "notes")
+_SUBCOMMANDS = ("eval", "data", "run", "rewrite", "rerank", "models", "compare", "app", "notes")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,7 +67,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-
 
 
 def _interrupted(prefix: str, kept: str | None) -> int:

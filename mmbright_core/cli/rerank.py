@@ -55,6 +55,8 @@ def reranker_options(args: argparse.Namespace) -> dict[str, Any]:
     options = parse_options(args.option)
     flags = {"endpoint": args.endpoint, "device": args.device, "batch_size": args.batch_size}
     options.update({name: value for name, value in flags.items() if value is not None})
+    if args.reranker.startswith("llm:") and args.cache_dir is not None:
+        options.setdefault("cache_dir", args.cache_dir)  # the chat answers' cache too
     return options
 
 

@@ -87,6 +87,12 @@ def declare_backend(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="another backend option, e.g. k1=1.2 or query_prefix='search_query: '",
     )
+    parser.add_argument(
+        "--queries",
+        metavar="Q",
+        help="run on a rewritten query set (`mmbright rewrite --out Q`): each query's text "
+        "is the set's; the set's hash and rewriting settings are recorded in config.json",
+    )
     parser.add_argument("--out", required=True, help="output root folder")
     parser.add_argument(
         "--mteb",
@@ -174,6 +180,32 @@ def _check_backend(preset: str, backend: str) -> None:
         )
 
 
+def on_rewritten_queries(retriever: Any, path: str, task: int, source: str) -> Any:
+    """``retriever`` run on the query set at ``path``, checked against the task and source.
+
+    Raises:
+        InputError: The set is unreadable, or was written for another task or source.
+    """
+    from mmbright_core.io.rewrites import read_query_set
+    from mmbright_core.retrieval.rewritten import Rewritten
+
+    queries = read_query_set(path)
+    for what, wanted, found in (
+        ("task", task, queries.task),
+        ("source", source, queries.settings["source"]),
+    ):
+        if wanted != found:
+            raise InputError(
+                f"the query set was written for another {what}",
+                source=path,
+                expected=f"{what} {wanted}",
+                found=f"{what} {found}",
+                hint=f"Rewrite the queries of this {what} (mmbright rewrite), or run the "
+                f"set's {what}",
+            )
+    return Rewritten.of(retriever, queries)
+
+
 def handle(args: argparse.Namespace) -> int:
     """Run the subcommand and print each domain's nDCG@10."""
     from mmbright_core.cli.engine_options import with_engine
@@ -186,6 +218,8 @@ def handle(args: argparse.Namespace) -> int:
     if chosen.preset is not None or chosen.instructions is not None:
         retriever = Chosen(retriever, chosen.preset, chosen.instructions)
     source = open_source(args.source)
+    if args.queries is not None:
+        retriever = on_rewritten_queries(retriever, args.queries, args.task, source.name)
     outcome = run_task(
         source,
         args.task,

@@ -295,3 +295,19 @@ def query_images(source: ImageSource, query: Query, policy: str = "first") -> Qu
     else:
         out.images = decoded
     return out
+
+
+def images_taken(
+    source: ImageSource, query: Query, policy: str = "first"
+) -> list[tuple[str, Image.Image]]:
+    """The query images ``first`` or ``all`` takes, each with its path (undecodable skipped).
+
+    Raises:
+        UnknownNameError: For an unknown policy; ``concat`` makes one image of several,
+            which has no path of its own.
+    """
+    if policy == "concat":
+        raise UnknownNameError("image policy (first or all)", policy, ("first", "all"))
+    prepared = query_images(source, query, policy)
+    decoded = [ref.path for ref in query.images if ref.path not in prepared.problems]
+    return list(zip(decoded, prepared.images, strict=False))

@@ -33,6 +33,7 @@ from mmbright_core.io._open import decode, load
 from mmbright_core.io.atomic import atomic_write_text
 from mmbright_core.io.ocr_words import OCR_FILE, OcrWords, read_ocr_words
 from mmbright_core.io.recorded import check_one_configuration, check_summary
+from mmbright_core.io.rewrites import REWRITES_FILE, Rewrite, read_run_rewrites
 from mmbright_core.io.runs import read_run, run_json
 from mmbright_core.types import Run
 
@@ -81,6 +82,8 @@ class OfficialOutputs:
             every domain's together), or None where none are recorded.
         warnings: domain -> the warnings its ``metrics.json`` records (domains without any
             are absent).
+        rewrites: ``(domain, query_id)`` -> the rewritten query a run on a rewritten set
+            ran (``<domain>/rewrites.json``); empty for any other run.
     """
 
     path: Path
@@ -93,6 +96,7 @@ class OfficialOutputs:
     domain_configs: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     ocr_words: OcrWords | None = None
     warnings: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    rewrites: dict[tuple[str, str], Rewrite] = field(default_factory=dict)
 
 
 def official_subdir(task: int, model: str) -> str:
@@ -213,6 +217,7 @@ def read_outputs(path: str | os.PathLike[str]) -> OfficialOutputs:
         domain_configs=configs,
         ocr_words=_folder_words(folder),
         warnings=warnings,
+        rewrites=_folder_rewrites(folder),
     )
 
 
@@ -234,6 +239,13 @@ def _folder_words(folder: Path) -> OcrWords | None:
         found = read_ocr_words(child / OCR_FILE, child.name)
         words = found if words is None else words.merged(found, str(child))
     return words
+
+
+def _folder_rewrites(folder: Path) -> dict[tuple[str, str], Rewrite]:
+    found: dict[tuple[str, str], Rewrite] = {}
+    for child in sorted(c for c in folder.iterdir() if (c / REWRITES_FILE).is_file()):
+        found.update(read_run_rewrites(child / REWRITES_FILE, child.name))
+    return found
 
 
 def _resolve_subdir(path: Path) -> Path:

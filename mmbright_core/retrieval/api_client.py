@@ -4,6 +4,9 @@ One client serves every server that speaks OpenAI's HTTP API (OpenAI, Azure Open
 text-embeddings-inference, LiteLLM proxies, Ollama...): the real ``openai`` library sends
 the requests; this module decides what goes in one request, when to try again and when to
 stop, and turns every failure into one line that says what to do (:class:`EndpointError`).
+:class:`EndpointClient` holds what every endpoint client shares (the key, the retries, the
+budget, the messages); :class:`EmbeddingClient` adds the embeddings API, and
+:mod:`mmbright_core.llm.chat` the chat API.
 
 The library's own retries are switched off (``max_retries=0``) so that every HTTP attempt
 is counted here: the request budget bounds attempts, not batches, because attempts are what
@@ -13,10 +16,11 @@ a provider bills and rate-limits.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
@@ -30,6 +34,8 @@ from mmbright_core.retrieval.base import require
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 #: Status codes worth another attempt: rate limits and server faults.
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,10 @@ class Limits:
             up to ``backoff_cap``. A server's ``Retry-After`` is honoured up to the cap.
         backoff_cap: The longest wait between two attempts.
         max_requests: The most HTTP attempts this client sends (None: no limit).
+        concurrency: The most requests in flight at once (the chat client; the embeddings
+            client sends one batch at a time).
+        token_budget: The most tokens (prompt and completion, as the server counts them) the
+            chat client spends before it stops (None: no limit).
     """
 
     batch_inputs: int = 64
@@ -56,6 +66,8 @@ class Limits:
     backoff: float = 0.5
     backoff_cap: float = 8.0
     max_requests: int | None = None
+    concurrency: int = 8
+    token_budget: int | None = None
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         """Return the wait before retry number ``attempt`` (0-based)."""
@@ -102,7 +114,134 @@ def batches(texts: Sequence[str], limits: Limits) -> Iterator[tuple[int, int]]:
         start = end
 
 
-class EmbeddingClient:
+class EndpointClient:
+    """What every client of an OpenAI-compatible endpoint shares: key, retries, budget.
+
+    :meth:`call` sends one request through the real ``openai`` client, tries again after a
+    408/409/429/5xx answer, a timeout or a dropped connection (exponential backoff, a
+    server's ``Retry-After`` honoured up to the cap), counts every HTTP attempt against the
+    request budget, and turns a final failure into one :class:`EndpointError` line. The
+    counters are kept under a lock: a client may be called from several threads at once.
+
+    Args:
+        model: The model name the server knows.
+        endpoint: The API's base URL; None: the ``openai`` library's default
+            (``$OPENAI_BASE_URL``, else OpenAI's own).
+        api_key_env: The environment variable holding the key.
+        limits: Timeout, retries and the request budget.
+        sleep: How to wait between attempts (a parameter so a caller can observe waits).
+        what: What needs the ``openai`` package, for the missing-dependency message.
+
+    Attributes:
+        requests: HTTP attempts sent so far.
+        retried: Attempts that failed and were tried again.
+
+    Raises:
+        MissingDependencyError: ``openai`` is not installed.
+        EndpointError: No key in ``api_key_env``.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        endpoint: str | None = None,
+        *,
+        api_key_env: str = DEFAULT_KEY_ENV,
+        limits: Limits | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        what: str = "the api retriever",
+    ) -> None:
+        self.openai = require("openai", what, "api")
+        self.model = model
+        self.limits = limits or Limits()
+        self.api_key_env = api_key_env
+        self._client = self.openai.OpenAI(
+            base_url=endpoint,
+            api_key=read_key(api_key_env),
+            timeout=self.limits.timeout,
+            max_retries=0,
+        )
+        self.endpoint = public_endpoint(str(self._client.base_url))
+        self.sleep = sleep
+        self.requests = self.retried = 0
+        self._lock = threading.Lock()
+
+    def call(self, send: Callable[[], T]) -> T:
+        """Return ``send()``, tried again as the limits allow.
+
+        Raises:
+            EndpointError: The server refused the key or the model, stayed unreachable or
+                kept failing after the retries (or ``send`` found the answer malformed).
+            RequestBudgetError: The request budget was spent before an answer came.
+        """
+        errors = self.openai
+        for attempt in range(self.limits.retries + 1):
+            self._spend()
+            try:
+                return send()
+            except (errors.APIConnectionError, errors.APIStatusError) as err:
+                if not self._retryable(err) or attempt == self.limits.retries:
+                    raise self._failure(err, attempt + 1) from err
+                with self._lock:
+                    self.retried += 1
+                self.sleep(self.limits.delay(attempt, _retry_after(err)))
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def done_text(self) -> str:
+        """What was answered so far, for the budget's message."""
+        return f"{self.requests:,} requests answered or tried"
+
+    def _spend(self) -> None:
+        budget = self.limits.max_requests
+        with self._lock:
+            if budget is None or self.requests < budget:
+                self.requests += 1
+                return
+        raise RequestBudgetError(
+            f"request budget spent: {budget} requests sent to {self.endpoint}, {self.done_text()}",
+            requests=self.requests,
+            hint="What was answered is in the cache and is not asked again; "
+            "rerun with a larger --option max_requests=N to go on.",
+        )
+
+    def _retryable(self, err: Exception) -> bool:
+        if isinstance(err, self.openai.APIStatusError):
+            return err.status_code in RETRY_STATUSES
+        return True  # connection refused or dropped, timeouts
+
+    def _failure(self, err: Exception, attempts: int) -> EndpointError:
+        errors = self.openai
+        where = f"{self.endpoint} (model {self.model!r})"
+        if isinstance(err, errors.AuthenticationError | errors.PermissionDeniedError):
+            return EndpointError(
+                f"{where} refused the key in {self.api_key_env} ({err.status_code})",
+                hint=f"Check the key in {self.api_key_env}, or name another variable with "
+                "--option api_key_env=NAME.",
+            )
+        if isinstance(err, errors.NotFoundError) or _names_model(err):
+            return EndpointError(
+                f"{where}: the server does not know this model",
+                found=_detail(err),
+                hint="Give --model a name the server lists at GET /models, and --endpoint "
+                "the API's base URL (ending in /v1 for most servers).",
+            )
+        if isinstance(err, errors.APIStatusError):
+            tried = f" after {attempts} attempts" if attempts > 1 else ""
+            return EndpointError(
+                f"{where} answered HTTP {err.status_code}{tried}",
+                found=_detail(err),
+                hint="Retries are set by --option retries=N and timeout=SECONDS.",
+            )
+        what = "timed out" if isinstance(err, errors.APITimeoutError) else "cannot be reached"
+        return EndpointError(
+            f"{where} {what} ({attempts} attempts, {self.limits.timeout:g} s each)",
+            found=_detail(err),
+            hint="Check --endpoint and that the server runs; a slow server needs a larger "
+            "--option timeout=SECONDS.",
+        )
+
+
+class EmbeddingClient(EndpointClient):
     """Embeds texts through ``POST {endpoint}/embeddings`` of an OpenAI-compatible server.
 
     Args:
@@ -135,19 +274,9 @@ class EmbeddingClient:
         limits: Limits | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self.openai = require("openai", "the api retriever", "api")
-        self.model, self.dimensions = model, dimensions
-        self.limits = limits or Limits()
-        self.api_key_env = api_key_env
-        self._client = self.openai.OpenAI(
-            base_url=endpoint,
-            api_key=read_key(api_key_env),
-            timeout=self.limits.timeout,
-            max_retries=0,
-        )
-        self.endpoint = public_endpoint(str(self._client.base_url))
-        self.sleep = sleep
-        self.requests = self.retried = self.embedded = 0
+        super().__init__(model, endpoint, api_key_env=api_key_env, limits=limits, sleep=sleep)
+        self.dimensions = dimensions
+        self.embedded = 0
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Return one float32 vector per text, in order, as the server computed it.
@@ -172,41 +301,18 @@ class EmbeddingClient:
             return np.zeros((0, self.dimensions or 0), dtype=np.float32)
         return np.concatenate(out)
 
-    def _request(self, batch: list[str]) -> npt.NDArray[np.float32]:
-        errors = self.openai
-        for attempt in range(self.limits.retries + 1):
-            self._spend()
-            try:
-                return self._vectors(self._create(batch), len(batch))
-            except (errors.APIConnectionError, errors.APIStatusError) as err:
-                if not self._retryable(err) or attempt == self.limits.retries:
-                    raise self._failure(err, attempt + 1) from err
-                self.retried += 1
-                self.sleep(self.limits.delay(attempt, _retry_after(err)))
-        raise AssertionError("unreachable: the last attempt returns or raises")
+    def done_text(self) -> str:
+        """What was answered so far, for the budget's message."""
+        return f"{self.embedded:,} inputs embedded"
 
-    def _spend(self) -> None:
-        budget = self.limits.max_requests
-        if budget is not None and self.requests >= budget:
-            raise RequestBudgetError(
-                f"request budget spent: {budget} requests sent to {self.endpoint}, "
-                f"{self.embedded:,} inputs embedded",
-                requests=self.requests,
-                hint="What was answered is in the embedding cache and is not asked again; "
-                "rerun with a larger --option max_requests=N to go on.",
-            )
-        self.requests += 1
+    def _request(self, batch: list[str]) -> npt.NDArray[np.float32]:
+        return self.call(lambda: self._vectors(self._create(batch), len(batch)))
 
     def _create(self, batch: list[str]) -> Any:
         extra = {} if self.dimensions is None else {"dimensions": self.dimensions}
         return self._client.embeddings.create(
             model=self.model, input=batch, encoding_format="float", **extra
         )
-
-    def _retryable(self, err: Exception) -> bool:
-        if isinstance(err, self.openai.APIStatusError):
-            return err.status_code in RETRY_STATUSES
-        return True  # connection refused or dropped, timeouts
 
     def _vectors(self, response: Any, count: int) -> npt.NDArray[np.float32]:
         data = sorted(getattr(response, "data", None) or [], key=lambda item: item.index)
@@ -228,37 +334,6 @@ class EmbeddingClient:
                 hint="Drop --option dimensions=N: this model has a fixed size.",
             )
         return vectors
-
-    def _failure(self, err: Exception, attempts: int) -> EndpointError:
-        errors = self.openai
-        where = f"{self.endpoint} (model {self.model!r})"
-        if isinstance(err, errors.AuthenticationError | errors.PermissionDeniedError):
-            return EndpointError(
-                f"{where} refused the key in {self.api_key_env} ({err.status_code})",
-                hint=f"Check the key in {self.api_key_env}, or name another variable with "
-                "--option api_key_env=NAME.",
-            )
-        if isinstance(err, errors.NotFoundError) or _names_model(err):
-            return EndpointError(
-                f"{where}: the server does not know this model",
-                found=_detail(err),
-                hint="Give --model a name the server lists at GET /models, and --endpoint "
-                "the API's base URL (ending in /v1 for most servers).",
-            )
-        if isinstance(err, errors.APIStatusError):
-            tried = f" after {attempts} attempts" if attempts > 1 else ""
-            return EndpointError(
-                f"{where} answered HTTP {err.status_code}{tried}",
-                found=_detail(err),
-                hint="Retries are set by --option retries=N and timeout=SECONDS.",
-            )
-        what = "timed out" if isinstance(err, errors.APITimeoutError) else "cannot be reached"
-        return EndpointError(
-            f"{where} {what} ({attempts} attempts, {self.limits.timeout:g} s each)",
-            found=_detail(err),
-            hint="Check --endpoint and that the server runs; a slow server needs a larger "
-            "--option timeout=SECONDS.",
-        )
 
 
 def _retry_after(err: Exception) -> float | None:

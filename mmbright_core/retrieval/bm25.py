@@ -175,14 +175,16 @@ class BM25Retriever:
         query: Query,
         positions: dict[str, int],
         through: Retriever | None = None,
+        rewrite: tuple[str, str] | None = None,
     ) -> dict[str, Any]:
         """Split each document's BM25 score into its query terms' contributions.
 
         ``through``: the OCR retriever whose augmented query this one scored, if any.
+        ``rewrite``: ``(original text, LLM answer)`` when ``query`` is a rewritten one.
         """
         from mmbright_core.analysis.attribution_lexical import explain_lexical
 
-        return explain_lexical(through or self, data, source, query, positions)  # type: ignore[arg-type]
+        return explain_lexical(through or self, data, source, query, positions, rewrite)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

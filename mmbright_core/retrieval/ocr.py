@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from mmbright_core.data.images import decode_image, query_images
+from mmbright_core.data.images import decode_image, images_taken
 from mmbright_core.errors import InputError, MissingDependencyError, UnknownNameError
 from mmbright_core.io.atomic import atomic_write_text
 from mmbright_core.io.ocr_words import OCR_FILE, ImageRead, OcrWords, ocr_words_json
@@ -195,10 +195,8 @@ class OcrAugmented:
 
     def read_images(self, query: Query, source: ImageSource) -> list[ImageRead]:
         """Return each image the policy reads (among those that decode) with its text."""
-        prepared = query_images(source, query, self.image_policy)
-        decoded = [ref.path for ref in query.images if ref.path not in prepared.problems]
         out = []
-        for path, image in zip(decoded, prepared.images, strict=False):
+        for path, image in images_taken(source, query, self.image_policy):
             data = source.query_image_bytes(query.domain, path) or b""
             out.append(ImageRead(path, content_key(data), self.reader.read(data, image)))
         return out
@@ -252,10 +250,17 @@ class OcrAugmented:
         source: ImageSource | None,
         query: Query,
         positions: dict[str, int],
+        rewrite: tuple[str, str] | None = None,
     ) -> dict[str, Any]:
-        """Explain through the inner retriever, with the words read from the query images."""
+        """Explain through the inner retriever, with the words read from the query images.
+
+        ``rewrite``: ``(original text, LLM answer)`` when ``query`` is a rewritten one.
+        """
         inner: Any = self.inner  # bm25 or dense (ocr_bm25, ocr_dense), which both explain
-        found: dict[str, Any] = inner.explain_scores(data, source, query, positions, through=self)
+        extra = {} if rewrite is None else {"rewrite": rewrite}
+        found: dict[str, Any] = inner.explain_scores(
+            data, source, query, positions, through=self, **extra
+        )
         return found
 
 

@@ -36,8 +36,18 @@ _MARK = {
         "border-bottom:2px dashed #00695c"
     ),
     "both": "background:#c5e1a5;color:#000;padding:0 2px;border-radius:3px",
+    # Words only an LLM's rewrite of the query holds: dotted, unlike the image's dashes.
+    "llm": (
+        "background:#f8bbd0;color:#000;padding:0 2px;border-radius:3px;"
+        "border-bottom:2px dotted #880e4f"
+    ),
 }
-ORIGIN_WORDS = {"text": "query text", "image": "from the image", "both": "text and image"}
+ORIGIN_WORDS = {
+    "text": "query text",
+    "image": "from the image",
+    "both": "text and image",
+    "llm": "added by the LLM",
+}
 QUERY_IMAGE_WIDTH = 360
 """Query images are shown this wide (full size one click away), to leave the words in view."""
 TERMS_SHOWN = 8
@@ -137,6 +147,7 @@ def summary_row(found: Attribution) -> dict[str, object]:
             "from text": parts["text"],
             "from image": parts["image"],
             "from both": parts["both"],
+            "from LLM": parts["llm"],
             "explained": top,
         }
     if isinstance(found, FusionAttribution):

@@ -220,7 +220,7 @@ def attribution_table(
     return pd.DataFrame(rows).reindex(columns=columns)
 
 
-_PART_COLUMNS = ("from text", "from image", "from both")
+_PART_COLUMNS = ("from text", "from image", "from both", "from LLM")
 _NO_ATTRIBUTION = Unavailable("not explained")
 
 

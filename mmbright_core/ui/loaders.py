@@ -29,6 +29,7 @@ from mmbright_core.data.ids import check_protocol
 from mmbright_core.data.sources import Source, open_source
 from mmbright_core.errors import MissingDependencyError
 from mmbright_core.io.ocr_words import OcrWords
+from mmbright_core.io.rewrites import Rewrite
 from mmbright_core.retrieval.base import Retriever
 from mmbright_core.retrieval.cache import content_key
 from mmbright_core.retrieval.ocr import OcrAugmented
@@ -214,14 +215,18 @@ def task_data(spec: str, task: Task, domain: str, protocol: str) -> TaskData:
 
 @st.cache_resource(max_entries=8, show_spinner="Rebuilding the run's retriever…")
 def retriever_for(
-    config_text: str, key: str = "", _words: OcrWords | None = None
+    config_text: str,
+    key: str = "",
+    _words: OcrWords | None = None,
+    _rewrites: Mapping[tuple[str, str], Rewrite] | None = None,
 ) -> Retriever | Unavailable:
     """The retriever a run's configuration (its ``config.json``, as text) rebuilds, or why not.
 
     ``key`` names the run's content (its fingerprint) when its recorded OCR words
-    (``_words``) are handed over, which the cache does not hash.
+    (``_words``) or rewritten queries (``_rewrites``) are handed over, which the cache does
+    not hash.
     """
-    return retriever_from_config(json.loads(config_text), ocr_words=_words)
+    return retriever_from_config(json.loads(config_text), ocr_words=_words, rewrites=_rewrites)
 
 
 def entry_retriever(entry: RunEntry) -> Retriever | Unavailable:
@@ -233,8 +238,8 @@ def entry_retriever(entry: RunEntry) -> Retriever | Unavailable:
             "outputs folder (with its config.json), not as a run file"
         )
     words = entry.ocr_words
-    key = "" if words is None else entry.fingerprint
-    return retriever_for(json.dumps(config, sort_keys=True), key, words)
+    key = "" if words is None and not entry.rewrites else entry.fingerprint
+    return retriever_for(json.dumps(config, sort_keys=True), key, words, entry.rewrites or None)
 
 
 def explanations(

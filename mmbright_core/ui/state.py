@@ -16,6 +16,7 @@ from typing import Any
 import streamlit as st
 
 from mmbright_core.io.ocr_words import OcrWords
+from mmbright_core.io.rewrites import Rewrite
 from mmbright_core.types import Run, Task
 
 SOURCE_KEY = "source_spec"
@@ -79,6 +80,8 @@ class RunEntry:
             None where there are none.
         warnings: What its outputs record as having lowered its scores, one sentence per
             item, each starting with its domain (``metrics.json``'s ``"warnings"``).
+        rewrites: ``(domain, query_id)`` -> the rewritten query a run on rewritten queries
+            ran (``rewrites.json``); empty for any other run.
     """
 
     name: str
@@ -91,6 +94,7 @@ class RunEntry:
     config: Mapping[str, Any] | None = field(default=None)
     ocr_words: OcrWords | None = field(default=None)
     warnings: tuple[str, ...] = field(default=())
+    rewrites: Mapping[tuple[str, str], Rewrite] = field(default_factory=dict)
 
     @property
     def provenance(self) -> str:
@@ -101,6 +105,12 @@ class RunEntry:
         if first is not None and self.config is not None:
             depth = self.config["options"].get("depth")
             stage = f" · reranks the top {depth} of {first.get('label')}"
+        options = (self.config or {}).get("options") or {}
+        if "queries_sha256" in options:  # a run on rewritten queries (mmbright run --queries)
+            stage += (
+                f" · queries rewritten by {options.get('rewrite_model')} "
+                f"({options.get('rewrite_prompt')}, set {str(options['queries_sha256'])[:8]})"
+            )
         return f"{self.origin} · negatives {self.negatives}{stage}"
 
 

@@ -169,7 +169,13 @@ def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
         )
     stamp = "|".join(
         f"{p}:{p.stat().st_mtime_ns}"
-        for p in sorted([*outputs.path.glob("*/scores.json"), *outputs.path.glob(f"*/{OCR_FILE}")])
+        for p in sorted(
+            [
+                *outputs.path.glob("*/scores.json"),
+                *outputs.path.glob(f"*/{OCR_FILE}"),
+                *outputs.path.glob("*/rewrites.json"),
+            ]
+        )
     )
     # A run made by ``mmbright run`` records its negative_ids policy; others used the
     # official rule (an older configuration without the field could only have, too).
@@ -185,6 +191,7 @@ def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
         outputs.run_config or None,
         outputs.ocr_words,
         tuple(f"{d}: {w}" for d, said in outputs.warnings.items() for w in said),
+        outputs.rewrites,
     )
 
 

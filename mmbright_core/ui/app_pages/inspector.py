@@ -6,7 +6,16 @@ import streamlit as st
 
 from mmbright_core.analysis.figures import rank_slope
 from mmbright_core.analysis.rankdiff import rank_diff
-from mmbright_core.ui import explain_view, inspect, loaders, notes_panel, render, state, views
+from mmbright_core.ui import (
+    explain_view,
+    inspect,
+    loaders,
+    notes_panel,
+    render,
+    rewrite_view,
+    state,
+    views,
+)
 from mmbright_core.ui.literal import literal, visible
 
 TOP = 10
@@ -97,6 +106,9 @@ st.caption(f"{len(query.images)} image(s) · {sum(v > 0 for v in qrels.values())
 query_col, notes_col = st.columns([3, 2])
 with query_col:
     explain_view.show_query_text(query, words)
+    rewrite_view.show_rewrites(
+        rewrite_view.rewrites_of({n: runs[n] for n in shown}, target.domain, target.query_id)
+    )
     explain_view.show_query_images(source, query, words, key="insp_qimg")
     for name, fusion in inspect.fusions(found).items():
         explain_view.show_fusion(name, fusion, key=f"insp_fusion_{shown.index(name)}")

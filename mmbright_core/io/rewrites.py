@@ -1,0 +1,338 @@
+"""Rewritten query sets (``mmbright rewrite --out Q``): JSON Lines, one record per query.
+
+A record holds everything that made its query text, so that it can be checked and reused
+(docs/commands.md, "Rewritten queries")::
+
+    {"format": "mmbright-rewrites/1", "key": "<sha256 of the rest of the record>",
+     "source": "demo", "task": 2, "domain": "biology", "query_id": "3",
+     "original": "<the query text>", "images": [{"path": "...", "sha256": "..."}],
+     "prompt": {"name": "reason", "template": "...", "combine": "replace",
+                "image_policy": "all", "image_side": 1024},
+     "llm": {"model": "...", "endpoint": "http://...", "parameters": {"temperature": 0}},
+     "answer": "<the LLM's text>" or null, "problem": null or "<why there is none>",
+     "tokens": {"prompt": 120, "completion": 300},
+     "query": "<the text retrievers are given>"}
+
+``key`` is the sha256 of the record's other fields as canonical JSON: a record edited by
+hand no longer matches its key and is refused. Every record of a set shares ``source``,
+``task``, ``prompt`` and ``llm`` (one set is one experiment); a query id appears once per
+domain. Records are written in the source's domain and query order, so the same inputs
+give the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mmbright_core.errors import InputError, show
+from mmbright_core.io._json import JsonObject, json_kind, object_pairs, parse_json
+from mmbright_core.io._open import Readable, decode, load
+
+FORMAT = "mmbright-rewrites/1"
+SHARED = ("source", "task", "prompt", "llm")
+"""The fields every record of one set has equal."""
+_FIELDS: dict[str, Any] = {
+    "format": str,
+    "key": str,
+    "source": str,
+    "task": int,
+    "domain": str,
+    "query_id": str,
+    "original": str,
+    "images": list,
+    "prompt": dict,
+    "llm": dict,
+    "answer": (str, type(None)),
+    "problem": (str, type(None)),
+    "tokens": dict,
+    "query": str,
+}
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """One query of a set, as rewritten.
+
+    Attributes:
+        domain: The query's domain.
+        query_id: The query's id.
+        original: The query text the LLM was shown.
+        images: ``(path, sha256)`` of each query image the LLM was shown, in order.
+        answer: The LLM's text (None when its answer was unusable).
+        problem: Why there is no answer, else None.
+        prompt_tokens: Tokens of the request, as the server counted them.
+        completion_tokens: Tokens of the answer.
+        query: The text retrievers are given (the answer, or the original with it appended,
+            by the prompt's ``combine``; the original where there is no answer).
+    """
+
+    domain: str
+    query_id: str
+    original: str
+    images: tuple[tuple[str, str], ...]
+    answer: str | None
+    problem: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    query: str
+
+
+@dataclass(frozen=True)
+class QuerySet:
+    """A rewritten query set read from a file.
+
+    Attributes:
+        name: The file's name.
+        sha256: The sha256 of the file's bytes (recorded by the runs that use it).
+        settings: ``source``, ``task``, ``prompt`` and ``llm``, shared by every record.
+        rewrites: ``(domain, query_id)`` -> the rewrite, in file order.
+    """
+
+    name: str
+    sha256: str
+    settings: Mapping[str, Any]
+    rewrites: Mapping[tuple[str, str], Rewrite]
+
+    @property
+    def task(self) -> int:
+        """The task the set's queries belong to."""
+        return int(self.settings["task"])
+
+    def domains(self) -> tuple[str, ...]:
+        """The domains the set covers, in file order."""
+        return tuple(dict.fromkeys(domain for domain, _ in self.rewrites))
+
+
+def record_key(record: Mapping[str, Any]) -> str:
+    """The sha256 of a record's fields other than ``key``, as canonical JSON."""
+    body = {name: value for name, value in record.items() if name != "key"}
+    canonical = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def keyed(record: Mapping[str, Any]) -> dict[str, Any]:
+    """``record`` with its ``format`` and ``key`` set."""
+    body = {**record, "format": FORMAT}
+    return {**body, "key": record_key(body)}
+
+
+def query_set_text(records: Iterable[Mapping[str, Any]]) -> str:
+    """The JSON Lines text of a set: each record keyed, one per line, keys sorted."""
+    lines = (json.dumps(keyed(r), sort_keys=True, ensure_ascii=False) for r in records)
+    return "".join(f"{line}\n" for line in lines)
+
+
+def read_query_set(src: Readable) -> QuerySet:
+    """Read a rewritten query set, checking every record.
+
+    Args:
+        src: A path, inline text, bytes or an open file (as every reader takes).
+
+    Raises:
+        InputError: Not JSON Lines of this format, a field missing or of the wrong type, a
+            record whose key does not match its content, records of different settings,
+            or a query listed twice; each names the file, the line and the fix.
+    """
+    loaded = load(src)
+    text = decode(loaded)
+    rewrites: dict[tuple[str, str], Rewrite] = {}
+    settings: dict[str, Any] | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        record = _record(line, loaded.name, number)
+        _check_images(record["images"], loaded.name, number)
+        shared = {name: record[name] for name in SHARED}
+        if settings is None:
+            settings = shared
+        elif shared != settings:
+            differing = [name for name in SHARED if shared[name] != settings[name]]
+            raise InputError(
+                f"a record of other settings ({', '.join(differing)}) than the first",
+                source=loaded.name,
+                line=number,
+                expected="one source, task, prompt and model per query set",
+                found=f"{differing[0]} {show(json.dumps(shared[differing[0]]))}",
+                hint="Write each experiment to its own file (mmbright rewrite --out)",
+            )
+        rewrite = _rewrite(record)
+        where = (rewrite.domain, rewrite.query_id)
+        if where in rewrites:
+            raise InputError(
+                "a query listed twice",
+                source=loaded.name,
+                line=number,
+                expected="each query once",
+                found=f"domain {show(where[0])}, query {show(where[1])} again",
+            )
+        rewrites[where] = rewrite
+    if settings is None:  # decode() refused blank content: unreachable, kept for mypy
+        raise InputError("empty query set", source=loaded.name)
+    digest = hashlib.sha256(loaded.data).hexdigest()
+    return QuerySet(loaded.name, digest, settings, rewrites)
+
+
+def _record(line: str, name: str, number: int) -> dict[str, Any]:
+    where = f"{name}:{number}"
+    record = _plain(object_pairs(parse_json(line, where), where, (), "(one rewritten query)"))
+    for field, kind in _FIELDS.items():
+        if field not in record:
+            raise InputError(
+                f"a record without {field!r}", source=name, line=number, expected=_expected()
+            )
+        value = record[field]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise InputError(
+                f"a record's {field!r} has the wrong type",
+                source=name,
+                line=number,
+                expected=_kind_name(kind),
+                found=json_kind(value),
+            )
+    if record["format"] != FORMAT:
+        raise InputError(
+            "not a rewritten query set",
+            source=name,
+            line=number,
+            expected=f"format {FORMAT!r}",
+            found=show(record["format"]),
+        )
+    if record["key"] != record_key(record):
+        raise InputError(
+            "a record whose key does not match its content (edited by hand?)",
+            source=name,
+            line=number,
+            found=f"domain {show(record['domain'])}, query {show(record['query_id'])}",
+            hint="Rewrite the queries again with mmbright rewrite (answers come from the "
+            "cache); to try another text, use a prompt template (--prompt FILE)",
+        )
+    return record
+
+
+def _plain(value: Any) -> Any:
+    # JsonObject pairs -> dicts, recursively, so that a record hashes as it was written.
+    if isinstance(value, JsonObject):
+        return {key: _plain(item) for key, item in value}
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _check_images(images: list[Any], name: str, number: int) -> None:
+    for image in images:
+        if not (
+            isinstance(image, dict)
+            and isinstance(image.get("path"), str)
+            and isinstance(image.get("sha256"), str)
+        ):
+            raise InputError(
+                "a record's image is not a path and a sha256",
+                source=name,
+                line=number,
+                expected='{"path": "...", "sha256": "..."}',
+                found=show(json.dumps(image)),
+            )
+
+
+def _rewrite(record: Mapping[str, Any]) -> Rewrite:
+    tokens = record["tokens"]
+    images = tuple((i["path"], i["sha256"]) for i in record["images"])
+    return Rewrite(
+        domain=record["domain"],
+        query_id=record["query_id"],
+        original=record["original"],
+        images=images,
+        answer=record["answer"],
+        problem=record["problem"],
+        prompt_tokens=int(tokens.get("prompt", 0)),
+        completion_tokens=int(tokens.get("completion", 0)),
+        query=record["query"],
+    )
+
+
+def _expected() -> str:
+    return f"the fields {', '.join(_FIELDS)}"
+
+
+def _kind_name(kind: Any) -> str:
+    names = {str: "a string", int: "an integer", list: "an array", dict: "an object"}
+    if isinstance(kind, tuple):
+        return " or ".join("null" if k is type(None) else names[k] for k in kind)
+    return names[kind]
+
+
+REWRITES_FILE = "rewrites.json"
+"""The file a run on a rewritten set writes in each domain folder."""
+DOMAIN_FORMAT = "mmbright-rewritten-run/1"
+
+
+def domain_rewrites_json(record: Mapping[str, Any], rewrites: Iterable[Rewrite]) -> str:
+    """The ``rewrites.json`` of one domain of a run: each query's original and new text.
+
+    ``{"format", "queries_sha256", "prompt", "combine", "model", "queries": {query id:
+    {"original", "answer", "problem", "query"}}}``: what the dashboard needs to show, beside
+    the query, the text the retriever was given and the words the LLM added.
+
+    Args:
+        record: What the run records of its set (``queries_sha256``, ``rewrite_*``).
+        rewrites: The domain's rewrites, in query order.
+    """
+    body = {
+        "format": DOMAIN_FORMAT,
+        "queries_sha256": record["queries_sha256"],
+        "prompt": record["rewrite_prompt"],
+        "combine": record["rewrite_combine"],
+        "model": record["rewrite_model"],
+        "queries": {
+            r.query_id: {
+                "original": r.original,
+                "answer": r.answer,
+                "problem": r.problem,
+                "query": r.query,
+            }
+            for r in rewrites
+        },
+    }
+    return json.dumps(body, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def read_run_rewrites(path: Readable, domain: str) -> dict[tuple[str, str], Rewrite]:
+    """Read one domain's ``rewrites.json``: ``(domain, query_id)`` -> the query's rewrite.
+
+    Raises:
+        InputError: Not this format, or an entry without its texts (naming the JSON path).
+    """
+    loaded = load(path)
+    top = object_pairs(parse_json(decode(loaded), loaded.name), loaded.name, (), "(rewrites)")
+    if top.get("format") != DOMAIN_FORMAT:
+        raise InputError(
+            "not a run's rewritten queries",
+            source=loaded.name,
+            expected=f"format {DOMAIN_FORMAT!r}",
+            found=show(str(top.get("format"))),
+        )
+    queries = object_pairs(top.get("queries"), loaded.name, ("queries",), "of query ids")
+    out: dict[tuple[str, str], Rewrite] = {}
+    for query_id, raw in queries.items():
+        entry = _plain(raw)
+        texts = [entry.get(k) if isinstance(entry, dict) else None for k in ("original", "query")]
+        answer = entry.get("answer") if isinstance(entry, dict) else None
+        if not all(isinstance(t, str) for t in texts) or not isinstance(answer, (str, type(None))):
+            raise InputError(
+                f'wrong JSON shape at $["queries"][{json.dumps(query_id)}]',
+                source=loaded.name,
+                expected='{"original": "...", "answer": "..." or null, "query": "..."}',
+                found=show(json.dumps(entry)),
+            )
+        problem = entry.get("problem")
+        out[(domain, query_id)] = Rewrite(
+            domain, query_id, str(texts[0]), (), answer,
+            problem if isinstance(problem, str) else None, 0, 0, str(texts[1]),
+        )  # fmt: skip
+    return out

@@ -1,0 +1,74 @@
+"""The ``--option NAME=VALUE`` settings of an LLM job: sampling, limits, the rest.
+
+``mmbright rewrite`` and the ``llm:`` reranker take the same options: sampling parameters
+(sent with every request; they key the answer cache), the client's limits (concurrency,
+timeout, retries, backoff, the request and token budgets) and ``api_key_env``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mmbright_core.errors import InputError
+from mmbright_core.llm.cache import AnswerCache
+from mmbright_core.llm.chat import DEFAULT_PARAMETERS, SAMPLING, ChatClient
+from mmbright_core.retrieval.api_client import DEFAULT_KEY_ENV, Limits
+from mmbright_core.retrieval.cache import default_cache_dir
+
+#: ``--option`` names that set the client's limits, with their types.
+LIMIT_OPTIONS = {
+    "concurrency": int,
+    "timeout": float,
+    "retries": int,
+    "backoff": float,
+    "max_requests": int,
+    "token_budget": int,
+}
+
+
+def split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Split ``--option`` values into sampling parameters, client limits and the rest.
+
+    Raises:
+        InputError: An option no part takes.
+    """
+    parameters = dict(DEFAULT_PARAMETERS)
+    limits: dict[str, Any] = {}
+    rest: dict[str, Any] = {}
+    for name, value in options.items():
+        if name in SAMPLING:
+            parameters[name] = value
+        elif name in LIMIT_OPTIONS:
+            limits[name] = _number(name, value, LIMIT_OPTIONS[name])
+        elif name in ("api_key_env", "image_side"):
+            rest[name] = value
+        else:
+            known = [*SAMPLING, *LIMIT_OPTIONS, "api_key_env", "image_side"]
+            raise InputError(
+                f"unknown option {name!r}", expected=f"one of {', '.join(known)}", found=name
+            )
+    return parameters, limits, rest
+
+
+def chat_client(
+    model: str, endpoint: str | None, options: dict[str, Any], cache_dir: str | None
+) -> ChatClient:
+    """The chat client the options describe, caching under ``cache_dir``."""
+    parameters, limits, rest = split_options(options)
+    return ChatClient(
+        model,
+        endpoint,
+        api_key_env=str(rest.get("api_key_env", DEFAULT_KEY_ENV)),
+        parameters=parameters,
+        limits=Limits(**limits),
+        cache=AnswerCache(default_cache_dir(cache_dir)),
+    )
+
+
+def _number(name: str, value: Any, kind: type) -> Any:
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"option {name} is not a number", expected=kind.__name__, found=repr(value)
+        ) from None
