@@ -53,3 +53,56 @@ def test_the_check_sees_a_spelling_in_code_and_not_in_a_docstring() -> None:
         'MARK = f"{1}__NO_IMAGE__"\n'
     )
     assert spelled_lines(source) == [4, 5]
+
+
+def _task_number(node: ast.expr) -> bool:
+    """Whether ``node`` is a task number literal, or a tuple / set / list of them."""
+    if isinstance(node, ast.Tuple | ast.Set | ast.List):
+        return bool(node.elts) and all(_task_number(e) for e in node.elts)
+    if isinstance(node, ast.IfExp):
+        return _task_number(node.body) or _task_number(node.orelse)
+    return isinstance(node, ast.Constant) and node.value in (1, 2, 3, 4)
+
+
+def _is_task(node: ast.expr) -> bool:
+    """Whether ``node`` reads a task: ``task``, ``<something>.task`` or ``current_task()``."""
+    if isinstance(node, ast.Call):
+        return _is_task(node.func) or (
+            isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_task")
+        )
+    return (isinstance(node, ast.Name) and node.id == "task") or (
+        isinstance(node, ast.Attribute) and node.attr == "task"
+    )
+
+
+def task_branches(source: str) -> list[int]:
+    """The lines comparing a task with task numbers (``task == 3``, ``data.task in (1, 2)``)."""
+    return sorted(
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Compare)
+        and _is_task(node.left)
+        and any(_task_number(c) for c in node.comparators)
+    )
+
+
+def test_no_module_branches_on_a_task_number() -> None:
+    found = [
+        f"{path.relative_to(PACKAGE)}:{line}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for line in task_branches(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, f"read the fact from mmbright_core.task_table instead: {found}"
+
+
+def test_the_check_sees_each_kind_of_task_branch() -> None:
+    source = (
+        "if task == 3: pass\n"
+        "if data.task in (1, 2): pass\n"
+        "if query.task != 1: pass\n"
+        "if data.task > 1: pass\n"
+        "if task in ((4,) if name else (1, 2)): pass\n"
+        "disabled = state.current_task() != 4\n"
+        "if info.task_type == 'text_text' or tasks == 3 or task == 7: pass\n"
+    )
+    assert task_branches(source) == [1, 2, 3, 4, 5, 6]
