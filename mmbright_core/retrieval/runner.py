@@ -35,6 +35,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from mmbright_core.data.choices import PROTOCOLS
 from mmbright_core.data.sources import Source
 from mmbright_core.data.tasks import negatives_for
 from mmbright_core.errors import InputError
@@ -164,7 +165,7 @@ def run_task(
     """
     check_task(retriever, task)
     check_k(k)
-    if protocol not in ("paper", "legacy"):
+    if protocol not in PROTOCOLS:
         raise InputError("unknown protocol", expected="paper or legacy", found=repr(protocol))
     protocol = protocol if task_info(task).protocols else "paper"
     policy = negatives_for(task, negatives)
