@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mmbright_core.data.ids import PAIR_SEPARATOR
+from mmbright_core.data.ids import PAIR_ID_FORMAT, PAIR_SEPARATOR
 from mmbright_core.data.sources import Source
 from mmbright_core.data.tasks import Negatives, negatives_for
 from mmbright_core.errors import InputError, UnknownNameError
@@ -35,7 +35,7 @@ IMAGE_SUFFIXES = frozenset({"bmp", "gif", "jpeg", "jpg", "png", "svg", "tif", "t
 # Each shape of doc id: how one reads (singular, plural) and the tasks that rank it (SPEC §2-3).
 _SHAPES = {
     "pair": (
-        "a Task 4 pair id '<passage id>|||<image path or __NO_IMAGE__>'",
+        f"a Task 4 pair id {PAIR_ID_FORMAT}",
         "Task 4 pair ids",
         "task 4",
     ),

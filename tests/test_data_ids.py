@@ -13,12 +13,14 @@ from mmbright_core.data.ids import (
     normalise_path,
     pair_id,
     pair_parts,
+    passage_id,
     passage_key,
     split_pair_id,
     without_none_marker,
 )
 from mmbright_core.data.layout import DOMAIN_GROUPS, DOMAINS, parquet_name
 from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.retrieval.base import passage_id as retrievers_passage_id
 
 
 def test_layout_has_the_29_sorted_domains_in_four_groups() -> None:
@@ -109,3 +111,14 @@ def test_none_marker_and_protocol_names() -> None:
     assert check_protocol("legacy") == "legacy"
     with pytest.raises(UnknownNameError, match="did you mean 'paper'"):
         check_protocol("papr")
+
+
+def test_passage_id_is_the_passage_of_a_pair_and_any_other_id_itself() -> None:
+    assert passage_id("physics/ab12_3.txt|||physics/physics_ab12_0001/image_1.png") == (
+        "physics/ab12_3.txt"
+    )
+    assert passage_id("physics/ab12_3.txt|||__NO_IMAGE__") == "physics/ab12_3.txt"
+    assert passage_id("physics/physics_ab12_0001/image_1.png") == (
+        "physics/physics_ab12_0001/image_1.png"
+    )
+    assert retrievers_passage_id is passage_id

@@ -31,6 +31,7 @@ from mmbright_core.retrieval.base import ImageSource, passage_id
 from mmbright_core.retrieval.bm25 import BM25Retriever
 from mmbright_core.retrieval.index import Groups
 from mmbright_core.retrieval.ocr import OcrAugmented
+from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Query, TaskData
 
 #: Characters of passage text shown around the strongest matches.
@@ -113,7 +114,7 @@ def _units(data: TaskData) -> tuple[list[str], Callable[[int], int]]:
     Task 4 pairs share their passage's text, indexed once (``rank_by_text_scores``); in the
     other tasks every document is its own unit, which spares grouping a large corpus.
     """
-    if data.task != 4:
+    if TASK_TABLE[data.task].corpus != "pairs":
         return [d.text for d in data.corpus], int
     groups = Groups.from_keys([passage_id(d.doc_id) for d in data.corpus])
     texts = [data.corpus[i].text for i in groups.members[groups.offsets[:-1]]]

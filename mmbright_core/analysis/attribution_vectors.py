@@ -26,6 +26,7 @@ from mmbright_core.retrieval.dual import DualEncoderRetriever, image_key
 from mmbright_core.retrieval.index import l2_normalise
 from mmbright_core.retrieval.instructions import fill_domain
 from mmbright_core.retrieval.ocr import OcrAugmented
+from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Document, Query, TaskData
 
 Vectors = npt.NDArray[np.float64]
@@ -51,11 +52,12 @@ def explain_fusion(
             f"{retriever.fusion.name!r}: {_WHY[retriever.fusion.name]})"
         )
         return dict.fromkeys(positions, reason)
-    if data.task > 1 and source is None:
+    query_images = not TASK_TABLE[data.task].text_only
+    if query_images and source is None:
         raise InputError(
             f"task {data.task} needs image bytes", found="no source", hint="Pass the source."
         )
-    source = source if data.task > 1 else None  # Task 1 queries are their text alone
+    source = source if query_images else None  # Task 1 queries are their text alone
     text = retriever.encode_texts([query.text], "query")[0]
     found = retriever.query_pictures(query, source) if source is not None else None
     pictures = tuple(found.images) if found is not None else ()
@@ -115,10 +117,11 @@ def _document_vectors(
     docs: Sequence[Document],
 ) -> Vectors:
     """Return the L2-normalised vectors the retriever ranks ``docs`` by, as float64 rows."""
-    if data.task == 3 and source is not None:
+    corpus = TASK_TABLE[data.task].corpus
+    if corpus == "images" and source is not None:
         paths = [d.doc_id if d.image is None else d.image.path for d in docs]
         vectors = l2_normalise(retriever.document_image_vectors(data.domain, paths, source))
-    elif data.task == 4 and source is not None:
+    elif corpus == "pairs" and source is not None:
         vectors = (
             retriever.pair_vectors(data, source, docs)
             if docs

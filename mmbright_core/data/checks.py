@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from mmbright_core.errors import InputError, show
+from mmbright_core.task_table import task_info
 
 _SHOWN = 3  # repeated ids quoted in a message
 
@@ -79,7 +80,7 @@ def undecodable_warning(
     path, reason = next(iter(problems.items()))
     effect = (
         "the corpus is empty: every ranking is empty and every score 0"
-        if task == 3
+        if task_info(task).corpus == "images"
         else "every pair is text-only"
     )
     return (

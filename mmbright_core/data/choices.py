@@ -3,17 +3,16 @@
 The command line offers these as choices when it builds its parsers, and ``mmbright --help``
 must not load numpy, pandas or Pillow to do so (the modules that use the values do). Each
 owner re-exports its value: :mod:`.ids` the protocols, :mod:`.tasks` the negatives policies,
-:mod:`.images` the image policies, :mod:`.stats` the tasks.
+:mod:`.images` the image policies, :mod:`.stats` the tasks (whose facts live in
+:mod:`mmbright_core.task_table`).
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
+from mmbright_core.task_table import TASKS as TASKS
 from mmbright_core.types import Protocol4
-
-TASKS: tuple[int, ...] = (1, 2, 3, 4)
-"""The four tasks of MM-BRIGHT (SPEC §1)."""
 
 PROTOCOLS: tuple[Protocol4, ...] = ("paper", "legacy")
 """Task 4's judgment protocols: the paper's passage key, or the released code's (SPEC §3)."""

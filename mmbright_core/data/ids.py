@@ -23,6 +23,9 @@ NO_IMAGE = "__NO_IMAGE__"
 PAIR_SEPARATOR = "|||"
 """Joins a passage id and an image path into a Task 4 pair id."""
 
+PAIR_ID_FORMAT = f"'<passage id>{PAIR_SEPARATOR}<image path or {NO_IMAGE}>'"
+"""How a Task 4 pair id reads, for messages that say what was expected."""
+
 NONE_MARKER = "N/A"
 """The string ``negative_ids`` uses for "no negatives" (SPEC §2)."""
 
@@ -82,7 +85,7 @@ def split_pair_id(doc_id: str) -> tuple[str, str | None]:
     if not sep:
         raise InputError(
             "not a Task 4 pair id",
-            expected=f"'<passage id>{PAIR_SEPARATOR}<image path or {NO_IMAGE}>'",
+            expected=PAIR_ID_FORMAT,
             found=repr(doc_id),
         )
     return passage_id, None if image == NO_IMAGE else image
@@ -97,6 +100,11 @@ def pair_parts(doc_id: str) -> tuple[str, str | None]:
     if not sep:
         return doc_id, None
     return passage_id, None if image == NO_IMAGE else image
+
+
+def passage_id(doc_id: str) -> str:
+    """Return the passage part of a Task 4 pair id, or any other id itself."""
+    return pair_parts(doc_id)[0]
 
 
 def display_id(doc_id: str) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from mmbright_core.data.ids import check_protocol, pair_id
 from mmbright_core.data.sources import FolderSource, Source
 from mmbright_core.data.tasks import pair_corpus, read_passages
+from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Run
 
 WEAK_MATCH = 0.5
@@ -128,10 +129,11 @@ def _corpus(source: Source, task: int, domain: str, protocol: str) -> frozenset[
     would cost more than the check is worth, and an undecodable image's pair is a real id.
     """
     judged = {d for docs in source.judgments(task, domain, protocol).qrels.values() for d in docs}
-    if task == 3:
+    corpus = TASK_TABLE[task].corpus
+    if corpus == "images":
         return frozenset(source.image_paths("document_images", domain)) | judged
     passages = read_passages(source, domain, text=False)[0]
-    if task != 4:
+    if corpus == "passages":
         return frozenset(passages) | judged
     images = source.image_paths("document_images", domain)
     pairs = pair_corpus(passages, images, domain, check_protocol(protocol))

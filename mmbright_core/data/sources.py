@@ -26,6 +26,7 @@ from mmbright_core.data.layout import PINNED_REVISION
 from mmbright_core.data.records import BATCH_ROWS, RecordReader
 from mmbright_core.data.tasks import Negatives, build_task, negatives_for
 from mmbright_core.errors import QUOTE_LIMIT, InputError, show
+from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Protocol4, TaskData
 
 __all__ = [
@@ -38,7 +39,6 @@ __all__ = [
     "open_source",
 ]
 
-_TASKS = (1, 2, 3, 4)
 _TaskKey = tuple[int, Protocol4, Negatives]  # what a task's data depends on, checked
 
 #: Domains whose tasks (with their corpus) a source keeps; 1 = never two corpora at once.
@@ -121,7 +121,7 @@ class Source(RecordReader, ImageStore):
 
     @staticmethod
     def _check_task(task: int) -> int:
-        if task not in _TASKS:
+        if task not in TASK_TABLE:
             raise InputError("unknown task", expected="1, 2, 3 or 4", found=repr(task))
         return task
 
@@ -129,7 +129,7 @@ class Source(RecordReader, ImageStore):
 def _protocol_for(task: int, protocol: str) -> Protocol4:
     """Check the protocol name; tasks 1-3 have one protocol, so they share one cache entry."""
     checked = check_protocol(protocol)
-    return checked if task == 4 else "paper"
+    return checked if TASK_TABLE[task].protocols else "paper"
 
 
 class FolderSource(FolderFiles, Source):

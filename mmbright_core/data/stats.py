@@ -16,6 +16,7 @@ from mmbright_core.data.choices import TASKS as TASKS
 from mmbright_core.data.images import check_image
 from mmbright_core.data.sources import Source
 from mmbright_core.data.tasks import decodable_images, pair_corpus, read_passages
+from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Protocol4
 
 
@@ -74,11 +75,12 @@ def task_stats(
     data = source.judgments(task, domain, protocol)
     images: list[str] = []
     problems: dict[str, str] = {}
-    if task in (3, 4):
+    info = TASK_TABLE[task]
+    if info.corpus_images:
         images, problems = decodable_images(source, domain)
-    if task in (1, 2):
+    if info.corpus == "passages":
         corpus = source.num_rows("documents", domain)
-    elif task == 3:
+    elif info.corpus == "images":
         corpus = len(images)
     else:
         ids, _ = read_passages(source, domain, text=False)
@@ -94,7 +96,7 @@ def task_stats(
         query_images=sum(len(q.images) for q in data.queries),
         corpus_images=len(images),
         undecodable_images=len(problems),
-        padded_images=_padded_count(source, domain, images, padded) if task in (3, 4) else 0,
+        padded_images=_padded_count(source, domain, images, padded) if info.corpus_images else 0,
     )
 
 

@@ -31,24 +31,22 @@ from mmbright_core.data.ids import (
     without_none_marker,
 )
 from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Document, ImageRef, Protocol4, ProtocolReport, Query, TaskData
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-# Per task: the query config and the columns its protocol uses (column projection keeps
-# text-only tasks away from anything large).
-_QUERY_COLUMNS: dict[int, tuple[str, tuple[str, ...]]] = {
-    1: ("examples", ("id", "query", "gold_ids", "negative_ids")),
-    2: ("examples_multimodal", ("id", "query", "gold_ids", "negative_ids", "image_paths")),
-    3: ("examples_multimodal", ("id", "query", "image_paths", "positive_images")),
-    4: (
-        "examples_multimodal",
-        ("id", "query", "gold_ids", "image_paths", "positive_images", "negative_images"),
-    ),
+# Per task: the columns of its query config (the task table's) its protocol uses (column
+# projection keeps text-only tasks away from anything large).
+_QUERY_COLUMNS: dict[int, tuple[str, ...]] = {
+    1: ("id", "query", "gold_ids", "negative_ids"),
+    2: ("id", "query", "gold_ids", "negative_ids", "image_paths"),
+    3: ("id", "query", "image_paths", "positive_images"),
+    4: ("id", "query", "gold_ids", "image_paths", "positive_images", "negative_images"),
 }
 
-NEGATIVE_TASKS = frozenset({1, 2})
+NEGATIVE_TASKS = frozenset(number for number, info in TASK_TABLE.items() if info.negatives)
 """The tasks whose exclusions come from ``negative_ids``; Task 3 has none to apply (they are
 passage ids) and Task 4 excludes pairs of its negative images, a rule of its own."""
 
@@ -128,7 +126,7 @@ def read_queries(
     Raises:
         InputError: If the file holds no query, or a query id repeats within the domain.
     """
-    config, columns = _QUERY_COLUMNS[task]
+    config, columns = TASK_TABLE[task].query_config, _QUERY_COLUMNS[task]
     records: list[QueryRecord] = []
     seen: set[str] = set()
     nulls = 0
@@ -246,10 +244,11 @@ def build_task(
     """
     warnings: list[str] = []
     records = read_queries(source, task, domain, warnings)
-    if task in (1, 2):
+    corpus = TASK_TABLE[task].corpus
+    if corpus == "passages":
         keep = check_negatives(negatives) == "keep"
         data = _text_task(source, task, domain, records, with_corpus, keep, warnings)
-    elif task == 3:
+    elif corpus == "images":
         data = _image_task(source, domain, records, with_corpus, warnings)
     else:
         data = _pair_task(source, domain, protocol, records, with_corpus, warnings)

@@ -21,15 +21,11 @@ from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.io._json import json_score, object_pairs, parse_json
 from mmbright_core.io._open import Readable, check_id_lengths, decode, load
 from mmbright_core.io.atomic import atomic_write_text
+from mmbright_core.task_table import TASK_TABLE, task_info
 from mmbright_core.types import Run
 
 #: MTEB's names of the four MM-BRIGHT tasks (its descriptive statistics carry the same names).
-MTEB_TASKS: dict[str, int] = {
-    "MMBrightT2TRetrieval": 1,
-    "MMBrightIT2TRetrieval": 2,
-    "MMBrightIT2IRetrieval": 3,
-    "MMBrightIT2ITRetrieval": 4,
-}
+MTEB_TASKS: dict[str, int] = {info.mteb_name: task for task, info in TASK_TABLE.items()}
 META_KEY = "mteb_model_meta"
 SUFFIX = "_predictions.json"
 DEFAULT_SPLIT = "test"
@@ -56,10 +52,7 @@ class MtebPredictions:
 
 def mteb_task_name(task: int) -> str:
     """Return MTEB's name of an MM-BRIGHT task number."""
-    for name, number in MTEB_TASKS.items():
-        if number == task:
-            return name
-    raise UnknownNameError("task", str(task), [str(n) for n in MTEB_TASKS.values()])
+    return task_info(task).mteb_name
 
 
 def mteb_file_name(task: int) -> str:

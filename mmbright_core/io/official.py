@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.errors import InputError
 from mmbright_core.io._json import (
     JsonObject,
     finite_number,
@@ -35,27 +35,16 @@ from mmbright_core.io.ocr_words import OCR_FILE, OcrWords, read_ocr_words
 from mmbright_core.io.recorded import check_one_configuration, check_summary
 from mmbright_core.io.rewrites import REWRITES_FILE, Rewrite, read_run_rewrites
 from mmbright_core.io.runs import read_run, run_json
+from mmbright_core.task_table import TASK_TABLE, task_info
 from mmbright_core.types import Run
 
-# The ``task_type`` each task's runs record in summary.json.
-TASK_TYPES: dict[int, str] = {
-    1: "text_text",
-    2: "multimodal_text",
-    3: "text_image",
-    4: "text_pair",
-}
-
-# The folder each task's runs are written to. The official harness names tasks 1 and 2 both
-# ``run_<model>``, so a Task 2 run replaced the Task 1 run of the same model; here they are
-# ``run_t2t_`` and ``run_it2t_``, after MTEB's T2T / IT2T task names. Every official name
-# (``run_<model>`` included) is still read.
-_SUBDIR_PREFIXES: dict[int, str] = {
-    1: "run_t2t_",
-    2: "run_it2t_",
-    3: "multimodal_it2i_",
-    4: "it2it_",
-}
-_OFFICIAL_PREFIXES = ("run_", "multimodal_")  # older and official folder names
+# The folder prefixes a model name is read after: the ones written here and the official
+# harness's (the task table's), and the older ``multimodal_`` of Task 3.
+_FOLDER_PREFIXES = frozenset(
+    {"multimodal_"}
+    | {info.folder_prefix for info in TASK_TABLE.values()}
+    | {info.official_prefix for info in TASK_TABLE.values()}
+)
 _METRICS_FILES = ("metrics.json", "results.json")  # results.json: older runs
 WARNINGS = "warnings"
 """The key of a ``metrics.json`` that holds the run's warnings, not a metric."""
@@ -110,10 +99,9 @@ def official_subdir(task: int, model: str) -> str:
         UnknownNameError: ``task`` is not 1-4.
         InputError: ``model`` is empty or contains a path separator.
     """
-    if task not in _SUBDIR_PREFIXES:
-        raise UnknownNameError("task", str(task), [str(t) for t in _SUBDIR_PREFIXES])
+    prefix = task_info(task).folder_prefix
     _check_name(model, "model name")
-    return f"{_SUBDIR_PREFIXES[task]}{model}"
+    return f"{prefix}{model}"
 
 
 def write_domain_outputs(
@@ -364,8 +352,7 @@ def _plain(value: Any) -> Any:
 
 
 def _model_from_folder(name: str) -> str:
-    prefixes = set(_SUBDIR_PREFIXES.values()) | set(_OFFICIAL_PREFIXES)
-    for prefix in sorted(prefixes, key=len, reverse=True):
+    for prefix in sorted(_FOLDER_PREFIXES, key=len, reverse=True):
         if name.startswith(prefix) and len(name) > len(prefix):
             return name[len(prefix) :]
     return name

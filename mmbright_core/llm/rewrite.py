@@ -22,6 +22,7 @@ from mmbright_core.llm.chat import ChatClient, Message, Reply
 from mmbright_core.llm.images import DEFAULT_SIDE, data_url, user_message
 from mmbright_core.llm.prompts import Prompt
 from mmbright_core.retrieval.cache import content_key
+from mmbright_core.task_table import task_info
 from mmbright_core.types import Query
 
 REWRITE_POLICIES = ("first", "all")
@@ -90,7 +91,7 @@ def rewrite_task(
             expected=" or ".join(REWRITE_POLICIES),
             found=repr(image_policy),
         )
-    if prompt.name == "caption" and task == 1:
+    if prompt.name == "caption" and task_info(task).text_only:
         raise InputError(
             "the caption prompt describes the query images, and Task 1 sends none",
             found="--prompt caption --task 1",
@@ -113,7 +114,7 @@ def ask(
     source: Source, task: int, domain: str, query: Query, prompt: Prompt, policy: str, side: int
 ) -> Asked:
     """The request for one query (its images on tasks 2-4)."""
-    taken = images_taken(source, query, policy) if task > 1 else []
+    taken = images_taken(source, query, policy) if not task_info(task).text_only else []
     images = tuple(
         (path, content_key(source.query_image_bytes(domain, path) or b"")) for path, _ in taken
     )

@@ -30,6 +30,7 @@ from mmbright_core.llm.chat import ChatClient, Message
 from mmbright_core.llm.images import DEFAULT_SIDE, data_url
 from mmbright_core.llm.options import chat_client
 from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, RerankQuery
+from mmbright_core.task_table import task_info
 
 MODES = ("pointwise", "listwise")
 
@@ -200,7 +201,7 @@ class LlmReranker:
         return candidate.text[: self.max_chars]
 
     def _query_urls(self, query: RerankQuery, images: ImageStore | None) -> list[str]:
-        if query.task == 1 or images is None:
+        if task_info(query.task).text_only or images is None:
             return []
         urls = []
         for path in query.image_paths:

@@ -24,6 +24,7 @@ from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, RerankQue
 from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.mteb_models import split_name
 from mmbright_core.retrieval.mteb_tasks import TASK_NAMES, task_metadata
+from mmbright_core.task_table import TASK_TABLE
 
 _WHAT = "the mteb reranker"
 Row = dict[str, Any]
@@ -162,7 +163,7 @@ def _flat(found: Any) -> Any:
 
 def _query_row(query: RerankQuery, images: ImageStore | None) -> Row:
     row: Row = {"text": query.text}
-    if query.task != 1 and images is not None:
+    if not TASK_TABLE[query.task].text_only and images is not None:
         image = _first_image(query.image_paths, lambda p: images.query_image_bytes(query.domain, p))
         if image is not None:
             row["image"] = image
@@ -171,7 +172,7 @@ def _query_row(query: RerankQuery, images: ImageStore | None) -> Row:
 
 def _candidate_row(query: RerankQuery, candidate: Candidate, images: ImageStore | None) -> Row:
     row: Row = {} if candidate.text is None else {"text": candidate.text}
-    if query.task in (3, 4) and images is not None:
+    if TASK_TABLE[query.task].corpus_images and images is not None:
         read = images.document_image_bytes
         image = _first_image(candidate.image_paths, lambda p: read(query.domain, p))
         if image is not None:

@@ -30,13 +30,14 @@ from mmbright_core.rerank.first_stage import FIRST_STAGE, FirstStage
 from mmbright_core.retrieval.base import DEFAULT_K
 from mmbright_core.retrieval.cache import content_key
 from mmbright_core.retrieval.runner import ProgressHook, RunOutcome, run_task
+from mmbright_core.task_table import TASK_TABLE, task_info
 from mmbright_core.types import Document, Query, TaskData
 
 #: The default depth: the top 100, which the official oracle lifts too.
 DEFAULT_DEPTH = 100
 #: The file each domain of a reranked run records its answers in.
 RERANK_FILE = "rerank.json"
-_ALL_TASKS = frozenset({1, 2, 3, 4})
+_ALL_TASKS = frozenset(TASK_TABLE)
 
 
 class RerankStage:
@@ -113,7 +114,8 @@ class RerankStage:
                 hint="Rerank a run of this task, source and protocol.",
             )
         images = () if doc.image is None else (doc.image.path,)
-        return Candidate(doc_id, None if data.task == 3 else doc.text, images)
+        text = doc.text if TASK_TABLE[data.task].corpus_text else None
+        return Candidate(doc_id, text, images)
 
     def _answer(
         self, query: RerankQuery, candidates: Sequence[Candidate], images: ImageStore | None
@@ -183,7 +185,7 @@ def check_reranker_task(reranker: Reranker, task: int) -> None:
             found=f"task {task}",
             hint="Task 3's documents are images: rerank them with a reranker that reads "
             "images (mteb:, llm: or a plugin)."
-            if task == 3
+            if task in TASK_TABLE and TASK_TABLE[task].corpus == "images"
             else None,
         )
 
@@ -231,8 +233,10 @@ def rerank_task(
     check_depth(depth)
     check_reranker_task(reranker, task)
     recorded = first.config or {}
+    info = task_info(task)
     for name, given in (("protocol", protocol), ("negatives", negatives)):
-        if task in ((4,) if name == "protocol" else (1, 2)) and recorded.get(name, given) != given:
+        applies = info.protocols if name == "protocol" else info.negatives
+        if applies and recorded.get(name, given) != given:
             raise InputError(
                 f"the first stage ran with --{name} {recorded[name]}",
                 source=first.path,

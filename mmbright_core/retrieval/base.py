@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from mmbright_core.data.ids import PAIR_SEPARATOR
+from mmbright_core.data.ids import passage_id as passage_id
 from mmbright_core.errors import InputError, MissingDependencyError, UnknownNameError
 from mmbright_core.types import TaskData
 
@@ -86,11 +86,6 @@ def check_k(k: int) -> None:
     """Raise :class:`InputError` unless ``k`` is a positive integer."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InputError("invalid cut-off k", expected="a positive integer", found=repr(k))
-
-
-def passage_id(doc_id: str) -> str:
-    """Return the passage part of a Task 4 pair id (``"<pid>|||<image>"``), or the id itself."""
-    return doc_id.split(PAIR_SEPARATOR, 1)[0]
 
 
 # name -> (module, factory attribute). Modules are imported on first use only, so a backend's

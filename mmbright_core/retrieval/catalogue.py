@@ -21,6 +21,7 @@ from importlib import resources
 from typing import Any
 
 from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.task_table import TASKS
 
 BACKENDS = ("bm25", "dense", "clip", "hf", "mteb", "api", "remote")
 """The retriever names a preset may be run by (``hf``, ``mteb``, ``api``: the model zoo's;
@@ -47,7 +48,6 @@ OFFLINE = ("tested", "untested", "hub-code", "mteb", "api")
 STORED_SETS = ("official", "bright")
 """The instruction sets the catalogue stores the texts of (``none`` is empty; MTEB has its own)."""
 _FILE = "catalogue.json"
-_TASKS = (1, 2, 3, 4)
 
 
 @dataclass(frozen=True)
@@ -208,7 +208,7 @@ def _check_choices(preset: Preset) -> None:
         ("fusion", FUSIONS, [preset.fusion]),
         ("pooling", (*POOLINGS, None), [preset.pooling]),
         ("offline", OFFLINE, [preset.offline]),
-        ("task", _TASKS, preset.tasks or [None]),
+        ("task", TASKS, preset.tasks or [None]),
         ("instruction set", STORED_SETS, list(preset.instructions)),
     ]
     for kind, known, values in choices:

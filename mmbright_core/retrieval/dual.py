@@ -47,6 +47,7 @@ from mmbright_core.retrieval.encoders import (
 )
 from mmbright_core.retrieval.fusion import Fusion, get_fusion
 from mmbright_core.retrieval.index import Groups, IndexKind, l2_normalise, rank_vectors
+from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Query, TaskData
 
 ImageLoader = Callable[[], Image.Image]
@@ -330,10 +331,11 @@ class DualEncoderRetriever:
 
     def corpus_vectors(self, data: TaskData, source: ImageSource | None) -> np.ndarray:
         """Return the L2-normalised vectors of ``data.corpus``, in corpus order."""
-        if data.task == 3 and source is not None:
+        corpus = TASK_TABLE[data.task].corpus
+        if corpus == "images" and source is not None:
             paths = [d.doc_id if d.image is None else d.image.path for d in data.corpus]
             return l2_normalise(self.document_image_vectors(data.domain, paths, source))
-        if data.task == 4 and source is not None:
+        if corpus == "pairs" and source is not None:
             return self.pair_vectors(data, source, data.corpus)
         return l2_normalise(self.encode_texts([d.text for d in data.corpus]))
 
@@ -345,9 +347,11 @@ class DualEncoderRetriever:
         Task 3 encodes its corpus images in corpus order, Task 4 its distinct images sorted
         (joint pairs are encoded where the run ranks).
         """
-        jobs = passage_jobs(data) if not (data.task == 4 and self.fusion.name == "joint") else []
-        if data.task in (3, 4) and source is not None and self.fusion.name != "joint":
-            if data.task == 3:
+        corpus = TASK_TABLE[data.task].corpus
+        joint = self.fusion.name == "joint"
+        jobs = passage_jobs(data) if not (corpus == "pairs" and joint) else []
+        if corpus != "passages" and source is not None and not joint:
+            if corpus == "images":
                 paths = [d.doc_id if d.image is None else d.image.path for d in data.corpus]
             else:
                 paths = sorted({d.image.path for d in data.corpus if d.image is not None})
@@ -395,7 +399,8 @@ class DualEncoderRetriever:
         """
         check_task(self, data.task)
         check_k(k)
-        if data.task > 1 and source is None and self.fusion.images:
+        query_images = not TASK_TABLE[data.task].text_only
+        if query_images and source is None and self.fusion.images:
             raise InputError(
                 f"task {data.task} needs image bytes",
                 found="no source",
@@ -404,7 +409,7 @@ class DualEncoderRetriever:
         if not data.corpus or not data.queries:
             return {q.query_id: {} for q in data.queries}
         with self.bound(data):
-            queries = self.encode_queries(data.queries, source if data.task > 1 else None)
+            queries = self.encode_queries(data.queries, source if query_images else None)
             vectors = self.corpus_vectors(data, source)
         identity = Groups.from_keys([d.doc_id for d in data.corpus])
         return rank_vectors(data, identity, vectors, queries, k, self.index)

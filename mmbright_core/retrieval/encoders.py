@@ -19,6 +19,7 @@ from mmbright_core.data.images import ImageDecodeError
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.base import ImageSource, Retriever, get_retriever, passage_id
 from mmbright_core.retrieval.cache import EmbeddingCache, content_key
+from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import TaskData
 
 
@@ -105,7 +106,7 @@ def passage_jobs(data: TaskData, prefix: str = "") -> list[EncodeJob]:
 
     Task 4 pairs share their passage's text; Task 3's corpus holds no text.
     """
-    if data.task == 3 or not data.corpus:
+    if not TASK_TABLE[data.task].corpus_text or not data.corpus:
         return []
     first: dict[str, str] = {}
     for doc in data.corpus:

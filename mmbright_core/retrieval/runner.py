@@ -40,12 +40,12 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from mmbright_core.data.choices import PROTOCOLS
 from mmbright_core.data.sources import Source
 from mmbright_core.data.tasks import negatives_for
 from mmbright_core.errors import InputError
 from mmbright_core.io.atomic import atomic_write_text
 from mmbright_core.io.official import (
-    TASK_TYPES,
     official_subdir,
     read_metrics,
     write_domain_outputs,
@@ -56,6 +56,7 @@ from mmbright_core.metrics.official import official_metrics
 from mmbright_core.ranking import top_k
 from mmbright_core.retrieval.base import DEFAULT_K, Retriever, RunConfig, check_k, check_task
 from mmbright_core.retrieval.folders import CONFIG_FILE, choose_folder, held_domains
+from mmbright_core.task_table import TASK_TABLE, task_info
 from mmbright_core.types import Run, TaskData
 
 QUERY_STEPS = 10
@@ -177,9 +178,9 @@ def run_task(
     """
     check_task(retriever, task)
     check_k(k)
-    if protocol not in ("paper", "legacy"):
+    if protocol not in PROTOCOLS:
         raise InputError("unknown protocol", expected="paper or legacy", found=repr(protocol))
-    protocol = protocol if task == 4 else "paper"
+    protocol = protocol if task_info(task).protocols else "paper"
     policy = negatives_for(task, negatives)
     chosen = tuple(source.check_domain(d) for d in domains) if domains else source.domains()
     config = RunConfig.build(
@@ -204,7 +205,10 @@ def run_task(
         outcomes.append(outcome)
     every = sorted([*outcomes, *kept], key=lambda o: held.index(o.domain))
     write_summary(
-        task_dir, retriever.label(), TASK_TYPES[task], {o.domain: o.metrics for o in every}
+        task_dir,
+        retriever.label(),
+        TASK_TABLE[task].task_type,
+        {o.domain: o.metrics for o in every},
     )
     combined = {f"{o.domain}/{q}": docs for o in every for q, docs in o.run.items()}
     write_trec_run(task_dir / "run.trec", combined, tag=retriever.label())

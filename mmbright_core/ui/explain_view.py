@@ -23,6 +23,7 @@ from mmbright_core.analysis.attribution import (
 )
 from mmbright_core.data.ids import display_id, pair_parts
 from mmbright_core.data.sources import Source
+from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Document, Query
 from mmbright_core.ui import render
 from mmbright_core.ui.literal import literal, visible
@@ -350,10 +351,11 @@ def show_hits(
     Task 3 is an image grid; Task 4 one item per passage (its with-image and text-only
     pairs together); passages one card each.
     """
-    if task == 3:
+    corpus = TASK_TABLE[task].corpus
+    if corpus == "images":
         show_image_grid(source, domain, top, documents, key)
         return
-    if task == 4:
+    if corpus == "pairs":
         for index, (passage, rows) in enumerate(group_pairs(top)):
             show_pair_group(source, domain, passage, rows, documents, found, f"{key}_{index}")
         return

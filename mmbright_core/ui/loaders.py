@@ -33,6 +33,7 @@ from mmbright_core.io.rewrites import Rewrite
 from mmbright_core.retrieval.base import Retriever
 from mmbright_core.retrieval.cache import content_key
 from mmbright_core.retrieval.ocr import OcrAugmented
+from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Document, Query, Task, TaskData
 from mmbright_core.ui.confine import Confinement
 from mmbright_core.ui.state import RunEntry
@@ -94,10 +95,6 @@ def documents(spec: str, task: Task, domain: str, protocol: str) -> dict[str, Do
     return {doc.doc_id: doc for doc in data.corpus}
 
 
-TEXT_TASKS = (1, 2)
-"""Tasks whose items are plain passages, readable by id (SPEC §3)."""
-
-
 def shown_documents(
     spec: str, task: Task, domain: str, protocol: str, ids: Collection[str]
 ) -> dict[str, Document]:
@@ -108,7 +105,7 @@ def shown_documents(
     """
     if not ids:
         return {}
-    if task not in TEXT_TASKS:
+    if TASK_TABLE[task].corpus != "passages":
         corpus = documents(spec, task, domain, protocol)
         return {i: corpus[i] for i in ids if i in corpus}
     texts = _passages(spec, domain, tuple(sorted(set(ids))))

@@ -8,19 +8,16 @@ from __future__ import annotations
 
 import streamlit as st
 
+from mmbright_core.data.choices import PROTOCOLS
 from mmbright_core.data.layout import PINNED_REVISION
 from mmbright_core.errors import InputError
+from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.ui import loaders, state
 from mmbright_core.ui.literal import literal, visible
 
 SOURCE_KINDS = ("Demo (synthetic)", "Local folder", "Hugging Face")
-TASK_LABELS = {
-    1: "Task 1: text → text",
-    2: "Task 2: text+image → text",
-    3: "Task 3: text+image → image",
-    4: "Task 4: text+image → text+image",
-}
-PROTOCOLS = ("paper", "legacy")
+TASK_LABELS = {number: info.label for number, info in TASK_TABLE.items()}
+"""task number -> how the task reads on screen (the task table's labels)."""
 
 
 def initial_source() -> tuple[str, str, str]:
@@ -90,7 +87,7 @@ def render_sidebar() -> None:
         key=state.sticky(state.PROTOCOL_KEY, state.DEFAULT_PROTOCOL),
         on_change=state.remember,
         args=(state.PROTOCOL_KEY,),
-        disabled=state.current_task() != 4,
+        disabled=not TASK_TABLE[state.current_task()].protocols,
         help="paper: fixed passage key (default); legacy: the key of the published Tables 5-6",
     )
     names = tuple(state.task_runs())

@@ -24,8 +24,9 @@ from mmbright_core.data.tasks import check_negatives
 from mmbright_core.errors import InputError, InputTooLargeError
 from mmbright_core.io.mteb import looks_like_mteb
 from mmbright_core.io.ocr_words import OCR_FILE
-from mmbright_core.io.official import TASK_TYPES, read_outputs
+from mmbright_core.io.official import read_outputs
 from mmbright_core.io.runs import read_run
+from mmbright_core.task_table import TASK_TABLE, task_of_type
 from mmbright_core.types import Task
 from mmbright_core.ui.confine import Confinement
 from mmbright_core.ui.state import RunEntry, fingerprint
@@ -158,12 +159,13 @@ def _is_official(path: Path) -> bool:
 
 def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
     outputs = read_outputs(path)
-    if outputs.task_type is not None and outputs.task_type != TASK_TYPES[task]:
-        other = {v: k for k, v in TASK_TYPES.items()}.get(outputs.task_type, outputs.task_type)
+    expected = TASK_TABLE[task].task_type
+    if outputs.task_type is not None and outputs.task_type != expected:
+        other = task_of_type(outputs.task_type) or outputs.task_type
         raise InputError(
             f"these outputs answer task {other}, not task {task}",
             source=str(outputs.path),
-            expected=f"task_type {TASK_TYPES[task]!r}",
+            expected=f"task_type {expected!r}",
             found=repr(outputs.task_type),
             hint="choose that task in the sidebar",
         )
@@ -198,11 +200,6 @@ def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
 DEMO_RUNS = Path(__file__).resolve().parent.parent / "data" / "demo" / "runs"
 """Where the demo's runs ship, in the official outputs layout (SPEC §5)."""
 
-_TASK_OF_TYPE: dict[str, Task] = {
-    task_type: task  # type: ignore[misc]  # TASK_TYPES is keyed by the four task numbers
-    for task, task_type in TASK_TYPES.items()
-}
-
 
 def _demo_outputs() -> list[Path]:
     if not DEMO_RUNS.is_dir():
@@ -212,7 +209,7 @@ def _demo_outputs() -> list[Path]:
 
 def demo_tasks() -> tuple[Task, ...]:
     """The tasks the demo ships runs for, in order."""
-    found = {_TASK_OF_TYPE.get(read_outputs(path).task_type or "") for path in _demo_outputs()}
+    found = {task_of_type(read_outputs(path).task_type or "") for path in _demo_outputs()}
     return tuple(sorted(t for t in found if t is not None))
 
 
@@ -220,6 +217,6 @@ def demo_entries(task: Task) -> list[RunEntry]:
     """The demo's runs of one task (none when the demo ships none for it)."""
     entries = []
     for path in _demo_outputs():
-        if _TASK_OF_TYPE.get(read_outputs(path).task_type or "") == task:
+        if task_of_type(read_outputs(path).task_type or "") == task:
             entries.append(dataclasses.replace(_official_entry(path, "demo", task), origin="demo"))
     return entries

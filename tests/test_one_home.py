@@ -1,0 +1,108 @@
+"""Each concept has one home in the package: a pair id's spelling, a task's facts.
+
+Checked on the source (``ast``): a string constant in code (docstrings, which describe the
+format to readers, aside) spelling a pair id's separator or text-only marker, outside the
+module that owns them, is a second definition of the format.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import mmbright_core
+
+PACKAGE = Path(mmbright_core.__file__).parent
+PAIR_HOME = PACKAGE / "data" / "ids.py"
+PAIR_SPELLINGS = ("|||", "__NO_IMAGE__")
+
+
+def spelled_lines(source: str) -> list[int]:
+    """The lines of the string constants in code that spell a pair id's parts."""
+    tree = ast.parse(source)
+    docstrings = {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    }
+    return sorted(
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+        and any(s in node.value for s in PAIR_SPELLINGS)
+    )
+
+
+def test_a_pair_id_is_spelled_only_in_data_ids() -> None:
+    found = [
+        f"{path.relative_to(PACKAGE)}:{line}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path != PAIR_HOME
+        for line in spelled_lines(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, f"pair id spelled outside data/ids.py: {found}"
+    assert spelled_lines(PAIR_HOME.read_text(encoding="utf-8"))
+
+
+def test_the_check_sees_a_spelling_in_code_and_not_in_a_docstring() -> None:
+    source = (
+        '"""Pairs read ``<p>|||<i>``."""\n'
+        'def f(x):\n    """Split ``|||``."""\n    return x.split("|||")\n'
+        'MARK = f"{1}__NO_IMAGE__"\n'
+    )
+    assert spelled_lines(source) == [4, 5]
+
+
+def _task_number(node: ast.expr) -> bool:
+    """Whether ``node`` is a task number literal, or a tuple / set / list of them."""
+    if isinstance(node, ast.Tuple | ast.Set | ast.List):
+        return bool(node.elts) and all(_task_number(e) for e in node.elts)
+    if isinstance(node, ast.IfExp):
+        return _task_number(node.body) or _task_number(node.orelse)
+    return isinstance(node, ast.Constant) and node.value in (1, 2, 3, 4)
+
+
+def _is_task(node: ast.expr) -> bool:
+    """Whether ``node`` reads a task: ``task``, ``<something>.task`` or ``current_task()``."""
+    if isinstance(node, ast.Call):
+        return _is_task(node.func) or (
+            isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_task")
+        )
+    return (isinstance(node, ast.Name) and node.id == "task") or (
+        isinstance(node, ast.Attribute) and node.attr == "task"
+    )
+
+
+def task_branches(source: str) -> list[int]:
+    """The lines comparing a task with task numbers (``task == 3``, ``data.task in (1, 2)``)."""
+    return sorted(
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Compare)
+        and _is_task(node.left)
+        and any(_task_number(c) for c in node.comparators)
+    )
+
+
+def test_no_module_branches_on_a_task_number() -> None:
+    found = [
+        f"{path.relative_to(PACKAGE)}:{line}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for line in task_branches(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, f"read the fact from mmbright_core.task_table instead: {found}"
+
+
+def test_the_check_sees_each_kind_of_task_branch() -> None:
+    source = (
+        "if task == 3: pass\n"
+        "if data.task in (1, 2): pass\n"
+        "if query.task != 1: pass\n"
+        "if data.task > 1: pass\n"
+        "if task in ((4,) if name else (1, 2)): pass\n"
+        "disabled = state.current_task() != 4\n"
+        "if info.task_type == 'text_text' or tasks == 3 or task == 7: pass\n"
+    )
+    assert task_branches(source) == [1, 2, 3, 4, 5, 6]
