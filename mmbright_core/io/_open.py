@@ -9,7 +9,9 @@ Reading is bounded: a path must name a regular file (a FIFO, a device or a socke
 block or never end, so they are refused before they are opened), content is read in
 chunks and refused once it passes :func:`max_input_bytes` (counted after gunzipping, as
 it is decompressed, so a small gzip bomb is stopped early), and content that starts with
-binary data is refused at its first chunk instead of being read whole.
+binary data is refused at its first chunk instead of being read whole (one check per
+input: of the file's first chunk, or of the first gunzipped one). The TREC line grammar is
+in :mod:`mmbright_core.io.trec`, the writers' ``write_file`` in :mod:`mmbright_core.io.atomic`.
 """
 
 from __future__ import annotations
