@@ -78,6 +78,14 @@ class InputError(MMBrightError, ValueError):
         return text
 
 
+class InputWarning(UserWarning):
+    """Input read as given, with something left out that the reader should know about.
+
+    Raised through :func:`warnings.warn`, once per input, never per line; the command
+    line prints it as one ``mmbright <command>: warning: ...`` line on stderr.
+    """
+
+
 class UnknownNameError(MMBrightError, KeyError):
     """A name (measure, retriever, domain...) that is not registered."""
 

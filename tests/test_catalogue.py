@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from mmbright_core.retrieval.catalogue import (
     load_catalogue,
     presets,
 )
+from mmbright_core.retrieval.catalogue_doc import main as write_models_page
 from mmbright_core.retrieval.catalogue_doc import models_markdown
 from mmbright_core.retrieval.instructions import INSTRUCTION_SETS, fill_domain
 from mmbright_core.retrieval.preset_run import resolve
@@ -224,3 +226,10 @@ def test_docs_models_md_is_the_generated_page():
     assert committed == models_markdown(), (
         "docs/models.md is stale: run python -m mmbright_core.retrieval.catalogue_doc"
     )
+
+
+def test_the_generator_writes_the_page_through_the_atomic_writer(tmp_path, monkeypatch):
+    # A root without docs/ yet: the atomic writer makes the folder, as for every output.
+    monkeypatch.setattr(sys, "argv", ["catalogue_doc", str(tmp_path)])
+    assert write_models_page() == 0
+    assert (tmp_path / "docs" / "models.md").read_text(encoding="utf-8") == models_markdown()

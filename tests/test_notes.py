@@ -6,13 +6,14 @@ import io
 import json
 import multiprocessing
 import os
+import re
 import sqlite3
 import sys
 from pathlib import Path
 
 import pytest
 
-from mmbright_core.errors import InputError, NotesError
+from mmbright_core.errors import InputError, NotesError, WriteError
 from mmbright_core.notes import (
     DEFAULT_TAGS,
     SCHEMA_VERSION,
@@ -344,8 +345,19 @@ def test_export_filters_and_writes_to_an_open_file(store):
     assert [(q["domain"], q["query_id"], q["tags"]) for q in queries] == [
         ("biology", "q1", ["image essential but misread", "custom"])
     ]
-    with pytest.raises(TypeError, match="colour"):
+    with pytest.raises(NotesError, match=r"unknown export filter.*found 'colour'"):
         store.export("csv", colour="red")
+
+
+def test_export_to_a_path_goes_through_the_atomic_writer(store, tmp_path):
+    _annotate(store)
+    out = tmp_path / "exports" / "notes.csv"  # its folder is made, as for every output
+    text = store.export("csv", out)
+    assert out.read_bytes().decode("utf-8") == text
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where a folder should be")
+    with pytest.raises(WriteError, match=f"^{re.escape(str(blocker / 'n.csv'))}: cannot write"):
+        store.export("csv", blocker / "n.csv")
 
 
 CSV_HEADER = "source,task,protocol,domain,query_id,tags,note,author,created_at,updated_at\n"

@@ -176,24 +176,6 @@ def test_shards_written_after_the_index_was_built_are_found(tmp_path: Path):
     assert encoder.seen == []
 
 
-def test_shards_of_the_single_file_format_are_converted(tmp_path: Path):
-    # The single-file format held float16 vectors only: a float16 cache takes them.
-    folder = EmbeddingCache(tmp_path, SETTINGS, dtype="float16").folder
-    folder.mkdir(parents=True)
-    keys = [content_key("alpha"), content_key("beta")]
-    stored = np.array([[1, 2, 1 / 3], [3, 4, 5]], dtype=np.float16)
-    np.savez(folder / "old.npz", keys=np.array(keys), vectors=stored)
-    encoder = CountingEncoder()
-    vectors = _encode(
-        EmbeddingCache(tmp_path, SETTINGS, dtype="float16"), ["beta", "alpha"], encoder
-    )
-    assert encoder.seen == [] and np.array_equal(vectors, stored[[1, 0]].astype(np.float32))
-    assert sorted(p.name for p in folder.iterdir() if p.suffix != ".json") == [
-        "old.keys.npy",
-        "old.vectors.npy",
-    ]
-
-
 def test_gathering_a_few_rows_does_not_read_the_cache_into_memory(tmp_path: Path):
     rows, dim, per_shard = 200_000, 384, 100_000
     half = EmbeddingCache(tmp_path, SETTINGS, dtype="float16")  # random bits: any value

@@ -5,6 +5,8 @@ Each subcommand module exposes ``register(subparsers)``, which adds its parser a
 their backends when they run; see :class:`.options.SubcommandParser`), so ``mmbright --help``
 answers without loading numpy or pandas. Errors this package raises on purpose are
 printed to stderr as one message with exit status 2; nothing prints a traceback for them.
+A warning about an input read as given (text after a TREC run's tag) is one line,
+``mmbright <command>: warning: ...``, printed once.
 Ctrl-C prints one line, ``mmbright <command>: interrupted`` followed by what was kept where
 the subcommand says (its ``interrupted`` default), and exits with status 130.
 """
@@ -14,10 +16,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import TextIO
 
 from mmbright_core.cli.options import SubcommandParser
-from mmbright_core.errors import MMBrightError
+from mmbright_core.errors import InputWarning, MMBrightError
 
 #: The exit status after Ctrl-C (128 + SIGINT, as a shell reports a command it interrupted).
 INTERRUPTED = 130
@@ -45,7 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _interrupted("mmbright", None)
     try:
-        return int(args.handler(args))
+        with warnings.catch_warnings():
+            _print_input_warnings(f"mmbright {args.command}")
+            return int(args.handler(args))
     except KeyboardInterrupt:
         return _interrupted(f"mmbright {args.command}", getattr(args, "interrupted", None))
     except MMBrightError as err:
@@ -67,6 +73,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+
+
+
+def _print_input_warnings(prefix: str) -> None:
+    """Print each :class:`InputWarning` as one ``<prefix>: warning: ...`` line on stderr.
+
+    Called inside ``warnings.catch_warnings()``, which restores the display afterwards.
+    """
+    # "default": a warning is shown once per message, so an input read twice warns once.
+    warnings.simplefilter("default", InputWarning)
+    python_display = warnings.showwarning
+
+    def display(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        if issubclass(category, InputWarning):
+            print(f"{prefix}: warning: {message}", file=sys.stderr)
+        else:
+            python_display(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = display
 
 
 def _interrupted(prefix: str, kept: str | None) -> int:

@@ -1,4 +1,4 @@
-"""Shared plumbing of the readers and writers: open, decompress, decode, split, write.
+"""Shared plumbing of the readers: open, bound, decompress, decode, check id lengths.
 
 Every reader accepts the same kinds of source, as ir_measures does (STYLE.md): a path, a
 binary or text file object, inline text, or raw bytes. Whatever goes wrong comes back as
@@ -9,7 +9,9 @@ Reading is bounded: a path must name a regular file (a FIFO, a device or a socke
 block or never end, so they are refused before they are opened), content is read in
 chunks and refused once it passes :func:`max_input_bytes` (counted after gunzipping, as
 it is decompressed, so a small gzip bomb is stopped early), and content that starts with
-binary data is refused at its first chunk instead of being read whole.
+binary data is refused at its first chunk instead of being read whole (one check per
+input: of the file's first chunk, or of the first gunzipped one). The TREC line grammar is
+in :mod:`mmbright_core.io.trec`, the writers' ``write_file`` in :mod:`mmbright_core.io.atomic`.
 """
 
 from __future__ import annotations
@@ -17,29 +19,21 @@ from __future__ import annotations
 import gzip
 import io
 import os
-import re
 import stat
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Union
 
 from mmbright_core.errors import InputError, InputTooLargeError, show
-from mmbright_core.io._json import json_path
-from mmbright_core.io.atomic import atomic_write_bytes
+from mmbright_core.io.trec import FIELD
 
 Readable = Union[str, "os.PathLike[str]", bytes, IO[bytes], IO[str]]
 """A path, inline text, raw bytes, or an open file object (binary or text)."""
 
 _GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"
-# trec_eval splits columns on ASCII blanks only; Python's ``str.split()`` would also split
-# on Unicode spaces (U+00A0...), which may occur inside ids.
-_FIELD = re.compile(r"[^ \t\r\f\v]+")
-_BLANK = re.compile(r"[ \t\r\n\f\v]")
-_TO_SPACE = str.maketrans("\t\r\f\v", "    ")
-INTEGER = re.compile(r"[+-]?[0-9]+")
 
 MAX_INPUT_ENV = "MMBRIGHT_MAX_INPUT_BYTES"
 DEFAULT_MAX_INPUT_BYTES = 4 * 2**30
@@ -142,7 +136,7 @@ def load(src: Readable, max_bytes: int | None = None) -> Loaded:
         return _loaded("<text>", src.encode("utf-8", "surrogatepass"), "", limit)
     if isinstance(src, (str, os.PathLike)):
         path = Path(src)
-        return _loaded(str(path), _read_path(path, limit), path.name, limit)
+        return _loaded(str(path), _read_path(path, limit), path.name, limit, read=True)
     if hasattr(src, "read"):
         return _load_stream(src, limit)
     raise InputError(
@@ -201,7 +195,8 @@ def _load_stream(stream: IO[Any], limit: int) -> Loaded:
     raw_name = getattr(stream, "name", None)
     name = raw_name if isinstance(raw_name, str) else "<stream>"
     content = _read_bounded(stream.read, name, limit)
-    return _loaded(name, content, Path(name).name if name != "<stream>" else "", limit)
+    file_name = Path(name).name if name != "<stream>" else ""
+    return _loaded(name, content, file_name, limit, read=True)
 
 
 def _read_chunk(read: Callable[[int], Any], name: str) -> bytes:
@@ -276,13 +271,17 @@ def _refuse_binary(head: bytes, name: str) -> None:
     )
 
 
-def _loaded(name: str, data: bytes, file_name: str, limit: int) -> Loaded:
+def _loaded(name: str, data: bytes, file_name: str, limit: int, *, read: bool = False) -> Loaded:
+    """Gunzip, check and name the content; ``read``: it came through :func:`_read_bounded`."""
     suffixes = [s.lower() for s in Path(file_name).suffixes] if file_name else []
     if suffixes and suffixes[-1] == ".gz":
         suffixes.pop()
+    # One binary check per input, on its first chunk of text: made as it was read, or as
+    # it was gunzipped, or here for content given in memory.
     if data[:2] == _GZIP_MAGIC:
         data = _gunzip(data, name, limit)
-    _refuse_binary(data[:_CHUNK], name)
+    elif not read:
+        _refuse_binary(data[:_CHUNK], name)
     if len(data) > limit:
         raise _too_large(name, limit)
     return Loaded(name, data, suffixes[-1] if suffixes else "")
@@ -329,9 +328,7 @@ def _looks_like_path(text: str) -> bool:
     # JSON; one without any blank or brace was meant as a path, and saying "file not
     # found" helps more than a column-count error about the path's text.
     stripped = text.strip()
-    return (
-        bool(stripped) and not stripped.startswith("{") and _FIELD.fullmatch(stripped) is not None
-    )
+    return bool(stripped) and not stripped.startswith("{") and FIELD.fullmatch(stripped) is not None
 
 
 def decode(loaded: Loaded) -> str:
@@ -413,102 +410,3 @@ def long_id_error(
         found=show(value, length=length),
         hint="Check the columns: an id names a query or a document, it never holds its text",
     )
-
-
-# The two whitespace-separated TREC formats, each named for the other's error message.
-TREC_LAYOUTS = {
-    "run": ("query_id Q0 doc_id rank score tag", "qrels", "read_qrels"),
-    "qrels": ("query_id iteration doc_id relevance", "run", "read_run"),
-}
-
-
-def trec_rows(text: str, name: str, kind: str) -> Iterator[tuple[int, list[str]]]:
-    """Yield ``(line_number, columns)`` of a TREC run or qrels, checking the column count.
-
-    Raises:
-        InputError: A line has another number of columns (naming the other format when the
-            count is the other's, as when a qrels file is given for a run).
-    """
-    layout, other, reader = TREC_LAYOUTS[kind]
-    count, other_count = len(layout.split()), len(TREC_LAYOUTS[other][0].split())
-    for line, columns in fields(text):
-        if len(columns) != count:
-            raise InputError(
-                "wrong number of columns",
-                source=name,
-                line=line,
-                expected=f"{count} columns ({layout})",
-                found=f"{len(columns)}: {show(' '.join(columns))}",
-                hint=f"This looks like a {other} line; read it with {reader}"
-                if len(columns) == other_count
-                else "Ids may not contain blanks",
-            )
-        yield line, columns
-
-
-def fields(text: str) -> Iterator[tuple[int, list[str]]]:
-    """Yield ``(line_number, columns)`` for every non-blank line, numbered from 1."""
-    # One C-level translate, then a plain split: several times faster than a regex per
-    # line on runs of a million lines, with the same ASCII-blank rule as ``_FIELD``.
-    for number, line in enumerate(text.translate(_TO_SPACE).split("\n"), start=1):
-        columns = line.split(" ")
-        if "" in columns:
-            columns = [c for c in columns if c]
-        if columns:
-            yield number, columns
-
-
-def duplicate_error(
-    text: str, name: str, line: int, query_id: str, doc_id: str, doc_column: int
-) -> InputError:
-    """Build the error for a doc id listed twice for one query, naming both lines."""
-    first = next(
-        number
-        for number, columns in fields(text)
-        if len(columns) > doc_column and columns[0] == query_id and columns[doc_column] == doc_id
-    )
-    return InputError(
-        f"duplicate doc id {show(doc_id)} for query {show(query_id)}",
-        source=name,
-        line=line,
-        expected="each doc id at most once per query",
-        found=f"a second entry (the first is on line {first})",
-        hint="Remove one of them; readers here never silently keep the last one",
-    )
-
-
-def check_trec_token(value: object, what: str, keys: tuple[str, ...], hint: str) -> None:
-    """Refuse a value that would not read back as one column of a TREC file.
-
-    Raises:
-        InputError: ``value`` is not a string, is empty or contains a blank.
-    """
-    if not isinstance(value, str) or not value or _BLANK.search(value):
-        where = f" at {json_path(*keys)}" if keys else ""
-        raise InputError(
-            f"{what} cannot be written to a TREC file{where}",
-            expected="a non-empty string without blanks",
-            found=repr(value)[:60],
-            hint=hint,
-        )
-
-
-def write_file(path: str | os.PathLike[str], text: str) -> Path:
-    """Write text atomically, gzip-compressed when the name ends in ``.gz``.
-
-    Raises:
-        InputError: The text holds a lone surrogate, which UTF-8 cannot encode.
-    """
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError as err:
-        raise InputError(
-            "text that cannot be written as UTF-8",
-            source=str(path),
-            expected="valid Unicode ids",
-            found=f"{text[err.start : err.end]!r} at character {err.start}",
-        ) from None
-    if Path(path).suffix.lower() == ".gz":
-        # mtime=0 keeps the output byte-identical from one run to the next.
-        data = gzip.compress(data, mtime=0)
-    return atomic_write_bytes(path, data)

@@ -5,17 +5,19 @@ stays on one file system), is flushed and fsynced, then moved over the destinati
 ``os.replace``, which is atomic on POSIX and Windows. A crash or an error mid-write leaves
 the previous file, if any, untouched and removes the temporary file. A write that fails (a
 full disk, no permission, a read-only file system) raises a :class:`WriteError` naming the
-destination, which the command line prints as one line.
+destination, which the command line prints as one line. :func:`write_file` is the text
+writer of every output: UTF-8, gzip-compressed when the name ends in ``.gz``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gzip
 import os
 import tempfile
 from pathlib import Path
 
-from mmbright_core.errors import WriteError
+from mmbright_core.errors import InputError, WriteError
 
 # mkstemp creates files readable by the owner only; a written file should get the same
 # permissions as one made by ``open(path, "w")``. The umask can only be read by setting it.
@@ -74,6 +76,28 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "
         The destination as a ``Path``.
     """
     return atomic_write_bytes(path, text.encode(encoding))
+
+
+def write_file(path: str | os.PathLike[str], text: str) -> Path:
+    """Write text as UTF-8, atomically, gzip-compressed when the name ends in ``.gz``.
+
+    Raises:
+        InputError: The text holds a lone surrogate, which UTF-8 cannot encode.
+        WriteError: The file cannot be written.
+    """
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise InputError(
+            "text that cannot be written as UTF-8",
+            source=str(path),
+            expected="valid Unicode ids",
+            found=f"{text[err.start : err.end]!r} at character {err.start}",
+        ) from None
+    if Path(path).suffix.lower() == ".gz":
+        # mtime=0 keeps the output byte-identical from one run to the next.
+        data = gzip.compress(data, mtime=0)
+    return atomic_write_bytes(path, data)
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -14,15 +14,17 @@ from typing import Any
 from mmbright_core.errors import InputError, UnknownNameError, show
 from mmbright_core.io._json import json_kind, json_path, nested_json
 from mmbright_core.io._open import (
-    INTEGER,
     Readable,
     check_id_lengths,
-    check_trec_token,
     decode,
-    duplicate_error,
     load,
+)
+from mmbright_core.io.atomic import write_file
+from mmbright_core.io.trec import (
+    INTEGER,
+    check_trec_token,
+    duplicate_error,
     trec_rows,
-    write_file,
 )
 from mmbright_core.types import Qrels
 

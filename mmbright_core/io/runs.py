@@ -24,19 +24,20 @@ from mmbright_core.errors import InputError, UnknownNameError, show
 from mmbright_core.io._columns import Wording, frame_to_run, read_parquet_table
 from mmbright_core.io._json import json_path, json_score, nested_json
 from mmbright_core.io._open import (
-    INTEGER,
     PARQUET_MAGIC,
-    TREC_LAYOUTS,
     Readable,
     check_id_lengths,
-    check_trec_token,
     decode,
-    duplicate_error,
     load,
-    trec_rows,
-    write_file,
 )
-from mmbright_core.io.atomic import atomic_write_bytes
+from mmbright_core.io.atomic import atomic_write_bytes, write_file
+from mmbright_core.io.trec import (
+    INTEGER,
+    TREC_LAYOUTS,
+    check_trec_token,
+    duplicate_error,
+    trec_rows,
+)
 from mmbright_core.ranking import ranked
 from mmbright_core.types import Run
 

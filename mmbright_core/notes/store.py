@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, Literal, TypeVar
 
 from mmbright_core.errors import NotesError, show
+from mmbright_core.io.atomic import atomic_write_text
 from mmbright_core.notes import exchange
 from mmbright_core.notes.database import DEFAULT_TIMEOUT, connect, default_path, run
 from mmbright_core.notes.records import (
@@ -269,15 +270,23 @@ class NotesStore:
             file: A path or an open text file to write to; ``None`` only returns the text.
             **filters: ``source``, ``task``, ``protocol``, ``domain`` (one or several) to
                 export a part.
+
+        Raises:
+            NotesError: A filter is not one of the above.
+            WriteError: ``file`` is a path that cannot be written (naming it).
         """
-        unknown = set(filters) - set(_FILTERS)
+        unknown = sorted(set(filters) - set(_FILTERS))
         if unknown:
-            raise TypeError(f"unknown export filter(s): {', '.join(sorted(unknown))}")
+            raise NotesError(
+                "unknown export filter",
+                expected=f"filters among {', '.join(_FILTERS)}",
+                found=", ".join(map(show, unknown)),
+            )
         selected = self.records(**filters)  # type: ignore[arg-type]
         text = exchange.render(format, self.tags(), selected)
         if isinstance(file, (str, os.PathLike)):
-            with open(file, "w", encoding="utf-8", newline="") as handle:
-                handle.write(text)
+            # Atomic: an export that fails midway leaves the previous file as it was.
+            atomic_write_text(file, text)
         elif file is not None:
             file.write(text)
         return text

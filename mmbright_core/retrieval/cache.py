@@ -25,14 +25,12 @@ keys of different counts) is reported with its path, deleted, and its vectors en
 never handed out. Vectors holding NaN or an infinity are refused before they are stored,
 naming the model and the input. The index of keys is built from the keys files only; the
 vectors are memory-mapped when gathered, so a full corpus (SPEC §2: millions of passages) is
-never read into memory whole, and a gather reads only the rows it returns. Shards of the
-earlier single-file format (``<name>.npz``, float16 only) are converted on first sight in a
-float16 cache; shards of the two-file format, which recorded no checksum, are not read.
+never read into memory whole, and a gather reads only the rows it returns. Shards of
+the earlier two-file format, which recorded no checksum, are not read.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
@@ -63,7 +61,7 @@ Vectors = npt.NDArray[np.float32]
 #: How cached vectors are stored on disk.
 CacheDtype = Literal["float32", "float16"]
 CACHE_DTYPES: tuple[str, ...] = get_args(CacheDtype)
-#: The dtype of caches made before it was a setting (and of the single-file format).
+#: The dtype of caches made before it was a setting.
 _LEGACY_DTYPE = "float16"
 
 #: Environment variable that moves the cache (an explicit argument wins over it).
@@ -232,19 +230,6 @@ def shard_problem(
     return None, found, shape[1]
 
 
-def _convert_npz(path: Path, settings: Mapping[str, Any]) -> None:
-    # The earlier format kept a shard in one .npz file, which cannot be memory-mapped:
-    # rewrite it once as the two .npy files, under the same name.
-    try:
-        with np.load(path) as stored:
-            keys, vectors = stored["keys"].tolist(), stored["vectors"]
-    except FileNotFoundError:  # converted meanwhile by another process
-        return
-    write_shard(path.parent, path.stem, keys, vectors, settings)
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
-
-
 class EmbeddingCache:
     """Vectors of one encoder configuration, on disk (or in memory when ``root`` is None).
 
@@ -288,9 +273,6 @@ class EmbeddingCache:
     def _refresh(self) -> None:
         if self.folder is None or not self.folder.is_dir():
             return
-        if self.dtype == np.dtype(_LEGACY_DTYPE):  # the single-file format held float16 only
-            for old in sorted(self.folder.glob("*.npz")):
-                _convert_npz(old, self.settings)
         for path in sorted(self.folder.glob(f"*{_CHECK}")):
             name = path.name[: -len(_CHECK)]
             if name in self._seen:

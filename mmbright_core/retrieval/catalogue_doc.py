@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from mmbright_core.io.atomic import atomic_write_text
 from mmbright_core.retrieval.catalogue import Preset, load_catalogue
 
 PASSAGES = 2_499_273
@@ -182,7 +183,7 @@ def models_markdown() -> str:
 def main() -> int:
     """Write ``docs/models.md`` under the folder given (default: the current one)."""
     root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path.cwd()
-    (root / "docs" / "models.md").write_text(models_markdown(), encoding="utf-8")
+    atomic_write_text(root / "docs" / "models.md", models_markdown())
     return 0
 
 
