@@ -24,6 +24,7 @@ from mmbright_core.analysis.compare import Comparison, Tags, image_effect, most_
 from mmbright_core.analysis.rankdiff import RankDiff, judgment_gap
 from mmbright_core.analysis.report_tables import escape as _e
 from mmbright_core.analysis.report_tables import format_value, html_table
+from mmbright_core.analysis.rewrite_stage import RewriteStage
 from mmbright_core.analysis.two_stage import TwoStage
 from mmbright_core.data.images import ImageDecodeError, decode_image
 from mmbright_core.errors import MissingDependencyError
@@ -74,6 +75,7 @@ def comparison_report(
     top: int = 10,
     tags: Tags | None = None,
     two_stage: TwoStage | None = None,
+    rewrite: RewriteStage | None = None,
 ) -> str:
     """Render a comparison as one self-contained HTML document.
 
@@ -85,6 +87,8 @@ def comparison_report(
         tags: (domain, query_id) -> failure tags, shown in the most-hurt table.
         two_stage: A reranked run of the pair with its first stage: the first stage, the
             reranked run and the oracle of the same depth per domain are shown.
+        rewrite: A run of the pair on rewritten queries (or the rewritten first stage of
+            its reranked run) with its plain run: both per domain and who won are shown.
 
     Returns:
         The HTML text.
@@ -95,6 +99,7 @@ def comparison_report(
         f"<h1>{_e(heading)}</h1>",
         _settings(comparison),
         *_two_stage(two_stage),
+        *_rewrite(rewrite),
         "<h2>By domain and pooled</h2>",
         *_summary_tables(comparison.summary),
         figures.domain_deltas(comparison),
@@ -127,6 +132,18 @@ def _two_stage(found: TwoStage | None) -> list[str]:
     parts = ["<h2>Two stages: first stage, reranked, oracle</h2>", f"<p>{_e(found.caption())}</p>"]
     if found.table is None:
         return [*parts, f"<p>Its first stage, {_e(found.first_label)}, is not loaded.</p>"]
+    return [*parts, html_table(found.table)]
+
+
+def _rewrite(found: RewriteStage | None) -> list[str]:
+    if found is None:
+        return []
+    parts = ["<h2>Rewritten queries: plain, rewritten</h2>", f"<p>{_e(found.caption())}</p>"]
+    chain = found.chain()
+    if chain is not None:
+        parts.append(f"<p>Chain: {_e(chain)}</p>")
+    if found.table is None:
+        return [*parts, f"<p>Its plain run ({_e(found.plain_label)}) is not loaded.</p>"]
     return [*parts, html_table(found.table)]
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from mmbright_core.analysis.compare import Comparison
     from mmbright_core.analysis.report import QueryDetail
+    from mmbright_core.analysis.rewrite_stage import RewriteStage
     from mmbright_core.analysis.two_stage import TwoStage
     from mmbright_core.data.sources import Source
     from mmbright_core.io.ocr_words import OcrWords
@@ -169,22 +170,32 @@ def run(args: argparse.Namespace) -> int:
         _print_tsv(comparison, hurt, sys.stdout, sliced, args.by)
     if args.report:
         details = _details(source, args.task, args.protocol, args.negatives, runs, hurt)
-        stages = _two_stage(source, args, names, runs)
+        stages, rewrite = _stages(source, args, names, runs, table)
         page = comparison_report(
-            comparison, details=details, top=args.top, tags=tags, two_stage=stages
+            comparison,
+            details=details,
+            top=args.top,
+            tags=tags,
+            two_stage=stages,
+            rewrite=rewrite,
         )
         atomic_write_text(args.report, page)
         print(f"report written to {args.report}", file=sys.stderr)
     return 0
 
 
-def _two_stage(
+def _stages(
     source: Source,
     args: argparse.Namespace,
     names: tuple[str, str],
     runs: Mapping[str, Mapping[str, Run]],
-) -> TwoStage | None:
-    """A reranked run of the two with its first stage (if it is the other), for the report."""
+    table: pd.DataFrame,
+) -> tuple[TwoStage | None, RewriteStage | None]:
+    """The report's stages: a reranked run with its first stage, a rewritten one with its plain.
+
+    Only the two runs compared are loaded: each is found only when it is the other one.
+    """
+    from mmbright_core.analysis.rewrite_stage import find_rewrite
     from mmbright_core.analysis.two_stage import find_first_stage
     from mmbright_core.io.official import read_outputs
 
@@ -193,9 +204,10 @@ def _two_stage(
         n: read_outputs(p).run_config if Path(p).is_dir() else None
         for n, p in zip(names, paths, strict=True)
     }
-    return find_first_stage(
+    stages = find_first_stage(
         names, runs, configs, lambda d: source.judgments(args.task, d, args.protocol).qrels
     )
+    return stages, find_rewrite(names, configs, lambda plain, rewritten: table, stages)
 
 
 def _recorded_words(*paths: str) -> OcrWords | None:

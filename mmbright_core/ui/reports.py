@@ -17,7 +17,7 @@ from mmbright_core.benchmark import apply_protocol
 from mmbright_core.data.sources import Source
 from mmbright_core.types import Task
 from mmbright_core.ui.state import RunEntry
-from mmbright_core.ui.two_stage_view import find_two_stage
+from mmbright_core.ui.two_stage_view import find_rewrite_stage, find_two_stage
 
 REPORT_QUERIES = 10
 """How many of the most-hurt queries the report details."""
@@ -61,7 +61,8 @@ def comparison_html(
     """Render the comparison of two runs as one self-contained HTML document.
 
     The most-hurt queries carry their failure tags when a notes file holds some; a
-    reranked run comes with its first stage and the oracle of its depth per domain.
+    reranked run comes with its first stage and the oracle of its depth per domain, a run
+    on rewritten queries with its plain run.
     """
     pair = (entries[comparison.run_a], entries[comparison.run_b])
     details = {
@@ -71,7 +72,14 @@ def comparison_html(
         for row in most_hurt(comparison, REPORT_QUERIES).itertuples(index=False)
     }
     tags = notes_tags(source.name, task, protocol)[1]
-    stages = find_two_stage(source, task, protocol, entries, comparison.run_a, comparison.run_b)
+    names = comparison.run_a, comparison.run_b
+    stages = find_two_stage(source, task, protocol, entries, *names)
+    rewrite = find_rewrite_stage(source, task, protocol, entries, names, stages)
     return comparison_report(
-        comparison, details=details, top=REPORT_QUERIES, tags=tags, two_stage=stages
+        comparison,
+        details=details,
+        top=REPORT_QUERIES,
+        tags=tags,
+        two_stage=stages,
+        rewrite=rewrite,
     )

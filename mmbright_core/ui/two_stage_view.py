@@ -1,20 +1,27 @@
-"""A reranked run beside its first stage: which run that is, and the headroom it took.
+"""What each stage changed: a reranked run beside its first stage, a rewritten one its plain.
 
 A reranked run's configuration records its first stage's fingerprint
 (:mod:`mmbright_core.rerank.first_stage`); the loaded run with the same scores is that first
-stage, whatever its name or where it was loaded from. :func:`find_two_stage` makes no
-Streamlit call (the HTML report uses it too); :func:`show_two_stage` draws the block of
-the Compare page.
+stage, whatever its name or where it was loaded from. A run on rewritten queries has as
+plain run the loaded run of its configuration less the query set's settings
+(:mod:`mmbright_core.analysis.rewrite_stage`). :func:`find_two_stage` and
+:func:`find_rewrite_stage` make no Streamlit call (the HTML report uses them too);
+:func:`show_two_stage` draws the blocks of the Compare page.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
+from typing import Any
 
+import pandas as pd
 import streamlit as st
 
-from mmbright_core.analysis.two_stage import TwoStage, find_first_stage
+from mmbright_core.analysis.rewrite_stage import RewriteStage, Scorer, find_rewrite, is_rewritten
+from mmbright_core.analysis.table import source_results_table
+from mmbright_core.analysis.two_stage import MEASURE, TwoStage, find_first_stage
+from mmbright_core.data.ids import check_protocol
 from mmbright_core.data.sources import Source
 from mmbright_core.rerank.first_stage import first_stage_record, runs_fingerprint
 from mmbright_core.types import Task
@@ -57,6 +64,48 @@ def find_two_stage(
     )
 
 
+def find_rewrite_stage(
+    source: Source,
+    task: Task,
+    protocol: str,
+    entries: Mapping[str, RunEntry],
+    pair: tuple[str, str],
+    two_stage: TwoStage | None = None,
+    score: Scorer | None = None,
+) -> RewriteStage | None:
+    """Return B (else A) as a rewritten run with its plain run among ``entries``, or None.
+
+    Args:
+        source: The data source.
+        task: The task.
+        protocol: The Task 4 protocol.
+        entries: Every loaded run of the task.
+        pair: Runs A and B.
+        two_stage: The pair's reranked run with its first stage (a rewritten first stage
+            is shown with its chain).
+        score: How two runs' results table is had (default: scored here, each run under
+            its own policy for ``negative_ids``).
+    """
+
+    def scored(plain: str, rewritten: str) -> pd.DataFrame:
+        frames = [
+            source_results_table(
+                source,
+                task,
+                {name: entries[name].runs},
+                protocol=check_protocol(protocol),
+                measures=(MEASURE,),
+                check_images=False,
+                negatives=entries[name].negatives,
+            )
+            for name in (plain, rewritten)
+        ]
+        return pd.concat(frames, ignore_index=True)
+
+    configs = {name: entry.config for name, entry in entries.items()}
+    return find_rewrite(pair, configs, score or scored, two_stage)
+
+
 def show_two_stage(
     spec: str,
     task: Task,
@@ -65,34 +114,91 @@ def show_two_stage(
     run_a: str,
     run_b: str,
 ) -> None:
-    """Draw the first stage, the reranked run and the oracle at depth, per domain."""
-    if all(first_stage_record(entries[n].config) is None for n in (run_a, run_b)):
+    """Draw what each stage of A or B changed: the rerank block, then the rewrite block."""
+    pair = (run_a, run_b)
+    reranked = any(first_stage_record(entries[n].config) is not None for n in pair)
+    if not reranked and not any(is_rewritten(entries[n].config) for n in pair):
         return
     source = render.attempt(loaders.get_source, spec)
-    found = (
-        None if source is None else find_two_stage(source, task, protocol, entries, run_a, run_b)
-    )
-    if found is None:
+    if source is None:
         return
+    stages = find_two_stage(source, task, protocol, entries, run_a, run_b) if reranked else None
+    if stages is not None:
+        _show_rerank(stages)
+
+    def cached(plain: str, rewritten: str) -> pd.DataFrame:
+        return loaders.table_for(spec, task, protocol, {n: entries[n] for n in (plain, rewritten)})
+
+    rewrite = find_rewrite_stage(source, task, protocol, entries, pair, stages, cached)
+    if rewrite is not None:
+        _show_rewrite(rewrite)
+
+
+def _show_rerank(found: TwoStage) -> None:
+    """Draw the first stage, the reranked run and the oracle at depth, per domain."""
     st.subheader("Two stages")
     st.caption(literal(found.caption()))
     if found.first is None or found.table is None:
-        st.info(
-            f"Its first stage, {literal(found.first_label)}, is not among the loaded "
-            "runs: add it on the Home page to see what the reranker changed."
-        )
+        _not_loaded(f"Its first stage, {found.first_label},", "reranker")
         return
     every = found.table.iloc[-1]
-    first, reranked, oracle, taken = st.columns(4)
-    first.metric("First stage nDCG@10", f"{every['first_stage']:.3f}")
-    reranked.metric("Reranked nDCG@10", f"{every['reranked']:.3f}", f"{every['gain']:+.3f}")
-    oracle.metric(literal(f"Oracle@{found.depth} nDCG@10"), f"{every['oracle']:.3f}")
-    taken.metric(
-        "Headroom taken",
-        "–" if every["taken"] != every["taken"] else f"{every['taken']:.0%}",
-        help=literal(
-            "(reranked − first stage) / (oracle − first stage): the share of what a perfect "
-            f"reranker of the top {found.depth} would gain that this one gained"
-        ),
+    taken = literal(
+        "(reranked − first stage) / (oracle − first stage): the share of what a perfect "
+        f"reranker of the top {found.depth} would gain that this one gained"
+    )
+    _metrics(
+        {"label": "First stage nDCG@10", "value": f"{every['first_stage']:.3f}"},
+        {
+            "label": "Reranked nDCG@10",
+            "value": f"{every['reranked']:.3f}",
+            "delta": f"{every['gain']:+.3f}",
+        },
+        {"label": literal(f"Oracle@{found.depth} nDCG@10"), "value": f"{every['oracle']:.3f}"},
+        {
+            "label": "Headroom taken",
+            "value": "–" if every["taken"] != every["taken"] else f"{every['taken']:.0%}",
+            "help": taken,
+        },
     )
     st.dataframe(found.table, hide_index=True, key="cmp_two_stage")
+
+
+def _show_rewrite(found: RewriteStage) -> None:
+    """Draw the plain run's and the rewritten run's nDCG@10 per domain, and who won."""
+    st.subheader("Rewritten queries")
+    st.caption(literal(found.caption()))
+    chain = found.chain()
+    if chain is not None:
+        st.caption(literal(f"Chain: {chain}"))
+    if found.plain is None or found.table is None:
+        plain = f"Its plain run ({found.plain_label} with its settings on the original queries)"
+        _not_loaded(plain, "rewrite")
+        return
+    every = found.table.iloc[-1]
+    _metrics(
+        {"label": "Plain nDCG@10", "value": f"{every['plain']:.3f}"},
+        {
+            "label": "Rewritten nDCG@10",
+            "value": f"{every['rewritten']:.3f}",
+            "delta": f"{every['gain']:+.3f}",
+        },
+        {"label": "Queries helped", "value": int(every["helped"])},
+        {"label": "Queries hurt", "value": int(every["hurt"])},
+    )
+    st.dataframe(found.table, hide_index=True, key="cmp_rewrite")
+
+
+def _metrics(*cells: dict[str, Any]) -> None:
+    """One row of ``st.metric`` cells, each given by its keyword arguments."""
+    for column, cell in zip(st.columns(len(cells)), cells, strict=True):
+        column.metric(**cell)
+
+
+def _not_loaded(run: str, stage: str) -> None:
+    """Say in one line that ``run`` is not loaded, and what it would show."""
+    st.info(
+        literal(
+            f"{run} is not among the loaded runs: add it on the Home page to see what the "
+            f"{stage} changed."
+        )
+    )
