@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from large_images import TASK3_CHILD, build_large_images
 from PIL import Image
@@ -23,6 +25,7 @@ from PIL import Image
 import mmbright_core.retrieval.dual as dual
 from mmbright_core.data.image_batches import LazyImages, each_preprocessed
 from mmbright_core.data.sources import open_source
+from mmbright_core.errors import InputTooLargeError
 from mmbright_core.retrieval import get_retriever
 
 pytest.importorskip("torch")
@@ -139,3 +142,54 @@ def test_51_images_of_4000_pixels_add_little_to_the_peak(tmp_path: Path, tiny_cl
     # preprocessing; the former path held a batch of 32 of them (about 2 GB).
     assert lazy["peak_bytes"] - lazy["imports_bytes"] < 400 * 2**20
     assert eager["peak_bytes"] - eager["imports_bytes"] > 1500 * 2**20
+
+
+def test_out_of_memory_in_a_run_says_what_ran_out(
+    many_images: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tiny_clip: str,
+) -> None:
+    from mmbright_core.cli import main
+
+    def no_memory(data: bytes | None, path: str) -> Image.Image:
+        raise MemoryError  # what Pillow raises when an image's pixels cannot be allocated
+
+    monkeypatch.setattr(dual, "decode_image", no_memory)
+    args = ["run", "--source", str(many_images), "--task", "3", "--retriever", "clip"]
+    model = ["--model", tiny_clip, "--pretrained", "none", "--out", str(tmp_path / "out")]
+    assert main([*args, *model, "--cache-dir", str(tmp_path / "cache")]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("mmbright run: error: out of memory while the retriever ran")
+    assert "--option batch_size=8" in line and "MMBRIGHT_MAX_INPUT_BYTES" not in line
+
+
+def _long_list_column(root: Path, entries: int) -> Path:
+    from fixture_dataset import SCHEMAS, build_fixture
+
+    build_fixture(root)
+    path = root / "examples" / "academia.parquet"
+    rows = pq.read_table(path).to_pylist()
+    rows[0]["negative_ids"] = [f"academia/{i:08x}_1.txt" for i in range(entries)]
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMAS["examples"]), path)
+    return root
+
+
+def test_a_list_column_counts_against_the_input_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 10^6 ids of 22 characters: an 8 MB file, 30 MB of Arrow data, about 250 MB as Python
+    # lists. Counted before anything is read, so the limit refuses it.
+    folder = _long_list_column(tmp_path / "long", 10**6)
+    assert (folder / "examples" / "academia.parquet").stat().st_size < 10 * 2**20
+    monkeypatch.setenv("MMBRIGHT_MAX_INPUT_BYTES", str(100 * 2**20))
+    source = open_source(str(folder))
+    with pytest.raises(InputTooLargeError) as caught:
+        source.task(1, "academia")
+    message = str(caught.value)
+    assert message.startswith(f"{folder / 'examples' / 'academia.parquet'}: the file is larger")
+    assert "at most 100 MiB" in message and "column 'negative_ids' (1,000,003 values)" in message
+    assert "MMBRIGHT_MAX_INPUT_BYTES" in message
+    # Under the same limit, the dataset without the long list loads.
+    assert open_source(str(_long_list_column(tmp_path / "short", 3))).task(1, "academia").queries
