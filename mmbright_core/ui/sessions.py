@@ -10,7 +10,7 @@ Streamlit keeps a closed tab's session for ``server.disconnectedSessionTTL`` sec
 reconnect finds it, and then only drops it from a cache the next time that cache is used,
 without shutting the session down: its uploaded files stay in the upload manager for as long
 as the server runs. A watcher thread here closes every session that has been disconnected
-for longer than that TTL through Streamlit's own ``Runtime.close_session`` (which frees its
+for half that TTL through Streamlit's own ``Runtime.close_session`` (which frees its
 state and its uploaded files), then returns the freed memory to the system: a full garbage
 collection and glibc's ``malloc_trim``, since glibc otherwise keeps freed arenas mapped
 (docs/safety.md, "Bounded memory").
@@ -113,21 +113,32 @@ def watch_session() -> None:
 
 
 def _watch() -> None:
+    release_ticks = 0
     while True:
         time.sleep(WATCH_SECONDS)  # a background thread's period, not a test waiting
         ended = ended_sessions(time.monotonic())
         if ended:
             _close(ended)
+            # A closed session's script thread and its last messages let go of its objects
+            # a little later: release again on the next ticks.
+            release_ticks = 3
+        elif release_ticks:
+            release_ticks -= 1
+            release_memory()
 
 
 def ended_sessions(now: float) -> list[str]:
-    """Forget and return the sessions disconnected for longer than Streamlit's TTL."""
+    """Forget and return the sessions disconnected for half of Streamlit's TTL or longer.
+
+    Half: once the TTL has passed, Streamlit's storage no longer finds the session, and
+    ``close_session`` could not shut it down (its uploaded files would stay behind).
+    """
     from streamlit import runtime
 
     if not runtime.exists():
         return []
     live = runtime.get_instance()
-    ttl = float(st.get_option("server.disconnectedSessionTTL"))
+    grace = float(st.get_option("server.disconnectedSessionTTL")) / 2
     ended = []
     with _lock:
         for session_id, since in list(_seen.items()):
@@ -135,7 +146,7 @@ def ended_sessions(now: float) -> list[str]:
                 _seen[session_id] = None  # reconnected
             elif since is None:
                 _seen[session_id] = now
-            elif now - since >= ttl:
+            elif now - since >= grace:
                 ended.append(session_id)
                 del _seen[session_id]
     return ended
