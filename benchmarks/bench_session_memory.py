@@ -21,16 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "tests")]
 
-from serving import (  # noqa: E402
-    CHROMIUM,
-    LAUNCH_ARGS,
-    new_page,
-    no_exception,
-    open_app,
-    open_runs_panel,
-    rerun,
-    streamlit_server,
-)
+import serving  # noqa: E402
 
 from mmbright_core.data.sources import open_source  # noqa: E402
 
@@ -63,14 +54,14 @@ def run_file(path: Path, megabytes: int, tag: str) -> Path:
 
 def upload(page, path: Path) -> None:  # type: ignore[no-untyped-def]
     """Upload one file through the runs panel and add it (confirming a weak match)."""
-    with rerun(page):
+    with serving.rerun(page):
         page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(path))
-    with rerun(page):
+    with serving.rerun(page):
         page.get_by_role("button", name="Add uploaded runs").click()
-    with rerun(page):
+    with serving.rerun(page):
         page.get_by_role("button", name="Add it anyway").click()
     page.get_by_text(f"Added run '{path.stem}'").wait_for(timeout=600_000)
-    no_exception(page)
+    serving.no_exception(page)
 
 
 def main() -> int:
@@ -88,19 +79,21 @@ def main() -> int:
         files = [run_file(root / f"upload{n}.trec", args.mb, f"t{n}") for n in range(args.files)]
         figures["file_mb"] = [round(f.stat().st_size / 1e6, 1) for f in files]
         budget = {"MMBRIGHT_SESSION_MAX_BYTES": str(2 * args.files * args.mb * 10**6)}
-        with streamlit_server(root, env=budget) as (url, server), sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        with serving.streamlit_server(root, env=budget) as (url, server), sync_playwright() as p:
+            browser = p.chromium.launch(
+                executable_path=str(serving.CHROMIUM), args=serving.LAUNCH_ARGS
+            )
             # A first session uploads a small run and closes, so the start is a warm server
             # (pages drawn, modules imported, a session released) and not its first import.
-            page = new_page(browser, viewport={"width": 1400, "height": 1000})
-            open_app(page, url)
-            open_runs_panel(page)
+            page = serving.new_page(browser, viewport={"width": 1400, "height": 1000})
+            serving.open_app(page, url)
+            serving.open_runs_panel(page)
             upload(page, run_file(root / "warm-up.trec", 1, "w"))
             page.context.close()
-            page = new_page(browser, viewport={"width": 1400, "height": 1000})
-            open_app(page, url)
+            page = serving.new_page(browser, viewport={"width": 1400, "height": 1000})
+            serving.open_app(page, url)
             figures["start_mb"] = start = round(rss_mb(server.pid), 1)
-            open_runs_panel(page)
+            serving.open_runs_panel(page)
             for path in files:
                 upload(page, path)
                 figures.setdefault("after_upload_mb", []).append(round(rss_mb(server.pid), 1))  # type: ignore[union-attr]
