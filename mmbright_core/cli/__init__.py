@@ -63,17 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mmbright {args.command}: error: {err}", file=sys.stderr)
         return 2
     except MemoryError:
-        # Input under the size limit that still does not fit (a memory cap below the limit):
-        # by now the unwinding has freed what was read, so one line can be printed.
-        from mmbright_core.io._open import MAX_INPUT_ENV
-
-        print(
-            f"mmbright {args.command}: error: out of memory; set {MAX_INPUT_ENV}=<bytes> "
-            "below the memory available to refuse such input early",
-            file=sys.stderr,
-        )
+        # By now the unwinding has freed what was allocated, so one line can be printed.
+        print(f"mmbright {args.command}: error: {_out_of_memory(args.command)}", file=sys.stderr)
         return 2
-
 
 
 def _print_input_warnings(prefix: str) -> None:
@@ -106,6 +98,22 @@ def _interrupted(prefix: str, kept: str | None) -> int:
     # SIGINT (128 + 2). Every output is written atomically, so what was finished is whole.
     print(f"{prefix}: interrupted" + (f"; {kept}" if kept else ""), file=sys.stderr)
     return INTERRUPTED
+
+
+def _out_of_memory(command: str) -> str:
+    """Say what ran out of memory: a run's encoding, or input read under the size limit."""
+    if command == "run":
+        # Images are decoded one at a time; what grows is the batch and the model.
+        return (
+            "out of memory while the retriever ran (its model and a batch of inputs); "
+            "lower the batch size (--option batch_size=8) or use a machine with more memory"
+        )
+    from mmbright_core.io._open import MAX_INPUT_ENV
+
+    return (
+        f"out of memory reading the input; set {MAX_INPUT_ENV}=<bytes> below the memory "
+        "available to refuse such input early"
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,13 +16,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mmbright_core.data.layout import CONFIGS, DOMAINS, PINNED_REVISION, REPO_ID, parquet_name
-from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.errors import InputError, InputTooLargeError, UnknownNameError
+from mmbright_core.io._open import MAX_INPUT_ENV, max_input_bytes, size_text
 
 # Scalar columns of the published schema and the Arrow types they may have (SPEC §2);
 # list columns are checked where they are read (``ids.as_str_list``, ``ids.image_structs``).
 _TEXT_COLUMNS = frozenset({"id", "content", "query", "path"})
 _KEY_COLUMNS = frozenset({"id", "path"})
 _OFF_SCHEMA = "The file does not follow MM-BRIGHT's published schema"
+
+#: What one value costs once read into Python (a short string object and its list slot),
+#: counted on top of its decoded bytes: a list column of 10^7 short ids decodes to 300 MB of
+#: Arrow data but takes 2.6 GB once its rows are Python lists (docs/safety.md, "Bounded memory").
+PY_VALUE_BYTES = 200
 
 
 class ParquetFiles:
@@ -85,6 +91,19 @@ class ParquetFiles:
             found=", ".join(names),
             hint=_OFF_SCHEMA,
         )
+
+    def sized_file(self, config: str, domain: str, columns: Sequence[str]) -> Path:
+        """Return :meth:`checked_file` after counting ``columns`` against the input limit.
+
+        For reads that keep every row of the columns (whole tables, streamed corpora).
+
+        Raises:
+            InputTooLargeError: The columns decode to more than the input size limit.
+            InputError: As :meth:`checked_file`.
+        """
+        path = self.checked_file(config, domain, columns)
+        check_decoded_size(path, columns)
+        return path
 
     def num_rows(self, config: str, domain: str) -> int:
         """Return the number of rows of one config's file from its metadata, reading no data."""
@@ -160,6 +179,47 @@ class HubFiles(ParquetFiles):
                 "revision, or pass a local folder with the same layout",
             ) from err
         return Path(local)
+
+
+def check_decoded_size(path: Path, columns: Sequence[str], limit: int | None = None) -> None:
+    """Refuse a file whose ``columns`` decode past the input size limit, before reading them.
+
+    Counted from the metadata of every column chunk: its uncompressed bytes plus
+    :data:`PY_VALUE_BYTES` per value, so a list column of millions of entries counts for
+    what it takes in memory, not for its compressed size on disk.
+
+    Raises:
+        InputTooLargeError: The count passes ``limit`` (default: ``MMBRIGHT_MAX_INPUT_BYTES``).
+        InputError: The metadata cannot be read.
+    """
+    limit = max_input_bytes(limit)
+    try:
+        metadata = pq.read_metadata(path)
+    except (pa.ArrowException, OSError) as err:
+        raise unreadable(path, err) from err
+    wanted, sizes, values = set(columns), dict.fromkeys(columns, 0), dict.fromkeys(columns, 0)
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        for index in range(row_group.num_columns):
+            chunk = row_group.column(index)
+            name = chunk.path_in_schema.split(".")[0]  # a list's values: "<name>.list.element"
+            if name in wanted:
+                sizes[name] += chunk.total_uncompressed_size + PY_VALUE_BYTES * chunk.num_values
+                values[name] += chunk.num_values
+    total = sum(sizes.values())
+    if total <= limit:
+        return
+    largest = max(sizes, key=sizes.__getitem__)
+    raise InputTooLargeError(
+        "the file is larger than the input size limit once decoded",
+        limit=limit,
+        source=str(path),
+        expected=f"at most {size_text(limit)} ({limit:,} bytes)",
+        found=f"about {size_text(total)}, most of it column {largest!r} "
+        f"({values[largest]:,} values)",
+        hint=f"Check the file (MM-BRIGHT's columns are far smaller), or raise the limit "
+        f"with {MAX_INPUT_ENV}",
+    )
 
 
 def _check_types(path: Path, schema: pa.Schema, columns: Sequence[str]) -> None:

@@ -162,7 +162,9 @@ def _open_rgb(data: bytes) -> Image.Image:
         warnings.simplefilter("error", Image.DecompressionBombWarning)
         with Image.open(io.BytesIO(data)) as image:
             image.load()
-            return image.convert("RGB")
+            # An RGB image is kept as decoded: convert() would copy it, doubling the peak
+            # of one large image (docs/safety.md, "Bounded memory").
+            return image if image.mode == "RGB" else image.convert("RGB")
 
 
 def _open_as_official(data: bytes) -> DecodedImage:

@@ -26,9 +26,10 @@ class RecordReader(ParquetFiles):
         """Read only ``columns`` of one config's file for one domain.
 
         Raises:
+            InputTooLargeError: The columns decode past the input size limit.
             InputError: If the file lacks a column or is not a readable parquet file.
         """
-        path = self.checked_file(config, domain, columns)
+        path = self.sized_file(config, domain, columns)
         try:
             return validated(path, pq.read_table(path, columns=list(columns)))
         except (pa.ArrowException, OSError) as err:
@@ -43,9 +44,10 @@ class RecordReader(ParquetFiles):
         beside its Python copy in full.
 
         Raises:
+            InputTooLargeError: The columns decode past the input size limit.
             InputError: If the file lacks a column or is not a readable parquet file.
         """
-        path = self.checked_file(config, domain, columns)
+        path = self.sized_file(config, domain, columns)
         try:
             # Opened inside the generator's try: a corrupt file fails on the first batch.
             batches = pq.ParquetFile(path).iter_batches(

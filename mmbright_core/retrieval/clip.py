@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from mmbright_core.data.image_batches import each_preprocessed
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.cache import path_sha256
@@ -198,10 +199,10 @@ class OpenClipEmbedder:
         return np.asarray(vectors.float().cpu().numpy(), dtype=np.float32)
 
     def encode_images(self, images: Sequence[Image.Image], role: Role = "document") -> np.ndarray:
-        """Return raw ``encode_image`` output of decoded images."""
+        """Return raw ``encode_image`` output of images (decoded one at a time if lazy)."""
         model, preprocess, _ = self.load()
         torch = require("torch", "the clip retriever", "clip")
-        pixels = torch.stack([preprocess(image) for image in images]).to(self.device)
+        pixels = torch.stack(each_preprocessed(images, preprocess)).to(self.device)
         with torch.no_grad():
             vectors = model.encode_image(pixels)
         return np.asarray(vectors.float().cpu().numpy(), dtype=np.float32)

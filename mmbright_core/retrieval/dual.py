@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from mmbright_core.data.image_batches import ImageLoader, LazyImages
 from mmbright_core.data.images import POLICIES, QueryImages, decode_image, query_images
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval.base import ImageSource, check_k, check_task, passage_id
@@ -50,7 +51,6 @@ from mmbright_core.retrieval.index import Groups, IndexKind, l2_normalise, rank_
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Query, TaskData
 
-ImageLoader = Callable[[], Image.Image]
 NO_IMAGE_MODES = ("white", "text")
 
 
@@ -70,8 +70,8 @@ def white_image() -> Image.Image:
     return Image.new("RGB", (224, 224), "white")
 
 
-def _same(image: Image.Image) -> Image.Image:
-    return image
+def _decode_query_image(source: ImageSource, domain: str, path: str) -> Image.Image:
+    return decode_image(source.query_image_bytes(domain, path), path)
 
 
 class DualEncoderRetriever:
@@ -181,8 +181,12 @@ class DualEncoderRetriever:
         return np.asarray(self.embedder.encode_texts(list(texts), role), dtype=np.float32)
 
     def embed_images(self, images: Sequence[Image.Image], role: Role = "document") -> np.ndarray:
-        """Embed one batch of decoded images, uncached: the embedder's raw float32 vectors."""
-        return np.asarray(self.embedder.encode_images(list(images), role), dtype=np.float32)
+        """Embed one batch of images, uncached: the embedder's raw float32 vectors.
+
+        ``images`` may be :class:`LazyImages`, passed on as they are: the embedder decodes
+        them one at a time as it preprocesses them.
+        """
+        return np.asarray(self.embedder.encode_images(images, role), dtype=np.float32)
 
     def encode_texts(self, texts: Sequence[str], role: Role = "document") -> np.ndarray:
         """Return raw float32 text vectors for ``role``, cached by content."""
@@ -197,7 +201,7 @@ class DualEncoderRetriever:
         """Return raw float32 image vectors, cached; loaders run only on cache misses."""
 
         def batch(chunk: list[ImageLoader]) -> np.ndarray:
-            return self.embed_images([load() for load in chunk], role)
+            return self.embed_images(LazyImages(chunk), role)
 
         cache = self._cache("image", role)
         return cache.encode(loaders, keys, batch, self.batch_size, desc="images")
@@ -243,23 +247,52 @@ class DualEncoderRetriever:
         """
         if source is None or not self.fusion.images:
             return l2_normalise(self.encode_texts([q.text for q in queries], "query"))
-        images = [self.query_pictures(q, source).images for q in queries]
         if self.fusion.name == "joint":
+            images = [self.query_pictures(q, source).images for q in queries]
             return self._joint_queries(queries, images)
         texts = self.encode_texts([q.text for q in queries], "query")
-        flat = [image for found in images for image in found]
-        flat_vectors = self.encode_images(
-            [partial(_same, im) for im in flat], [image_key(im) for im in flat], "query"
-        )
+        counts, loaders, keys = [], [], []
+        for query in queries:  # one query's images decoded at a time, for their keys
+            found_loaders, found_keys = self.query_image_loaders(query, source)
+            counts.append(len(found_keys))
+            loaders += found_loaders
+            keys += found_keys
+        flat_vectors = self.encode_images(loaders, keys, "query")
         out, start = [], 0
-        for text, found in zip(texts, images, strict=True):
-            if not found:
+        for text, count in zip(texts, counts, strict=True):
+            if not count:
                 out.append(l2_normalise(text))  # no image part: the text alone
                 continue
-            image = flat_vectors[start : start + len(found)].mean(axis=0)
-            start += len(found)
+            image = flat_vectors[start : start + count].mean(axis=0)
+            start += count
             out.append(self.fusion.fuse(text, image))
         return np.stack(out)
+
+    def query_image_loaders(
+        self, query: Query, source: ImageSource
+    ) -> tuple[list[ImageLoader], list[str]]:
+        """Return a loader and a pixel key for each image a query's text is fused with.
+
+        The pictures are decoded here for their keys and then dropped; a loader decodes its
+        picture again only when the cache lacks its vector, so a domain's query images are
+        never all in memory at once (docs/safety.md, "Bounded memory").
+        """
+        found = self.query_pictures(query, source)
+        keys = [image_key(image) for image in found.images]
+        decodable = [ref.path for ref in query.images if ref.path not in found.problems]
+        if not decodable:  # the white stand-in, or nothing
+            return [white_image for _ in keys], keys
+        if self.image_policy == "concat":
+            return [partial(self._concat_picture, query, source)], keys
+        # first and all: the images are the query's decodable ones, in order.
+        domain = query.domain
+        loaders: list[ImageLoader] = [
+            partial(_decode_query_image, source, domain, path) for path in decodable[: len(keys)]
+        ]
+        return loaders, keys
+
+    def _concat_picture(self, query: Query, source: ImageSource) -> Image.Image:
+        return self.query_pictures(query, source).images[0]
 
     def _joint_queries(
         self, queries: tuple[Query, ...], images: list[list[Image.Image]]
@@ -380,9 +413,8 @@ class DualEncoderRetriever:
         return 0
 
     def _embed_files(self, items: Sequence[bytes], names: Sequence[str]) -> np.ndarray:
-        return self.embed_images(
-            [decode_image(raw, n) for raw, n in zip(items, names, strict=True)]
-        )
+        loaders = [partial(decode_image, raw, n) for raw, n in zip(items, names, strict=True)]
+        return self.embed_images(LazyImages(loaders))
 
     # --- ranking and attribution --------------------------------------------------------------
 

@@ -122,10 +122,14 @@ def load_model(
 
 
 def in_batches(
-    items: Sequence[Any], size: int, encode: Callable[[list[Any]], np.ndarray]
+    items: Sequence[Any], size: int, encode: Callable[[Sequence[Any]], np.ndarray]
 ) -> np.ndarray:
-    """Encode ``items`` ``size`` at a time and stack the vectors (none: a 0 x 0 array)."""
-    chunks = [encode(list(items[start : start + size])) for start in range(0, len(items), size)]
+    """Encode ``items`` ``size`` at a time and stack the vectors (none: a 0 x 0 array).
+
+    Each chunk is a slice of ``items``, not a list made of it: a slice of
+    :class:`~mmbright_core.data.image_batches.LazyImages` stays lazy.
+    """
+    chunks = [encode(items[start : start + size]) for start in range(0, len(items), size)]
     return np.concatenate(chunks) if chunks else np.zeros((0, 0), dtype=np.float32)
 
 
@@ -263,11 +267,15 @@ class HFTextEmbedder:
         """Refuse: a text model has no image tower."""
         raise InputError("the hf text model encodes no images", found=self.model_id)
 
-    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+    def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         torch = require("torch", "the hf retriever", "hf")
         model = self._load()
         batch = self.tokenizer(
-            texts, max_length=self.max_length, padding=True, truncation=True, return_tensors="pt"
+            list(texts),
+            max_length=self.max_length,
+            padding=True,
+            truncation=True,
+            return_tensors="pt",
         ).to(model.device)
         with torch.inference_mode():
             hidden = model(**batch).last_hidden_state

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from mmbright_core.data.image_batches import each_preprocessed
 from mmbright_core.errors import UnknownNameError
 from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.embedder import Modality, Role
@@ -118,14 +119,18 @@ class HFClipEmbedder:
         return in_batches(capped, self.batch_size, self._text_batch)
 
     def encode_images(self, images: Sequence[Image.Image], role: Role) -> np.ndarray:
-        """Return raw projected image features of the RGB images, resized by the processor."""
-        rgb = [image.convert("RGB") for image in images]
-        return in_batches(rgb, self.batch_size, self._image_batch)
+        """Return raw projected image features of the RGB images, resized by the processor.
 
-    def _text_batch(self, texts: list[str]) -> np.ndarray:
+        Each image is decoded (when lazy), converted and preprocessed alone, so one full-size
+        image at most is in memory; the processor treats every image of a batch alike, so
+        the pixel values equal those of the whole batch processed at once.
+        """
+        return in_batches(images, self.batch_size, self._image_batch)
+
+    def _text_batch(self, texts: Sequence[str]) -> np.ndarray:
         padding, keys = FAMILIES[self.family]
         batch = self.processor.tokenizer(
-            texts,
+            list(texts),
             padding=padding,
             truncation=True,
             max_length=self.max_length,
@@ -135,11 +140,18 @@ class HFClipEmbedder:
         inputs = {key: batch[key].to(model.device) for key in keys}
         return self._run(lambda: model.get_text_features(**inputs))
 
-    def _image_batch(self, images: list[Image.Image]) -> np.ndarray:
+    def _image_batch(self, images: Sequence[Image.Image]) -> np.ndarray:
+        torch = require("torch", "the hf retriever", "hf")
         model = self._load()
-        pixels = self.processor.image_processor(images=images, return_tensors="pt")
-        values = pixels["pixel_values"].to(model.device, dtype=torch_dtype(self.dtype))
+        pixels = torch.cat(each_preprocessed(images, self._pixels))
+        values = pixels.to(model.device, dtype=torch_dtype(self.dtype))
         return self._run(lambda: model.get_image_features(pixel_values=values))
+
+    def _pixels(self, image: Image.Image) -> Any:
+        processed = self.processor.image_processor(
+            images=[image.convert("RGB")], return_tensors="pt"
+        )
+        return processed["pixel_values"]
 
     def _run(self, forward: Any) -> np.ndarray:
         torch = require("torch", "the hf retriever", "hf")

@@ -164,9 +164,9 @@ class SentenceEmbedding(HubTextModel):
         inputs = [prefix + text for text in texts]
         return in_batches(inputs, self.batch_size, self._encode_batch)
 
-    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+    def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         model = self.loaded()
         batch = self.tokenizer(
-            texts, max_length=self.max_length, padding=True, truncation=True, return_tensors="pt"
+            list(texts), max_length=self.max_length, padding=True, truncation=True, return_tensors="pt"
         ).to(model.device)
         return inference(lambda: model(**batch)["sentence_embedding"])

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
 
-from mmbright_core.ui import hosts, navigation, runs_panel, state
+from mmbright_core.ui import hosts, navigation, runs_panel, sessions, state
 from mmbright_core.ui.sidebar import render_sidebar
 
 # The tab's icon, drawn here: for a ":material/...:" page icon the browser fetches an SVG
@@ -42,6 +42,7 @@ def _draw() -> None:
     """The shared sidebar, then the page the user picked."""
     hosts.guard_host()  # before anything is read: a page for a name not allowed stops here
     state.init_state()
+    sessions.watch_session()  # its memory is released once the session ends
     runs_panel.autoload_demo_runs()
     page = st.navigation(navigation.pages())
     render_sidebar()

@@ -13,7 +13,7 @@ import streamlit as st
 
 from mmbright_core.data.matching import MatchCounts
 from mmbright_core.errors import MMBrightError
-from mmbright_core.ui import loaders, state, workspace
+from mmbright_core.ui import loaders, sessions, state, workspace
 from mmbright_core.ui.literal import literal, visible
 
 MESSAGES_KEY = "run_messages"
@@ -57,9 +57,11 @@ def _on_add_uploads() -> None:
     for file in files:
         state.mark_upload_read(file.file_id)
         try:
+            data = file.getvalue()
+            sessions.check_upload_budget(file.name, len(data), _held_upload_bytes())
             upload = workspace.read_upload(
                 file.name,
-                file.getvalue(),
+                data,
                 source,
                 state.current_task(),
                 state.current_protocol(),
@@ -69,11 +71,19 @@ def _on_add_uploads() -> None:
         except MMBrightError as err:
             _report("error", str(err))
             continue
+        sessions.record_upload(entry.fingerprint, len(data))
         if counts.weak:  # it would score 0 where it matches nothing: ask first
             _pending()[file.file_id] = _Pending(state.source_spec(), file.name, entry, counts)
             st.session_state[USED_KEY] = True
         else:
             _add([entry])
+
+
+def _held_upload_bytes() -> int:
+    # The runs the session still holds, added or awaiting a word: a removed run frees its share.
+    held = {entry.fingerprint for entry in state.all_runs().values()}
+    held |= {waiting.entry.fingerprint for waiting in _pending().values()}
+    return sessions.held_upload_bytes(held)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,180 @@
+"""Memory per dashboard session: a budget for uploaded runs, and release when a session ends.
+
+An uploaded run is held three times over while its session lives: the file's bytes in
+Streamlit's upload manager, the parsed run (about five times the file) in the session's
+state, and the tables scored from it. ``MMBRIGHT_SESSION_MAX_BYTES`` (default 512 MiB)
+bounds the uploaded bytes a session holds, counted over the runs it still has, so removing
+a run frees its share.
+
+Streamlit keeps a closed tab's session for ``server.disconnectedSessionTTL`` seconds, so a
+reconnect finds it, and then only drops it from a cache the next time that cache is used,
+without shutting the session down: its uploaded files stay in the upload manager for as long
+as the server runs. A watcher thread here closes every session that has been disconnected
+for half that TTL through Streamlit's own ``Runtime.close_session`` (which frees its
+state and its uploaded files), then returns the freed memory to the system: a full garbage
+collection and glibc's ``malloc_trim``, since glibc otherwise keeps freed arenas mapped
+(docs/safety.md, "Bounded memory").
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+import os
+import threading
+import time
+from collections.abc import Mapping
+
+import streamlit as st
+
+from mmbright_core.errors import InputError
+
+SESSION_MAX_ENV = "MMBRIGHT_SESSION_MAX_BYTES"
+DEFAULT_SESSION_MAX_BYTES = 512 * 2**20
+UPLOAD_BYTES_KEY = "upload_bytes"
+"""Session key: run fingerprint -> the bytes of the uploaded file it was read from."""
+WATCH_SECONDS = 5.0
+"""How often the watcher looks for sessions to close."""
+
+_seen: dict[str, float | None] = {}  # session id -> when it was first seen disconnected
+_lock = threading.Lock()
+_watcher: list[threading.Thread] = []
+
+
+def session_max_bytes() -> int:
+    """The most bytes of uploaded runs one session may hold (``MMBRIGHT_SESSION_MAX_BYTES``).
+
+    Raises:
+        InputError: The variable is set to something other than a positive integer.
+    """
+    raw = os.environ.get(SESSION_MAX_ENV, "").strip()
+    if not raw:
+        return DEFAULT_SESSION_MAX_BYTES
+    if not raw.isdigit() or int(raw) <= 0:
+        raise InputError(
+            f"bad {SESSION_MAX_ENV}",
+            expected="a positive number of bytes (e.g. 536870912 for 512 MiB)",
+            found=repr(raw),
+        )
+    return int(raw)
+
+
+def held_upload_bytes(fingerprints: set[str]) -> int:
+    """The uploaded bytes the session still holds: those of its runs named by ``fingerprints``."""
+    sizes: Mapping[str, int] = st.session_state.get(UPLOAD_BYTES_KEY, {})
+    return sum(size for key, size in sizes.items() if key in fingerprints)
+
+
+def check_upload_budget(name: str, size: int, held: int) -> None:
+    """Refuse an upload of ``size`` bytes that would take the session past its budget.
+
+    Raises:
+        InputError: ``held + size`` passes :func:`session_max_bytes`.
+    """
+    budget = session_max_bytes()
+    if held + size <= budget:
+        return
+    mib = 2**20
+    raise InputError(
+        "the upload would pass this session's budget for uploaded runs",
+        source=name,
+        expected=f"at most {budget / mib:,.0f} MiB of uploaded runs per session "
+        f"({SESSION_MAX_ENV})",
+        found=f"{held / mib:,.0f} MiB held and {size / mib:,.0f} MiB more",
+        hint="Remove a run you no longer need, or load large runs from a folder",
+    )
+
+
+def record_upload(fingerprint: str, size: int) -> None:
+    """Count an uploaded file's bytes against the session's budget (under its run)."""
+    sizes = dict(st.session_state.get(UPLOAD_BYTES_KEY, {}))
+    sizes[fingerprint] = size
+    st.session_state[UPLOAD_BYTES_KEY] = sizes
+
+
+def watch_session() -> None:
+    """Note the running session, so that its memory is released once it ends.
+
+    Does nothing outside a served app (AppTest runs no Streamlit server).
+    """
+    from streamlit import runtime
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if ctx is None or not runtime.exists():
+        return
+    with _lock:
+        _seen[ctx.session_id] = None
+        if not _watcher:
+            thread = threading.Thread(target=_watch, name="mmbright-sessions", daemon=True)
+            _watcher.append(thread)
+            thread.start()
+
+
+def _watch() -> None:
+    release_ticks = 0
+    while True:
+        time.sleep(WATCH_SECONDS)  # a background thread's period, not a test waiting
+        ended = ended_sessions(time.monotonic())
+        if ended:
+            _close(ended)
+            # A closed session's script thread and its last messages let go of its objects
+            # a little later: release again on the next ticks.
+            release_ticks = 3
+        elif release_ticks:
+            release_ticks -= 1
+            release_memory()
+
+
+def ended_sessions(now: float) -> list[str]:
+    """Forget and return the sessions disconnected for half of Streamlit's TTL or longer.
+
+    Half: once the TTL has passed, Streamlit's storage no longer finds the session, and
+    ``close_session`` could not shut it down (its uploaded files would stay behind).
+    """
+    from streamlit import runtime
+
+    if not runtime.exists():
+        return []
+    live = runtime.get_instance()
+    grace = float(st.get_option("server.disconnectedSessionTTL")) / 2
+    ended = []
+    with _lock:
+        for session_id, since in list(_seen.items()):
+            if live.is_active_session(session_id):
+                _seen[session_id] = None  # reconnected
+            elif since is None:
+                _seen[session_id] = now
+            elif now - since >= grace:
+                ended.append(session_id)
+                del _seen[session_id]
+    return ended
+
+
+def _close(session_ids: list[str]) -> None:
+    from streamlit import runtime
+
+    live = runtime.get_instance()
+
+    def close() -> None:  # on the event loop: Runtime.close_session must run there
+        for session_id in session_ids:
+            live.close_session(session_id)
+        release_memory()
+
+    # Streamlit's own cross-thread calls into the runtime go through this loop the same way.
+    loop = live._get_async_objs().eventloop
+    loop.call_soon_threadsafe(close)
+
+
+def release_memory() -> None:
+    """Collect garbage and hand freed heap memory back to the system (glibc only)."""
+    gc.collect()
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):
+        return  # not glibc (musl, macOS): nothing to trim
+    trim(0)

@@ -1,0 +1,72 @@
+"""The per-session budget for uploaded runs (``MMBRIGHT_SESSION_MAX_BYTES``), under AppTest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from apptest import fresh
+from streamlit.testing.v1 import AppTest
+
+from mmbright_core.errors import InputError
+from mmbright_core.ui.sessions import (
+    DEFAULT_SESSION_MAX_BYTES,
+    SESSION_MAX_ENV,
+    session_max_bytes,
+)
+
+A1 = "academia/a1b2c3d4_101.txt"  # a passage of the fixture's corpus, judged for query a1
+
+
+def _run_file(tag: str) -> bytes:
+    return "".join(f"a{q} Q0 {A1} 1 1.0 {tag}\n" for q in (1, 2, 3, 4)).encode()
+
+
+def _on_fixture(fixture_dir: Path) -> AppTest:
+    at = fresh()
+    at.radio(key="source_kind").set_value("Local folder").run()
+    at.text_input(key="source_folder").input(str(fixture_dir)).run()
+    at.selectbox(key="task").set_value(1).run()
+    return at
+
+
+def _upload(at: AppTest, name: str, data: bytes) -> None:
+    at.file_uploader(key="upload_files").set_value([(name, data, "application/octet-stream")])
+    at.run()
+    at.button(key="add_uploads").click().run()
+
+
+def _runs(at: AppTest) -> list[str]:
+    return list(at.multiselect(key="selected_runs_1").value)
+
+
+def test_an_upload_past_the_session_budget_is_refused_until_a_run_is_removed(
+    fixture_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = _run_file("one"), _run_file("two")
+    assert len(first) == len(second) == 168
+    monkeypatch.setenv(SESSION_MAX_ENV, "300")  # room for one of them, not both
+    at = _on_fixture(fixture_dir)
+    _upload(at, "first.trec", first)
+    assert _runs(at) == ["first"] and not at.exception
+
+    _upload(at, "second.trec", second)
+    errors = [e.value.replace("\\", "") for e in at.main.error]
+    assert len(errors) == 1 and not at.exception
+    assert errors[0].startswith("second.trec: the upload would pass this session's budget")
+    assert "MMBRIGHT_SESSION_MAX_BYTES" in errors[0] and "Remove a run" in errors[0]
+    assert _runs(at) == ["first"]
+
+    (remove,) = [b for b in at.button if str(b.key).startswith("remove_")]
+    remove.click().run()
+    assert _runs(at) == []
+    _upload(at, "second-again.trec", second)  # the removed run's bytes are free again
+    assert _runs(at) == ["second-again"] and not at.main.error
+
+
+def test_the_budget_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(SESSION_MAX_ENV, raising=False)
+    assert session_max_bytes() == DEFAULT_SESSION_MAX_BYTES == 512 * 2**20
+    monkeypatch.setenv(SESSION_MAX_ENV, "lots")
+    with pytest.raises(InputError, match="bad MMBRIGHT_SESSION_MAX_BYTES; expected a positive"):
+        session_max_bytes()
