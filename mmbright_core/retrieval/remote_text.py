@@ -167,6 +167,10 @@ class SentenceEmbedding(HubTextModel):
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         model = self.loaded()
         batch = self.tokenizer(
-            list(texts), max_length=self.max_length, padding=True, truncation=True, return_tensors="pt"
+            list(texts),
+            max_length=self.max_length,
+            padding=True,
+            truncation=True,
+            return_tensors="pt",
         ).to(model.device)
         return inference(lambda: model(**batch)["sentence_embedding"])
