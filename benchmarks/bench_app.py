@@ -1,9 +1,10 @@
 """Dashboard responsiveness at benchmark size, measured through Streamlit's AppTest.
 
 Builds a synthetic copy with the real query counts of Task 1 and Task 2 in all 29 domains
-(SPEC §1), eight synthetic runs per task with 1,000 scored documents per query, puts them in
-the session, then times the first render of the Home page and each interaction: switching
-the run on the per-query page, filtering it by domain, and opening a query in the inspector.
+(docs/protocol.md, The benchmark), eight synthetic runs per task with 1,000 scored documents per
+query, puts them in the session, then times the first render of the Home page and each interaction:
+switching the run on the per-query page, filtering it by domain, and opening a query in the
+inspector.
 Targets: first render < 3 s, each interaction < 0.5 s (on 2 cores).
 
 Usage: ``python benchmarks/bench_app.py [--runs 8] [--depth 1000]``.
@@ -27,7 +28,7 @@ from mmbright_core.data.layout import DOMAINS
 from mmbright_core.ui.state import RunEntry, fingerprint
 
 APP = Path(__file__).resolve().parent.parent / "mmbright_core" / "ui" / "app.py"
-# domain -> (Task 1 queries, Task 2 queries), SPEC §1.
+# domain -> (Task 1 queries, Task 2 queries), docs/protocol.md, The benchmark.
 QUERIES = {
     "academia": (26, 22), "apple": (14, 13), "askubuntu": (35, 28), "aviation": (125, 111),
     "bioacoustics": (41, 39), "bioinformatics": (90, 46), "biology": (99, 64),

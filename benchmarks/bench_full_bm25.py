@@ -1,8 +1,8 @@
 """BM25 over a corpus the size of MM-BRIGHT's largest domain, end to end, on one machine.
 
 A synthetic copy of the published layout is written to a temporary folder: ``physics`` with
-338,291 passages of about 2,200 characters (SPEC §1), one of them 25 MB like the real outlier,
-100 long queries with gold and negative ids, and a few small extra domains. Then
+338,291 passages of about 2,200 characters (docs/protocol.md, The benchmark), one of them 25 MB like
+the real outlier, 100 long queries with gold and negative ids, and a few small extra domains. Then
 ``mmbright run --task 1 --retriever bm25`` runs over every domain in a child process: the
 script reports its wall time and peak memory (max RSS from ``wait4``), and checks that the
 extra domains do not raise the peak (the source keeps one domain's corpus at a time).
@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-LARGEST = 338_291  # physics, the largest domain (SPEC §1)
+LARGEST = 338_291  # physics, the largest domain (docs/protocol.md, The benchmark)
 MEAN_CHARS = 2_200
 QUERY_WORDS = 200  # Task 1 queries are long: about 1,300 characters
 VOCABULARY = 40_000

@@ -1,9 +1,9 @@
 """Corpus encoding throughput: the local path against Ray with 1 and 2 local workers.
 
-The same synthetic passages (about 2,200 characters, the benchmark's mean, SPEC §1) are
-encoded with the packaged MiniLM three times, each into a fresh embedding cache: in process,
-then on a local Ray instance with one and with two model actors. The script reports passages
-per second, the Ray overhead ratio (Ray wall time / local wall time, actor start-up
+The same synthetic passages (about 2,200 characters, the benchmark's mean, docs/protocol.md, The
+benchmark) are encoded with the packaged MiniLM three times, each into a fresh embedding cache: in
+process, then on a local Ray instance with one and with two model actors. The script reports
+passages per second, the Ray overhead ratio (Ray wall time / local wall time, actor start-up
 included) and checks that all three caches hold bit-identical vectors.
 
 Ray gives each actor one CPU and, like torch under Ray, one thread; the local path uses every

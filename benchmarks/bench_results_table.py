@@ -1,9 +1,9 @@
 """Time building the results table for ten benchmark-sized runs.
 
 Ten synthetic runs of 2,803 queries x 1,000 documents over the 29 domains (the size of the
-whole benchmark, SPEC §1), with three relevant documents and two exclusions per query, are
-scored into one results table (each Arrow table turned into a run by ``run_from_frame``,
-then scored by ``evaluate``).
+whole benchmark, docs/protocol.md, The benchmark), with three relevant documents and two exclusions
+per query, are scored into one results table (each Arrow table turned into a run by
+``run_from_frame``, then scored by ``evaluate``).
 The baseline is a plain per-query Python loop computing the same nDCG@10 and first relevant
 rank from dict runs (exclusions and cut by ``benchmark.apply_protocol``). Both are timed
 and the ratio printed. ``--queries`` and ``--runs`` shrink the problem for a quick check.

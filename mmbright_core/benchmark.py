@@ -1,10 +1,10 @@
 """Score runs on a whole MM-BRIGHT task: exclusions, the top-1000 cut, and the macro average.
 
 For each domain, a query's excluded ids are removed from its ranking *before* the ranking is
-cut to 1,000 (SPEC §3), the domain is evaluated against the task's qrels (queries with no
-judgment are dropped, SPEC §4), and the benchmark figure is the unweighted mean over the
-domains scored. The result names the task protocol, the policy for ``negative_ids`` and the
-missing-query rule it used.
+cut to 1,000 (docs/protocol.md, Per-task protocol), the domain is evaluated against the task's qrels
+(queries with no judgment are dropped, docs/protocol.md, Scoring), and the benchmark figure is the
+unweighted mean over the domains scored. The result names the task protocol, the policy for
+``negative_ids`` and the missing-query rule it used.
 """
 
 from __future__ import annotations
@@ -28,11 +28,12 @@ if TYPE_CHECKING:
     from mmbright_core.io._open import Readable
 
 RUN_DEPTH = 1000
-"""Every run is cut to its top 1,000 per query (SPEC §3)."""
+"""Every run is cut to its top 1,000 per query (docs/protocol.md, Per-task protocol)."""
 
 IMAGE_SUFFIXES = frozenset({"bmp", "gif", "jpeg", "jpg", "png", "svg", "tif", "tiff", "webp"})
 
-# Each shape of doc id: how one reads (singular, plural) and the tasks that rank it (SPEC §2-3).
+# Each shape of doc id: how one reads (singular, plural) and the tasks that rank it
+# (docs/protocol.md, The data as published and Per-task protocol).
 _SHAPES = {
     "pair": (
         f"a Task 4 pair id {PAIR_ID_FORMAT}",
@@ -105,7 +106,7 @@ def doc_id_shape(doc_id: str) -> str:
     """Name the kind of item a doc id points at: ``pair``, ``passage``, ``image`` or ``other``.
 
     Task 4 pair ids hold ``|||``, passage ids end in ``.txt`` and Task 3 ids are image paths
-    (SPEC §2-3); anything else is ``other``.
+    (docs/protocol.md, The data as published and Per-task protocol); anything else is ``other``.
     """
     if PAIR_SEPARATOR in doc_id:
         return "pair"
@@ -350,7 +351,7 @@ def score_task(
             harness); ``"zero"`` counts judged queries absent from the run as 0.
         run_name: The run's name, for error messages.
         negatives: ``"exclude"`` (official) or ``"keep"`` each query's ``negative_ids``
-            (tasks 1-2; SPEC §3).
+            (tasks 1-2; docs/protocol.md, Per-task protocol).
 
     Raises:
         UnknownNameError: For a domain the source does not hold, or an unknown policy.

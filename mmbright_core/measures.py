@@ -1,8 +1,8 @@
 """Measures as values: ``nDCG@10`` parses from its text, prints back to it, and hashes by it.
 
 This module only declares what a measure is; :mod:`mmbright_core.metrics` computes them.
-The families and their definitions follow trec_eval (SPEC §4): relevant means a label of
-1 or more, gains are linear, the ideal ranking is built from every judgment of the query.
+The families and their definitions follow trec_eval (docs/protocol.md, Scoring): relevant means a
+label of 1 or more, gains are linear, the ideal ranking is built from every judgment of the query.
 """
 
 from __future__ import annotations

@@ -4,12 +4,12 @@ trec_eval sorts a query's documents by score and breaks ties by comparing doc id
 ``strcmp`` in descending order. It holds scores as 32-bit floats, so two scores that differ
 only beyond float32 precision (1.0 and 1.0 + 1e-9) tie there and the doc id decides;
 ``ranking_score`` applies the same rounding so that rankings and scores here equal
-trec_eval's and pytrec_eval's on any input. (SPEC §4 says scores are compared as 64-bit
-floats; that would rank such near-ties differently from trec_eval, the reference the scores
+trec_eval's and pytrec_eval's on any input. (docs/protocol.md, Scoring says scores are compared as
+64-bit floats; that would rank such near-ties differently from trec_eval, the reference the scores
 must equal, so this module follows trec_eval.) Python compares ``str`` by code point, which
 orders UTF-8 encoded ids exactly as ``strcmp`` orders their bytes, so the two agree on any id. Every
-place in the package that orders or cuts a run goes through this module (SPEC §4, and
-ranx's insertion-order tie-break as the peer pitfall this avoids).
+place in the package that orders or cuts a run goes through this module (docs/protocol.md, Scoring,
+and ranx's insertion-order tie-break as the peer pitfall this avoids).
 """
 
 from __future__ import annotations
@@ -67,8 +67,8 @@ def rank_order(
 def top_k(scores: Mapping[str, float], k: int, exclude: Collection[str] = ()) -> dict[str, float]:
     """Cut one query's scores to its best ``k``, after removing excluded ids.
 
-    Exclusion happens before the cut, as the benchmark's protocol requires (SPEC §3), so
-    an excluded document never takes the place of a legitimate one.
+    Exclusion happens before the cut, as the benchmark's protocol requires (docs/protocol.md,
+    Per-task protocol), so an excluded document never takes the place of a legitimate one.
 
     Args:
         scores: doc_id -> score for one query.

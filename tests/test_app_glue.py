@@ -63,7 +63,8 @@ def test_a_folder_run_carries_its_recorded_negatives_policy(tmp_path, fixture_di
 
 
 def test_a_keep_run_is_scored_with_its_negatives_in_place(fixture_dir):
-    # a1's negative_ids A_HARD and A_NEG rank above its gold A1 (SPEC §3).
+    # a1's negative_ids A_HARD and A_NEG rank above its gold A1 (docs/protocol.md, Per-task
+    # protocol).
     run = {"academia": {"a1": {A_HARD: 3.0, A_NEG: 2.0, A1: 1.0}}}
     exclude = RunEntry("ex", str(fixture_dir), 1, run, "test", "ex")
     keep = RunEntry("kp", str(fixture_dir), 1, run, "test", "kp", "keep")

@@ -59,8 +59,8 @@ def test_undecodable_images_say_why(data: bytes | None, reason: str) -> None:
 
 
 def test_a_1x1_image_decodes_and_is_kept_as_the_official_loader_keeps_it() -> None:
-    # The published Task 3 counts (SPEC §1) include 1x1 images; only what Pillow cannot
-    # decode is dropped.
+    # The published Task 3 counts (docs/protocol.md, The benchmark) include 1x1 images; only what
+    # Pillow cannot decode is dropped.
     assert decode_image(TINY, "a.png").size == (1, 1)
     assert image_problem(TINY, "a.png") is None
 

@@ -143,8 +143,9 @@ def _cut(fmt: str) -> bytes:
 def test_truncated_corpus_images_are_kept_and_counted_apart(
     fixture_dir: Path, tmp_path: Path
 ) -> None:
-    # The official loader decodes with LOAD_TRUNCATED_IMAGES (SPEC §3): a truncated file is
-    # kept, padded, and counted in the corpus; the report names it "truncated, padded".
+    # The official loader decodes with LOAD_TRUNCATED_IMAGES (docs/protocol.md, Per-task protocol):
+    # a truncated file is kept, padded, and counted in the corpus; the report names it "truncated,
+    # padded".
     copy = Path(shutil.copytree(fixture_dir, tmp_path / "copy"))
     target = copy / "document_images" / "academia.parquet"
     table = pq.read_table(target)

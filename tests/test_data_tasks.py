@@ -1,4 +1,5 @@
-"""Each protocol rule of SPEC §3 on the fixture, with the expected judgments written out."""
+"""Each protocol rule of docs/protocol.md, Per-task protocol on the fixture, with the expected
+judgments written out."""
 
 from __future__ import annotations
 
@@ -207,7 +208,8 @@ def test_keep_negatives_excludes_nothing_in_tasks_1_and_2(source: Source) -> Non
 
 
 def test_keep_negatives_leaves_task_4_negative_image_pairs_excluded(source: Source) -> None:
-    # Task 4's exclusions come from negative_images, a rule of its own protocol (SPEC §3).
+    # Task 4's exclusions come from negative_images, a rule of its own protocol (docs/protocol.md,
+    # Per-task protocol).
     kept = source.task(4, "academia", negatives="keep")
     assert kept is source.task(4, "academia")  # one policy there, so one cache entry
     assert kept.excluded["a1"] == {f"{A_NEG}|||{AI_NEG}"}

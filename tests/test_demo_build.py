@@ -32,7 +32,8 @@ EXAMPLE_COLUMNS = [
     ("image_paths", STR_LIST),
     ("gold_answers", STR_LIST),
 ]
-# The published columns (SPEC §2), written out here independently of the build script.
+# The published columns (docs/protocol.md, The data as published), written out here independently of
+# the build script.
 PUBLISHED = {
     "documents": [("id", pa.string()), ("content", pa.string())],
     "examples": EXAMPLE_COLUMNS,

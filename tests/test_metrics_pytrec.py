@@ -1,7 +1,7 @@
 """Every measure, every query, against pytrec_eval (trec_eval) on random qrels and runs.
 
-pytrec_eval gives nondeterministic output for a query with empty qrels (SPEC §4), so such
-queries are kept out of what it sees; ``evaluate`` drops them itself.
+pytrec_eval gives nondeterministic output for a query with empty qrels (docs/protocol.md, Scoring),
+so such queries are kept out of what it sees; ``evaluate`` drops them itself.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ module that owns them, is a second definition of the format.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import mmbright_core
@@ -106,3 +107,32 @@ def test_the_check_sees_each_kind_of_task_branch() -> None:
         "if info.task_type == 'text_text' or tasks == 3 or task == 7: pass\n"
     )
     assert task_branches(source) == [1, 2, 3, 4, 5, 6]
+
+
+ROOT = PACKAGE.parent
+# A citation of a rule: "docs/<page>.md, <Section>", the section a heading of that page.
+CITATION = re.compile(r"docs/(\w+)\.md, ((?:[A-Z][\w'-]*)(?: [\w'-]+)*)")
+
+
+def _headings(page: str) -> set[str]:
+    text = (ROOT / "docs" / f"{page}.md").read_text(encoding="utf-8")
+    return {line.lstrip("#").strip() for line in text.splitlines() if line.startswith("## ")}
+
+
+def test_every_cited_rule_is_a_section_of_the_docs() -> None:
+    # Code points at rules a reader of the repository can open, never at files it lacks.
+    unknown, cited = [], 0
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = " ".join(path.read_text(encoding="utf-8").split())
+        assert "SPEC §" not in text and "STYLE.md" not in text, path
+        for page, section in CITATION.findall(text):
+            cited += 1
+            known = _headings(page)
+            # A citation may name two sections ("Scoring and What peer tools do differently").
+            parts = [part for part in section.split(" and ") if part]
+            if not all(
+                any(part.startswith(h) or h.startswith(part) for h in known) for part in parts
+            ):
+                unknown.append(f"{path.relative_to(PACKAGE)}: docs/{page}.md, {section}")
+    assert cited > 50
+    assert not unknown, unknown

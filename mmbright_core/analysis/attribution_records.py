@@ -79,8 +79,8 @@ class LexicalAttribution:
 class FusionAttribution:
     """A dual-encoder score (``clip``) split into what the query's text and image give.
 
-    The fused query is ``(t + i) / ||t + i||`` (raw text and image features, SPEC §3), so
-    ``100 * q.d = 100 * t.d / ||t + i|| + 100 * i.d / ||t + i||``: the two parts.
+    The fused query is ``(t + i) / ||t + i||`` (raw text and image features, docs/protocol.md,
+    Fusion rules), so ``100 * q.d = 100 * t.d / ||t + i|| + 100 * i.d / ||t + i||``: the two parts.
 
     Attributes:
         doc_id: The document.

@@ -30,7 +30,7 @@ from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Document, Query, TaskData
 
 Vectors = npt.NDArray[np.float64]
-# Scores are 100 x the cosine (SPEC §3).
+# Scores are 100 x the cosine (docs/protocol.md, Fusion rules).
 _SCALE = 100.0
 
 

@@ -4,7 +4,8 @@ Run A is the baseline (e.g. text only) and run B the challenger (e.g. text + ima
 ``delta = B - A`` per query. Each domain and the pooled set of queries get wins/ties/losses,
 a paired randomisation test, a paired t-test, a bootstrap interval of the mean delta and
 Cohen's d; the per-domain p-values are Holm-corrected as one family. The image-effect
-breakdowns answer the paper's question (SPEC §6): where do query images hurt?
+breakdowns answer the paper's question (docs/protocol.md, Published numbers): where do query images
+hurt?
 """
 
 from __future__ import annotations

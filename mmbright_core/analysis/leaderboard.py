@@ -1,9 +1,9 @@
 """The leaderboard (task x run x domain) and its check against the published numbers.
 
-Scores are reported as the benchmark does (SPEC §4): per-domain mean over queries, then the
-unweighted mean over domains, x100 with one decimal. Published numbers (SPEC §6) are kept as
-data in ``reference.json`` and each matching run is flagged ``OK`` / ``OKish`` / ``differs``,
-as pyserini's reproduction pages do.
+Scores are reported as the benchmark does (docs/protocol.md, Scoring): per-domain mean over queries,
+then the unweighted mean over domains, x100 with one decimal. Published numbers (docs/protocol.md,
+Published numbers) are kept as data in ``reference.json`` and each matching run is flagged ``OK`` /
+``OKish`` / ``differs``, as pyserini's reproduction pages do.
 """
 
 from __future__ import annotations

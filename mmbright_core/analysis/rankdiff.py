@@ -1,8 +1,8 @@
 """How one query's ranking changed between two runs: moved documents, Kendall tau, RBO.
 
-Used to read the image effect (SPEC §6: adding query images often lowers scores): which
-relevant documents left the top k, which non-relevant ones came in, and how similar the two
-rankings are overall. Rankings follow the package's one rule (``mmbright_core.ranking``).
+Used to read the image effect (docs/protocol.md, Published numbers: adding query images often lowers
+scores): which relevant documents left the top k, which non-relevant ones came in, and how similar
+the two rankings are overall. Rankings follow the package's one rule (``mmbright_core.ranking``).
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 The file opens in a browser with no server and no network: plotly.js is inlined once, in
 front of the first figure, and query images are embedded as PNG thumbnails in ``data:``
 URIs. Every piece of text from the data (run names, domains, query text, doc ids) is
-HTML-escaped. Images that cannot be decoded (SVG, 1x1, corrupt, missing: SPEC §2) are
-shown as their reason, never dropped silently. The figures carry their own theme and
-margins, so the file is the same whether the command or the dashboard makes it; the
+HTML-escaped. Images that cannot be decoded (SVG, 1x1, corrupt, missing: docs/protocol.md, The data
+as published) are shown as their reason, never dropped silently. The figures carry their own theme
+and margins, so the file is the same whether the command or the dashboard makes it; the
 tables' headings and number formats are in :mod:`mmbright_core.analysis.report_tables`.
 """
 

@@ -1,8 +1,9 @@
 """Paired statistics over per-query deltas: tests, intervals, effect size, Holm correction.
 
 Every function takes the per-query differences ``delta = b - a`` of two runs scored on the
-same queries (SPEC §7: no peer publishes paired tests with multiple-comparison correction).
-Resampling methods take an explicit ``seed`` so that a printed result can be reproduced.
+same queries (docs/protocol.md, What peer tools do differently: no peer publishes paired tests with
+multiple-comparison correction). Resampling methods take an explicit ``seed`` so that a printed
+result can be reproduced.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 Built once per set of runs (the dashboard caches it) and read by every analysis: the
 leaderboard averages it, comparisons pair two of its runs, breakdowns group it by the query
-features. Scoring is the benchmark's (SPEC §3-4): each query's excluded ids are removed
-before the top-1000 cut (``mmbright_core.benchmark``), then ``evaluate`` scores the run; a run
-given as a DataFrame or Arrow table is first turned into the mapping (``run_from_frame``).
+features. Scoring is the benchmark's (docs/protocol.md, Per-task protocol and Scoring): each query's
+excluded ids are removed before the top-1000 cut (``mmbright_core.benchmark``), then ``evaluate``
+scores the run; a run given as a DataFrame or Arrow table is first turned into the mapping
+(``run_from_frame``).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def source_results_table(
         domains: Domains to include (default: every domain any run has).
         protocol: The Task 4 protocol.
         measures: Measure names.
-        missing: ``"skip"`` or ``"zero"`` (SPEC §4).
+        missing: ``"skip"`` or ``"zero"`` (docs/protocol.md, Scoring).
         check_images: Decode every query image to count the decodable ones (cached by the
             source); when False that column is left empty (<NA>).
         negatives: ``"exclude"`` (official) or ``"keep"`` the queries' ``negative_ids``.

@@ -1,9 +1,9 @@
 """``mmbright compare``: paired comparison of two runs of one task, per domain and pooled.
 
-Both runs are scored the benchmark's way (exclusions before the top-1000 cut, SPEC §3) with
-per-query nDCG@10, paired on the queries both were scored on, and tested (randomisation test
-with a fixed seed, t-test, bootstrap interval, Holm over domains). The most-hurt queries of
-B against A are listed; ``--report`` also writes a self-contained HTML report with their
+Both runs are scored the benchmark's way (exclusions before the top-1000 cut, docs/protocol.md,
+Per-task protocol) with per-query nDCG@10, paired on the queries both were scored on, and tested
+(randomisation test with a fixed seed, t-test, bootstrap interval, Holm over domains). The most-hurt
+queries of B against A are listed; ``--report`` also writes a self-contained HTML report with their
 query images and rank diffs.
 """
 

@@ -1,7 +1,8 @@
 """``mmbright stats`` and ``mmbright qrels``: look into a copy of MM-BRIGHT.
 
-``stats`` counts queries, corpus items, judgments and images per domain and task (SPEC §1);
-``qrels`` writes one task's judgments for one domain as TREC qrels, the protocol named.
+``stats`` counts queries, corpus items, judgments and images per domain and task (docs/protocol.md,
+The benchmark); ``qrels`` writes one task's judgments for one domain as TREC qrels, the protocol
+named.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 The run and qrels are read by ``mmbright_core.io`` (any supported format, gzip included),
 so malformed files fail with one message naming the file and line. Values are printed at
 full precision (``repr``) so they can be compared with pytrec_eval to the last bit, and
-the counts (evaluated, dropped, missing, extra queries) are always printed: SPEC §4
-requires coverage to be shown whichever averaging rule is used.
+the counts (evaluated, dropped, missing, extra queries) are always printed: docs/protocol.md,
+Scoring requires coverage to be shown whichever averaging rule is used.
 """
 
 from __future__ import annotations

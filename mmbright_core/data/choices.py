@@ -15,10 +15,11 @@ from mmbright_core.task_table import TASKS as TASKS
 from mmbright_core.types import Protocol4
 
 PROTOCOLS: tuple[Protocol4, ...] = ("paper", "legacy")
-"""Task 4's judgment protocols: the paper's passage key, or the released code's (SPEC §3)."""
+"""Task 4's judgment protocols: the paper's passage key, or the released code's (docs/protocol.md,
+Per-task protocol)."""
 
 Negatives = Literal["exclude", "keep"]
-"""What tasks 1-2 do with each query's ``negative_ids`` (SPEC §3)."""
+"""What tasks 1-2 do with each query's ``negative_ids`` (docs/protocol.md, Per-task protocol)."""
 
 NEGATIVES: tuple[Negatives, ...] = ("exclude", "keep")
 """``exclude`` (the default and the official numbers) or ``keep``."""

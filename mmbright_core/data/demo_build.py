@@ -3,14 +3,15 @@
 Run ``python -m mmbright_core.data.demo_build [--out DIR]``. The content (passages, queries,
 image descriptions) lives in ``demo/source/<domain>.json``; this script turns it into
 ``{config}/{domain}.parquet`` files with exactly the published columns and id conventions
-(SPEC §2), renders every image with Pillow, and writes ``MANIFEST.json`` (file hashes and the
-library versions that produced them). Two builds with the same libraries are byte-identical:
+(docs/protocol.md, The data as published), renders every image with Pillow, and writes
+``MANIFEST.json`` (file hashes and the library versions that produced them). Two builds with
+the same libraries are byte-identical:
 ids and numbers derive from SHA-256 of names, filler text from seeded RNGs, parquet is
 written with fixed settings and images carry no time metadata.
 
-The dirty cases of the real data are deliberate (SPEC §2): SVG payloads, 1x1 PNGs,
-truncated PNGs, a positive image absent from the corpus, an orphan image whose key matches
-no passage, backslash paths, an empty and a duplicate passage, ``"N/A"`` negatives.
+The dirty cases of the real data are deliberate (docs/protocol.md, The data as published): SVG
+payloads, 1x1 PNGs, truncated PNGs, a positive image absent from the corpus, an orphan image whose
+key matches no passage, backslash paths, an empty and a duplicate passage, ``"N/A"`` negatives.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from mmbright_core.io.atomic import atomic_write_bytes, atomic_write_text
 DEMO_DIR = Path(__file__).parent / "demo"
 SOURCE_DIR = DEMO_DIR / "source"
 DOMAINS = ("askubuntu", "biology", "gis", "physics")
-CHUNKED_DOMAINS = frozenset({"biology"})  # SPEC §2: Biology ids are <key>_<n>_<chunk>.txt
+# docs/protocol.md, The data as published: Biology ids are <key>_<n>_<chunk>.txt.
+CHUNKED_DOMAINS = frozenset({"biology"})
 
 # Which way image-aware retrieval (query text + the text read from its images) is designed
 # to move each query against text-only retrieval:
@@ -240,7 +242,7 @@ def _add_query(
         "id": qid,
         "query": query["text"],
         "gold_ids": gold,
-        # SPEC §2: the string "N/A" in negative_ids means "none".
+        # docs/protocol.md, The data as published: the string "N/A" in negative_ids means "none".
         "negative_ids": ["N/A"] if negatives is None else [hard_negatives[n] for n in negatives],
         "image_paths": image_paths,
         "gold_answers": [query["answer"]],

@@ -18,9 +18,9 @@ from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont
 
-# Images (SPEC §2 lists the kinds the benchmark has: plots, screenshots, diagrams, photos).
-# Text is drawn large and dark-on-light or light-on-dark so that OCR reads it: the demo's
-# image-aware baseline appends the OCR text of query images to the query.
+# Images (docs/protocol.md, The data as published lists the kinds the benchmark has: plots,
+# screenshots, diagrams, photos). Text is drawn large and dark-on-light or light-on-dark so that OCR
+# reads it: the demo's image-aware baseline appends the OCR text of query images to the query.
 _FONT_DIR = Path("/usr/share/fonts/truetype/dejavu")
 FONT_SOURCE = "dejavu" if (_FONT_DIR / "DejaVuSans.ttf").is_file() else "pillow-default"
 _FONT_FILES = {"": "DejaVuSans.ttf", "bold": "DejaVuSans-Bold.ttf", "mono": "DejaVuSansMono.ttf"}

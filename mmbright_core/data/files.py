@@ -1,4 +1,6 @@
-"""Finding and checking MM-BRIGHT's parquet files: one file per config and domain (SPEC §2).
+"""Finding and checking MM-BRIGHT's parquet files: one file per config and domain.
+
+The layout is in docs/protocol.md, The data as published.
 
 A copy of the dataset is a set of ``{config}/{domain}.parquet`` files, in a local folder
 (:class:`FolderFiles`) or fetched one at a time from the Hugging Face hub (:class:`HubFiles`).
@@ -19,8 +21,9 @@ from mmbright_core.data.layout import CONFIGS, DOMAINS, PINNED_REVISION, REPO_ID
 from mmbright_core.errors import InputError, InputTooLargeError, UnknownNameError
 from mmbright_core.io._open import MAX_INPUT_ENV, max_input_bytes, size_text
 
-# Scalar columns of the published schema and the Arrow types they may have (SPEC §2);
-# list columns are checked where they are read (``ids.as_str_list``, ``ids.image_structs``).
+# Scalar columns of the published schema and the Arrow types they may have (docs/protocol.md, The
+# data as published); list columns are checked where they are read (``ids.as_str_list``,
+# ``ids.image_structs``).
 _TEXT_COLUMNS = frozenset({"id", "content", "query", "path"})
 _KEY_COLUMNS = frozenset({"id", "path"})
 _OFF_SCHEMA = "The file does not follow MM-BRIGHT's published schema"

@@ -1,4 +1,6 @@
-"""MM-BRIGHT's id conventions: path normalisation, list cells and source keys (SPEC §2-3).
+"""MM-BRIGHT's id conventions: path normalisation, list cells and source keys.
+
+The conventions are in docs/protocol.md, The data as published and Per-task protocol.
 
 Passages are ``"<domain>/<hex key>_<n>.txt"`` (Biology: ``"<domain>/<key>_<n>_<chunk>.txt"``),
 images ``"<domain>/<domain>_<8-hex key>_<nnnn>/image_<k>.<ext>"``. A passage and an image come
@@ -27,10 +29,11 @@ PAIR_ID_FORMAT = f"'<passage id>{PAIR_SEPARATOR}<image path or {NO_IMAGE}>'"
 """How a Task 4 pair id reads, for messages that say what was expected."""
 
 NONE_MARKER = "N/A"
-"""The string ``negative_ids`` uses for "no negatives" (SPEC §2)."""
+"""The string ``negative_ids`` uses for "no negatives" (docs/protocol.md, The data as published)."""
 
-# SPEC §3: the paper's key is the hex run right after the domain folder; the January 2026
-# release required exactly one numeric segment, so Biology's chunked ids never matched.
+# docs/protocol.md, Per-task protocol: the paper's key is the hex run right after the domain folder;
+# the January 2026 release required exactly one numeric segment, so Biology's chunked ids never
+# matched.
 _PASSAGE_KEY = {
     "paper": re.compile(r"/([0-9a-f]+)_"),
     "legacy": re.compile(r"/([0-9a-f]+)_\d+\.txt$"),
@@ -38,7 +41,7 @@ _PASSAGE_KEY = {
 
 
 def normalise_path(path: object) -> str:
-    """Return an image path as a string with Windows backslashes turned into ``/`` (SPEC §2)."""
+    """Return an image path as a string with Windows backslashes turned into ``/``."""
     return str(path).replace("\\", "/")
 
 
@@ -146,7 +149,7 @@ def as_list(value: object, what: str) -> list[Any]:
 
 
 def as_str_list(value: object, what: str) -> list[str]:
-    """Return a list cell of ids as strings (ids are strings, SPEC §3)."""
+    """Return a list cell of ids as strings (ids are strings: docs/protocol.md)."""
     return [str(item) for item in as_list(value, what)]
 
 
@@ -179,5 +182,5 @@ def image_structs(value: object, what: str) -> list[tuple[str, str | None]]:
 
 
 def without_none_marker(ids: Iterable[str]) -> frozenset[str]:
-    """Return ``negative_ids`` as a set, leaving out the ``"N/A"`` marker (SPEC §2-3)."""
+    """Return ``negative_ids`` as a set, leaving out the ``"N/A"`` marker (docs/protocol.md)."""
     return frozenset(i for i in ids if i != NONE_MARKER)

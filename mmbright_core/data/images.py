@@ -1,4 +1,6 @@
-"""Decoding benchmark images and preparing a query's images for a retriever (SPEC §3).
+"""Decoding benchmark images and preparing a query's images for a retriever.
+
+The rules are in docs/protocol.md, Per-task protocol.
 
 The official loader (``src/data.py``, ``DataLoader._load_images_parquet``) decodes each image
 with ``Image.open(...).convert("RGB")`` and drops those that raise. It runs with Pillow's
@@ -8,8 +10,8 @@ again inside ``retrieval_clip_it2i``. So a truncated JPEG or PNG decodes, its mi
 padded, and is kept; here too, and such images are told apart as *padded*. What still fails
 (SVG, garbage, empty or missing bytes) is dropped, and reported with its path and the reason
 instead of vanishing. A 1x1 image decodes, so it is kept, as the official loader keeps it: the
-benchmark's published image counts (SPEC §1, 17,673 Task 3 images after dropping SVG) include
-such images.
+benchmark's published image counts (docs/protocol.md, The benchmark, 17,673 Task 3 images after
+dropping SVG) include such images.
 
 A query with several images is handed over under one of three named policies: ``first`` (the
 default: the released code's ``images[0]``, the first image that decoded), ``concat`` (the
@@ -246,7 +248,9 @@ def image_problem(data: bytes | None, path: str) -> str | None:
 
 
 def concat_vertical(images: Sequence[Image.Image]) -> Image.Image:
-    """Stack images top to bottom, as the paper feeds single-image models (SPEC §3).
+    """Stack images top to bottom, as the paper feeds single-image models.
+
+    docs/protocol.md, Per-task protocol, says how.
 
     The canvas is as wide as the widest image and white; each image is centred horizontally.
 

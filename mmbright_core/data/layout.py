@@ -1,4 +1,6 @@
-"""Where MM-BRIGHT lives and how its files are laid out (SPEC §1-2).
+"""Where MM-BRIGHT lives and how its files are laid out.
+
+Both are described in docs/protocol.md, The benchmark and The data as published.
 
 The dataset is one parquet file per config and domain, ``{config}/{domain}.parquet``, on the
 Hugging Face hub or in a local folder with the same layout. This module only declares names;
@@ -13,7 +15,8 @@ REPO_ID = "mm-bright/MM-BRIGHT"
 """The Hugging Face dataset repository."""
 
 PINNED_REVISION = "97702ca9ea81cd0a25288e74a9402439550d6bd4"
-"""The revision MTEB and the official reproduction script evaluate (SPEC §2)."""
+"""The revision MTEB and the official reproduction script evaluate (docs/protocol.md, The data as
+published)."""
 
 DOMAIN_GROUPS: MappingProxyType[str, tuple[str, ...]] = MappingProxyType(
     {
@@ -49,7 +52,7 @@ DOMAIN_GROUPS: MappingProxyType[str, tuple[str, ...]] = MappingProxyType(
         "Applied": ("aviation", "gaming", "pm", "quant", "sustainability", "travel"),
     }
 )
-"""The paper's four domain groups (SPEC §1)."""
+"""The paper's four domain groups (docs/protocol.md, The benchmark)."""
 
 DOMAINS: tuple[str, ...] = tuple(sorted(d for group in DOMAIN_GROUPS.values() for d in group))
 """The 29 StackExchange domains, sorted; they are the dataset's splits."""
@@ -72,7 +75,7 @@ CONFIGS: MappingProxyType[str, tuple[str, ...]] = MappingProxyType(
         "document_images": ("path", "bytes"),
     }
 )
-"""Config name -> its published columns (SPEC §2)."""
+"""Config name -> its published columns (docs/protocol.md, The data as published)."""
 
 
 def parquet_name(config: str, domain: str) -> str:

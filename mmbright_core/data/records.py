@@ -2,7 +2,8 @@
 
 Columns are projected, so text-only tasks read no image bytes. Memory stays bounded by the
 largest domain: large files are read in record batches (physics alone holds 338,291
-passages, SPEC §1), and passages wanted by id are found one row group at a time.
+passages, docs/protocol.md, The benchmark), and passages wanted by id are found one row group at a
+time.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ class RecordReader(ParquetFiles):
         The ``id`` column is read one row group at a time and only row groups holding a
         wanted id have their ``content`` decoded; reading stops once every id is found.
         Showing a query's top 10 so never loads a whole corpus (750 MB of text for
-        physics, SPEC §1). Ids the corpus lacks are left out of the result.
+        physics, docs/protocol.md, The benchmark). Ids the corpus lacks are left out of the result.
 
         Raises:
             InputError: If the file lacks a column or is not a readable parquet file.

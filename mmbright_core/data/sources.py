@@ -1,15 +1,15 @@
 """Where MM-BRIGHT is read from: the Hugging Face hub, a local folder, or the embedded demo.
 
-Every source reads one parquet file per config and domain (``{config}/{domain}.parquet``, SPEC
-§2) with pyarrow, never through ``datasets.load_dataset`` (which fails on
-``examples_multimodal`` and leaves ``.incomplete`` caches behind). A source is made of three
-parts: finding and checking its files (:mod:`.files`), streaming their records
+Every source reads one parquet file per config and domain (``{config}/{domain}.parquet``,
+docs/protocol.md, The data as published) with pyarrow, never through ``datasets.load_dataset``
+(which fails on ``examples_multimodal`` and leaves ``.incomplete`` caches behind). A source is made
+of three parts: finding and checking its files (:mod:`.files`), streaming their records
 (:mod:`.records`) and serving image bytes one item at a time (:mod:`.image_store`); this
 module adds the task cache and :func:`open_source`.
 
 Memory stays bounded by the largest domain, not by the number of domains: a source keeps the
 tasks (with their corpus) of a bounded number of domains, least recently used first out
-(physics alone holds 338,291 passages, SPEC §1).
+(physics alone holds 338,291 passages, docs/protocol.md, The benchmark).
 """
 
 from __future__ import annotations
@@ -68,7 +68,9 @@ class Source(RecordReader, ImageStore):
     def task(
         self, task: int, domain: str, protocol: str = "paper", *, negatives: str = "exclude"
     ) -> TaskData:
-        """Return one task's queries, corpus, qrels and exclusions for one domain (SPEC §3).
+        """Return one task's queries, corpus, qrels and exclusions for one domain.
+
+        The protocol is in docs/protocol.md, Per-task protocol.
 
         Args:
             task: 1, 2, 3 or 4.

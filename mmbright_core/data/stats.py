@@ -1,10 +1,12 @@
-"""Per-domain, per-task counts of a dataset copy, in the terms of SPEC §1's table.
+"""Per-domain, per-task counts of a dataset copy.
+
+The counts are those of the table in docs/protocol.md, The benchmark.
 
 Counting reads as little as it can: passages are counted from parquet metadata, judgments
 come from :meth:`Source.judgments`, and only the image tasks (3-4) decode corpus images. Corpus
-images are kept or dropped as the official loader keeps them (SPEC §3): a truncated file
-decodes padded and is kept, counted apart as ``padded_images`` ("truncated, padded"), while
-``undecodable_images`` counts the dropped ones.
+images are kept or dropped as the official loader keeps them (docs/protocol.md, Per-task protocol):
+a truncated file decodes padded and is kept, counted apart as ``padded_images`` ("truncated,
+padded"), while ``undecodable_images`` counts the dropped ones.
 """
 
 from __future__ import annotations
@@ -138,7 +140,7 @@ def collect_stats(
     return rows
 
 
-# SPEC §1's table: column title -> (task, field).
+# the table in docs/protocol.md, The benchmark: column title -> (task, field).
 SPEC_TABLE_COLUMNS: dict[str, tuple[int, str]] = {
     "T1 q": (1, "queries"),
     "passages": (1, "corpus"),
@@ -151,7 +153,7 @@ SPEC_TABLE_COLUMNS: dict[str, tuple[int, str]] = {
 
 
 def spec_table(rows: Iterable[TaskStats]) -> list[dict[str, str | int]]:
-    """Lay counts out as SPEC §1's table: one row per domain, its columns where counted."""
+    """Lay counts out as docs/protocol.md's table: one row per domain, its columns where counted."""
     by_domain: dict[str, dict[str, str | int]] = {}
     for row in rows:
         line = by_domain.setdefault(row.domain, {"domain": row.domain})

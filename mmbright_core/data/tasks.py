@@ -1,4 +1,6 @@
-"""The four task protocols of MM-BRIGHT: queries, corpus, qrels and exclusions (SPEC §3).
+"""The four task protocols of MM-BRIGHT: queries, corpus, qrels and exclusions.
+
+The protocols are in docs/protocol.md, Per-task protocol.
 
 Task 1 pairs ``examples`` with ``documents``; Task 2 ``examples_multimodal`` with
 ``documents``; Task 3 ``examples_multimodal`` with the decodable ``document_images``; Task 4
@@ -207,8 +209,8 @@ def decodable_images(source: TaskSource, domain: str) -> tuple[list[str], dict[s
     """Split the domain's corpus images into decodable paths and path -> reason for the rest.
 
     The official loader drops what Pillow cannot decode from the Task 3 corpus and the Task 4
-    pairs (SPEC §3); the reasons are kept for the report. (A path the file repeats is one
-    image, its first bytes: the image store keeps each path once.)
+    pairs (docs/protocol.md, Per-task protocol); the reasons are kept for the report. (A path the
+    file repeats is one image, its first bytes: the image store keeps each path once.)
     """
     kept: list[str] = []
     problems: dict[str, str] = {}
@@ -230,7 +232,7 @@ def build_task(
     with_corpus: bool = True,
     negatives: Negatives = "exclude",
 ) -> TaskData:
-    """Build one task's data for one domain under the protocol of SPEC §3.
+    """Build one task's data for one domain under its protocol (docs/protocol.md).
 
     Args:
         source: The dataset copy to read.
@@ -378,7 +380,8 @@ def pair_corpus(
         passage_ids: The domain's passages, in published order.
         images: The domain's decodable corpus images (normalised paths).
         domain: The domain (image keys are read from ``{domain}_<key>_<n>``).
-        protocol: Which passage-key rule joins passages to images (SPEC §3).
+        protocol: Which passage-key rule joins passages to images (docs/protocol.md, Per-task
+            protocol).
     """
     by_key: dict[str, list[str]] = {}
     for path in images:
@@ -421,7 +424,7 @@ def judge_pairs(
     domain: str,
     protocol: Protocol4,
 ) -> PairJudgments:
-    """Grade Task 4 pairs and expand negative images into exclusions (SPEC §3).
+    """Grade Task 4 pairs and expand negative images into exclusions (docs/protocol.md).
 
     Args:
         records: The multimodal queries.

@@ -1,7 +1,7 @@
 """File formats: runs, qrels, the official harness's outputs, and atomic writes.
 
-This is the only layer that touches files (STYLE.md). It depends on nothing else of the
-package but the shared types, errors and ranking rule; scoring lives in
+This is the only layer that touches files (docs/development.md, the layout). It depends on nothing
+else of the package but the shared types, errors and ranking rule; scoring lives in
 :mod:`mmbright_core.metrics`.
 """
 

@@ -1,9 +1,9 @@
 """Columnar runs: parquet files, pandas DataFrames and pyarrow Tables.
 
-The three columns are ``query_id``, ``doc_id`` and ``score`` (STYLE.md's vocabulary).
+The three columns are ``query_id``, ``doc_id`` and ``score`` (the names ir_measures and ranx use).
 Ids must be strings; integer ids are accepted and written out in decimal, which loses
 nothing. Scores must be finite numbers. As for every other format, a doc id repeated
-within one query is an error (SPEC §4).
+within one query is an error (docs/protocol.md, Scoring).
 
 This is the one place a table becomes a run: ``read_run`` and ``run_from_frame`` use it,
 and so does ``evaluate`` when it is handed a table, so every table is scored through the

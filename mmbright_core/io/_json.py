@@ -2,7 +2,7 @@
 
 ``json.loads`` keeps the last of two equal keys; the official harness's files are read
 with an ``object_pairs_hook`` instead, so a repeated query or doc id is an error naming
-its JSON path (SPEC §4: never keep the last one).
+its JSON path (docs/protocol.md, Scoring: never keep the last one).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Shared plumbing of the readers: open, bound, decompress, decode, check id lengths.
 
-Every reader accepts the same kinds of source, as ir_measures does (STYLE.md): a path, a
+Every reader accepts the same kinds of source, as ir_measures does: a path, a
 binary or text file object, inline text, or raw bytes. Whatever goes wrong comes back as
 an ``InputError`` that names the source (``<text>``, ``<bytes>`` and ``<stream>`` for data
 without a file name), the line or JSON path, what was expected and what was found.
@@ -44,9 +44,9 @@ bytes) or a reader's ``max_bytes`` argument sets another limit."""
 
 MAX_ID_CHARS = 1024
 """The longest query or doc id taken, in characters. The longest real ids are Task 4 pair
-ids, ``<passage id>|||<image path>`` (SPEC §2), a few hundred characters at most; a longer
-one is a column mix-up or a hostile file, and would otherwise be carried into every
-table, message and page."""
+ids, ``<passage id>|||<image path>`` (docs/protocol.md, The data as published), a few hundred
+characters at most; a longer one is a column mix-up or a hostile file, and would otherwise be
+carried into every table, message and page."""
 
 _CHUNK = 2**20
 

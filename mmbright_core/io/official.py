@@ -1,8 +1,9 @@
 """The official harness's output folders, so its results can be loaded and ours compared.
 
-Layout (SPEC §5): ``outputs/<subdir>/<domain>/scores.json`` holds ``{qid: {doc_id: score}}``
-(top 1000, exclusions applied) with ``metrics.json`` beside it (``results.json`` in older
-runs), and ``outputs/<subdir>/summary.json`` holds ``{"model", "task_type", "domains":
+Layout (docs/protocol.md, The official harness's files): ``outputs/<subdir>/<domain>/scores.json``
+holds ``{qid: {doc_id: score}}`` (top 1000, exclusions applied) with ``metrics.json`` beside it
+(``results.json`` in older runs), and
+``outputs/<subdir>/summary.json`` holds ``{"model", "task_type", "domains":
 {domain: metrics}, "aggregated": {metric: mean over domains}}``. Metric values are
 fractions rounded to 5 decimals; metric names are the official ones (``NDCG@10``...),
 computed by :mod:`mmbright_core.metrics.official`. A domain's ``metrics.json`` written here

@@ -1,7 +1,7 @@
 """Read and write qrels: TREC qrels files and JSON ``{query_id: {doc_id: relevance}}``.
 
-Relevance labels are integers (graded 2/1/0 in Task 4, SPEC §3); anything else is an
-error rather than a guess, and so is a doc id judged twice for one query.
+Relevance labels are integers (graded 2/1/0 in Task 4, docs/protocol.md, Per-task protocol);
+anything else is an error rather than a guess, and so is a doc id judged twice for one query.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """Read and write runs: TREC run files, the official ``scores.json``, parquet and frames.
 
-A run is ``{query_id: {doc_id: score}}`` (SPEC §3). Readers validate everything and alter
+A run is ``{query_id: {doc_id: score}}`` (docs/protocol.md, Per-task protocol). Readers validate
+everything and alter
 nothing: a doc id listed twice for one query is an error, where ranx and ir_measures keep
-the last one (SPEC §4, §7); NaN, infinite and non-numeric scores are errors too.
-Writers order each query's documents with the one ranking rule (``mmbright_core.ranking``)
-and write scores with ``repr``, so a written run reads back to exactly the same floats.
+the last one (docs/protocol.md, Scoring and What peer tools do differently); NaN, infinite and
+non-numeric scores are errors too. Writers order each query's documents with the one ranking rule
+(``mmbright_core.ranking``) and write scores with ``repr``, so a written run reads back to exactly
+the same floats.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Every measure of a query depends only on where its judged documents sit in the ranking,
 so this module finds the rank of each judged document (never sorting a whole ranking)
 and computes all measures from those ranks with numpy. The semantics are trec_eval's
-(SPEC §4), checked against pytrec_eval to 1e-9 in the tests:
+(docs/protocol.md, Scoring), checked against pytrec_eval to 1e-9 in the tests:
 
 - Ranking: score descending, ties by doc id descending (:mod:`mmbright_core.ranking`).
 - Relevant means a label of 1 or more. Gains are linear (the label itself); labels below
@@ -16,8 +16,8 @@ and computes all measures from those ranks with numpy. The semantics are trec_ev
   (trec_eval ``-c``, ir_measures). A query present with an empty ranking scores 0 in both.
 - Scores are read as 64-bit floats and compared at float32 precision, as trec_eval holds
   them (:func:`mmbright_core.ranking.ranking_scores`): 1.0 and 1.0 + 1e-9 tie and the doc
-  id decides, exactly as in trec_eval and pytrec_eval. SPEC §4's "compared as 64-bit
-  floats" would rank such near-ties differently from the reference these scores must equal.
+  id decides, exactly as in trec_eval and pytrec_eval. docs/protocol.md, Scoring's "compared as
+  64-bit floats" would rank such near-ties differently from the reference these scores must equal.
 """
 
 from __future__ import annotations
@@ -157,7 +157,8 @@ class _Found:
         )
         owner = np.repeat(np.arange(self.n), sizes)
         self.num_relevant = _sum_by(owner, (labels >= RELEVANT).astype(np.float64), self.n)
-        # The ideal ranking: every judgment of the query, best label first (SPEC §4).
+        # The ideal ranking: every judgment of the query, best label first (docs/protocol.md,
+        # Scoring).
         self._ideal = _best_first(owner, labels)
 
     @functools.cached_property

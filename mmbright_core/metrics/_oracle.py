@@ -30,7 +30,7 @@ import numpy as np
 from mmbright_core.metrics._ranks import NO_HITS, FloatArray, IntArray
 
 ORACLE_DEPTH = 100
-"""How much of the run the official oracle lifts to its labels (SPEC §4)."""
+"""How much of the run the official oracle lifts to its labels (docs/protocol.md, Scoring)."""
 
 
 class RankedSource(Protocol):

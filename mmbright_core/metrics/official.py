@@ -1,8 +1,9 @@
 """The official harness's metrics.json: its metric names and how each value is computed.
 
 Metric values are fractions rounded to 5 decimals; metric names are the official ones
-(``NDCG@10``...), each mapped to this package's measure (SPEC §4, §5). The files these
-values are written to and read from are :mod:`mmbright_core.io.official`'s business.
+(``NDCG@10``...), each mapped to this package's measure (docs/protocol.md, Scoring and The official
+harness's files). The files these values are written to and read from are
+:mod:`mmbright_core.io.official`'s business.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ def official_metrics(qrels: Qrels, run: Run) -> dict[str, float]:
     """Compute the official metrics.json content for one domain.
 
     Averages over the queries present in both qrels and run, as the official harness
-    (pytrec_eval) does, and rounds each fraction to 5 decimals (SPEC §4, §5).
+    (pytrec_eval) does, and rounds each fraction to 5 decimals (docs/protocol.md, Scoring and The
+    official harness's files).
 
     Returns:
         Official metric name -> value, in the official key order.

@@ -181,7 +181,8 @@ def _candidate_row(query: RerankQuery, candidate: Candidate, images: ImageStore 
 
 
 def _first_image(paths: Sequence[str], read: Any) -> Image.Image | None:
-    # The first image that decodes, as the released code's query images[0] (SPEC §3).
+    # The first image that decodes, as the released code's query images[0] (docs/protocol.md,
+    # Per-task protocol).
     for path in paths:
         try:
             return decode_image(read(path), path)

@@ -1,7 +1,8 @@
 """Lucene's English analysis in pure Python: the terms the official BM25 baseline indexes.
 
-The official baseline (BRIGHT's ``retrieval_bm25``, SPEC §3 "BM25") analyses passages and
-queries with pyserini's ``get_lucene_analyzer()`` defaults (``stemming=True``,
+The official baseline (BRIGHT's ``retrieval_bm25``, docs/protocol.md, The baselines against the
+official harness) analyses passages and queries with pyserini's ``get_lucene_analyzer()`` defaults
+(``stemming=True``,
 ``stemmer='porter'``, ``stopwords=True``), that is Anserini's ``DefaultEnglishAnalyzer``:
 ``StandardTokenizer`` -> ``EnglishPossessiveFilter`` -> ``LowerCaseFilter`` -> ``StopFilter``
 (``EnglishAnalyzer.ENGLISH_STOP_WORDS_SET``) -> ``PorterStemFilter``, with Anserini's

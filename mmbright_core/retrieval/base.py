@@ -1,9 +1,9 @@
 """The retriever contract, the registry of retrievers by name, and the run's configuration.
 
 A retriever turns one task's data for one domain into a run cut to the top ``k`` with the
-task's exclusions applied before the cut (SPEC §3). Backends live one per module and import
-their heavy packages (torch, open_clip, sentence-transformers, rapidocr) only when built, so
-``import mmbright_core.retrieval`` stays cheap and a missing extra raises
+task's exclusions applied before the cut (docs/protocol.md, Per-task protocol). Backends live one
+per module and import their heavy packages (torch, open_clip, sentence-transformers, rapidocr) only
+when built, so ``import mmbright_core.retrieval`` stays cheap and a missing extra raises
 :class:`~mmbright_core.errors.MissingDependencyError` rather than returning zeros.
 """
 
@@ -22,7 +22,8 @@ from mmbright_core.data.ids import passage_id as passage_id
 from mmbright_core.errors import InputError, MissingDependencyError, UnknownNameError
 from mmbright_core.types import TaskData
 
-#: The ``run`` subcommand's default cut (SPEC §3: runs keep the top 1,000 per query).
+#: The ``run`` subcommand's default cut (docs/protocol.md, Per-task protocol: runs keep the top
+#: 1,000 per query).
 DEFAULT_K = 1000
 
 
@@ -50,7 +51,7 @@ class Retriever(Protocol):
     tasks: frozenset[int]
 
     def label(self) -> str:
-        """Return the short model name used in output folder names (SPEC §5)."""
+        """Return the short model name used in output folder names (docs/protocol.md)."""
 
     def settings(self) -> dict[str, Any]:
         """Return everything that changes the run: model, revision, checkpoint hash, options."""
@@ -229,7 +230,9 @@ def package_version() -> str:
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Everything that determines a run's scores, stored beside its outputs (SPEC §7).
+    """Everything that determines a run's scores, stored beside its outputs.
+
+    docs/protocol.md, What peer tools do differently, says why.
 
     Two runs with equal configurations give equal scores; outputs are reused only when the
     stored configuration equals the new one, never because a file exists.

@@ -1,4 +1,6 @@
-"""BM25 as the official baseline computes it (SPEC §3 "BM25").
+"""BM25 as the official baseline computes it.
+
+The formula is in docs/protocol.md, The baselines against the official harness.
 
 The official harness (xlang-ai/BRIGHT ``retrievers.py`` and mm-bright/MM-BRIGHT
 ``src/retrievers/task1_text.py``, both ``retrieval_bm25``) analyses passages and queries with

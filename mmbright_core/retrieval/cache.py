@@ -1,11 +1,11 @@
 """The on-disk embedding cache, keyed by content and by everything that changes a vector.
 
-SPEC §7: caches keyed by doc id reuse stale embeddings after a change of model, revision,
-instruction, truncation or text. Here every vector is found by the sha256 of its content
-(text, or image bytes) inside a folder named by the sha256 of the encoder's settings (model,
-revision or checkpoint hash, truncation, prefix, normalisation, image preprocessing...), so a
-change of any of them misses. Passage embeddings made for Task 2 are found again for Task 4
-because the key ignores the task.
+docs/protocol.md, What peer tools do differently: caches keyed by doc id reuse stale embeddings
+after a change of model, revision, instruction, truncation or text. Here every vector is found by
+the sha256 of its content (text, or image bytes) inside a folder named by the sha256 of the
+encoder's settings (model, revision or checkpoint hash, truncation, prefix, normalisation, image
+preprocessing...), so a change of any of them misses. Passage embeddings made for Task 2 are found
+again for Task 4 because the key ignores the task.
 
 Vectors are stored float32 by default, as the official caches are (``src/caching.py``,
 ``SmartCache.save`` keeps the encoder's float32 output; ``task4_pair.py`` ``_save_cache`` casts to
@@ -24,9 +24,9 @@ sees it; one that does not match (truncated, shuffled, of another width or dtype
 keys of different counts) is reported with its path, deleted, and its vectors encoded again,
 never handed out. Vectors holding NaN or an infinity are refused before they are stored,
 naming the model and the input. The index of keys is built from the keys files only; the
-vectors are memory-mapped when gathered, so a full corpus (SPEC §2: millions of passages) is
-never read into memory whole, and a gather reads only the rows it returns. Shards of
-the earlier two-file format, which recorded no checksum, are not read.
+vectors are memory-mapped when gathered, so a full corpus (docs/protocol.md, The data as published:
+millions of passages) is never read into memory whole, and a gather reads only the rows it returns.
+Shards of the earlier two-file format, which recorded no checksum, are not read.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ The official CLIP retrievers (``src/retrievers/task2_multimodal.py`` ``retrieval
 ``task3_image.py`` ``retrieval_clip_it2i``, ``task4_pair.py`` ``retrieval_clip_it2it``) add the
 RAW outputs of ``get_text_features`` and ``get_image_features`` (projected, not normalised),
 halve the sum and L2-normalise it: each tower weighs by its own norm. Normalising each side
-first would weigh them 1:1, a different model with different numbers (SPEC §3). So here:
+first would weigh them 1:1, a different model with different numbers (docs/protocol.md, Fusion
+rules). So here:
 
 - query: L2-normalise((raw text + raw image) / 2), the image under the recorded policy;
 - Task 1-2 passages: L2-normalise(raw text); Task 3 images: L2-normalise(raw image);

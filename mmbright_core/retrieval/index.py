@@ -1,8 +1,8 @@
 """Top-k selection under the ranking rule: over full score arrays, exactly, and through faiss.
 
-Every cut here removes the query's excluded documents *before* counting to ``k`` (SPEC §3)
-and orders ties by doc id descending (:mod:`mmbright_core.ranking`), including ties that
-straddle the cut. The exact (``flat``) search scores every unit with one BLAS matrix product
+Every cut here removes the query's excluded documents *before* counting to ``k`` (docs/protocol.md,
+Fusion rules) and orders ties by doc id descending (:mod:`mmbright_core.ranking`), including ties
+that straddle the cut. The exact (``flat``) search scores every unit with one BLAS matrix product
 per block of queries (:mod:`mmbright_core.retrieval.exact`); faiss serves the approximate
 indexes, where the search keeps asking for more until the ``k``-th kept score is strictly
 above everything it has not seen. Task 4 pairs share their passage's text embedding or BM25
@@ -202,7 +202,7 @@ def dense_top_k(
         k: How many documents to keep per query.
         exclude: Per query, the document positions to remove before the cut.
         groups: How units expand into documents (None: units are the documents).
-        scale: Multiplier of the inner product (cosine x 100, SPEC §3).
+        scale: Multiplier of the inner product (cosine x 100, docs/protocol.md, Fusion rules).
 
     Returns:
         One doc_id -> score dict per query, in query order.

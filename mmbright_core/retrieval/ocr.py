@@ -1,10 +1,10 @@
 """OCR-augmented queries: text read from a query's images appended to its text (tasks 2, 4).
 
-An honest offline image-aware baseline (SPEC §8; the paper also tries caption-augmented
-queries): ``rapidocr-onnxruntime`` reads the query's decodable images, and the text found is
-appended to the query before BM25 (``ocr-bm25``) or dense text retrieval (``ocr-dense``).
-OCR results are cached on disk by the sha256 of the image file's bytes (each entry with a
-checksum of its text, checked when read), and a run records the
+An honest offline image-aware baseline (docs/development.md, Working offline; the paper also tries
+caption-augmented queries): ``rapidocr-onnxruntime`` reads the query's decodable images, and the
+text found is appended to the query before BM25 (``ocr-bm25``) or dense text retrieval
+(``ocr-dense``). OCR results are cached on disk by the sha256 of the image file's bytes (each entry
+with a checksum of its text, checked when read), and a run records the
 words of every query image it read beside its scores (``ocr.json``,
 :mod:`mmbright_core.io.ocr_words`), so that it can be explained without the engine.
 """

@@ -1,4 +1,6 @@
-"""The random-ranking floor (SPEC §6: MTEB reports 0 / 0 / 3.23 for tasks 1-3).
+"""The random-ranking floor (MTEB reports 0 / 0 / 3.23 for tasks 1-3).
+
+The figures are in docs/protocol.md, Published numbers.
 
 Each query's scores are uniform draws from a generator seeded by the run's seed and the
 query id, so the ranking is reproducible and independent of query order.

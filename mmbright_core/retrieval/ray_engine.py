@@ -90,7 +90,8 @@ def plan_shards(
 
 
 def _ship(item: Any, tokens: int) -> Any:
-    # Texts travel capped to what the model can read (SPEC §2's 25 MB passage).
+    # Texts travel capped to what the model can read (docs/protocol.md, The data as published's 25
+    # MB passage).
     return cap_text(item, tokens) if isinstance(item, str) and tokens else item
 
 

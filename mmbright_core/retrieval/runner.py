@@ -1,11 +1,12 @@
 """Running a retriever over a task's domains and writing the official output folders.
 
-Layout (SPEC §5) under ``<out>/<subdir>/``: ``<domain>/scores.json`` and ``metrics.json``,
-``summary.json``; and beside them ``run.trec`` (every domain's run, query ids written
-``<domain>/<query id>`` because ids repeat across domains) and ``config.json``. Each domain
-folder also gets a ``config.json``, written last: a domain is reused only when that stored
-configuration equals the new one (the official code reuses any existing ``scores.json``,
-SPEC §7), and a run killed mid-domain leaves no configuration there, so it re-runs.
+Layout (docs/protocol.md, The official harness's files) under ``<out>/<subdir>/``:
+``<domain>/scores.json`` and ``metrics.json``, ``summary.json``; and beside them ``run.trec`` (every
+domain's run, query ids written ``<domain>/<query id>`` because ids repeat across domains) and
+``config.json``. Each domain folder also gets a ``config.json``, written last: a domain is reused
+only when that stored configuration equals the new one (the official code reuses any existing
+``scores.json``, docs/protocol.md, What peer tools do differently), and a run killed mid-domain
+leaves no configuration there, so it re-runs.
 
 Nothing of another configuration is ever replaced (:mod:`mmbright_core.retrieval.folders`):
 the folder's ``config.json`` claims it before any domain is written, a folder holding
@@ -368,7 +369,7 @@ def _batch_step(start: int, size: int, queries: Sequence[object]) -> str:
 
 def _cut(run: Run, excluded: dict[str, frozenset[str]], k: int) -> dict[str, dict[str, float]]:
     # Every backend cuts already; doing it again here holds any registered retriever to the
-    # protocol (exclusions before the top-k cut, SPEC §3).
+    # protocol (exclusions before the top-k cut, docs/protocol.md, Per-task protocol).
     return {q: top_k(docs, k, excluded.get(q, frozenset())) for q, docs in run.items()}
 
 

@@ -39,7 +39,7 @@ from mmbright_core.ui.confine import Confinement
 from mmbright_core.ui.state import RunEntry
 
 MEASURE = "nDCG@10"
-"""The benchmark's primary measure (SPEC §1), shown on every page."""
+"""The benchmark's primary measure (docs/protocol.md, The benchmark), shown on every page."""
 
 
 @st.cache_resource(max_entries=4, show_spinner="Opening the data source…")

@@ -1,7 +1,7 @@
 """A task's queries as the pages count and show them, read from the cached judgments.
 
 Coverage and partial averages are measured against the task (every domain of the source,
-every judged query), not against what a run happens to hold (SPEC §4).
+every judged query), not against what a run happens to hold (docs/protocol.md, Scoring).
 """
 
 from __future__ import annotations

@@ -38,7 +38,8 @@ SYNTHETIC_NOTE = (
 )
 
 PASSAGE_CHARS = 5_000
-"""Longest passage excerpt shown (one published passage has 25 M characters, SPEC §1)."""
+"""Longest passage excerpt shown (one published passage has 25 M characters, docs/protocol.md, The
+benchmark)."""
 
 # Older names of the one escaping helper, :func:`mmbright_core.ui.literal.literal`.
 escape_md = escape_message = literal
@@ -141,7 +142,7 @@ def score_text(value: float | None) -> str:
 
 
 def points(value: float) -> str:
-    """Format a fraction as the benchmark reports it: x100 with one decimal (SPEC §4)."""
+    """Format a fraction as the benchmark reports it: x100 with one decimal."""
     return "–" if math.isnan(value) else f"{100 * value:.1f}"
 
 

@@ -73,7 +73,8 @@ class RunEntry:
         origin: Where it came from, for the user ("demo", "upload: x.trec", ...).
         fingerprint: A digest of the content; caches of scores are keyed on it.
         negatives: The policy for ``negative_ids`` the run is scored by: the one its
-            configuration records, else ``"exclude"`` (the official rule, SPEC §3).
+            configuration records, else ``"exclude"`` (the official rule, docs/protocol.md, Per-task
+            protocol).
         config: The run configuration recorded beside its outputs (``config.json``), or
             None for a run without one (a run file, another harness's outputs).
         ocr_words: The words an OCR run recorded from its query images (``ocr.json``), or

@@ -163,8 +163,8 @@ def headlines(table: pd.DataFrame, board: pd.DataFrame, task: TaskCounts) -> pd.
     """The numbers shown per run, counted against the task rather than the run.
 
     A run over one of four domains covers a quarter of the task, not all of it: coverage
-    is the share of the task's judged queries the run ranks (SPEC §4: always show it), and
-    ``domains`` / ``task_domains`` say how many domains its macro average is taken over.
+    is the share of the task's judged queries the run ranks (docs/protocol.md, Scoring: always show
+    it), and ``domains`` / ``task_domains`` say how many domains its macro average is taken over.
 
     Args:
         table: The results table of the runs (rows for the domains each run has).

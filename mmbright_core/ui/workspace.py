@@ -112,7 +112,7 @@ def read_upload(
 
 
 def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) -> list[RunEntry]:
-    """Read every run in a folder: official outputs (SPEC §5) or run files.
+    """Read every run in a folder: official outputs (docs/protocol.md) or run files.
 
     Args:
         folder: An official ``<subdir>``, an ``outputs`` folder holding several, or a
@@ -198,7 +198,8 @@ def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
 
 
 DEMO_RUNS = Path(__file__).resolve().parent.parent / "data" / "demo" / "runs"
-"""Where the demo's runs ship, in the official outputs layout (SPEC §5)."""
+"""Where the demo's runs ship, in the official outputs layout (docs/protocol.md, The official
+harness's files)."""
 
 
 def _demo_outputs() -> list[Path]:
