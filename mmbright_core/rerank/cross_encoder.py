@@ -15,7 +15,7 @@ from typing import Any
 
 from mmbright_core.errors import InputError
 from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, RerankQuery
-from mmbright_core.retrieval.base import require
+from mmbright_core.retrieval.base import model_label, require
 from mmbright_core.retrieval.cache import path_sha256
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
 
@@ -51,7 +51,7 @@ class CrossEncoderReranker:
 
     def label(self) -> str:
         """Return the model's last path component."""
-        return Path(self.model).name if self.local else self.model.rsplit("/", 1)[-1]
+        return model_label(self.model, self.local)
 
     def settings(self) -> dict[str, Any]:
         """Return the model's identity (checkpoint hash for a local folder) and truncation."""

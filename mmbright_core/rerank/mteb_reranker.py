@@ -22,7 +22,7 @@ from mmbright_core.data.images import ImageDecodeError, decode_image
 from mmbright_core.errors import InputError
 from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, RerankQuery
 from mmbright_core.retrieval.base import require
-from mmbright_core.retrieval.mteb_models import split_name
+from mmbright_core.retrieval.mteb_models import load_model, split_name
 from mmbright_core.retrieval.mteb_tasks import TASK_NAMES, task_metadata
 from mmbright_core.task_table import TASK_TABLE
 
@@ -99,15 +99,7 @@ class MtebReranker:
             InputError: Its weights or code are not in the local cache.
         """
         if self._model is None:
-            mteb = require("mteb", _WHAT, "mteb")
-            try:
-                self._model = mteb.get_model(self.model, self.revision, device=self.device)
-            except (OSError, ValueError, RuntimeError) as err:
-                raise InputError(
-                    f"cannot load MTEB model {self.model!r}",
-                    found=f"{type(err).__name__}: {err}",
-                    hint="Its weights must be in the local Hugging Face cache.",
-                ) from err
+            self._model = load_model(self.model, self.revision, self.device, _WHAT)
         return self._model
 
     def rerank(

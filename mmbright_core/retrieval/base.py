@@ -16,6 +16,7 @@ import json
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from mmbright_core.data.ids import passage_id as passage_id
@@ -199,6 +200,11 @@ def _accepted_options(factory: Callable[..., Retriever]) -> set[str] | None:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
         return None
     return {p.name for p in params if p.kind is not inspect.Parameter.VAR_POSITIONAL}
+
+
+def model_label(model: str, local: bool) -> str:
+    """Return a model's short name: a local folder's name, or a hub id's last part."""
+    return Path(model).name if local else model.rsplit("/", 1)[-1]
 
 
 def require(module: str, what: str, extra: str) -> Any:

@@ -24,6 +24,7 @@ from mmbright_core.retrieval.base import (
     Retriever,
     check_k,
     check_task,
+    model_label,
     passage_id,
     require,
 )
@@ -150,7 +151,7 @@ class DenseRetriever:
         """Return the model's last path component (``all-MiniLM-L6-v2`` for the default)."""
         if self.default:
             return "all-MiniLM-L6-v2"
-        return Path(self.model).name if self.local else self.model.rsplit("/", 1)[-1]
+        return model_label(self.model, self.local)
 
     def settings(self) -> dict[str, Any]:
         """Return model identity (checkpoint hash for local folders) and encoding settings."""

@@ -121,6 +121,14 @@ def load_model(
     return loaded.to(device_of(device)).eval()
 
 
+def tokenize(tokenizer: Any, texts: Sequence[str], max_length: int | None, device: Any) -> Any:
+    """Return a padded, truncated batch of ``texts`` as tensors on ``device``."""
+    batch = tokenizer(
+        list(texts), max_length=max_length, padding=True, truncation=True, return_tensors="pt"
+    )
+    return batch.to(device)
+
+
 def in_batches(
     items: Sequence[Any], size: int, encode: Callable[[Sequence[Any]], np.ndarray]
 ) -> np.ndarray:
@@ -270,13 +278,7 @@ class HFTextEmbedder:
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         torch = require("torch", "the hf retriever", "hf")
         model = self._load()
-        batch = self.tokenizer(
-            list(texts),
-            max_length=self.max_length,
-            padding=True,
-            truncation=True,
-            return_tensors="pt",
-        ).to(model.device)
+        batch = tokenize(self.tokenizer, texts, self.max_length, model.device)
         with torch.inference_mode():
             hidden = model(**batch).last_hidden_state
             vectors = pool(hidden, batch["attention_mask"], self.pooling)

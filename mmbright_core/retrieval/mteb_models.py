@@ -38,6 +38,27 @@ from mmbright_core.retrieval.mteb_tasks import (
 )
 
 _WHAT = "the mteb retriever"
+
+
+def load_model(model: str, revision: str | None, device: str | None, what: str) -> Any:
+    """Return ``mteb.get_model(model, revision)`` on ``device``, for ``what`` (a backend).
+
+    Raises:
+        InputError: The model's weights or code cannot be loaded (not in the local cache).
+        MissingDependencyError: mteb is not installed.
+    """
+    mteb = require("mteb", what, "mteb")
+    try:
+        return mteb.get_model(model, revision, device=device)
+    except (OSError, ValueError, RuntimeError) as err:
+        raise InputError(
+            f"cannot load MTEB model {model!r}",
+            found=f"{type(err).__name__}: {err}",
+            hint="Its weights (and remote code) must be in the local Hugging Face cache; "
+            "nothing is downloaded at run time.",
+        ) from err
+
+
 #: MTEB's similarity names whose ranking 100 x cosine reproduces (None: MTEB's default).
 _COSINE = (None, "cosine")
 
@@ -155,16 +176,7 @@ class MtebEmbedder:
             InputError: The model's weights or code cannot be loaded (not in the local cache).
         """
         if self._model is None:
-            mteb = require("mteb", _WHAT, "mteb")
-            try:
-                self._model = mteb.get_model(self.model, self.revision, device=self.device)
-            except (OSError, ValueError, RuntimeError) as err:
-                raise InputError(
-                    f"cannot load MTEB model {self.model!r}",
-                    found=f"{type(err).__name__}: {err}",
-                    hint="Its weights (and remote code) must be in the local Hugging Face "
-                    "cache; nothing is downloaded at run time.",
-                ) from err
+            self._model = load_model(self.model, self.revision, self.device, _WHAT)
         return self._model
 
     def encode_texts(self, texts: Sequence[str], role: Role) -> np.ndarray:

@@ -33,6 +33,7 @@ from mmbright_core.retrieval.hf import (
     in_batches,
     load_pretrained,
     load_transformers,
+    tokenize,
     torch_dtype,
 )
 from mmbright_core.retrieval.instructions import DOMAIN_FIELD, fill_domain
@@ -166,11 +167,5 @@ class SentenceEmbedding(HubTextModel):
 
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         model = self.loaded()
-        batch = self.tokenizer(
-            list(texts),
-            max_length=self.max_length,
-            padding=True,
-            truncation=True,
-            return_tensors="pt",
-        ).to(model.device)
+        batch = tokenize(self.tokenizer, texts, self.max_length, model.device)
         return inference(lambda: model(**batch)["sentence_embedding"])
