@@ -16,8 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mmbright_core.analysis.attribution import explain
-from mmbright_core.analysis.attribution_config import retriever_from_config
+from mmbright_core.analysis.attribution import explain, retriever_from_config
 from mmbright_core.analysis.attribution_records import FusionAttribution, Unavailable
 from mmbright_core.cli import main
 from mmbright_core.data.images import query_images

@@ -14,8 +14,12 @@ import pytest
 from openai_server import CHAT_MODEL, OpenAIServer, kill_when_held, message_text, reply_of
 from PIL import Image
 
-from mmbright_core.analysis.attribution import LexicalAttribution, Unavailable, explain
-from mmbright_core.analysis.attribution_config import retriever_from_config
+from mmbright_core.analysis.attribution import (
+    LexicalAttribution,
+    Unavailable,
+    explain,
+    retriever_from_config,
+)
 from mmbright_core.cli import main
 from mmbright_core.data.images import decode_image
 from mmbright_core.data.sources import open_source

@@ -18,7 +18,8 @@ an ``explain_scores`` method explains its own scores, one without it is answered
 Everything is computed on demand from the retriever that made the run (one index look-up or
 one batch of encodings per call), so the parts add up to the run's stored score. A run read
 from files is explained only through the retriever its configuration rebuilds
-(:func:`retriever_from_config`); without one, the answer is :class:`Unavailable`, never a
+(:func:`retriever_from_config`, with the recipe each retriever declares in
+:mod:`~mmbright_core.retrieval.rebuild`); without one, the answer is :class:`Unavailable`, never a
 guess.
 
 Example:
@@ -29,9 +30,8 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from mmbright_core.analysis.attribution_config import retriever_from_config
 from mmbright_core.analysis.attribution_records import (
     Attribution,
     DenseAttribution,
@@ -42,7 +42,8 @@ from mmbright_core.analysis.attribution_records import (
     Unavailable,
 )
 from mmbright_core.errors import InputError, MissingDependencyError
-from mmbright_core.retrieval.base import ImageSource, Retriever, check_task
+from mmbright_core.retrieval.base import ImageSource, Retriever, RunConfig, check_task
+from mmbright_core.retrieval.rebuild import NotRebuildable, rebuild_retriever
 from mmbright_core.types import Query, TaskData
 
 __all__ = [
@@ -79,6 +80,29 @@ class ExplainsScores(Protocol):
             positions: doc_id -> its position in ``data.corpus`` (documents in the corpus).
         """
         ...
+
+
+def retriever_from_config(
+    config: RunConfig | Mapping[str, Any], **given: Any
+) -> Retriever | Unavailable:
+    """Rebuild the retriever that made a run to explain its scores, or say why not.
+
+    The rebuild itself, one recipe per retriever, is
+    :func:`~mmbright_core.retrieval.rebuild.rebuild_retriever`, which takes the same
+    arguments (``cache_dir``, ``device``, ``ocr_words``, ``rewrites``); here a refusal
+    becomes the answer every document of the run gets.
+
+    Returns:
+        The retriever, or :class:`Unavailable` with the reason it cannot be rebuilt
+        faithfully.
+
+    Raises:
+        InputError: ``config`` is not a run configuration.
+    """
+    try:
+        return rebuild_retriever(config, **given)
+    except NotRebuildable as err:
+        return Unavailable(str(err))
 
 
 def explain(

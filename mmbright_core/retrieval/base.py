@@ -17,11 +17,14 @@ import typing
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from mmbright_core.data.ids import passage_id as passage_id
 from mmbright_core.errors import InputError, MissingDependencyError, UnknownNameError
 from mmbright_core.types import TaskData
+
+if TYPE_CHECKING:
+    from mmbright_core.retrieval.rebuild import Rebuild
 
 #: The ``run`` subcommand's default cut (docs/protocol.md, Per-task protocol: runs keep the top
 #: 1,000 per query).
@@ -90,31 +93,67 @@ def check_k(k: int) -> None:
         raise InputError("invalid cut-off k", expected="a positive integer", found=repr(k))
 
 
-# name -> (module, factory attribute). Modules are imported on first use only, so a backend's
-# heavy dependencies load only when that backend is asked for.
-_BUILTIN: dict[str, tuple[str, str]] = {
-    "bm25": ("mmbright_core.retrieval.bm25", "BM25Retriever"),
-    "dense": ("mmbright_core.retrieval.dense", "DenseRetriever"),
-    "clip": ("mmbright_core.retrieval.clip", "ClipRetriever"),
-    "hf": ("mmbright_core.retrieval.hf", "hf_retriever"),
-    "mteb": ("mmbright_core.retrieval.mteb_models", "mteb_retriever"),
-    "ocr-bm25": ("mmbright_core.retrieval.ocr", "ocr_bm25"),
-    "ocr-dense": ("mmbright_core.retrieval.ocr", "ocr_dense"),
-    "random": ("mmbright_core.retrieval.random_rank", "RandomRetriever"),
-    "api": ("mmbright_core.retrieval.api", "ApiRetriever"),
-    "remote": ("mmbright_core.retrieval.remote", "remote_retriever"),
+# name -> (module, factory attribute, rebuild recipe attribute or None). Modules are imported
+# on first use only, so a backend's heavy dependencies load only when that backend is asked for.
+# The recipe sits beside the factory in the backend's module (retrieval/rebuild.py).
+_BUILTIN: dict[str, tuple[str, str, str | None]] = {
+    "bm25": ("mmbright_core.retrieval.bm25", "BM25Retriever", "rebuild"),
+    "dense": ("mmbright_core.retrieval.dense", "DenseRetriever", "rebuild"),
+    "clip": ("mmbright_core.retrieval.clip", "ClipRetriever", "rebuild"),
+    "hf": ("mmbright_core.retrieval.hf", "hf_retriever", "rebuild"),
+    "mteb": ("mmbright_core.retrieval.mteb_models", "mteb_retriever", None),
+    "ocr-bm25": ("mmbright_core.retrieval.ocr", "ocr_bm25", "rebuild_ocr_bm25"),
+    "ocr-dense": ("mmbright_core.retrieval.ocr", "ocr_dense", "rebuild_ocr_dense"),
+    "random": ("mmbright_core.retrieval.random_rank", "RandomRetriever", "rebuild"),
+    "api": ("mmbright_core.retrieval.api", "ApiRetriever", None),
+    "remote": ("mmbright_core.retrieval.remote", "remote_retriever", None),
+}
+#: Built-in retrievers without a rebuild recipe, and why: their runs are explained only by
+#: passing the retriever itself.
+NOT_REBUILDABLE: dict[str, str] = {
+    "mteb": "its model loads through MTEB's registry; its settings map back to no options",
+    "api": "its vectors come from a remote endpoint, with a key and request budget of its own",
+    "remote": "its models run their own hub code, which is not run again to explain a run",
 }
 _EXTRA: dict[str, Callable[..., Retriever]] = {}
+_EXTRA_REBUILD: dict[str, Rebuild] = {}
 
 
-def register_retriever(name: str, factory: Callable[..., Retriever]) -> None:
+def register_retriever(
+    name: str, factory: Callable[..., Retriever], rebuild: Rebuild | None = None
+) -> None:
     """Register a retriever factory under ``name`` (replacing a previous one of that name).
 
     Args:
         name: The name ``get_retriever`` will answer to.
         factory: A callable taking keyword options and returning a :class:`Retriever`.
+        rebuild: Its recipe to rebuild a run's retriever from ``config.json``
+            (:data:`~mmbright_core.retrieval.rebuild.Rebuild`); None: its runs cannot be.
     """
     _EXTRA[name] = factory
+    _EXTRA_REBUILD.pop(name, None)
+    if rebuild is not None:
+        _EXTRA_REBUILD[name] = rebuild
+
+
+def rebuild_recipe(name: str) -> Rebuild | None:
+    """Return the recipe that rebuilds retriever ``name`` from a run's configuration, or None.
+
+    A plugin's (a ``MODULE:FACTORY`` spec or an installed name) calls its factory again with
+    the recorded ``plugin_options``; its module is imported only when the recipe's options
+    are built into a retriever.
+    """
+    if name in _EXTRA:
+        return _EXTRA_REBUILD.get(name)
+    if name in _BUILTIN:
+        module, _, attribute = _BUILTIN[name]
+        if attribute is None:
+            return None
+        recipe: Rebuild = getattr(importlib.import_module(module), attribute)
+        return recipe
+    from mmbright_core.retrieval.plugins import entry_points, is_spec, rebuild_plugin
+
+    return rebuild_plugin if is_spec(name) or name in entry_points() else None
 
 
 def available_retrievers() -> tuple[str, ...]:
@@ -159,7 +198,7 @@ def _factory(name: str) -> Callable[..., Retriever]:
         if plugin is None:
             raise UnknownNameError("retriever", name, available_retrievers())
         return plugin
-    module, attribute = _BUILTIN[name]
+    module, attribute, _ = _BUILTIN[name]
     factory: Callable[..., Retriever] = getattr(importlib.import_module(module), attribute)
     return factory
 

@@ -44,7 +44,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, count
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -64,6 +64,10 @@ from mmbright_core.retrieval.cache import default_cache_dir, settings_key
 from mmbright_core.retrieval.index import Groups, doc_positions, excluded_indices, top_k_array
 from mmbright_core.retrieval.verify import check_files, file_record, npy_layout, report_damaged
 from mmbright_core.types import Query, TaskData
+
+if TYPE_CHECKING:
+    from mmbright_core.retrieval.base import RunConfig
+    from mmbright_core.retrieval.rebuild import RebuildContext
 
 #: The query weightings: the official one (gensim's, applied to the query too) and Lucene's.
 SCORINGS = ("gensim", "lucene")
@@ -407,4 +411,14 @@ def rank_by_text_scores(data: TaskData, k: int, score_texts: Any) -> dict[str, d
             doc_ids, unit_scores[groups.unit_of_doc].astype(np.float64), k, exclude[i]
         )
         for i, (query_id, unit_scores) in enumerate(zip(query_ids, scores, strict=True))
+    }
+
+
+def rebuild(config: RunConfig, options: dict[str, Any], context: RebuildContext) -> dict[str, Any]:
+    """Return the options that rebuild a run's ``bm25`` from its configuration."""
+    return {
+        "k1": options["k1"],
+        "b": options["b"],
+        "scoring": options["scoring"],
+        "cache_dir": context.cache_dir,
     }

@@ -40,9 +40,10 @@ no task rotates by EXIF orientation.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PIL import Image
@@ -62,6 +63,10 @@ from mmbright_core.retrieval.model_files import (
     model_files,
 )
 from mmbright_core.retrieval.textcap import cap_text
+
+if TYPE_CHECKING:
+    from mmbright_core.retrieval.base import RunConfig
+    from mmbright_core.retrieval.rebuild import RebuildContext
 
 __all__ = ["AUTO_PRETRAINED", "FUSION", "ClipRetriever", "OpenClipEmbedder", "image_key"]
 __all__ += ["white_image"]
@@ -302,3 +307,19 @@ def _resolve_pretrained(model: str, pretrained: str | None) -> str | None:
             hint="Leave --pretrained out.",
         )
     return chosen
+
+
+def rebuild(config: RunConfig, options: dict[str, Any], context: RebuildContext) -> dict[str, Any]:
+    """Return the options that rebuild a run's ``clip`` from its configuration."""
+    seed = re.match(r"random:seed=(-?\d+):", str(options["weights"]))
+    return {
+        "model": config.model,
+        "pretrained": config.revision or "none",  # None was recorded for random weights
+        "seed": int(seed.group(1)) if seed else 0,
+        "image_policy": config.image_policy,
+        "no_image": config.no_image,
+        "index": options["index"],
+        "cache_dtype": options["cache_dtype"],
+        "cache_dir": context.cache_dir,
+        "device": context.device,
+    }

@@ -14,7 +14,7 @@ passage's embedding.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +43,10 @@ from mmbright_core.retrieval.model_files import FOLDER_HINT, model_files
 from mmbright_core.retrieval.remote_code import trusted
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
 from mmbright_core.types import Query, TaskData
+
+if TYPE_CHECKING:
+    from mmbright_core.retrieval.base import RunConfig
+    from mmbright_core.retrieval.rebuild import RebuildContext
 
 
 def default_text_model() -> Path:
@@ -308,3 +312,23 @@ class DenseRetriever:
 
         docs = {doc_id: data.corpus[p] for doc_id, p in positions.items()}
         return explain_dense(through or self, source, query, docs)  # type: ignore[arg-type]
+
+
+def rebuild(config: RunConfig, options: dict[str, Any], context: RebuildContext) -> dict[str, Any]:
+    """Return the options that rebuild a run's ``dense`` from its configuration."""
+    try:
+        default = str(default_text_model())
+    except MissingDependencyError:
+        default = None
+    return {
+        # The packaged default model is recorded by its folder: ask for the default again.
+        "model": None if config.model == default else config.model,
+        "revision": config.revision,
+        "max_length": config.truncation,
+        "query_prefix": options["query_prefix"],
+        "document_prefix": options["document_prefix"],
+        "index": options["index"],
+        "cache_dtype": options["cache_dtype"],
+        "cache_dir": context.cache_dir,
+        "device": context.device,
+    }

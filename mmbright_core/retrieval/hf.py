@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,6 +38,10 @@ from mmbright_core.retrieval.instructions import DOMAIN_FIELD, fill_domain
 from mmbright_core.retrieval.model_files import FOLDER_HINT, model_files
 from mmbright_core.retrieval.remote_code import trusted
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
+
+if TYPE_CHECKING:
+    from mmbright_core.retrieval.base import RunConfig
+    from mmbright_core.retrieval.rebuild import RebuildContext
 
 POOLINGS = ("last-token", "mean", "cls")
 DTYPES = ("float32", "bfloat16", "float16")
@@ -365,3 +369,27 @@ def hf_retriever(
         cache_dtype=cache_dtype,
         batch_size=batch_size,
     )
+
+
+def rebuild(config: RunConfig, options: dict[str, Any], context: RebuildContext) -> dict[str, Any]:
+    """Return the options that rebuild a run's ``hf`` from its configuration."""
+    rebuilt = {
+        "model": config.model,
+        "revision": config.revision,
+        "max_length": config.truncation,
+        "dtype": options["dtype"],
+        "index": options["index"],
+        "cache_dtype": options["cache_dtype"],
+        "cache_dir": context.cache_dir,
+        "device": context.device,
+    }
+    if "pooling" not in options:  # CLIP or SigLIP: the query image counts
+        return {**rebuilt, "image_policy": config.image_policy}
+    return {
+        **rebuilt,
+        "pooling": options["pooling"],
+        "query_instruction": options["query_instruction"],
+        "document_instruction": options["document_instruction"],
+        "append_eos": options.get("append_eos", False),
+        "document_char_limit": options.get("document_char_limit"),
+    }

@@ -15,7 +15,7 @@ import dataclasses
 import importlib.metadata
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PIL import Image
@@ -34,6 +34,10 @@ from mmbright_core.retrieval.base import (
 from mmbright_core.retrieval.cache import content_key, default_cache_dir, settings_key
 from mmbright_core.retrieval.verify import bytes_match, bytes_record, remove, report_damaged
 from mmbright_core.types import Query, TaskData
+
+if TYPE_CHECKING:
+    from mmbright_core.retrieval.base import RunConfig
+    from mmbright_core.retrieval.rebuild import RebuildContext
 
 # ``concat`` would glue images into one tall picture the OCR model would shrink; reading each
 # image (``all``) or the first one keeps the text legible. ``first`` is the default, as for
@@ -293,3 +297,54 @@ def ocr_dense(
     reader = OcrReader(default_cache_dir(cache_dir), min_score, recorded)
     inner = get_retriever("dense", cache_dir=cache_dir, **options)
     return OcrAugmented("ocr-dense", inner, reader, image_policy)
+
+
+def rebuild_ocr_bm25(
+    config: RunConfig, options: dict[str, Any], context: RebuildContext
+) -> dict[str, Any]:
+    """Return the options that rebuild a run's ``ocr-bm25``, on the words it recorded."""
+    from mmbright_core.retrieval.bm25 import rebuild
+
+    return _rebuild_ocr(rebuild(config, options, context), config, options, context)
+
+
+def rebuild_ocr_dense(
+    config: RunConfig, options: dict[str, Any], context: RebuildContext
+) -> dict[str, Any]:
+    """Return the options that rebuild a run's ``ocr-dense``, on the words it recorded."""
+    from mmbright_core.retrieval.dense import rebuild
+
+    inner = rebuild(config, options, context)
+    inner.pop("device")  # ocr-dense encodes on the inner retriever's default device
+    return _rebuild_ocr(inner, config, options, context)
+
+
+def _rebuild_ocr(
+    inner: dict[str, Any], config: RunConfig, options: dict[str, Any], context: RebuildContext
+) -> dict[str, Any]:
+    """The inner retriever's options with the OCR's, or why the words cannot be had.
+
+    Raises:
+        NotRebuildable: The recorded words are of another image policy, or none were
+            recorded and the engine that would read them again is not installed.
+    """
+    from mmbright_core.retrieval.rebuild import NotRebuildable
+
+    words = context.ocr_words
+    if words is not None and words.image_policy != config.image_policy:
+        raise NotRebuildable(
+            f"the run's ocr.json records image policy {words.image_policy!r}, its "
+            f"configuration {config.image_policy!r}: run the retriever again"
+        )
+    if words is None and not engine_installed():
+        raise NotRebuildable(
+            "the run records no words read from its query images (no ocr.json beside its "
+            "scores.json), and reading them again needs the OCR engine, which is not "
+            "installed: pip install 'mmbright[ocr]', or run the retriever again to record them"
+        )
+    return {
+        **inner,
+        "image_policy": config.image_policy,
+        "min_score": options["ocr_min_score"],
+        "recorded": words,
+    }

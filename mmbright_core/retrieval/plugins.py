@@ -21,11 +21,15 @@ import inspect
 import os
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.base import Retriever
 from mmbright_core.retrieval.embedder import Embedder
+
+if TYPE_CHECKING:
+    from mmbright_core.retrieval.base import RunConfig
+    from mmbright_core.retrieval.rebuild import RebuildContext
 
 #: The entry-point group installed packages register retriever names in.
 ENTRY_POINT_GROUP = "mmbright.retrievers"
@@ -79,6 +83,17 @@ def import_factory(spec: str) -> Callable[..., Any]:
             found=attribute if factory is None else f"{attribute} = {factory!r}",
         )
     return factory
+
+
+def rebuild_plugin(
+    config: RunConfig, options: dict[str, Any], context: RebuildContext
+) -> dict[str, Any]:
+    """Return the options that rebuild a plugin's run: those its factory was given.
+
+    A plugin's run records them as ``plugin_options`` (its factory's and the wrapper's), so
+    calling the factory again with them rebuilds the retriever (docs/plugins.md).
+    """
+    return {**options["plugin_options"], "cache_dir": context.cache_dir}
 
 
 def plugin_factory(name: str) -> Callable[..., Retriever] | None:

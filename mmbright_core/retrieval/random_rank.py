@@ -9,13 +9,17 @@ query id, so the ranking is reproducible and independent of query order.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mmbright_core.retrieval.base import ImageSource, check_k, check_task
 from mmbright_core.retrieval.index import doc_positions, excluded_indices, top_k_array
 from mmbright_core.types import TaskData
+
+if TYPE_CHECKING:
+    from mmbright_core.retrieval.base import RunConfig
+    from mmbright_core.retrieval.rebuild import RebuildContext
 
 
 class RandomRetriever:
@@ -63,3 +67,8 @@ class RandomRetriever:
             rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
             out[query_id] = top_k_array(doc_ids, rng.random(len(doc_ids)), k, excluded)
         return out
+
+
+def rebuild(config: RunConfig, options: dict[str, Any], context: RebuildContext) -> dict[str, Any]:
+    """Return the options that rebuild a run's ``random`` from its configuration."""
+    return {"seed": options["seed"]}

@@ -1,0 +1,191 @@
+"""Rebuilding a run's retriever from its recorded configuration, or saying why it cannot be.
+
+A run written by ``mmbright run`` keeps its :class:`~mmbright_core.retrieval.base.RunConfig`
+in ``config.json``: the retriever's name and what its ``settings()`` reported. Each
+retriever declares, next to its factory in the registry (:mod:`~mmbright_core.retrieval.base`),
+a :data:`Rebuild` recipe that maps its settings back to the options the factory takes; the
+rebuilt retriever's own settings must then equal the recorded ones field by field (the
+analyzer's fingerprint, the weights, the OCR engine's version...), or nothing is built and
+:class:`NotRebuildable` says why: an explanation computed with another model would be a
+guess. A plugin (``MODULE:FACTORY`` or an installed name) is rebuilt by importing its factory
+again and calling it with the recorded ``plugin_options``
+(:func:`~mmbright_core.retrieval.plugins.rebuild_plugin`).
+
+The OCR retrievers also need the words read from each query image. A run records them
+(``<domain>/ocr.json``): given those, the rebuilt retriever answers from them and reports the
+engine settings they were read with, so no OCR engine is needed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mmbright_core.errors import InputError, MissingDependencyError
+from mmbright_core.io.ocr_words import OcrWords
+from mmbright_core.io.rewrites import Rewrite
+from mmbright_core.retrieval.base import Retriever, RunConfig, get_retriever, rebuild_recipe
+from mmbright_core.retrieval.rewritten import is_set_setting
+
+
+@dataclass(frozen=True)
+class RebuildContext:
+    """What a recipe may need beyond the configuration: where and with what it runs.
+
+    Attributes:
+        cache_dir: Where the retriever keeps its indexes and embeddings (None: its own).
+        device: Torch device for the encoders.
+        ocr_words: The words the run recorded from its query images (``ocr-*`` runs).
+    """
+
+    cache_dir: str | None = None
+    device: str | None = None
+    ocr_words: OcrWords | None = None
+
+
+#: A retriever's recipe: (recorded configuration, its options, context) -> factory options.
+#: It raises :class:`NotRebuildable` to refuse, ``KeyError`` for an option not recorded.
+Rebuild = Callable[[RunConfig, dict[str, Any], RebuildContext], dict[str, Any]]
+
+
+class NotRebuildable(Exception):
+    """The run's retriever cannot be rebuilt faithfully; the message says why and what to do."""
+
+
+def rebuild_retriever(
+    config: RunConfig | Mapping[str, Any],
+    *,
+    cache_dir: str | None = None,
+    device: str | None = None,
+    ocr_words: OcrWords | None = None,
+    rewrites: Mapping[tuple[str, str], Rewrite] | None = None,
+) -> Retriever:
+    """Rebuild the retriever that made a run, exactly as configured.
+
+    Args:
+        config: The run's configuration: a :class:`RunConfig`, its ``to_dict()`` form, or
+            the whole ``config.json`` of a run folder (``{"config": ..., "domains": ...}``).
+        cache_dir: Where the retriever keeps its indexes and embeddings (default: its own).
+        device: Torch device for the encoders (``dense``, ``clip``, ``hf``).
+        ocr_words: The words the run recorded from its query images, for ``ocr-*``.
+        rewrites: The rewritten queries a run on a rewritten set recorded.
+
+    Returns:
+        The retriever.
+
+    Raises:
+        InputError: ``config`` is not a run configuration.
+        NotRebuildable: An unknown retriever, settings not recorded, a model, analyzer or
+            package version that now gives other settings, a missing optional package, OCR
+            words neither recorded nor readable.
+    """
+    config = as_config(config)
+    context = RebuildContext(cache_dir, device, ocr_words)
+    if dict(config.options).get("trust_remote_code"):
+        # Rebuilding would run the hub code a loaded folder names: never without the user's
+        # own opt-in for that run (docs/safety.md).
+        raise NotRebuildable(
+            f"the run's {config.retriever!r} ran the model's own code from the hub "
+            "(trust_remote_code), which is not run again to explain it"
+        )
+    if any(is_set_setting(name) for name, _ in config.options):
+        return _rewritten(config, rewrites, context)
+    recipe = rebuild_recipe(config.retriever)
+    if recipe is None:
+        raise NotRebuildable(
+            f"no recipe to rebuild retriever {config.retriever!r} from its configuration: "
+            "pass the retriever itself"
+        )
+    try:
+        options = recipe(config, dict(config.options), context)
+    except KeyError as err:
+        raise NotRebuildable(
+            f"the run's configuration does not record {err.args[0]!r}, which rebuilding "
+            f"{config.retriever!r} needs (read the run folder's config.json, not a summary)"
+        ) from err
+    retriever, rebuilt = _built(config, options)
+    differences = _differences(config, rebuilt)
+    if differences:
+        raise NotRebuildable(
+            f"the rebuilt {config.retriever!r} differs from the run's: " + "; ".join(differences)
+        )
+    return retriever
+
+
+def _built(config: RunConfig, options: dict[str, Any]) -> tuple[Retriever, RunConfig]:
+    """The retriever the recipe's options build, and the configuration it now reports."""
+    try:
+        retriever = get_retriever(config.retriever, **options)
+        rebuilt = RunConfig.build(
+            retriever,
+            task=config.task,
+            protocol=config.protocol,
+            source=config.source,
+            k=config.k,
+            negatives=config.negatives,
+        )
+    except (MissingDependencyError, InputError) as err:
+        raise NotRebuildable(f"cannot rebuild {config.retriever!r}: {err}") from err
+    return retriever, rebuilt
+
+
+def _rewritten(
+    config: RunConfig,
+    rewrites: Mapping[tuple[str, str], Rewrite] | None,
+    context: RebuildContext,
+) -> Retriever:
+    """A run on rewritten queries: its first retriever rebuilt, on the recorded rewrites."""
+    from mmbright_core.retrieval.rewritten import Rewritten
+
+    if not rewrites:
+        raise NotRebuildable(
+            "the run ran rewritten queries but records none (no rewrites.json beside its "
+            "scores.json): run it again with --queries"
+        )
+    record = {name: value for name, value in config.options if is_set_setting(name)}
+    options = tuple((name, value) for name, value in config.options if name not in record)
+    inner = rebuild_retriever(
+        dataclasses.replace(config, options=options),
+        cache_dir=context.cache_dir,
+        device=context.device,
+        ocr_words=context.ocr_words,
+    )
+    return Rewritten(inner, rewrites, record, config.task, "the run's rewrites.json")
+
+
+def as_config(config: RunConfig | Mapping[str, Any]) -> RunConfig:
+    """Return ``config`` as a :class:`RunConfig` (given one, a dict, or a whole config.json).
+
+    Raises:
+        InputError: Not a run configuration.
+    """
+    if isinstance(config, RunConfig):
+        return config
+    fields = config.get("config", config) if "retriever" not in config else config
+    if not isinstance(fields, Mapping):
+        raise InputError("not a run configuration", expected="a mapping", found=repr(fields))
+    try:
+        return RunConfig.from_dict(fields)
+    except TypeError as err:  # a required field is missing
+        raise InputError(
+            "not a run configuration",
+            expected="retriever, task, protocol, source and k at least",
+            found=", ".join(sorted(fields)) or "nothing",
+        ) from err
+
+
+def _differences(recorded: RunConfig, rebuilt: RunConfig) -> list[str]:
+    """Return ``name: recorded X, now Y`` for every setting that differs (version aside)."""
+    old, new = recorded.to_dict(), rebuilt.to_dict()
+    for side in (old, new):
+        side.pop("package_version")
+        for label in ("preset", "instructions"):  # where the settings came from, not settings
+            side.pop(label)
+        side.update({f"options.{k}": v for k, v in side.pop("options").items()})
+    return [
+        f"{key}: recorded {old.get(key)!r}, now {new.get(key)!r}"
+        for key in sorted(set(old) | set(new))
+        if old.get(key) != new.get(key)
+    ]
