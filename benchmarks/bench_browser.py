@@ -66,8 +66,8 @@ from serving import (  # noqa: E402
 )
 
 from mmbright_core.analysis.compare import SLICES  # noqa: E402
-from mmbright_core.analysis.figures import plain  # noqa: E402
 from mmbright_core.io.runs import write_parquet_run, write_trec_run  # noqa: E402
+from mmbright_core.present.figures import plain  # noqa: E402
 from mmbright_core.ranking import top_k  # noqa: E402
 from mmbright_core.ui import workspace  # noqa: E402
 

@@ -12,9 +12,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from mmbright_core.analysis import figures, palette
 from mmbright_core.analysis.compare import compare_runs, image_effect
-from mmbright_core.analysis.report import comparison_report
+from mmbright_core.present import figures, palette
+from mmbright_core.present.report import comparison_report
 
 RUN = "<b>BOLD<a href='https://evil.example'>LINK.parquet"
 DOMAIN = "<i>bio</i>&co"

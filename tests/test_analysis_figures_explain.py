@@ -6,8 +6,8 @@ import math
 
 import pandas as pd
 
-from mmbright_core.analysis import figures, palette
 from mmbright_core.analysis.rankdiff import rank_diff
+from mmbright_core.present import figures, palette
 
 
 def test_slope_draws_each_relevant_item_from_rank_a_to_rank_b() -> None:

@@ -9,7 +9,7 @@ from PIL import Image
 
 from mmbright_core.analysis.compare import compare_runs
 from mmbright_core.analysis.rankdiff import rank_diff
-from mmbright_core.analysis.report import QueryDetail, comparison_report
+from mmbright_core.present.report import QueryDetail, comparison_report
 
 EVIL = "<script>alert('x')</script>"
 COLUMNS = [

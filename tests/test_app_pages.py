@@ -33,13 +33,13 @@ from apptest import (
 from streamlit.testing.v1 import AppTest
 
 import mmbright_core.data
-from mmbright_core.analysis import figures
 from mmbright_core.analysis.compare import POOLED, compare_runs, most_hurt
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.benchmark import score_task
 from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import read_outputs, write_domain_outputs, write_summary
 from mmbright_core.io.runs import read_run, write_trec_run
+from mmbright_core.present import figures
 from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.runner import run_task
 from mmbright_core.ui import state, views

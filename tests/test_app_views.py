@@ -13,7 +13,7 @@ import pytest
 from apptest import chart_traces, fresh, goto, open_tab
 from streamlit.testing.v1 import AppTest
 
-from mmbright_core.analysis import palette
+from mmbright_core.present import palette
 from mmbright_core.ui import render, state
 from mmbright_core.ui.state import InspectTarget
 

@@ -23,11 +23,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from mmbright_core.analysis.compare import Comparison
-    from mmbright_core.analysis.report import QueryDetail
     from mmbright_core.analysis.rewrite_stage import RewriteStage
     from mmbright_core.analysis.two_stage import TwoStage
     from mmbright_core.data.sources import Source
     from mmbright_core.io.ocr_words import OcrWords
+    from mmbright_core.present.report import QueryDetail
     from mmbright_core.types import Run
 
 MEASURE = "nDCG@10"
@@ -121,11 +121,11 @@ def declare_tests(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Compare the two runs and print the result; return the exit status."""
     from mmbright_core.analysis.compare import compare_runs, most_hurt, slice_effect, with_tags
-    from mmbright_core.analysis.report import comparison_report
     from mmbright_core.analysis.table import query_image_features, source_results_table
     from mmbright_core.benchmark import load_task_runs
     from mmbright_core.data.sources import open_source
     from mmbright_core.io.atomic import atomic_write_text
+    from mmbright_core.present.report import comparison_report
     from mmbright_core.retrieval.cache import default_cache_dir
 
     source = open_source(args.source)
@@ -230,7 +230,7 @@ def _names(path_a: str, path_b: str) -> tuple[str, str]:
 def _cell(column: str, value: Any) -> str:
     import pandas as pd
 
-    from mmbright_core.analysis.report_tables import INTEGER_COLUMNS
+    from mmbright_core.present.report_tables import INTEGER_COLUMNS
 
     if isinstance(value, bool):
         return str(value).lower()
@@ -287,7 +287,7 @@ def _records(frame: pd.DataFrame, columns: list[str]) -> list[dict[str, Any]]:
 def _json_value(column: str, value: Any) -> Any:
     import pandas as pd
 
-    from mmbright_core.analysis.report_tables import INTEGER_COLUMNS
+    from mmbright_core.present.report_tables import INTEGER_COLUMNS
 
     if value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return None
@@ -329,8 +329,8 @@ def _details(
     hurt: pd.DataFrame,
 ) -> dict[tuple[str, str], QueryDetail]:
     from mmbright_core.analysis.rankdiff import rank_diff
-    from mmbright_core.analysis.report import QueryDetail
     from mmbright_core.benchmark import RUN_DEPTH
+    from mmbright_core.present.report import QueryDetail
     from mmbright_core.ranking import top_k
 
     run_a, run_b = runs.values()

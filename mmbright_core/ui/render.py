@@ -18,12 +18,12 @@ import pandas as pd
 import streamlit as st
 from PIL import Image
 
-from mmbright_core.analysis.palette import grade
 from mmbright_core.data.ids import display_id
 from mmbright_core.data.images import ImageDecodeError, decode_image
 from mmbright_core.data.sources import Source
 from mmbright_core.errors import MMBrightError
 from mmbright_core.io import csv_safe
+from mmbright_core.present.palette import grade
 from mmbright_core.types import Document, Query
 from mmbright_core.ui import state
 from mmbright_core.ui.literal import literal, visible
@@ -129,7 +129,7 @@ def judgment_badge(relevance: float | None, excluded: bool = False) -> str:
     if relevance is None or (isinstance(relevance, float) and math.isnan(relevance)):
         return ":orange-badge[unjudged]"
     label = int(relevance)
-    # Each grade a colour of its own (analysis.palette): a Task 4 pair graded 1 is not one graded 2.
+    # Each grade a colour of its own (present.palette): a Task 4 pair graded 1 is not one graded 2.
     words = f"relevant · {min(label, 2)}" if label > 0 else "not relevant · 0"
     return f":{grade(label).badge}-badge[{words}]"
 

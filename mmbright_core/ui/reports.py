@@ -1,7 +1,7 @@
 """The comparison report offered for download: the core's HTML report plus query details.
 
 The details (query text, image bytes, rank diff of the two runs) are gathered here for the
-most-hurt queries, then :func:`mmbright_core.analysis.report.comparison_report` renders
+most-hurt queries, then :func:`mmbright_core.present.report.comparison_report` renders
 everything, escaped and self-contained. No Streamlit call happens here, so the page can
 hand the function to a download button that runs it only when clicked.
 """
@@ -12,9 +12,9 @@ from collections.abc import Mapping
 
 from mmbright_core.analysis.compare import Comparison, most_hurt, notes_tags
 from mmbright_core.analysis.rankdiff import rank_diff
-from mmbright_core.analysis.report import QueryDetail, comparison_report
 from mmbright_core.benchmark import apply_protocol
 from mmbright_core.data.sources import Source
+from mmbright_core.present.report import QueryDetail, comparison_report
 from mmbright_core.types import Task
 from mmbright_core.ui.state import RunEntry
 from mmbright_core.ui.two_stage_view import find_rewrite_stage, find_two_stage

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from mmbright_core.analysis import figures
 from mmbright_core.analysis.leaderboard import leaderboard, published_table, reproduction
+from mmbright_core.present import figures
 from mmbright_core.ui import loaders, presets, queries, render, runs_panel, state, views
 from mmbright_core.ui.literal import literal
 from mmbright_core.ui.sidebar import TASK_LABELS, selected_runs

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from mmbright_core.analysis.figures import rank_slope
 from mmbright_core.analysis.rankdiff import rank_diff
+from mmbright_core.present.figures import rank_slope
 from mmbright_core.ui import (
     explain_view,
     inspect,

@@ -6,7 +6,7 @@ URIs. Every piece of text from the data (run names, domains, query text, doc ids
 HTML-escaped. Images that cannot be decoded (SVG, 1x1, corrupt, missing: docs/protocol.md, The data
 as published) are shown as their reason, never dropped silently. The figures carry their own theme
 and margins, so the file is the same whether the command or the dashboard makes it; the
-tables' headings and number formats are in :mod:`mmbright_core.analysis.report_tables`.
+tables' headings and number formats are in :mod:`mmbright_core.present.report_tables`.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ import pandas as pd
 
 from mmbright_core.analysis.compare import Comparison, Tags, image_effect, most_hurt, with_tags
 from mmbright_core.analysis.rankdiff import RankDiff, judgment_gap
-from mmbright_core.analysis.report_tables import escape as _e
-from mmbright_core.analysis.report_tables import format_value, html_table
 from mmbright_core.analysis.rewrite_stage import RewriteStage
 from mmbright_core.analysis.two_stage import TwoStage
 from mmbright_core.data.images import ImageDecodeError, decode_image
 from mmbright_core.errors import MissingDependencyError
+from mmbright_core.present.report_tables import escape as _e
+from mmbright_core.present.report_tables import format_value, html_table
 
 THUMBNAIL = (320, 320)
 FIGURE_TEMPLATE = "plotly_white"
@@ -244,7 +244,7 @@ class _Figures:
 
     def __init__(self) -> None:
         try:
-            from mmbright_core.analysis import figures
+            from mmbright_core.present import figures
         except ModuleNotFoundError as err:
             raise MissingDependencyError("the HTML report", "app", "plotly") from err
         self._figures = figures

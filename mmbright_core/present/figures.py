@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from mmbright_core.analysis import palette
 from mmbright_core.analysis.compare import POOLED, Comparison
 from mmbright_core.data.ids import display_id
+from mmbright_core.present import palette
 
 _HEIGHT_PER_ROW = 34
 _ABSENT = "—"
