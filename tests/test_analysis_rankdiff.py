@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from mmbright_core.analysis.rankdiff import kendall_tau_b, rank_diff, rbo
+from mmbright_core.analysis.rankdiff import kendall_tau_b, pushed_down, rank_diff, rbo
 from mmbright_core.errors import InputError
 
 
@@ -99,3 +99,19 @@ def test_rank_diff_ties_follow_the_ranking_rule():
 def test_rank_diff_rejects_bad_cutoff():
     with pytest.raises(InputError):
         rank_diff({}, {}, {}, k=0)
+
+
+def test_pushed_down_names_the_relevant_items_b_lowered_and_what_rose_above_them():
+    # A: r1 r2 x y; B: x r1 z r2 (r2 falls 2 -> 4, r1 1 -> 2; x and z rise above r2).
+    qrels = {"r1": 1, "r2": 2, "x": 0}
+    run_a = {"r1": 4.0, "r2": 3.0, "x": 2.0, "y": 1.0}
+    run_b = {"x": 4.0, "r1": 3.0, "z": 2.0, "r2": 1.0}
+    pushed, displacing = pushed_down(rank_diff(qrels, run_a, run_b, k=4).docs, k=4)
+    assert sorted(pushed["doc_id"]) == ["r1", "r2"]
+    assert sorted(displacing["doc_id"]) == ["x", "z"]  # y fell, so it displaced nothing
+
+
+def test_pushed_down_is_empty_when_b_lowers_no_relevant_item():
+    docs = rank_diff({"r": 1}, {"r": 2.0, "x": 1.0}, {"r": 2.0, "y": 1.0}, k=2).docs
+    pushed, displacing = pushed_down(docs, k=2)
+    assert pushed.empty and displacing.empty

@@ -193,6 +193,29 @@ def move_label(rank_a: float, rank_b: float) -> str:
     return f"moved up {shift}" if shift > 0 else f"moved down {-shift}"
 
 
+def pushed_down(docs: pd.DataFrame, k: int = 10) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The relevant items B ranks lower than A did, and the items that took their place.
+
+    Args:
+        docs: A rank-diff table (``doc_id``, ``relevance``, ``rank_a``, ``rank_b``).
+        k: The cut-off.
+
+    Returns:
+        ``(pushed, displacing)``: the judged-relevant items A had in its top ``k`` that B
+        ranks lower (or not at all); the items not judged relevant that B puts in its top
+        ``k`` above the lowest of them while A ranked them lower (or not at all).
+    """
+    relevant = docs["relevance"] > 0
+    lower_b = docs["rank_b"].fillna(math.inf) > docs["rank_a"]
+    pushed = docs.loc[relevant & lower_b & (docs["rank_a"] <= k)]
+    if pushed.empty:
+        return pushed, docs.iloc[0:0]
+    floor = pushed["rank_b"].fillna(math.inf).max()
+    rose = docs["rank_a"].fillna(math.inf) > docs["rank_b"]
+    displacing = docs.loc[~relevant & rose & (docs["rank_b"] <= k) & (docs["rank_b"] < floor)]
+    return pushed, displacing
+
+
 def _change(row: Any, k: int) -> str:
     in_a = row.rank_a <= k  # NaN compares False: absent means not in the top k
     in_b = row.rank_b <= k

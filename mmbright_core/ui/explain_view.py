@@ -21,6 +21,7 @@ from mmbright_core.analysis.attribution import (
     FusionAttribution,
     LexicalAttribution,
 )
+from mmbright_core.analysis.rankdiff import pushed_down
 from mmbright_core.data.ids import display_id, pair_parts
 from mmbright_core.data.sources import Source
 from mmbright_core.task_table import TASK_TABLE
@@ -277,29 +278,6 @@ def show_image_grid(
                 path = document.image.path if document and document.image else str(row.doc_id)
                 data = source.document_image_bytes(domain, path)
                 render.show_image(data, path, full_key=f"{key}_{int(row.rank)}")
-
-
-def pushed_down(docs: pd.DataFrame, k: int = 10) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The relevant items B ranks lower than A did, and the items that took their place.
-
-    Args:
-        docs: A rank-diff table (``doc_id``, ``relevance``, ``rank_a``, ``rank_b``).
-        k: The cut-off.
-
-    Returns:
-        ``(pushed, displacing)``: the judged-relevant items A had in its top ``k`` that B
-        ranks lower (or not at all); the items not judged relevant that B puts in its top
-        ``k`` above the lowest of them while A ranked them lower (or not at all).
-    """
-    relevant = docs["relevance"] > 0
-    lower_b = docs["rank_b"].fillna(math.inf) > docs["rank_a"]
-    pushed = docs.loc[relevant & lower_b & (docs["rank_a"] <= k)]
-    if pushed.empty:
-        return pushed, docs.iloc[0:0]
-    floor = pushed["rank_b"].fillna(math.inf).max()
-    rose = docs["rank_a"].fillna(math.inf) > docs["rank_b"]
-    displacing = docs.loc[~relevant & rose & (docs["rank_b"] <= k) & (docs["rank_b"] < floor)]
-    return pushed, displacing
 
 
 def show_relevant(
