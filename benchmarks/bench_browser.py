@@ -65,7 +65,7 @@ from serving import (  # noqa: E402
     streamlit_server,
 )
 
-from mmbright_core.analysis.compare import SLICES  # noqa: E402
+from mmbright_core.analysis.slices import SLICES  # noqa: E402
 from mmbright_core.io.runs import write_parquet_run, write_trec_run  # noqa: E402
 from mmbright_core.present.figures import plain  # noqa: E402
 from mmbright_core.ranking import top_k  # noqa: E402

@@ -8,11 +8,11 @@ from scipy import stats as sps
 from mmbright_core.analysis.compare import (
     POOLED,
     compare_runs,
-    image_effect,
     most_hurt,
     paired_deltas,
     paired_summary,
 )
+from mmbright_core.analysis.slices import image_effect
 from mmbright_core.errors import InputError, UnknownNameError
 
 COLUMNS = [

@@ -12,7 +12,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from mmbright_core.analysis.compare import compare_runs, image_effect
+from mmbright_core.analysis.compare import compare_runs
+from mmbright_core.analysis.slices import image_effect
 from mmbright_core.present import figures, palette
 from mmbright_core.present.report import comparison_report
 

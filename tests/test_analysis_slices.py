@@ -9,18 +9,18 @@ import pandas as pd
 import pytest
 
 from mmbright_core.analysis import stats
-from mmbright_core.analysis.compare import (
+from mmbright_core.analysis.compare import compare_runs
+from mmbright_core.analysis.rankdiff import judgment_gap, unjudged_lead
+from mmbright_core.analysis.slices import (
     NO_IMAGE,
     NO_TAG,
     NOT_READ,
     UNKNOWN,
-    compare_runs,
     slice_effect,
     slice_groups,
     tagged,
     with_tags,
 )
-from mmbright_core.analysis.rankdiff import judgment_gap, unjudged_lead
 from mmbright_core.errors import InputError, UnknownNameError
 
 # (query, images, text-only nDCG, with-image nDCG, Judged@10 A, Judged@10 B)

@@ -18,7 +18,7 @@ from apptest import (
 from streamlit.testing.v1 import AppTest
 
 import mmbright_core.data
-from mmbright_core.analysis.compare import SLICES
+from mmbright_core.analysis.slices import SLICES
 from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import read_outputs
 from mmbright_core.notes import NotesStore, QueryKey

@@ -145,7 +145,7 @@ def test_a_domain_named_twice_is_compared_once(fixture_dir, runs, capsys):
 
 
 def test_slice_names_agree_with_the_core():
-    from mmbright_core.analysis.compare import SLICES
+    from mmbright_core.analysis.slices import SLICES
     from mmbright_core.cli.compare import _SLICES
 
     assert _SLICES == SLICES

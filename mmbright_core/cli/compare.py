@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from mmbright_core.types import Run
 
 MEASURE = "nDCG@10"
-# The names of ``analysis.compare.SLICES``, written out so that ``--help`` needs no pandas
+# The names of ``analysis.slices.SLICES``, written out so that ``--help`` needs no pandas
 # (a test checks that the two agree).
 _SLICES = ("domain", "images", "decodable", "length", "ocr-words", "image-size", "aspect", "tag")
 _IMAGE_SLICES = ("ocr-words", "image-size", "aspect")
@@ -120,7 +120,8 @@ def declare_tests(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Compare the two runs and print the result; return the exit status."""
-    from mmbright_core.analysis.compare import compare_runs, most_hurt, slice_effect, with_tags
+    from mmbright_core.analysis.compare import compare_runs, most_hurt
+    from mmbright_core.analysis.slices import slice_effect, with_tags
     from mmbright_core.analysis.table import query_image_features, source_results_table
     from mmbright_core.benchmark import load_task_runs
     from mmbright_core.data.sources import open_source
@@ -244,9 +245,9 @@ def _cell(column: str, value: Any) -> str:
 
 def _read_tags(source: str, task: int, protocol: str) -> dict[tuple[str, str], list[str]]:
     """The failure tags of the task's queries, from the notes file when there is one."""
-    from mmbright_core.analysis.compare import notes_tags
+    from mmbright_core.notes import scope_tags
 
-    path, tags = notes_tags(source, task, protocol)
+    path, tags = scope_tags(source, task, protocol)
     if path is not None:
         print(f"failure tags read from {path} ({len(tags)} annotated queries)", file=sys.stderr)
     return tags

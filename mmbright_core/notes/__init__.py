@@ -13,6 +13,7 @@ from mmbright_core.notes.database import (
     data_dir,
     default_path,
 )
+from mmbright_core.notes.lookup import scope_tags
 from mmbright_core.notes.records import ImportReport, QueryKey, QueryNotes, Tag
 from mmbright_core.notes.store import NotesStore
 
@@ -28,4 +29,5 @@ __all__ = [
     "Tag",
     "data_dir",
     "default_path",
+    "scope_tags",
 ]

@@ -20,9 +20,10 @@ from typing import Any
 
 import pandas as pd
 
-from mmbright_core.analysis.compare import Comparison, Tags, image_effect, most_hurt, with_tags
+from mmbright_core.analysis.compare import Comparison, most_hurt
 from mmbright_core.analysis.rankdiff import RankDiff, judgment_gap
 from mmbright_core.analysis.rewrite_stage import RewriteStage
+from mmbright_core.analysis.slices import Tags, image_effect, with_tags
 from mmbright_core.analysis.two_stage import TwoStage
 from mmbright_core.data.images import ImageDecodeError, decode_image
 from mmbright_core.errors import MissingDependencyError

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mmbright_core.analysis.compare import Comparison, most_hurt, notes_tags
+from mmbright_core.analysis.compare import Comparison, most_hurt
 from mmbright_core.analysis.rankdiff import rank_diff
 from mmbright_core.benchmark import apply_protocol
 from mmbright_core.data.sources import Source
+from mmbright_core.notes import scope_tags
 from mmbright_core.present.report import QueryDetail, comparison_report
 from mmbright_core.types import Task
 from mmbright_core.ui.state import RunEntry
@@ -71,7 +72,7 @@ def comparison_html(
         )
         for row in most_hurt(comparison, REPORT_QUERIES).itertuples(index=False)
     }
-    tags = notes_tags(source.name, task, protocol)[1]
+    tags = scope_tags(source.name, task, protocol)[1]
     names = comparison.run_a, comparison.run_b
     stages = find_two_stage(source, task, protocol, entries, *names)
     rewrite = find_rewrite_stage(source, task, protocol, entries, names, stages)

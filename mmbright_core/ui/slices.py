@@ -14,12 +14,13 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 import streamlit as st
 
-from mmbright_core.analysis.compare import Comparison, notes_tags, slice_effect
+from mmbright_core.analysis.compare import Comparison
 from mmbright_core.analysis.rankdiff import judgment_gap
+from mmbright_core.analysis.slices import slice_effect
 from mmbright_core.analysis.table import query_image_features
 from mmbright_core.data.ids import check_protocol
 from mmbright_core.io.ocr_words import OcrWords
-from mmbright_core.notes import DEFAULT_TAGS, NotesStore, default_path
+from mmbright_core.notes import DEFAULT_TAGS, NotesStore, default_path, scope_tags
 from mmbright_core.ranking import top_k
 from mmbright_core.retrieval.cache import default_cache_dir
 from mmbright_core.types import Task
@@ -33,7 +34,7 @@ GAP_FILTERS = ("show all", "hide possible judgment gaps", "only judgment gaps")
 
 def query_tags(spec: str, task: Task, protocol: str) -> dict[tuple[str, str], list[str]]:
     """(domain, query_id) -> the query's failure tags, from the notes file if there is one."""
-    return notes_tags(spec, task, protocol)[1]
+    return scope_tags(spec, task, protocol)[1]
 
 
 def tag_names() -> list[str]:

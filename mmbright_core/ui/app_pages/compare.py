@@ -6,7 +6,8 @@ import functools
 
 import streamlit as st
 
-from mmbright_core.analysis.compare import POOLED, SLICES, most_hurt, tagged, with_tags
+from mmbright_core.analysis.compare import POOLED, most_hurt
+from mmbright_core.analysis.slices import SLICES, tagged, with_tags
 from mmbright_core.present import figures
 from mmbright_core.ui import inspect, loaders, queries, render, reports, slices, state, views
 from mmbright_core.ui.literal import literal, visible

@@ -6,7 +6,8 @@ from typing import cast
 
 import streamlit as st
 
-from mmbright_core.analysis.compare import JUDGED, tagged, with_tags
+from mmbright_core.analysis.compare import JUDGED
+from mmbright_core.analysis.slices import tagged, with_tags
 from mmbright_core.present import figures
 from mmbright_core.ui import inspect, loaders, navigation, queries, render, slices, state, views
 from mmbright_core.ui.literal import literal, visible
