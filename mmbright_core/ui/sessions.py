@@ -11,9 +11,14 @@ reconnect finds it, and then only drops it from a cache the next time that cache
 without shutting the session down: its uploaded files stay in the upload manager for as long
 as the server runs. A watcher thread here closes every session that has been disconnected
 for half that TTL through Streamlit's own ``Runtime.close_session`` (which frees its
-state and its uploaded files), then returns the freed memory to the system: a full garbage
-collection and glibc's ``malloc_trim``, since glibc otherwise keeps freed arenas mapped
+uploaded files), empties its state, then returns the freed memory to the system: a full
+garbage collection and glibc's ``malloc_trim``, since glibc otherwise keeps freed arenas mapped
 (docs/safety.md, "Bounded memory").
+
+Emptying the state is what frees the runs: ``close_session`` shuts a session down but leaves
+its state as it was, and Streamlit's message loop keeps the session it flushed last in a
+local variable until it flushes another one, so on a server whose last tab just closed, the
+closed session and all it read stay reachable.
 """
 
 from __future__ import annotations
@@ -24,11 +29,16 @@ import gc
 import os
 import threading
 import time
+import weakref
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from mmbright_core.errors import InputError
+
+if TYPE_CHECKING:
+    from streamlit.runtime.app_session import AppSession
 
 SESSION_MAX_ENV = "MMBRIGHT_SESSION_MAX_BYTES"
 DEFAULT_SESSION_MAX_BYTES = 512 * 2**20
@@ -38,6 +48,7 @@ WATCH_SECONDS = 5.0
 """How often the watcher looks for sessions to close."""
 
 _seen: dict[str, float | None] = {}  # session id -> when it was first seen disconnected
+_sessions: dict[str, weakref.ref[AppSession]] = {}  # session id -> the session, state emptied
 _lock = threading.Lock()
 _watcher: list[threading.Thread] = []
 
@@ -104,8 +115,13 @@ def watch_session() -> None:
     ctx = get_script_run_ctx(suppress_warning=True)
     if ctx is None or not runtime.exists():
         return
+    live = runtime.get_instance()
     with _lock:
         _seen[ctx.session_id] = None
+        app_session = None if ctx.session_id in _sessions else live.get_app_session(ctx.session_id)
+        if app_session is not None:
+            # Weak: the note must not be what keeps a session alive.
+            _sessions[ctx.session_id] = weakref.ref(app_session)
         if not _watcher:
             thread = threading.Thread(target=_watch, name="mmbright-sessions", daemon=True)
             _watcher.append(thread)
@@ -160,11 +176,25 @@ def _close(session_ids: list[str]) -> None:
     def close() -> None:  # on the event loop: Runtime.close_session must run there
         for session_id in session_ids:
             live.close_session(session_id)
+            empty_state(session_id)
         release_memory()
 
     # Streamlit's own cross-thread calls into the runtime go through this loop the same way.
     loop = live._get_async_objs().eventloop
     loop.call_soon_threadsafe(close)
+
+
+def empty_state(session_id: str) -> None:
+    """Drop every value a closed session kept (its runs, pending uploads, choices).
+
+    The session is shut down and never runs again, so nothing reads its state any more;
+    only the objects Streamlit still holds it by (see the module's docstring) would keep it.
+    """
+    with _lock:
+        ref = _sessions.pop(session_id, None)
+    app_session = ref() if ref is not None else None
+    if app_session is not None:
+        app_session.session_state.clear()
 
 
 def release_memory() -> None:
