@@ -12,9 +12,9 @@ without shutting the session down: its uploaded files stay in the upload manager
 as the server runs. A watcher thread here closes every session that has been disconnected
 for half that TTL through Streamlit's own ``Runtime.close_session`` (which frees its
 uploaded files), empties its state, drops the cached score tables of the uploads no other
-open session holds (:func:`mmbright_core.ui.loaders.forget_tables`), then returns the freed memory to the system: a full
-garbage collection and glibc's ``malloc_trim``, since glibc otherwise keeps freed arenas mapped
-(docs/safety.md, "Bounded memory").
+open session holds (:func:`mmbright_core.ui.loaders.forget_tables`), then returns the freed
+memory to the system: a full garbage collection and glibc's ``malloc_trim``, since glibc
+otherwise keeps freed arenas mapped (docs/safety.md, "Bounded memory").
 
 Emptying the state is what frees the runs: ``close_session`` shuts a session down but leaves
 its state as it was, and Streamlit's message loop keeps the session it flushed last in a
