@@ -4,7 +4,8 @@ Serves the dashboard with ``streamlit run`` (the repository's settings), opens i
 chromium, uploads ``--files`` TREC runs of ``--mb`` MB each on the demo's Task 1 (its
 queries, doc ids outside the corpus, so each is confirmed with "Add it anyway"), closes the
 tab and reads the server's resident memory (``/proc/<pid>/status``) every few seconds until it
-is back within 10% of where it started, or ``--wait`` seconds pass. Prints the figures as JSON.
+is back within 10% of where it started, or ``--wait`` seconds pass. Prints the figures as JSON
+(``upload_s``: each upload's seconds from choosing the file to the run added).
 
 Run: ``python benchmarks/bench_session_memory.py [--files 3] [--mb 181] [--wait 180]``.
 """
@@ -52,18 +53,6 @@ def run_file(path: Path, megabytes: int, tag: str) -> Path:
     return path
 
 
-def upload(page, path: Path) -> None:  # type: ignore[no-untyped-def]
-    """Upload one file through the runs panel and add it (confirming a weak match)."""
-    with serving.rerun(page):
-        page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(path))
-    with serving.rerun(page):
-        page.get_by_role("button", name="Add uploaded runs").click()
-    with serving.rerun(page):
-        page.get_by_role("button", name="Add it anyway").click()
-    page.get_by_text(f"Added run '{path.stem}'").wait_for(timeout=600_000)
-    serving.no_exception(page)
-
-
 def main() -> int:
     """Measure and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -88,15 +77,19 @@ def main() -> int:
             page = serving.new_page(browser, viewport={"width": 1400, "height": 1000})
             serving.open_app(page, url)
             serving.open_runs_panel(page)
-            upload(page, run_file(root / "warm-up.trec", 1, "w"))
+            serving.upload_run(page, run_file(root / "warm-up.trec", 1, "w"))
             page.context.close()
             page = serving.new_page(browser, viewport={"width": 1400, "height": 1000})
             serving.open_app(page, url)
             figures["start_mb"] = start = round(rss_mb(server.pid), 1)
             serving.open_runs_panel(page)
+            after, seconds = [], []
             for path in files:
-                upload(page, path)
-                figures.setdefault("after_upload_mb", []).append(round(rss_mb(server.pid), 1))  # type: ignore[union-attr]
+                began = time.monotonic()
+                serving.upload_run(page, path)
+                seconds.append(round(time.monotonic() - began, 1))
+                after.append(round(rss_mb(server.pid), 1))
+            figures["after_upload_mb"], figures["upload_s"] = after, seconds
             page.context.close()
             closed = time.monotonic()
             trace = []

@@ -217,3 +217,15 @@ class Traffic:
     def hosts(self) -> set[str]:
         """The hosts asked (data: and blob: URLs ask none)."""
         return {urlsplit(u).hostname or "" for u in self.urls if urlsplit(u).scheme in WEB}
+
+
+def upload_run(page, path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Upload one run file through Home's runs panel and add it, confirming a weak match."""
+    with rerun(page):
+        page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(path))
+    with rerun(page):
+        page.get_by_role("button", name="Add uploaded runs").click()
+    with rerun(page):
+        page.get_by_role("button", name="Add it anyway").click()
+    page.get_by_text(f"Added run '{path.stem}'").wait_for(timeout=600_000)
+    no_exception(page)

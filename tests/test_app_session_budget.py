@@ -9,11 +9,13 @@ from apptest import fresh
 from streamlit.testing.v1 import AppTest
 
 from mmbright_core.errors import InputError
+from mmbright_core.ui import loaders, sessions
 from mmbright_core.ui.sessions import (
     DEFAULT_SESSION_MAX_BYTES,
     SESSION_MAX_ENV,
     session_max_bytes,
 )
+from mmbright_core.ui.state import fingerprint
 
 A1 = "academia/a1b2c3d4_101.txt"  # a passage of the fixture's corpus, judged for query a1
 
@@ -70,3 +72,26 @@ def test_the_budget_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(SESSION_MAX_ENV, "lots")
     with pytest.raises(InputError, match="bad MMBRIGHT_SESSION_MAX_BYTES; expected a positive"):
         session_max_bytes()
+
+
+def test_an_upload_no_open_session_holds_loses_its_cached_score_tables(
+    fixture_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(SESSION_MAX_ENV, raising=False)
+    data = _run_file("shared")
+    at = _on_fixture(fixture_dir)
+    _upload(at, "shared.trec", data)
+    assert _runs(at) == ["shared"] and not at.exception
+    key = fingerprint("shared.trec", data)
+    (owner,) = sessions._uploaders[key]
+    args = (str(fixture_dir), 1, "paper", "exclude", "shared")
+    assert args in loaders._tables[key]
+    cached = loaders._run_table(*args, key, None)  # the cache's table, not computed again
+
+    assert sessions.forget_uploads("another tab") == []  # the uploading tab still holds it
+    assert key in sessions.forget_uploads(owner)  # (with those of earlier tests here)
+    loaders.forget_tables([key])
+    assert key not in loaders._tables
+    entry = at.session_state["runs"][(1, "shared")]
+    again = loaders._run_table(*args, key, entry)
+    assert again is not cached and again.equals(cached)  # computed anew, the same scores

@@ -129,11 +129,28 @@ def table_for(
     Each run is scored once and cached on its own (by name, fingerprint and the policy for
     ``negative_ids`` it records), so adding or removing a run never rescores the others.
     """
-    frames = [
-        _run_table(spec, task, protocol, entry.negatives, name, entry.fingerprint, entry)
-        for name, entry in entries.items()
-    ]
+    frames = []
+    for name, entry in entries.items():
+        args = (spec, task, protocol, entry.negatives, name)
+        _tables.setdefault(entry.fingerprint, set()).add(args)
+        frames.append(_run_table(*args, entry.fingerprint, entry))
     return pd.concat(frames, ignore_index=True)
+
+
+_tables: dict[str, set[tuple[str, Task, str, str, str]]] = {}
+"""Run fingerprint -> the arguments its score tables were cached under (to drop them)."""
+
+
+def forget_tables(fingerprints: Collection[str]) -> None:
+    """Drop the cached score tables of runs that no open session holds any more.
+
+    An uploaded run's tables would otherwise stay until the cache evicts them, and with
+    them the few memory pages they share with the run's freed scores (docs/safety.md,
+    "Bounded memory").
+    """
+    for key in fingerprints:
+        for args in _tables.pop(key, set()):
+            _run_table.clear(*args, key, None)
 
 
 # A resource, not data: the table is shared as is rather than unpickled on every rerun

@@ -11,9 +11,15 @@ reconnect finds it, and then only drops it from a cache the next time that cache
 without shutting the session down: its uploaded files stay in the upload manager for as long
 as the server runs. A watcher thread here closes every session that has been disconnected
 for half that TTL through Streamlit's own ``Runtime.close_session`` (which frees its
-state and its uploaded files), then returns the freed memory to the system: a full garbage
-collection and glibc's ``malloc_trim``, since glibc otherwise keeps freed arenas mapped
-(docs/safety.md, "Bounded memory").
+uploaded files), empties its state, drops the cached score tables of the uploads no other
+open session holds (:func:`mmbright_core.ui.loaders.forget_tables`), then returns the freed
+memory to the system: a full garbage collection and glibc's ``malloc_trim``, since glibc
+otherwise keeps freed arenas mapped (docs/safety.md, "Bounded memory").
+
+Emptying the state is what frees the runs: ``close_session`` shuts a session down but leaves
+its state as it was, and Streamlit's message loop keeps the session it flushed last in a
+local variable until it flushes another one, so on a server whose last tab just closed, the
+closed session and all it read stay reachable.
 """
 
 from __future__ import annotations
@@ -24,11 +30,17 @@ import gc
 import os
 import threading
 import time
+import weakref
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from mmbright_core.errors import InputError
+from mmbright_core.ui import loaders
+
+if TYPE_CHECKING:
+    from streamlit.runtime.app_session import AppSession
 
 SESSION_MAX_ENV = "MMBRIGHT_SESSION_MAX_BYTES"
 DEFAULT_SESSION_MAX_BYTES = 512 * 2**20
@@ -38,6 +50,8 @@ WATCH_SECONDS = 5.0
 """How often the watcher looks for sessions to close."""
 
 _seen: dict[str, float | None] = {}  # session id -> when it was first seen disconnected
+_sessions: dict[str, weakref.ref[AppSession]] = {}  # session id -> the session, state emptied
+_uploaders: dict[str, set[str]] = {}  # uploaded run's fingerprint -> the sessions holding it
 _lock = threading.Lock()
 _watcher: list[threading.Thread] = []
 
@@ -91,6 +105,24 @@ def record_upload(fingerprint: str, size: int) -> None:
     sizes = dict(st.session_state.get(UPLOAD_BYTES_KEY, {}))
     sizes[fingerprint] = size
     st.session_state[UPLOAD_BYTES_KEY] = sizes
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if ctx is not None:
+        with _lock:
+            _uploaders.setdefault(fingerprint, set()).add(ctx.session_id)
+
+
+def forget_uploads(session_id: str) -> list[str]:
+    """Forget a closed session's uploads; return those no other open session uploaded too."""
+    orphans = []
+    with _lock:
+        for key, owners in list(_uploaders.items()):
+            owners.discard(session_id)
+            if not owners:
+                del _uploaders[key]
+                orphans.append(key)
+    return orphans
 
 
 def watch_session() -> None:
@@ -104,8 +136,13 @@ def watch_session() -> None:
     ctx = get_script_run_ctx(suppress_warning=True)
     if ctx is None or not runtime.exists():
         return
+    live = runtime.get_instance()
     with _lock:
         _seen[ctx.session_id] = None
+        app_session = None if ctx.session_id in _sessions else live.get_app_session(ctx.session_id)
+        if app_session is not None:
+            # Weak: the note must not be what keeps a session alive.
+            _sessions[ctx.session_id] = weakref.ref(app_session)
         if not _watcher:
             thread = threading.Thread(target=_watch, name="mmbright-sessions", daemon=True)
             _watcher.append(thread)
@@ -118,7 +155,7 @@ def _watch() -> None:
         time.sleep(WATCH_SECONDS)  # a background thread's period, not a test waiting
         ended = ended_sessions(time.monotonic())
         if ended:
-            _close(ended)
+            close_sessions(ended)
             # A closed session's script thread and its last messages let go of its objects
             # a little later: release again on the next ticks.
             release_ticks = 3
@@ -152,19 +189,46 @@ def ended_sessions(now: float) -> list[str]:
     return ended
 
 
-def _close(session_ids: list[str]) -> None:
+def close_sessions(session_ids: list[str]) -> threading.Event:
+    """Close the sessions named, empty their state and release memory, on the event loop.
+
+    Safe to call from any thread: the work is handed to Streamlit's event loop.
+
+    Returns:
+        An event set once the sessions are closed and the memory released.
+    """
     from streamlit import runtime
 
     live = runtime.get_instance()
+    done = threading.Event()
 
     def close() -> None:  # on the event loop: Runtime.close_session must run there
-        for session_id in session_ids:
-            live.close_session(session_id)
-        release_memory()
+        try:
+            for session_id in session_ids:
+                live.close_session(session_id)
+                empty_state(session_id)
+                loaders.forget_tables(forget_uploads(session_id))
+            release_memory()
+        finally:
+            done.set()
 
     # Streamlit's own cross-thread calls into the runtime go through this loop the same way.
     loop = live._get_async_objs().eventloop
     loop.call_soon_threadsafe(close)
+    return done
+
+
+def empty_state(session_id: str) -> None:
+    """Drop every value a closed session kept (its runs, pending uploads, choices).
+
+    The session is shut down and never runs again, so nothing reads its state any more;
+    only the objects Streamlit still holds it by (see the module's docstring) would keep it.
+    """
+    with _lock:
+        ref = _sessions.pop(session_id, None)
+    app_session = ref() if ref is not None else None
+    if app_session is not None:
+        app_session.session_state.clear()
 
 
 def release_memory() -> None:
