@@ -24,6 +24,7 @@ sys.path[:0] = [str(HERE.parent / "tests")]
 
 import serving  # noqa: E402
 
+from mmbright_core.cli.app import SERVER_ENV  # noqa: E402
 from mmbright_core.data.sources import open_source  # noqa: E402
 
 
@@ -67,7 +68,8 @@ def main() -> int:
         root = Path(tmp)
         files = [run_file(root / f"upload{n}.trec", args.mb, f"t{n}") for n in range(args.files)]
         figures["file_mb"] = [round(f.stat().st_size / 1e6, 1) for f in files]
-        budget = {"MMBRIGHT_SESSION_MAX_BYTES": str(2 * args.files * args.mb * 10**6)}
+        # The server's environment as `mmbright app` sets it (the C allocator for objects).
+        budget = {**SERVER_ENV, "MMBRIGHT_SESSION_MAX_BYTES": str(2 * args.files * args.mb * 10**6)}
         with serving.streamlit_server(root, env=budget) as (url, server), sync_playwright() as p:
             browser = p.chromium.launch(
                 executable_path=str(serving.CHROMIUM), args=serving.LAUNCH_ARGS

@@ -70,6 +70,15 @@ def test_source_reaches_the_app_through_the_environment(monkeypatch: pytest.Monk
     assert os.environ[SOURCE_ENV] == "/data/mm-bright"
 
 
+def test_the_server_puts_python_objects_on_the_c_allocator(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("PYTHONMALLOC", "")  # restored after the test; empty is unset
+    _command(monkeypatch)
+    assert os.environ["PYTHONMALLOC"] == cli_app.SERVER_ENV["PYTHONMALLOC"] == "malloc"
+    monkeypatch.setenv("PYTHONMALLOC", "pymalloc_debug")  # the user's own choice stays
+    _command(monkeypatch)
+    assert os.environ["PYTHONMALLOC"] == "pymalloc_debug"
+
+
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [

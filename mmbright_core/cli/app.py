@@ -33,11 +33,18 @@ SETTINGS: Mapping[str, Mapping[str, object]] = {
         "enableCORS": True,
         "fileWatcherType": "none",
         "runOnSave": False,
+        "disconnectedSessionTTL": 60,
     },
     "browser": {"gatherUsageStats": False},
     "runner": {"magicEnabled": False, "postScriptGC": False},
     "client": {"showErrorDetails": "full", "toolbarMode": "minimal"},
 }
+
+SERVER_ENV: Mapping[str, str] = {"PYTHONMALLOC": "malloc"}
+"""The server's environment, unless already set: Python's objects on the C allocator, whose
+freed pages ``malloc_trim`` hands back, so a closed session's memory returns to the system
+(Python's own allocator keeps a 1 MiB arena while any object in it lives; docs/safety.md,
+"Bounded memory")."""
 
 
 def register(subparsers: Any) -> None:
@@ -87,6 +94,9 @@ def run_app(args: argparse.Namespace) -> int:
 
     if args.source is not None:
         os.environ[SOURCE_ENV] = args.source
+    for name, value in SERVER_ENV.items():
+        if not os.environ.get(name):
+            os.environ[name] = value
     command = streamlit_command(args)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -14,7 +14,9 @@ for half that TTL through Streamlit's own ``Runtime.close_session`` (which frees
 uploaded files), empties its state, drops the cached score tables of the uploads no other
 open session holds (:func:`mmbright_core.ui.loaders.forget_tables`), then returns the freed
 memory to the system: a full garbage collection and glibc's ``malloc_trim``, since glibc
-otherwise keeps freed arenas mapped (docs/safety.md, "Bounded memory").
+otherwise keeps freed arenas mapped (docs/safety.md, "Bounded memory"). Python's own
+small-object allocator would still keep every 1 MiB arena in which one object lives on:
+``mmbright app`` serves with ``PYTHONMALLOC=malloc`` so that the pages go back too.
 
 Emptying the state is what frees the runs: ``close_session`` shuts a session down but leaves
 its state as it was, and Streamlit's message loop keeps the session it flushed last in a
