@@ -46,13 +46,25 @@ from mmbright_core.ui import sessions
 from mmbright_core.ui.state import RunEntry
 
 SEEN: set[str] = set()  # the sessions the dashboard ran in
+_DISCONNECTED = threading.Condition()
+_live = runtime.get_instance()
+_disconnect = _live.disconnect_session
+
+
+def _disconnect_and_tell(session_id: str, **kwargs: object) -> None:
+    _disconnect(session_id, **kwargs)
+    with _DISCONNECTED:
+        _DISCONNECTED.notify_all()
+
+
+_live.disconnect_session = _disconnect_and_tell  # the server calls it when a tab closes
 
 
 def _closed_tab() -> None:
-    live = runtime.get_instance()
-    deadline = time.monotonic() + 60
-    while any(live.is_active_session(s) for s in SEEN) and time.monotonic() < deadline:
-        time.sleep(0.05)  # the server notices the closed tab on its own loop
+    with _DISCONNECTED:
+        _DISCONNECTED.wait_for(
+            lambda: not any(_live.is_active_session(s) for s in SEEN), timeout=60
+        )
 
 
 def probe() -> dict[str, int]:
