@@ -4,7 +4,8 @@ One SQLite file in WAL mode, so that readers (every dashboard session) never wai
 one writer; ``busy_timeout`` makes a writer wait for another instead of failing at once.
 Every write is one ``BEGIN IMMEDIATE`` transaction: it takes the write lock before reading,
 so two writers never both read and then collide on upgrading their locks, and a failure
-rolls everything back. SQLite errors leave this module as :class:`NotesError`.
+rolls everything back. SQLite errors leave this module as :class:`NotesError`
+(:mod:`mmbright_core.notes.sqlite_errors` says what each means).
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
 from mmbright_core.errors import NotesError
 from mmbright_core.notes.records import utc_now
+from mmbright_core.notes.sqlite_errors import retry, translate, unwritable
 
 #: Environment variable naming the notes file (an explicit path wins over it).
 NOTES_ENV = "MMBRIGHT_NOTES"
@@ -68,10 +69,6 @@ CREATE INDEX query_tags_by_tag ON query_tags (tag);
 
 T = TypeVar("T")
 
-# SQLite's primary result codes (the low byte of an extended code).
-_BUSY, _LOCKED, _READONLY, _CANTOPEN = 5, 6, 8, 14
-_PERM, _IOERR, _CORRUPT, _FULL, _NOTADB = 3, 10, 11, 13, 26
-
 
 def default_path(override: str | os.PathLike[str] | None = None) -> Path:
     r"""Return the notes file: ``override``, else ``$MMBRIGHT_NOTES``, else the data folder's.
@@ -114,7 +111,7 @@ def connect(path: Path, timeout: float) -> sqlite3.Connection:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise _unwritable(path, err.strerror or str(err)) from err
+        raise unwritable(path, err.strerror or str(err)) from err
     try:
         conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as err:
@@ -219,87 +216,3 @@ def run(
         if unsaved is not None and err.unsaved is None:
             err.unsaved = unsaved
         raise
-
-
-def retry(action: Callable[[], T], timeout: float) -> T:
-    """Call ``action`` again while SQLite answers busy or locked, until ``timeout`` passes.
-
-    SQLite's own busy handler already waits on most lock conflicts; this loop covers the
-    cases that answer busy at once (a WAL file being recovered, a schema lock).
-    """
-    deadline = time.monotonic() + timeout
-    pause = 0.005
-    while True:
-        try:
-            return action()
-        except sqlite3.OperationalError as err:
-            if _code(err) not in (_BUSY, _LOCKED) or time.monotonic() + pause > deadline:
-                raise
-        time.sleep(pause)
-        pause = min(pause * 2, 0.1)
-
-
-def _code(err: sqlite3.Error) -> int | None:
-    code = getattr(err, "sqlite_errorcode", None)  # Python 3.11 and later
-    if code is not None:
-        return int(code) & 0xFF
-    text = str(err).lower()
-    for words, value in (
-        (("locked", "busy"), _BUSY),
-        (("not a database", "malformed", "corrupt"), _CORRUPT),
-        (("readonly", "read-only"), _READONLY),
-        (("unable to open",), _CANTOPEN),
-    ):
-        if any(word in text for word in words):
-            return value
-    return None
-
-
-def translate(
-    err: sqlite3.Error, path: Path, timeout: float, unsaved: str | None = None
-) -> NotesError:
-    """Turn an SQLite error into a :class:`NotesError` that says what to do about it."""
-    code = _code(err)
-    kept = " Your unsaved text is kept in the error." if unsaved is not None else ""
-    if code in (_BUSY, _LOCKED):
-        return NotesError(
-            "the notes file is locked by another writer",
-            source=str(path),
-            expected=f"the write lock within {timeout:g} s",
-            found=f"still locked ({err})",
-            hint="Close the other program writing it (an import, another dashboard "
-            f"tab saving) and try again; nothing was changed.{kept}",
-            unsaved=unsaved,
-        )
-    if code in (_CORRUPT, _NOTADB):
-        return NotesError(
-            "the notes file is not a readable SQLite database",
-            source=str(path),
-            expected="a notes database made by mmbright",
-            found=str(err),
-            hint="The file was left as it is: move it aside or restore a backup, or choose "
-            f"another file with --db or MMBRIGHT_NOTES.{kept}",
-            unsaved=unsaved,
-        )
-    if code in (_READONLY, _CANTOPEN, _PERM, _IOERR, _FULL):
-        return _unwritable(path, str(err), unsaved)
-    return NotesError(
-        "the notes database failed",
-        source=str(path),
-        found=str(err),
-        hint=f"Nothing was changed.{kept}" if kept else None,
-        unsaved=unsaved,
-    )
-
-
-def _unwritable(path: Path, found: str, unsaved: str | None = None) -> NotesError:
-    kept = " Your unsaved text is kept in the error." if unsaved is not None else ""
-    return NotesError(
-        "cannot write the notes file",
-        source=str(path),
-        expected="a file in a folder this user can create and write",
-        found=found,
-        hint="Make the folder writable, or choose another file with --db or "
-        f"MMBRIGHT_NOTES (SQLite also writes -wal and -shm files beside it).{kept}",
-        unsaved=unsaved,
-    )
