@@ -51,7 +51,7 @@ def test_the_check_sees_a_typing_only_import(tmp_path: Path) -> None:
 
 def test_a_source_satisfies_the_task_protocol(fixture_dir: Path) -> None:
     from mmbright_core.data.sources import FolderSource
-    from mmbright_core.data.tasks import TaskSource, read_passages
+    from mmbright_core.data.task_inputs import TaskSource, read_passages
 
     source: TaskSource = FolderSource(fixture_dir)
     ids, _ = read_passages(source, "academia", text=False)

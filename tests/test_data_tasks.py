@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from mmbright_core.data.pairs import judge_pairs, pair_corpus
 from mmbright_core.data.sources import FolderSource, Source
-from mmbright_core.data.tasks import QueryRecord, judge_pairs, pair_corpus
+from mmbright_core.data.task_inputs import QueryRecord
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.types import ImageRef, Query
 

@@ -13,7 +13,7 @@ from fixture_dataset import SCHEMAS
 
 from mmbright_core.data import records, sources
 from mmbright_core.data.sources import FolderSource
-from mmbright_core.data.tasks import read_passages
+from mmbright_core.data.task_inputs import read_passages
 from mmbright_core.errors import InputError
 from mmbright_core.types import TaskData
 

@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mmbright_core.data.ids import check_protocol, pair_id
+from mmbright_core.data.pairs import pair_corpus
 from mmbright_core.data.sources import FolderSource, Source
-from mmbright_core.data.tasks import pair_corpus, read_passages
+from mmbright_core.data.task_inputs import read_passages
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Run
 

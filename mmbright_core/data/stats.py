@@ -16,8 +16,9 @@ from dataclasses import astuple, dataclass, fields
 
 from mmbright_core.data.choices import TASKS as TASKS
 from mmbright_core.data.images import check_image
+from mmbright_core.data.pairs import pair_corpus
 from mmbright_core.data.sources import Source
-from mmbright_core.data.tasks import decodable_images, pair_corpus, read_passages
+from mmbright_core.data.task_inputs import decodable_images, read_passages
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Protocol4
 

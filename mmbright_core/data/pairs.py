@@ -1,0 +1,122 @@
+"""Task 4's items: the (passage, image) pairs of a domain and their graded judgments.
+
+A passage stands alone (its text-only pair) and with each corpus image of its source key;
+a query's gold passage with one of its positive images is graded 2, a gold passage alone 1,
+and its negative images' pairs are excluded (docs/protocol.md, Per-task protocol).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mmbright_core.data.ids import image_key, pair_id, passage_key
+from mmbright_core.data.task_inputs import QueryRecord
+from mmbright_core.types import Protocol4
+
+Pair = tuple[str, str | None]
+"""A Task 4 item: (passage id, image path or None for the text-only variant)."""
+
+
+def pair_corpus(
+    passage_ids: Sequence[str], images: Sequence[str], domain: str, protocol: Protocol4
+) -> list[Pair]:
+    """Return the Task 4 items: each passage text-only, then with each image of its key.
+
+    Args:
+        passage_ids: The domain's passages, in published order.
+        images: The domain's decodable corpus images (normalised paths).
+        domain: The domain (image keys are read from ``{domain}_<key>_<n>``).
+        protocol: Which passage-key rule joins passages to images (docs/protocol.md, Per-task
+            protocol).
+    """
+    by_key: dict[str, list[str]] = {}
+    for path in images:
+        key = image_key(path, domain)
+        if key is not None:
+            by_key.setdefault(key, []).append(path)
+    pairs: list[Pair] = []
+    for pid in passage_ids:
+        pairs.append((pid, None))
+        key = passage_key(pid, protocol)
+        if key is not None:
+            pairs.extend((pid, image) for image in by_key.get(key, ()))
+    return pairs
+
+
+@dataclass(frozen=True)
+class PairJudgments:
+    """Task 4 judgments and what building them counted.
+
+    Attributes:
+        qrels: query_id -> pair id -> 2 (gold passage with a positive image) or 1 (text-only).
+        excluded: query_id -> pair ids made from its negative images, judged ones kept.
+        added: Judged pairs that the pair corpus lacked, to append to it before retrieval.
+        orphan_positives: Positive images with no gold passage of the same key (skipped).
+        unavailable_positives: Positive images with gold passages but no decodable corpus image.
+    """
+
+    qrels: dict[str, dict[str, int]]
+    excluded: dict[str, frozenset[str]]
+    added: tuple[Pair, ...]
+    orphan_positives: int
+    unavailable_positives: int
+
+
+def judge_pairs(
+    records: Sequence[QueryRecord],
+    passage_ids: Sequence[str],
+    images: Sequence[str],
+    corpus_pairs: set[str],
+    domain: str,
+    protocol: Protocol4,
+) -> PairJudgments:
+    """Grade Task 4 pairs and expand negative images into exclusions (docs/protocol.md).
+
+    Args:
+        records: The multimodal queries.
+        passage_ids: The domain's passages.
+        images: The decodable corpus images.
+        corpus_pairs: The pair ids the pair corpus already holds.
+        domain: The domain.
+        protocol: The passage-key rule, ``"paper"`` or ``"legacy"``.
+    """
+    passages = set(passage_ids)
+    available = set(images)
+    by_key: dict[str, list[str]] = {}
+    for pid in passage_ids:
+        key = passage_key(pid, protocol)
+        if key is not None:
+            by_key.setdefault(key, []).append(pid)
+    qrels: dict[str, dict[str, int]] = {}
+    excluded: dict[str, frozenset[str]] = {}
+    added: dict[Pair, None] = {}
+    orphans = unavailable = 0
+    for record in records:
+        judged: dict[Pair, int] = {(gold, None): 1 for gold in record.gold_ids}
+        for image in record.positive_images:
+            key = image_key(image, domain)
+            golds = [
+                g for g in record.gold_ids if key is not None and passage_key(g, protocol) == key
+            ]
+            if not golds:
+                orphans += 1  # its source post gave this query no gold passage
+            elif image not in available:
+                unavailable += 1  # undecodable or absent from document_images
+            else:
+                judged.update(((g, image), 2) for g in golds)
+        for pair in judged:
+            if pair[0] in passages and pair_id(*pair) not in corpus_pairs:
+                added[pair] = None
+        qid = record.query.query_id
+        qrels[qid] = {pair_id(*pair): rel for pair, rel in judged.items()}
+        positives = set(record.positive_images)
+        # An image both positive and negative counts as positive; judged pairs are never
+        # excluded; passage-level negative_ids exclude nothing in Task 4.
+        excluded[qid] = frozenset(
+            pair_id(pid, image)
+            for image in record.negative_images
+            if image not in positives
+            for pid in by_key.get(image_key(image, domain) or "", ())
+        ).difference(qrels[qid])
+    return PairJudgments(qrels, excluded, tuple(added), orphans, unavailable)
