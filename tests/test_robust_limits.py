@@ -19,7 +19,7 @@ import pytest
 
 from mmbright_core.errors import InputError, UnknownNameError, show
 from mmbright_core.io import read_qrels, read_run
-from mmbright_core.io._open import DEFAULT_MAX_INPUT_BYTES, MAX_ID_CHARS, max_input_bytes
+from mmbright_core.io.limits import DEFAULT_MAX_INPUT_BYTES, MAX_ID_CHARS, max_input_bytes
 
 QRELS = str(Path(__file__).parent / "data" / "io" / "qrels.trec")
 CAP = int(1.5 * 2**30)  # address space of the command under test

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mmbright_core.data.layout import CONFIGS, DOMAINS, PINNED_REVISION, REPO_ID, parquet_name
-from mmbright_core.errors import InputError, InputTooLargeError, UnknownNameError
-from mmbright_core.io._open import MAX_INPUT_ENV, max_input_bytes, size_text
+from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.io.limits import MAX_INPUT_ENV, max_input_bytes, size_text, too_large
 
 # Scalar columns of the published schema and the Arrow types they may have (docs/protocol.md, The
 # data as published); list columns are checked where they are read (``ids.as_str_list``,
@@ -213,11 +213,10 @@ def check_decoded_size(path: Path, columns: Sequence[str], limit: int | None = N
     if total <= limit:
         return
     largest = max(sizes, key=sizes.__getitem__)
-    raise InputTooLargeError(
+    raise too_large(
         "the file is larger than the input size limit once decoded",
-        limit=limit,
-        source=str(path),
-        expected=f"at most {size_text(limit)} ({limit:,} bytes)",
+        str(path),
+        limit,
         found=f"about {size_text(total)}, most of it column {largest!r} "
         f"({values[largest]:,} values)",
         hint=f"Check the file (MM-BRIGHT's columns are far smaller), or raise the limit "

@@ -22,14 +22,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from mmbright_core.errors import InputError, InputTooLargeError, show
-from mmbright_core.io._open import (
-    MAX_ID_CHARS,
-    PARQUET_MAGIC,
-    long_id_error,
-    max_input_bytes,
-    size_text,
-)
+from mmbright_core.errors import InputError, show
+from mmbright_core.io._open import PARQUET_MAGIC
+from mmbright_core.io.limits import MAX_ID_CHARS, long_id_error, max_input_bytes, too_large
 
 _REQUIRED = ("query_id", "doc_id", "score")
 
@@ -39,8 +34,8 @@ def read_parquet_table(data: bytes, name: str, max_bytes: int | None = None) -> 
 
     Only the run's columns are read, batch by batch: a 4 kB file may hold a column that
     decodes to gigabytes, and its metadata's sizes are the writer's word. Each batch is
-    counted against ``max_bytes`` (:func:`~mmbright_core.io._open.max_input_bytes`) and its
-    ids against :data:`~mmbright_core.io._open.MAX_ID_CHARS` as it is decoded, so such a
+    counted against ``max_bytes`` (:func:`~mmbright_core.io.limits.max_input_bytes`) and its
+    ids against :data:`~mmbright_core.io.limits.MAX_ID_CHARS` as it is decoded, so such a
     file is refused after one batch instead of being read whole.
     """
     if data[:4] != PARQUET_MAGIC:
@@ -61,12 +56,10 @@ def read_parquet_table(data: bytes, name: str, max_bytes: int | None = None) -> 
         for batch in parquet.iter_batches(columns=list(_REQUIRED)):
             size += batch.nbytes
             if size > limit:
-                raise InputTooLargeError(
+                raise too_large(
                     "the parquet file is larger than the input size limit once decoded",
-                    limit=limit,
-                    source=name,
-                    expected=f"at most {size_text(limit)} ({limit:,} bytes)",
-                    found=f"more than {size_text(limit)}",
+                    name,
+                    limit,
                     hint="Split the run, or raise the limit with MMBRIGHT_MAX_INPUT_BYTES",
                 )
             batch.validate(full=True)  # checks, among others, that strings are valid UTF-8

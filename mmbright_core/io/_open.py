@@ -1,13 +1,13 @@
-"""Shared plumbing of the readers: open, bound, decompress, decode, check id lengths.
+"""Shared plumbing of the readers: open, bound, decompress, refuse binary data, decode.
 
 Every reader accepts the same kinds of source, as ir_measures does: a path, a
 binary or text file object, inline text, or raw bytes. Whatever goes wrong comes back as
 an ``InputError`` that names the source (``<text>``, ``<bytes>`` and ``<stream>`` for data
 without a file name), the line or JSON path, what was expected and what was found.
 
-Reading is bounded: a path must name a regular file (a FIFO, a device or a socket may
-block or never end, so they are refused before they are opened), content is read in
-chunks and refused once it passes :func:`max_input_bytes` (counted after gunzipping, as
+Reading is bounded: a path must name a regular file
+(:mod:`~mmbright_core.io.source_kind`), content is read in chunks and refused once it passes
+:func:`~mmbright_core.io.limits.max_input_bytes` (counted after gunzipping, as
 it is decompressed, so a small gzip bomb is stopped early), and content that starts with
 binary data is refused at its first chunk instead of being read whole (one check per
 input: of the file's first chunk, or of the first gunzipped one). The TREC line grammar is
@@ -19,34 +19,21 @@ from __future__ import annotations
 import gzip
 import io
 import os
-import stat
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Union
 
-from mmbright_core.errors import InputError, InputTooLargeError, show
-from mmbright_core.io.trec import FIELD
+from mmbright_core.errors import InputError, InputTooLargeError
+from mmbright_core.io.limits import MAX_INPUT_ENV, max_input_bytes, too_large
+from mmbright_core.io.source_kind import check_regular, exists, is_file, looks_like_path
 
 Readable = Union[str, "os.PathLike[str]", bytes, IO[bytes], IO[str]]
 """A path, inline text, raw bytes, or an open file object (binary or text)."""
 
 _GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"
-
-MAX_INPUT_ENV = "MMBRIGHT_MAX_INPUT_BYTES"
-DEFAULT_MAX_INPUT_BYTES = 4 * 2**30
-"""The most bytes a reader takes from one source, after gunzipping: 4 GiB, several times
-the largest full-corpus run (29 domains x 1000 docs per query), while a file past it would
-need several times its size in memory to parse. ``MMBRIGHT_MAX_INPUT_BYTES`` (a number of
-bytes) or a reader's ``max_bytes`` argument sets another limit."""
-
-MAX_ID_CHARS = 1024
-"""The longest query or doc id taken, in characters. The longest real ids are Task 4 pair
-ids, ``<passage id>|||<image path>`` (docs/protocol.md, The data as published), a few hundred
-characters at most; a longer one is a column mix-up or a hostile file, and would otherwise be
-carried into every table, message and page."""
 
 _CHUNK = 2**20
 
@@ -64,45 +51,6 @@ class Loaded:
     name: str
     data: bytes
     suffix: str
-
-
-def max_input_bytes(limit: int | None = None) -> int:
-    """The most bytes a reader takes from one source (see :data:`DEFAULT_MAX_INPUT_BYTES`).
-
-    Args:
-        limit: An explicit limit; by default ``MMBRIGHT_MAX_INPUT_BYTES``, else 4 GiB.
-
-    Raises:
-        InputError: The limit (or the environment variable) is not a positive integer.
-    """
-    if limit is None:
-        raw = os.environ.get(MAX_INPUT_ENV, "").strip()
-        if not raw:
-            return DEFAULT_MAX_INPUT_BYTES
-        try:
-            limit = int(raw)
-        except ValueError:
-            limit = 0
-        source: str | None = MAX_INPUT_ENV
-        found = show(raw)
-    else:
-        source, found = None, repr(limit)
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
-        raise InputError(
-            "bad input size limit",
-            source=source,
-            expected="a positive number of bytes, e.g. 8589934592 for 8 GiB",
-            found=found,
-        )
-    return limit
-
-
-def size_text(size: int) -> str:
-    """Write a byte count for a message: ``4 GiB``, ``1.5 MiB``, ``900 bytes``."""
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if size >= scale:
-            return f"{size / scale:.4g} {unit}"
-    return f"{size:,} bytes"
 
 
 def load(src: Readable, max_bytes: int | None = None) -> Loaded:
@@ -126,10 +74,10 @@ def load(src: Readable, max_bytes: int | None = None) -> Loaded:
     limit = max_input_bytes(max_bytes)
     if isinstance(src, bytes):
         return _loaded("<bytes>", src, "", limit)
-    if isinstance(src, str) and ("\n" in src or not _is_file(src)):
-        if "\n" not in src and _exists(src):
-            _check_regular(src, os.stat(src).st_mode)
-        if "\n" not in src and _looks_like_path(src):
+    if isinstance(src, str) and ("\n" in src or not is_file(src)):
+        if "\n" not in src and exists(src):
+            check_regular(src, os.stat(src).st_mode)
+        if "\n" not in src and looks_like_path(src):
             raise InputError(
                 "file not found", source=src, hint="Check the path, or pass the content itself"
             )
@@ -146,36 +94,10 @@ def load(src: Readable, max_bytes: int | None = None) -> Loaded:
     )
 
 
-_KINDS = (
-    (stat.S_ISDIR, "a folder"),
-    (stat.S_ISFIFO, "a named pipe (FIFO)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
-def _check_regular(path: str, mode: int) -> None:
-    # Opening a FIFO blocks until a writer comes, and /dev/zero never ends: the type is
-    # checked before the file is opened for reading.
-    if stat.S_ISREG(mode):
-        return
-    kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
-    raise InputError(
-        "not a regular file",
-        source=path,
-        expected="a regular file",
-        found=kind,
-        hint="Pass a file inside the folder"
-        if stat.S_ISDIR(mode)
-        else "Pipes and devices may block or never end; save the content to a file first",
-    )
-
-
 def _read_path(path: Path, limit: int) -> bytes:
     name = str(path)
     try:
-        _check_regular(name, os.stat(path).st_mode)
+        check_regular(name, os.stat(path).st_mode)
         # O_NONBLOCK: should the path become a FIFO between the check and here, opening it
         # returns at once and the check below refuses it; regular files ignore the flag.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
@@ -184,7 +106,7 @@ def _read_path(path: Path, limit: int) -> bytes:
     except OSError as err:
         raise InputError(f"cannot read the file ({err.strerror})", source=name) from None
     with open(fd, "rb") as handle:
-        _check_regular(name, os.fstat(fd).st_mode)
+        check_regular(name, os.fstat(fd).st_mode)
         try:
             return _read_bounded(handle.read, name, limit)
         except OSError as err:
@@ -237,13 +159,11 @@ def _read_bounded(read: Callable[[int], Any], name: str, limit: int) -> bytes:
 
 
 def _too_large(name: str, limit: int, *, decompressed: bool = False) -> InputTooLargeError:
-    return InputTooLargeError(
+    return too_large(
         "the input is larger than the input size limit"
         + (" once decompressed" if decompressed else ""),
-        limit=limit,
-        source=name,
-        expected=f"at most {size_text(limit)} ({limit:,} bytes)",
-        found=f"more than {size_text(limit)}",
+        name,
+        limit,
         hint=f"Split the input, or raise the limit with {MAX_INPUT_ENV}=<bytes>",
     )
 
@@ -309,28 +229,6 @@ def _gunzip(data: bytes, name: str, limit: int) -> bytes:
     return buffer.getvalue()
 
 
-def _is_file(text: str) -> bool:
-    try:
-        return "\0" not in text and Path(text).is_file()
-    except (OSError, ValueError):
-        return False
-
-
-def _exists(text: str) -> bool:
-    try:
-        return "\0" not in text and os.path.exists(text)
-    except (OSError, ValueError):
-        return False
-
-
-def _looks_like_path(text: str) -> bool:
-    # A one-line string that is no file could be a one-line table ("q1 0 d1 1") or
-    # JSON; one without any blank or brace was meant as a path, and saying "file not
-    # found" helps more than a column-count error about the path's text.
-    stripped = text.strip()
-    return bool(stripped) and not stripped.startswith("{") and FIELD.fullmatch(stripped) is not None
-
-
 def decode(loaded: Loaded) -> str:
     """Decode UTF-8 text, refusing undecodable bytes and empty content.
 
@@ -364,49 +262,3 @@ def decode(loaded: Loaded) -> str:
             found="no content" if not text else "only blank space",
         )
     return text
-
-
-def check_id_lengths(
-    nested: Mapping[str, Mapping[str, object]], name: str, text: str | None = None
-) -> None:
-    """Refuse a query or doc id longer than :data:`MAX_ID_CHARS`.
-
-    Args:
-        nested: query_id -> doc_id -> value, as read.
-        name: The source's name, for messages.
-        text: The text read, to name the line of the long id.
-
-    Raises:
-        InputError: An id is too long (the message quotes its start and its length).
-    """
-    for query_id, docs in nested.items():
-        if len(query_id) > MAX_ID_CHARS:
-            raise long_id_error("query id", query_id, name, text)
-        if docs and max(map(len, docs)) > MAX_ID_CHARS:
-            doc_id = next(d for d in docs if len(d) > MAX_ID_CHARS)
-            raise long_id_error("doc id", doc_id, name, text)
-
-
-def long_id_error(
-    what: str,
-    value: str,
-    name: str,
-    text: str | None = None,
-    *,
-    row: int | None = None,
-    length: int | None = None,
-) -> InputError:
-    """Build the error for an id past :data:`MAX_ID_CHARS` (``what``: "query id"...).
-
-    The line is found in ``text`` where given; ``row`` names a table's row instead, and
-    ``length`` the id's length when ``value`` is only its start.
-    """
-    at = -1 if text is None else text.find(value)
-    return InputError(
-        f"row {row}: {what} too long" if row is not None else f"{what} too long",
-        source=name,
-        line=text.count("\n", 0, at) + 1 if text is not None and at >= 0 else None,
-        expected=f"ids of at most {MAX_ID_CHARS:,} characters",
-        found=show(value, length=length),
-        hint="Check the columns: an id names a query or a document, it never holds its text",
-    )

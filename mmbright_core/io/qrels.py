@@ -13,13 +13,9 @@ from typing import Any
 
 from mmbright_core.errors import InputError, UnknownNameError, show
 from mmbright_core.io._json import json_kind, json_path, nested_json
-from mmbright_core.io._open import (
-    Readable,
-    check_id_lengths,
-    decode,
-    load,
-)
+from mmbright_core.io._open import Readable, decode, load
 from mmbright_core.io.atomic import write_file
+from mmbright_core.io.limits import check_id_lengths
 from mmbright_core.io.trec import (
     INTEGER,
     check_trec_token,

@@ -25,14 +25,9 @@ import pyarrow as pa
 from mmbright_core.errors import InputError, UnknownNameError, show
 from mmbright_core.io._columns import Wording, frame_to_run, read_parquet_table
 from mmbright_core.io._json import json_path, json_score, nested_json
-from mmbright_core.io._open import (
-    PARQUET_MAGIC,
-    Readable,
-    check_id_lengths,
-    decode,
-    load,
-)
+from mmbright_core.io._open import PARQUET_MAGIC, Readable, decode, load
 from mmbright_core.io.atomic import atomic_write_bytes, write_file
+from mmbright_core.io.limits import check_id_lengths
 from mmbright_core.io.trec import (
     INTEGER,
     TREC_LAYOUTS,
