@@ -34,7 +34,8 @@ from mmbright_core.io._open import decode, load
 from mmbright_core.io.atomic import atomic_write_text
 from mmbright_core.io.ocr_words import OCR_FILE, OcrWords, read_ocr_words
 from mmbright_core.io.recorded import check_one_configuration, check_summary
-from mmbright_core.io.rewrites import REWRITES_FILE, Rewrite, read_run_rewrites
+from mmbright_core.io.rewrites import Rewrite
+from mmbright_core.io.run_rewrites import REWRITES_FILE, read_run_rewrites
 from mmbright_core.io.runs import read_run, run_json
 from mmbright_core.task_table import TASK_TABLE, task_info
 from mmbright_core.types import Run

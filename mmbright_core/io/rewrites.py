@@ -17,7 +17,8 @@ A record holds everything that made its query text, so that it can be checked an
 hand no longer matches its key and is refused. Every record of a set shares ``source``,
 ``task``, ``prompt`` and ``llm`` (one set is one experiment); a query id appears once per
 domain. Records are written in the source's domain and query order, so the same inputs
-give the same bytes.
+give the same bytes. The file a run on such a set writes per domain is
+:mod:`mmbright_core.io.run_rewrites`.
 """
 
 from __future__ import annotations
@@ -178,7 +179,7 @@ def read_query_set(src: Readable) -> QuerySet:
 
 def _record(line: str, name: str, number: int) -> dict[str, Any]:
     where = f"{name}:{number}"
-    record = _plain(object_pairs(parse_json(line, where), where, (), "(one rewritten query)"))
+    record = plain(object_pairs(parse_json(line, where), where, (), "(one rewritten query)"))
     for field, kind in _FIELDS.items():
         if field not in record:
             raise InputError(
@@ -213,14 +214,15 @@ def _record(line: str, name: str, number: int) -> dict[str, Any]:
     return record
 
 
-def _plain(value: Any) -> Any:
-    # JsonObject pairs -> dicts, recursively, so that a record hashes as it was written.
+def plain(value: Any) -> Any:
+    """The value with JSON objects read as pairs made dicts again, at every depth."""
+    # So that a record hashes as it was written.
     if isinstance(value, JsonObject):
-        return {key: _plain(item) for key, item in value}
+        return {key: plain(item) for key, item in value}
     if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
+        return {key: plain(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_plain(item) for item in value]
+        return [plain(item) for item in value]
     return value
 
 
@@ -265,74 +267,3 @@ def _kind_name(kind: Any) -> str:
     if isinstance(kind, tuple):
         return " or ".join("null" if k is type(None) else names[k] for k in kind)
     return names[kind]
-
-
-REWRITES_FILE = "rewrites.json"
-"""The file a run on a rewritten set writes in each domain folder."""
-DOMAIN_FORMAT = "mmbright-rewritten-run/1"
-
-
-def domain_rewrites_json(record: Mapping[str, Any], rewrites: Iterable[Rewrite]) -> str:
-    """The ``rewrites.json`` of one domain of a run: each query's original and new text.
-
-    ``{"format", "queries_sha256", "prompt", "combine", "model", "queries": {query id:
-    {"original", "answer", "problem", "query"}}}``: what the dashboard needs to show, beside
-    the query, the text the retriever was given and the words the LLM added.
-
-    Args:
-        record: What the run records of its set (``queries_sha256``, ``rewrite_*``).
-        rewrites: The domain's rewrites, in query order.
-    """
-    body = {
-        "format": DOMAIN_FORMAT,
-        "queries_sha256": record["queries_sha256"],
-        "prompt": record["rewrite_prompt"],
-        "combine": record["rewrite_combine"],
-        "model": record["rewrite_model"],
-        "queries": {
-            r.query_id: {
-                "original": r.original,
-                "answer": r.answer,
-                "problem": r.problem,
-                "query": r.query,
-            }
-            for r in rewrites
-        },
-    }
-    return json.dumps(body, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-
-
-def read_run_rewrites(path: Readable, domain: str) -> dict[tuple[str, str], Rewrite]:
-    """Read one domain's ``rewrites.json``: ``(domain, query_id)`` -> the query's rewrite.
-
-    Raises:
-        InputError: Not this format, or an entry without its texts (naming the JSON path).
-    """
-    loaded = load(path)
-    top = object_pairs(parse_json(decode(loaded), loaded.name), loaded.name, (), "(rewrites)")
-    if top.get("format") != DOMAIN_FORMAT:
-        raise InputError(
-            "not a run's rewritten queries",
-            source=loaded.name,
-            expected=f"format {DOMAIN_FORMAT!r}",
-            found=show(str(top.get("format"))),
-        )
-    queries = object_pairs(top.get("queries"), loaded.name, ("queries",), "of query ids")
-    out: dict[tuple[str, str], Rewrite] = {}
-    for query_id, raw in queries.items():
-        entry = _plain(raw)
-        texts = [entry.get(k) if isinstance(entry, dict) else None for k in ("original", "query")]
-        answer = entry.get("answer") if isinstance(entry, dict) else None
-        if not all(isinstance(t, str) for t in texts) or not isinstance(answer, (str, type(None))):
-            raise InputError(
-                f'wrong JSON shape at $["queries"][{json.dumps(query_id)}]',
-                source=loaded.name,
-                expected='{"original": "...", "answer": "..." or null, "query": "..."}',
-                found=show(json.dumps(entry)),
-            )
-        problem = entry.get("problem")
-        out[(domain, query_id)] = Rewrite(
-            domain, query_id, str(texts[0]), (), answer,
-            problem if isinstance(problem, str) else None, 0, 0, str(texts[1]),
-        )  # fmt: skip
-    return out

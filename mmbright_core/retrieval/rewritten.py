@@ -21,7 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from mmbright_core.errors import InputError, show
-from mmbright_core.io.rewrites import REWRITES_FILE, QuerySet, Rewrite, domain_rewrites_json
+from mmbright_core.io.rewrites import QuerySet, Rewrite
+from mmbright_core.io.run_rewrites import REWRITES_FILE, domain_rewrites_json
 from mmbright_core.retrieval.base import ImageSource, Retriever
 from mmbright_core.types import Query, TaskData
 
