@@ -7,11 +7,12 @@ with ``Image.open(...).convert("RGB")`` and drops those that raise. It runs with
 ``ImageFile.LOAD_TRUNCATED_IMAGES = True``: ``src/retrievers/__init__.py`` imports
 ``task4_pair.py``, which sets the flag at module level (twice), and ``task3_image.py`` sets it
 again inside ``retrieval_clip_it2i``. So a truncated JPEG or PNG decodes, its missing rows
-padded, and is kept; here too, and such images are told apart as *padded*. What still fails
-(SVG, garbage, empty or missing bytes) is dropped, and reported with its path and the reason
-instead of vanishing. A 1x1 image decodes, so it is kept, as the official loader keeps it: the
-benchmark's published image counts (docs/protocol.md, The benchmark, 17,673 Task 3 images after
-dropping SVG) include such images.
+padded, and is kept; here too (the flag set for that one decode alone, see
+:mod:`~mmbright_core.data.pillow_flag`), and such images are told apart as *padded*. What
+still fails (SVG, garbage, empty or missing bytes) is dropped, and reported with its path
+and the reason instead of vanishing. A 1x1 image decodes, so it is kept, as the official
+loader keeps it: the benchmark's published image counts (docs/protocol.md, The benchmark,
+17,673 Task 3 images after dropping SVG) include such images.
 
 A query with several images is handed over under one of three named policies: ``first`` (the
 default: the released code's ``images[0]``, the first image that decoded), ``concat`` (the
@@ -20,19 +21,18 @@ paper and MTEB, for single-image models) or ``all`` (multi-image models).
 
 from __future__ import annotations
 
-import contextlib
 import io
 import struct
-import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
-from PIL import Image, ImageFile, UnidentifiedImageError
+from PIL import Image, UnidentifiedImageError
 
 from mmbright_core.data.choices import POLICIES as POLICIES
 from mmbright_core.data.choices import ImagePolicy as ImagePolicy
+from mmbright_core.data.pillow_flag import FLAG_LOCK, truncated_images_loaded
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.types import Query
 
@@ -96,67 +96,6 @@ class DecodedImage(NamedTuple):
     padded: bool
 
 
-# Pillow (``ImageFile.ImageFile.load`` and the JPEG and PNG plugins) reads the module-level
-# ``ImageFile.LOAD_TRUNCATED_IMAGES`` at decode time and has no per-image switch. Setting it
-# for good, as the official harness does, would change every other user of Pillow in the
-# process. So an image is first decoded strictly, leaving the flag alone; only one that fails
-# is decoded again with the flag set, for that one decode, and the flag is restored in
-# ``finally``. This package's strict decodes share a lock that the padded retry takes alone,
-# so none of them runs while the flag is set (a truncated image is told apart as padded
-# whatever the threads do) and two retries never restore each other's value half-way. Other
-# code decoding in that short window sees the flag set too: a window opened only for images
-# that are already broken. If the process set the flag itself, the first decode already pads,
-# and such an image is not told apart as padded.
-class _SharedLock:
-    """Many holders at once (strict decodes) or one alone (the padded retry)."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._shared = 0
-        self._alone = False
-        self._waiting = 0  # retries waiting: new strict decodes let them in first
-
-    @contextlib.contextmanager
-    def shared(self) -> Iterator[None]:
-        with self._cond:
-            self._cond.wait_for(lambda: not self._alone and not self._waiting)
-            self._shared += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._shared -= 1
-                self._cond.notify_all()
-
-    @contextlib.contextmanager
-    def alone(self) -> Iterator[None]:
-        with self._cond:
-            self._waiting += 1
-            self._cond.wait_for(lambda: not self._alone and not self._shared)
-            self._waiting -= 1
-            self._alone = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._alone = False
-                self._cond.notify_all()
-
-
-_FLAG_LOCK = _SharedLock()
-
-
-@contextlib.contextmanager
-def _truncated_images_loaded() -> Iterator[None]:
-    with _FLAG_LOCK.alone():
-        previous = ImageFile.LOAD_TRUNCATED_IMAGES
-        ImageFile.LOAD_TRUNCATED_IMAGES = True
-        try:
-            yield
-        finally:
-            ImageFile.LOAD_TRUNCATED_IMAGES = previous
-
-
 def _open_rgb(data: bytes) -> Image.Image:
     with warnings.catch_warnings():
         # Pillow only warns between MAX_IMAGE_PIXELS and twice that; such an image costs
@@ -171,13 +110,13 @@ def _open_rgb(data: bytes) -> Image.Image:
 
 def _open_as_official(data: bytes) -> DecodedImage:
     try:
-        with _FLAG_LOCK.shared():
+        with FLAG_LOCK.shared():
             return DecodedImage(_open_rgb(data), padded=False)
     except (Image.DecompressionBombWarning, Image.DecompressionBombError):
         raise
     except _DECODE_ERRORS as strict:
         try:
-            with _truncated_images_loaded():
+            with truncated_images_loaded():
                 return DecodedImage(_open_rgb(data), padded=True)
         except _DECODE_ERRORS:
             raise strict from None  # the strict reason says what is wrong with the file
