@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from mmbright_core.data import demo_build, demo_images
+from mmbright_core.data import demo_build, demo_images, demo_pictures
 from mmbright_core.errors import InputError
 from mmbright_core.ranking import ranked
 from mmbright_core.retrieval.bm25 import BM25Retriever
@@ -99,7 +99,7 @@ def test_packaged_files_match_their_manifest() -> None:
 
 def test_rebuild_is_byte_identical_to_the_packaged_files(built: Path) -> None:
     generator = json.loads((PACKAGED / "MANIFEST.json").read_text())["generator"]
-    here = {"pyarrow": pa.__version__, "pillow": PIL.__version__, "font": demo_images.FONT_SOURCE}
+    here = {"pyarrow": pa.__version__, "pillow": PIL.__version__, "font": demo_pictures.FONT_SOURCE}
     if generator != here:
         pytest.skip(f"packaged demo was built with {generator}, this environment has {here}")
     assert _files(built) == _files(PACKAGED)

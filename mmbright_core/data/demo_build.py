@@ -30,7 +30,8 @@ import PIL
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mmbright_core.data.demo_images import FONT_SOURCE, extension, render_image
+from mmbright_core.data.demo_images import extension, render_image
+from mmbright_core.data.demo_pictures import FONT_SOURCE
 from mmbright_core.errors import InputError
 from mmbright_core.io.atomic import atomic_write_bytes, atomic_write_text
 
