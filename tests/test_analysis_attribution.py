@@ -24,7 +24,7 @@ from mmbright_core.analysis.attribution import (
     retriever_from_config,
 )
 from mmbright_core.analysis.attribution_lexical import SNIPPET_WIDTH
-from mmbright_core.data.demo_build import QUERY_KINDS
+from mmbright_core.data.demo_source import QUERY_KINDS
 from mmbright_core.data.sources import open_source
 from mmbright_core.errors import InputError
 from mmbright_core.io.official import read_outputs

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from mmbright_core.data import demo_build, demo_images, demo_pictures
+from mmbright_core.data import demo_build, demo_images, demo_pictures, demo_source
 from mmbright_core.errors import InputError
 from mmbright_core.ranking import ranked
 from mmbright_core.retrieval.bm25 import BM25Retriever
@@ -72,7 +72,7 @@ def _rows(config: str, domain: str) -> list[dict]:
 
 
 def _all_rows(config: str) -> list[dict]:
-    return [row for domain in demo_build.DOMAINS for row in _rows(config, domain)]
+    return [row for domain in demo_source.DOMAINS for row in _rows(config, domain)]
 
 
 def _norm(path: str) -> str:
@@ -113,7 +113,7 @@ def test_two_builds_are_byte_identical(built: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("config", sorted(PUBLISHED))
 def test_schema_is_exactly_the_published_one(config: str) -> None:
-    for domain in demo_build.DOMAINS:
+    for domain in demo_source.DOMAINS:
         schema = pq.read_schema(PACKAGED / config / f"{domain}.parquet")
         assert [(f.name, f.type) for f in schema] == PUBLISHED[config]
 
@@ -139,8 +139,8 @@ def test_dirty_images_are_present(config: str) -> None:
 
 
 def test_passage_ids_follow_the_published_conventions() -> None:
-    for domain in demo_build.DOMAINS:
-        chunk = r"_\d+" if domain in demo_build.CHUNKED_DOMAINS else ""
+    for domain in demo_source.DOMAINS:
+        chunk = r"_\d+" if domain in demo_source.CHUNKED_DOMAINS else ""
         regular = re.compile(rf"^{domain}/[0-9a-f]{{8}}_\d+{chunk}\.txt$")
         hard = re.compile(rf"^{domain}/[0-9a-f]{{16}}_\d+{chunk}\.txt$")
         ids = [row["id"] for row in _rows("documents", domain)]
@@ -171,7 +171,7 @@ def test_dirty_passages_and_fields_are_present() -> None:
 
 
 def test_references_resolve_within_each_domain() -> None:
-    for domain in demo_build.DOMAINS:
+    for domain in demo_source.DOMAINS:
         documents = {row["id"] for row in _rows("documents", domain)}
         query_images = {row["path"] for row in _rows("examples_images", domain)}
         text = {row["id"]: row for row in _rows("examples", domain)}
@@ -187,7 +187,7 @@ def test_references_resolve_within_each_domain() -> None:
 
 def test_image_keys_match_passage_keys_except_the_orphan() -> None:
     orphans, absent = [], []
-    for domain in demo_build.DOMAINS:
+    for domain in demo_source.DOMAINS:
         keys = {
             m.group(1)
             for row in _rows("documents", domain)
@@ -205,7 +205,7 @@ def test_image_keys_match_passage_keys_except_the_orphan() -> None:
                 assert key in ref["source_passage_id"]
                 if _norm(ref["image_path"]) not in stored:
                     absent.append(ref["image_path"])
-    assert orphans == [("physics", demo_build.source_key("physics", "orphan-spectrum"))]
+    assert orphans == [("physics", demo_source.source_key("physics", "orphan-spectrum"))]
     assert len(absent) == 1  # a positive image missing from the corpus: "unavailable"
 
 
@@ -216,29 +216,29 @@ def test_query_images_use_the_published_path_form() -> None:
 
 def test_every_query_has_a_designed_kind() -> None:
     ids = [row["id"] for row in _all_rows("examples")]
-    assert sorted(ids) == sorted(demo_build.QUERY_KINDS)
+    assert sorted(ids) == sorted(demo_source.QUERY_KINDS)
     multimodal = {row["id"] for row in _all_rows("examples_multimodal")}
-    designed = {q for q, kind in demo_build.QUERY_KINDS.items() if kind != "neutral"}
+    designed = {q for q, kind in demo_source.QUERY_KINDS.items() if kind != "neutral"}
     assert designed <= multimodal
-    assert {"clue", "misleading"} <= set(demo_build.QUERY_KINDS.values())
+    assert {"clue", "misleading"} <= set(demo_source.QUERY_KINDS.values())
 
 
 def test_a_source_that_disagrees_with_the_kinds_is_rejected(tmp_path: Path) -> None:
-    shutil.copytree(demo_build.SOURCE_DIR, tmp_path, dirs_exist_ok=True)
+    shutil.copytree(demo_source.SOURCE_DIR, tmp_path, dirs_exist_ok=True)
     spec = json.loads((tmp_path / "gis.json").read_text())
     spec["queries"][0]["id"] = "gis_99"
     (tmp_path / "gis.json").write_text(json.dumps(spec))
     with pytest.raises(InputError, match="QUERY_KINDS"):
-        demo_build.load_domain("gis", tmp_path)
+        demo_source.load_domain("gis", tmp_path)
 
 
 def test_an_unknown_reference_is_rejected(tmp_path: Path) -> None:
-    shutil.copytree(demo_build.SOURCE_DIR, tmp_path, dirs_exist_ok=True)
+    shutil.copytree(demo_source.SOURCE_DIR, tmp_path, dirs_exist_ok=True)
     spec = json.loads((tmp_path / "gis.json").read_text())
     spec["queries"][0]["positive"] = ["crs-assign:7"]
     (tmp_path / "gis.json").write_text(json.dumps(spec))
     with pytest.raises(InputError, match="crs-assign:7"):
-        demo_build.load_domain("gis", tmp_path)
+        demo_source.load_domain("gis", tmp_path)
 
 
 def _ndcg10(ranking: list[str], gold: set[str]) -> float:
@@ -250,7 +250,7 @@ def _image_effects(image_words: dict[str, str]) -> dict[str, tuple[float, float]
     """nDCG@10 of the official BM25 with the query text alone and with the image words added."""
     retriever = BM25Retriever(cache_dir="none")
     effects = {}
-    for domain in demo_build.DOMAINS:
+    for domain in demo_source.DOMAINS:
         docs = _rows("documents", domain)
         ids = [d["id"] for d in docs]
         index = retriever.index([d["content"] for d in docs])
@@ -270,7 +270,7 @@ def _image_effects(image_words: dict[str, str]) -> dict[str, tuple[float, float]
 
 def _assert_designed_effects(effects: dict[str, tuple[float, float]]) -> None:
     for query_id, (text_only, with_image) in effects.items():
-        kind = demo_build.QUERY_KINDS[query_id]
+        kind = demo_source.QUERY_KINDS[query_id]
         if kind == "clue":
             assert with_image > text_only, query_id
         elif kind == "misleading":
@@ -279,8 +279,8 @@ def _assert_designed_effects(effects: dict[str, tuple[float, float]]) -> None:
 
 def test_image_words_help_clue_queries_and_hurt_misleading_ones() -> None:
     words = {}
-    for domain in demo_build.DOMAINS:
-        spec = json.loads((demo_build.SOURCE_DIR / f"{domain}.json").read_text())
+    for domain in demo_source.DOMAINS:
+        spec = json.loads((demo_source.SOURCE_DIR / f"{domain}.json").read_text())
         for query in spec["queries"]:
             words[query["id"]] = "\n".join(map(demo_images.image_text, query.get("images", [])))
     _assert_designed_effects(_image_effects(words))
@@ -293,11 +293,11 @@ def test_ocr_reads_the_query_images_and_keeps_the_design() -> None:
     numpy = pytest.importorskip("numpy")
     engine = rapidocr.RapidOCR()
     words, recalls = {}, []
-    designed = {q for q, kind in demo_build.QUERY_KINDS.items() if kind != "neutral"}
-    for domain in demo_build.DOMAINS:
+    designed = {q for q, kind in demo_source.QUERY_KINDS.items() if kind != "neutral"}
+    for domain in demo_source.DOMAINS:
         spec = {
             q["id"]: q
-            for q in json.loads((demo_build.SOURCE_DIR / f"{domain}.json").read_text())["queries"]
+            for q in json.loads((demo_source.SOURCE_DIR / f"{domain}.json").read_text())["queries"]
         }
         store = {row["path"]: row["bytes"] for row in _rows("examples_images", domain)}
         for row in _rows("examples_multimodal", domain):
