@@ -34,12 +34,29 @@ def json_score(value: Any, name: str, keys: tuple[str, ...]) -> float:
     score = finite_number(value)
     if score is not None:
         return score
-    raise InputError(
-        f"bad score at {json_path(*keys)}",
+    hint = "Scores must be JSON numbers (not strings, NaN or Infinity)"
+    raise bad_leaf("bad score", value, name, keys, expected="a finite number", hint=hint)
+
+
+def bad_leaf(
+    problem: str, value: Any, name: str, keys: tuple[str, ...], *, expected: str, hint: str
+) -> InputError:
+    """Build the error for a value of a JSON table that cannot be read, naming its path.
+
+    Args:
+        problem: What is wrong, e.g. "bad score"; the JSON path is appended.
+        value: The value found (its JSON kind is shown).
+        name: The source's name.
+        keys: The value's path, e.g. ``(query_id, doc_id)``.
+        expected: What a value must be.
+        hint: How to write one.
+    """
+    return InputError(
+        f"{problem} at {json_path(*keys)}",
         source=name,
-        expected="a finite number",
+        expected=expected,
         found=json_kind(value),
-        hint="Scores must be JSON numbers (not strings, NaN or Infinity)",
+        hint=hint,
     )
 
 

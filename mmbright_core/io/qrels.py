@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from mmbright_core.errors import InputError, UnknownNameError, show
-from mmbright_core.io._json import json_kind, json_path, nested_json
-from mmbright_core.io._open import Readable, decode, load
+from mmbright_core.io._json import bad_leaf, json_path
+from mmbright_core.io._open import Readable, load
+from mmbright_core.io._tables import parse_table
 from mmbright_core.io.atomic import write_file
-from mmbright_core.io.limits import check_id_lengths
 from mmbright_core.io.trec import (
     INTEGER,
     check_trec_token,
@@ -45,22 +45,21 @@ def read_qrels(
         query_id -> doc_id -> relevance, in the source's order.
 
     Raises:
-        InputError: The source is malformed, is no regular file, is larger than
-            ``max_bytes`` or holds an id over 1,024 characters; the message says where.
-        UnknownNameError: ``format`` is not one of the formats above.
+        InputError: A label is not an integer or a doc is judged twice (naming the line or
+            JSON path), or the source cannot be read within ``max_bytes`` or holds an id
+            over 1,024 characters.
+        UnknownNameError: ``format`` is neither ``"trec"`` nor ``"json"``.
     """
     if format is not None and format not in QRELS_FORMATS:
         raise UnknownNameError("qrels format", format, QRELS_FORMATS)
     loaded = load(src, max_bytes)
-    text = decode(loaded)
-    if format == "json" or (
-        format is None and (loaded.suffix == ".json" or text.lstrip().startswith("{"))
-    ):
-        qrels = nested_json(text, loaded.name, _json_relevance, "relevance")
-    else:
-        qrels = _parse_trec_qrels(text, loaded.name)
-    check_id_lengths(qrels, loaded.name, text)
-    return qrels
+
+    def is_json(text: str) -> bool:
+        if format is not None:
+            return format == "json"
+        return loaded.suffix == ".json" or text.lstrip().startswith("{")
+
+    return parse_table(loaded, is_json, _json_relevance, "relevance", _parse_trec_qrels)
 
 
 def _parse_trec_qrels(text: str, name: str) -> dict[str, dict[str, int]]:
@@ -86,13 +85,9 @@ def _parse_trec_qrels(text: str, name: str) -> dict[str, dict[str, int]]:
 def _json_relevance(value: Any, name: str, keys: tuple[str, str]) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    raise InputError(
-        f"non-integer relevance at {json_path(*keys)}",
-        source=name,
-        expected="an integer label such as 0, 1 or 2",
-        found=json_kind(value),
-        hint="Relevance labels are integers; round or map them explicitly",
-    )
+    expected, hint = "an integer label such as 0, 1 or 2", "Relevance labels are integers"
+    hint += "; round or map them explicitly"
+    raise bad_leaf("non-integer relevance", value, name, keys, expected=expected, hint=hint)
 
 
 def write_qrels(path: str | os.PathLike[str], qrels: Qrels, format: str | None = None) -> Path:

@@ -24,10 +24,10 @@ import pyarrow as pa
 
 from mmbright_core.errors import InputError, UnknownNameError, show
 from mmbright_core.io._columns import Wording, frame_to_run, read_parquet_table
-from mmbright_core.io._json import json_path, json_score, nested_json
-from mmbright_core.io._open import PARQUET_MAGIC, Readable, decode, load
+from mmbright_core.io._json import json_path, json_score
+from mmbright_core.io._open import PARQUET_MAGIC, Readable, load
+from mmbright_core.io._tables import parse_table
 from mmbright_core.io.atomic import atomic_write_bytes, write_file
-from mmbright_core.io.limits import check_id_lengths
 from mmbright_core.io.trec import (
     INTEGER,
     TREC_LAYOUTS,
@@ -74,13 +74,7 @@ def read_run(
     if fmt == "parquet":
         table = read_parquet_table(loaded.data, loaded.name, max_bytes)
         return frame_to_run(table, loaded.name)
-    text = decode(loaded)
-    if fmt == "json":
-        run = nested_json(text, loaded.name, json_score, "score")
-    else:
-        run = _parse_trec_run(text, loaded.name)
-    check_id_lengths(run, loaded.name, text)
-    return run
+    return parse_table(loaded, lambda _: fmt == "json", json_score, "score", _parse_trec_run)
 
 
 def _is_table(src: object) -> bool:
