@@ -181,13 +181,27 @@ def _refuse_binary(head: bytes, name: str) -> None:
         head[:at].decode("utf-8")
     except UnicodeDecodeError as err:
         at = err.start
-    raise InputError(
+    raise _not_utf8(
+        head,
+        at,
+        name,
+        expected="UTF-8 encoded text (TREC or JSON) or a parquet file",
+        hint="Pass the run or qrels file itself; binary files are read only as parquet",
+        binary=True,
+    )
+
+
+def _not_utf8(
+    data: bytes, at: int, name: str, *, expected: str, hint: str, binary: bool = False
+) -> InputError:
+    """The error for content that is not UTF-8 text, naming the line and byte at ``at``."""
+    return InputError(
         "the content is not UTF-8 text",
         source=name,
-        line=head.count(b"\n", 0, at) + 1,
-        expected="UTF-8 encoded text (TREC or JSON) or a parquet file",
-        found=f"byte {head[at : at + 1]!r} at offset {at} (binary data)",
-        hint="Pass the run or qrels file itself; binary files are read only as parquet",
+        line=data.count(b"\n", 0, at) + 1,
+        expected=expected,
+        found=f"byte {data[at : at + 1]!r} at offset {at}" + (" (binary data)" if binary else ""),
+        hint=hint,
     )
 
 
@@ -244,14 +258,9 @@ def decode(loaded: Loaded) -> str:
     try:
         text = loaded.data.decode("utf-8")
     except UnicodeDecodeError as err:
-        line = loaded.data.count(b"\n", 0, err.start) + 1
-        raise InputError(
-            "the content is not UTF-8 text",
-            source=loaded.name,
-            line=line,
-            expected="UTF-8 encoded text",
-            found=f"byte {loaded.data[err.start : err.start + 1]!r} at offset {err.start}",
-            hint="Convert the file to UTF-8 (e.g. `iconv -t UTF-8`)",
+        hint = "Convert the file to UTF-8 (e.g. `iconv -t UTF-8`)"
+        raise _not_utf8(
+            loaded.data, err.start, loaded.name, expected="UTF-8 encoded text", hint=hint
         ) from None
     text = text.removeprefix("\ufeff")
     if not text.strip():
