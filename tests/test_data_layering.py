@@ -26,6 +26,8 @@ def imported_modules(path: Path) -> set[str]:
     ("module", "below"),
     [
         ("tasks", ("sources",)),
+        ("task_inputs", ("sources", "tasks")),
+        ("pairs", ("sources", "tasks")),
         ("files", ("sources", "tasks", "records", "image_store")),
         ("records", ("sources", "tasks", "image_store")),
         ("image_store", ("sources", "tasks", "records")),
