@@ -4,6 +4,10 @@ Several dashboard sessions and command lines may hold stores on the same file at
 every read sees every committed write, and writes queue behind one another (see
 :mod:`mmbright_core.notes.database`). A write that fails changes nothing and raises a
 :class:`~mmbright_core.errors.NotesError` carrying the text it would have stored.
+
+Each method opens one transaction; what it does to the tables is written in
+:mod:`~mmbright_core.notes.taxonomy` (the tags), :mod:`~mmbright_core.notes.labels` (a
+query's note and labels) and :mod:`~mmbright_core.notes.merge` (an import).
 """
 
 from __future__ import annotations
@@ -123,12 +127,7 @@ class NotesStore:
             lambda conn: labels.set_note(conn, qkey, text, author), write=True, unsaved=text
         )
 
-    def set_tags(
-        self,
-        key: KeyLike,
-        tags: Iterable[str],
-        author: str | None = None,
-    ) -> QueryNotes:
+    def set_tags(self, key: KeyLike, tags: Iterable[str], author: str | None = None) -> QueryNotes:
         """Make ``tags`` the query's whole set of tags, in one transaction.
 
         Raises:
