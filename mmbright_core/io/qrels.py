@@ -11,16 +11,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mmbright_core.errors import InputError, UnknownNameError, show
+from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.io._json import bad_leaf, json_path
 from mmbright_core.io._open import Readable, load
 from mmbright_core.io._tables import parse_table
 from mmbright_core.io.atomic import write_file
 from mmbright_core.io.trec import (
     INTEGER,
+    bad_column,
     check_trec_token,
-    duplicate_error,
-    trec_rows,
+    trec_table,
 )
 from mmbright_core.types import Qrels
 
@@ -63,23 +63,18 @@ def read_qrels(
 
 
 def _parse_trec_qrels(text: str, name: str) -> dict[str, dict[str, int]]:
-    qrels: dict[str, dict[str, int]] = {}
-    for line, columns in trec_rows(text, name, "qrels"):
-        query_id, _, doc_id, label = columns
-        if not INTEGER.fullmatch(label):
-            raise InputError(
+    def check(columns: list[str], line: int) -> None:
+        if not INTEGER.fullmatch(columns[3]):
+            raise bad_column(
                 "non-integer relevance (4th column)",
-                source=name,
-                line=line,
+                columns[3],
+                name,
+                line,
                 expected="an integer label such as 0, 1 or 2",
-                found=show(label),
                 hint="Relevance labels are integers; round or map them explicitly",
             )
-        docs = qrels.setdefault(query_id, {})
-        if doc_id in docs:
-            raise duplicate_error(text, name, line, query_id, doc_id, doc_column=2)
-        docs[doc_id] = int(label)
-    return qrels
+
+    return trec_table(text, name, "qrels", check, lambda columns, _: int(columns[3]))
 
 
 def _json_relevance(value: Any, name: str, keys: tuple[str, str]) -> int:

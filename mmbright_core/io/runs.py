@@ -22,7 +22,7 @@ from typing import Any, Literal
 import pandas as pd
 import pyarrow as pa
 
-from mmbright_core.errors import InputError, UnknownNameError, show
+from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.io._columns import Wording, frame_to_run, read_parquet_table
 from mmbright_core.io._json import json_path, json_score
 from mmbright_core.io._open import PARQUET_MAGIC, Readable, load
@@ -31,9 +31,9 @@ from mmbright_core.io.atomic import atomic_write_bytes, write_file
 from mmbright_core.io.trec import (
     INTEGER,
     TREC_LAYOUTS,
+    bad_column,
     check_trec_token,
-    duplicate_error,
-    trec_rows,
+    trec_table,
 )
 from mmbright_core.ranking import ranked
 from mmbright_core.types import Run
@@ -90,24 +90,23 @@ def _detect(data: bytes, suffix: str) -> str:
 
 
 def _parse_trec_run(text: str, name: str) -> dict[str, dict[str, float]]:
-    run: dict[str, dict[str, float]] = {}
-    for line, columns in trec_rows(text, name, "run"):
-        query_id, _, doc_id, rank, score, _ = columns
+    def check(columns: list[str], line: int) -> None:
+        rank = columns[3]
         # trec_eval ignores the rank column; checking it still catches swapped columns.
         if not (rank.isascii() and rank.isdigit()) and not INTEGER.fullmatch(rank):
-            raise InputError(
+            hint = f"Columns are {TREC_LAYOUTS['run'][0]}"
+            raise bad_column(
                 "non-integer rank (4th column)",
-                source=name,
-                line=line,
+                rank,
+                name,
+                line,
                 expected="an integer rank",
-                found=show(rank),
-                hint=f"Columns are {TREC_LAYOUTS['run'][0]}",
+                hint=hint,
             )
-        docs = run.setdefault(query_id, {})
-        if doc_id in docs:
-            raise duplicate_error(text, name, line, query_id, doc_id, doc_column=2)
-        docs[doc_id] = _text_score(score, name, line)
-    return run
+
+    return trec_table(
+        text, name, "run", check, lambda columns, line: _text_score(columns[4], name, line)
+    )
 
 
 def _text_score(token: str, name: str, line: int) -> float:
@@ -123,13 +122,9 @@ def _text_score(token: str, name: str, line: int) -> float:
         if value is not None or _is_nonfinite_word(token)
         else "non-numeric score"
     )
-    raise InputError(
-        f"{problem} (5th column)",
-        source=name,
-        line=line,
-        expected="a finite decimal number",
-        found=show(token),
-        hint="Fix the retriever's output; NaN and infinite scores have no rank",
+    hint = "Fix the retriever's output; NaN and infinite scores have no rank"
+    raise bad_column(
+        f"{problem} (5th column)", token, name, line, expected="a finite decimal number", hint=hint
     )
 
 

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from mmbright_core.errors import InputError, InputWarning, show
 from mmbright_core.io._json import json_path
+
+V = TypeVar("V")
 
 # trec_eval splits columns on ASCII blanks only; Python's ``str.split()`` would also split
 # on Unicode spaces (U+00A0...), which may occur inside ids.
@@ -64,6 +67,42 @@ def trec_rows(text: str, name: str, kind: str) -> Iterator[tuple[int, list[str]]
         yield line, columns
     if trailing:
         warnings.warn(_trailing_text(name, trailing), stacklevel=2)
+
+
+def trec_table(
+    text: str,
+    name: str,
+    kind: str,
+    check: Callable[[list[str], int], None],
+    value: Callable[[list[str], int], V],
+) -> dict[str, dict[str, V]]:
+    """Read TREC lines into ``query_id -> doc_id -> value``, refusing a doc listed twice.
+
+    Args:
+        text: The decoded text.
+        name: The source's name, for messages.
+        kind: ``"run"`` or ``"qrels"``.
+        check: Refuses a line's columns before the duplicate check (given its number).
+        value: Reads the line's value once the doc is known to be new there.
+    """
+    table: dict[str, dict[str, V]] = {}
+    for line, columns in trec_rows(text, name, kind):
+        check(columns, line)
+        query_id, doc_id = columns[0], columns[2]
+        docs = table.setdefault(query_id, {})
+        if doc_id in docs:
+            raise duplicate_error(text, name, line, query_id, doc_id, doc_column=2)
+        docs[doc_id] = value(columns, line)
+    return table
+
+
+def bad_column(
+    problem: str, token: str, name: str, line: int, *, expected: str, hint: str
+) -> InputError:
+    """Build the error for a column of a TREC line that cannot be read, naming the line."""
+    return InputError(
+        problem, source=name, line=line, expected=expected, found=show(token), hint=hint
+    )
 
 
 def _trailing_text(name: str, lines: list[int]) -> InputWarning:
