@@ -148,3 +148,22 @@ def test_each_input_is_checked_for_binary_data_once(
     monkeypatch.setattr(opening, "_refuse_binary", counting)
     assert load(make(path)).data == CLEAN.encode()  # type: ignore[arg-type]
     assert checked == [CLEAN.encode()]
+
+
+@pytest.mark.parametrize(
+    ("content", "read", "problem"),
+    [
+        # A run's rank is checked before the duplicate test, its score only after it.
+        ("q Q0 d 1 1.0 t\nq Q0 d 2 oops t\n", read_run, "duplicate doc id 'd'"),
+        ("q Q0 d 1 1.0 t\nq Q0 d x 0.5 t\n", read_run, "non-integer rank"),
+        # A qrels label is checked before the duplicate test.
+        ("q 0 d 1\nq 0 d x\n", read_qrels, "non-integer relevance"),
+        ("q 0 d 1\nq 0 d 0\n", read_qrels, "duplicate doc id 'd'"),
+    ],
+)
+def test_a_bad_second_line_is_named_for_its_first_fault(
+    content: str, read: Callable[[str], object], problem: str
+) -> None:
+    with pytest.raises(InputError, match=problem) as caught:
+        read(content)
+    assert caught.value.line == 2
