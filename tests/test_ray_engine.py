@@ -20,7 +20,6 @@ ray = pytest.importorskip("ray")
 open_clip = pytest.importorskip("open_clip")
 
 from mmbright_core.data.sources import FolderSource, open_source  # noqa: E402
-from mmbright_core.retrieval.base import get_retriever  # noqa: E402
 from mmbright_core.retrieval.cache import EmbeddingCache, content_key  # noqa: E402
 from mmbright_core.retrieval.encoders import BatchEncoder, EncoderSpec  # noqa: E402
 from mmbright_core.retrieval.engines import RayEncodingRetriever  # noqa: E402
@@ -30,6 +29,7 @@ from mmbright_core.retrieval.ray_engine import (  # noqa: E402
     encode_items,
     plan_shards,
 )
+from mmbright_core.retrieval.registry import get_retriever  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
