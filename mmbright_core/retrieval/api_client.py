@@ -209,12 +209,7 @@ class EmbeddingClient(EndpointClient):
     """
 
     def __init__(
-        self,
-        model: str,
-        endpoint: str | None = None,
-        *,
-        dimensions: int | None = None,
-        **common: Any,
+        self, model: str, endpoint: str | None = None, dimensions: int | None = None, **common: Any
     ) -> None:
         super().__init__(model, endpoint, **common)
         self.dimensions = dimensions

@@ -197,16 +197,8 @@ class RunConfig:
         known = {f for f in cls.__dataclass_fields__ if f not in {"options", "package_version"}}
         top = {key: settings.pop(key) for key in list(settings) if key in known}
         options = tuple(sorted(settings.items()))
-        return cls(
-            retriever=retriever.name,
-            task=task,
-            protocol=protocol,
-            source=source,
-            k=k,
-            negatives=negatives,
-            options=options,
-            **top,
-        )
+        # The first six fields, in their declared order: what the run is, before its settings.
+        return cls(retriever.name, task, protocol, source, k, negatives, options=options, **top)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the configuration as a JSON-ready dict (options as an object)."""
