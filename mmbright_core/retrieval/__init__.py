@@ -1,7 +1,7 @@
 """Retrieval backends behind one protocol, found by name, and the runner that writes outputs.
 
 ``get_retriever("bm25")`` builds a backend; ``run_task`` runs it over a task's domains.
-Backends import their heavy packages only when built (see :mod:`.base`).
+Backends import their heavy packages only when built (see :mod:`.registry`).
 """
 
 from mmbright_core.retrieval.base import DEFAULT_K, Retriever, RunConfig
