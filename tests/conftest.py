@@ -154,10 +154,10 @@ def tiny_remote(tmp_path_factory: pytest.TempPathFactory, demo_texts: list[str])
 def _retrievers_registered_by_a_test_stay_in_it() -> Iterator[None]:
     # register_retriever fills a module-level registry: what one test adds must not be seen by
     # the next (a check of the package's own names would otherwise depend on test order).
-    from mmbright_core.retrieval import base
+    from mmbright_core.retrieval import registry
 
-    kept = dict(base._EXTRA), dict(base._EXTRA_REBUILD)
+    kept = dict(registry._EXTRA), dict(registry._EXTRA_REBUILD)
     yield
-    for table, before in zip((base._EXTRA, base._EXTRA_REBUILD), kept, strict=True):
+    for table, before in zip((registry._EXTRA, registry._EXTRA_REBUILD), kept, strict=True):
         table.clear()
         table.update(before)

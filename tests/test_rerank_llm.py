@@ -157,3 +157,14 @@ def test_task_3_candidates_are_their_images(chat_server: OpenAIServer, tmp_path:
         )
         assert len(urls) == int(has_image) + len(top)  # the first query image, each candidate's
         assert text.count("(an image, shown after this line)") == len(top)
+
+
+def test_a_window_that_is_no_number_is_one_line(
+    chat_server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [str(FIRST), "--source", "demo", "--task", "2", "--reranker", f"llm:{CHAT_MODEL}"]
+    args += ["--endpoint", chat_server.url, "--out", str(tmp_path / "x")]
+    assert main(["rerank", *args, "--option", "window=wide"]) == 2
+    err = capsys.readouterr().err
+    assert "option window is not a number; expected int; found 'wide'" in err
+    assert not chat_server.requests

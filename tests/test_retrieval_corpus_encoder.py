@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from mmbright_core.errors import InputError
-from mmbright_core.retrieval.base import ImageSource, register_retriever
+from mmbright_core.retrieval.base import ImageSource
 from mmbright_core.retrieval.cache import EmbeddingCache, content_key
 from mmbright_core.retrieval.encoders import (
     BatchEncoder,
@@ -27,6 +27,7 @@ from mmbright_core.retrieval.encoders import (
 from mmbright_core.retrieval.engines import RayEncodingRetriever
 from mmbright_core.retrieval.random_rank import RandomRetriever
 from mmbright_core.retrieval.ray_engine import RayEngine
+from mmbright_core.retrieval.registry import register_retriever
 from mmbright_core.types import Document, Query, TaskData
 
 
@@ -71,9 +72,9 @@ def _data() -> TaskData:
 
 @pytest.fixture
 def registered(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mmbright_core.retrieval import base
+    from mmbright_core.retrieval import registry
 
-    monkeypatch.setattr(base, "_EXTRA", {})  # registrations end with the test
+    monkeypatch.setattr(registry, "_EXTRA", {})  # registrations end with the test
     register_retriever("length", LengthRetriever)
     register_retriever("random-3p", lambda: RandomRetriever(seed=1))
 

@@ -14,11 +14,13 @@ from mmbright_core.analysis.attribution import (
     retriever_from_config,
 )
 from mmbright_core.data.sources import open_source
-from mmbright_core.retrieval import available_retrievers, base, get_retriever, register_retriever
-from mmbright_core.retrieval.base import NOT_REBUILDABLE, RunConfig, rebuild_recipe
+from mmbright_core.retrieval import available_retrievers, get_retriever, register_retriever
+from mmbright_core.retrieval import registry as retriever_registry
+from mmbright_core.retrieval.base import RunConfig
 from mmbright_core.retrieval.bm25 import BM25Retriever
 from mmbright_core.retrieval.bm25 import rebuild as rebuild_bm25
 from mmbright_core.retrieval.rebuild import NotRebuildable, RebuildContext, rebuild_retriever
+from mmbright_core.retrieval.registry import NOT_REBUILDABLE, rebuild_recipe
 
 
 class NamedBM25(BM25Retriever):
@@ -30,8 +32,10 @@ class NamedBM25(BM25Retriever):
 @pytest.fixture(autouse=True)
 def registry(monkeypatch: pytest.MonkeyPatch) -> None:
     # Names registered here stay here: the registry is the module's, shared by every test.
-    monkeypatch.setattr(base, "_EXTRA", dict(base._EXTRA))
-    monkeypatch.setattr(base, "_EXTRA_REBUILD", dict(base._EXTRA_REBUILD))
+    monkeypatch.setattr(retriever_registry, "_EXTRA", dict(retriever_registry._EXTRA))
+    monkeypatch.setattr(
+        retriever_registry, "_EXTRA_REBUILD", dict(retriever_registry._EXTRA_REBUILD)
+    )
 
 
 def config_of(retriever: Any) -> dict[str, Any]:

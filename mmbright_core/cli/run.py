@@ -34,8 +34,9 @@ def register(subparsers: Any) -> None:
 def declare_backend(parser: argparse.ArgumentParser) -> None:
     """Add the retriever, its options and the engine; on first use (they import retrieval)."""
     from mmbright_core.cli.engine_options import add_engine_arguments
-    from mmbright_core.retrieval.base import DEFAULT_K, available_retrievers
+    from mmbright_core.retrieval.base import DEFAULT_K
     from mmbright_core.retrieval.instructions import INSTRUCTION_SETS
+    from mmbright_core.retrieval.registry import available_retrievers
 
     parser.add_argument("--retriever", help=f"one of: {', '.join(available_retrievers())}")
     parser.add_argument(
@@ -169,7 +170,7 @@ def chosen_retriever(args: argparse.Namespace) -> Resolved:
 
 
 def _check_backend(preset: str, backend: str) -> None:
-    from mmbright_core.retrieval.base import available_retrievers
+    from mmbright_core.retrieval.registry import available_retrievers
 
     if backend not in available_retrievers():
         raise InputError(

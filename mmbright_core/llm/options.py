@@ -39,7 +39,7 @@ def split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
         if name in SAMPLING:
             parameters[name] = value
         elif name in LIMIT_OPTIONS:
-            limits[name] = _number(name, value, LIMIT_OPTIONS[name])
+            limits[name] = option_number(name, value, LIMIT_OPTIONS[name])
         elif name in ("api_key_env", "image_side"):
             rest[name] = value
         else:
@@ -65,7 +65,12 @@ def chat_client(
     )
 
 
-def _number(name: str, value: Any, kind: type) -> Any:
+def option_number(name: str, value: Any, kind: type) -> Any:
+    """Return option ``name``'s ``value`` as a ``kind`` (``int``, ``float``).
+
+    Raises:
+        InputError: ``value`` is not a number of that kind.
+    """
     try:
         return kind(value)
     except (TypeError, ValueError):

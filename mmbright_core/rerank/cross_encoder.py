@@ -16,7 +16,7 @@ from typing import Any
 from mmbright_core.errors import InputError
 from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, RerankQuery
 from mmbright_core.retrieval.base import model_label, require
-from mmbright_core.retrieval.cache import path_sha256
+from mmbright_core.retrieval.sentence_models import cannot_load, model_identity
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
 
 _WHAT = "the cross-encoder reranker"
@@ -55,13 +55,8 @@ class CrossEncoderReranker:
 
     def settings(self) -> dict[str, Any]:
         """Return the model's identity (checkpoint hash for a local folder) and truncation."""
-        return {
-            "model": self.model,
-            "revision": self.revision,
-            "checkpoint_sha256": path_sha256(self.model) if self.local else None,
-            "truncation": self.max_length,
-            "backend": "sentence-transformers",
-        }
+        identity = model_identity(self.model, self.revision, self.local, self.max_length)
+        return {**identity, "backend": "sentence-transformers"}
 
     def load(self) -> Any:
         """Return the loaded ``CrossEncoder`` (loaded once).
@@ -79,11 +74,7 @@ class CrossEncoderReranker:
                     device=self.device,
                 )
             except OSError as err:
-                raise InputError(
-                    "cannot load the cross-encoder",
-                    found=f"{self.model!r}: {err}",
-                    hint="Give a local model folder, or a hub name already in the local cache.",
-                ) from err
+                raise cannot_load("the cross-encoder", self.model, err) from err
         return self._encoder
 
     def pairs(self, query: RerankQuery, candidates: Sequence[Candidate]) -> list[list[str]]:

@@ -28,7 +28,7 @@ from mmbright_core.data.images import ImageDecodeError, decode_image
 from mmbright_core.errors import InputError, show
 from mmbright_core.llm.chat import ChatClient, Message
 from mmbright_core.llm.images import DEFAULT_SIDE, data_url
-from mmbright_core.llm.options import chat_client
+from mmbright_core.llm.options import chat_client, option_number
 from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, RerankQuery
 from mmbright_core.task_table import task_info
 
@@ -269,31 +269,28 @@ def _check(ok: bool, name: str, expected: str, found: object) -> None:
         raise InputError(f"bad llm reranker option {name}", expected=expected, found=repr(found))
 
 
+#: The reranker's own numeric options, with their types; ``mode`` and ``query_images`` are
+#: taken as given, and every other option configures the chat client.
+_NUMBERS = {"window": int, "step": int, "max_chars": int, "image_side": int}
+
+
 def llm_reranker(
-    model: str,
-    endpoint: str | None = None,
-    mode: str = "listwise",
-    window: int = 20,
-    step: int = 10,
-    max_chars: int = 2000,
-    query_images: str = "all",
-    image_side: int = DEFAULT_SIDE,
-    cache_dir: str | None = None,
-    **client_options: Any,
+    model: str, endpoint: str | None = None, cache_dir: str | None = None, **options: Any
 ) -> LlmReranker:
     """Build ``llm:MODEL`` (the registry's factory).
 
-    ``client_options``: sampling parameters (``temperature``, ``top_p``, ``max_tokens``,
-    ``seed``, ``stop``), limits (``concurrency``, ``timeout``, ``retries``, ``backoff``,
-    ``max_requests``, ``token_budget``) and ``api_key_env``, as ``mmbright rewrite`` takes.
+    ``options``: the reranker's own (``mode``, ``window``, ``step``, ``max_chars``,
+    ``query_images``, ``image_side``, as :class:`LlmReranker` takes them), sampling
+    parameters (``temperature``, ``top_p``, ``max_tokens``, ``seed``, ``stop``), limits
+    (``concurrency``, ``timeout``, ``retries``, ``backoff``, ``max_requests``,
+    ``token_budget``) and ``api_key_env``, as ``mmbright rewrite`` takes.
+
+    Raises:
+        InputError: An option no part takes, or a number that is not one.
     """
-    client = chat_client(model, endpoint, client_options, cache_dir)
-    return LlmReranker(
-        client,
-        mode=mode,
-        window=int(window),
-        step=int(step),
-        max_chars=int(max_chars),
-        query_images=query_images,
-        side=int(image_side),
-    )
+    own: dict[str, Any] = {n: options.pop(n) for n in ("mode", "query_images") if n in options}
+    for name, kind in _NUMBERS.items():
+        if name in options:
+            own[name] = option_number(name, options.pop(name), kind)
+    side = own.pop("image_side", DEFAULT_SIDE)
+    return LlmReranker(chat_client(model, endpoint, options, cache_dir), side=side, **own)

@@ -27,9 +27,8 @@ from mmbright_core.rerank.answers import checked_order, reranked_run
 from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, Reranker, RerankQuery
 from mmbright_core.rerank.cache import AnswerCache, answer_key
 from mmbright_core.rerank.first_stage import FIRST_STAGE, FirstStage
-from mmbright_core.retrieval.base import DEFAULT_K
 from mmbright_core.retrieval.cache import content_key
-from mmbright_core.retrieval.runner import ProgressHook, RunOutcome, run_task
+from mmbright_core.retrieval.runner import RunOutcome, run_task
 from mmbright_core.task_table import TASK_TABLE, task_info
 from mmbright_core.types import Document, Query, TaskData
 
@@ -201,11 +200,9 @@ def rerank_task(
     domains: Sequence[str] | None = None,
     protocol: str = "paper",
     negatives: str = "exclude",
-    k: int = DEFAULT_K,
     cache_dir: str | os.PathLike[str] | None = None,
     cache: bool = True,
-    progress: ProgressHook | None = None,
-    new_folder: bool = False,
+    **run: Any,
 ) -> RunOutcome:
     """Rerank the top ``depth`` of every query of a first-stage run and write the new run.
 
@@ -219,11 +216,10 @@ def rerank_task(
         domains: The domains (default: those the first stage covers, in the source's order).
         protocol: The Task 4 protocol; it must be the first stage's, where it recorded one.
         negatives: The ``negative_ids`` policy; the first stage's, where it recorded one.
-        k: The per-query cut of the reranked run.
         cache_dir: The cache root of the answers.
         cache: False to ask every query afresh and keep no answer.
-        progress: As :func:`~mmbright_core.retrieval.runner.run_task`'s.
-        new_folder: As :func:`~mmbright_core.retrieval.runner.run_task`'s.
+        **run: ``k`` (the per-query cut of the reranked run), ``progress`` and
+            ``new_folder``, as :func:`~mmbright_core.retrieval.runner.run_task` takes them.
 
     Raises:
         InputError: A bad depth, a task the reranker cannot read (images for a text
@@ -232,6 +228,20 @@ def rerank_task(
     """
     check_depth(depth)
     check_reranker_task(reranker, task)
+    check_judged_alike(first, task, protocol, negatives)
+    chosen = list(domains) if domains else [d for d in source.domains() if d in first.runs]
+    stage = RerankStage(reranker, first, depth, AnswerCache(cache_dir) if cache else None)
+    return run_task(
+        source, task, stage, out_dir, domains=chosen, protocol=protocol, negatives=negatives, **run
+    )
+
+
+def check_judged_alike(first: FirstStage, task: int, protocol: str, negatives: str) -> None:
+    """Raise :class:`InputError` unless both stages use the first stage's protocol and policy.
+
+    Only where they apply to ``task`` (the Task 4 protocol; ``negative_ids`` of tasks 1-2),
+    and only where the first stage recorded them.
+    """
     recorded = first.config or {}
     info = task_info(task)
     for name, given in (("protocol", protocol), ("negatives", negatives)):
@@ -243,17 +253,3 @@ def rerank_task(
                 expected=f"--{name} {recorded[name]}, so both stages are judged alike",
                 found=f"--{name} {given}",
             )
-    chosen = list(domains) if domains else [d for d in source.domains() if d in first.runs]
-    stage = RerankStage(reranker, first, depth, AnswerCache(cache_dir) if cache else None)
-    return run_task(
-        source,
-        task,
-        stage,
-        out_dir,
-        domains=chosen,
-        protocol=protocol,
-        k=k,
-        negatives=negatives,
-        progress=progress,
-        new_folder=new_folder,
-    )

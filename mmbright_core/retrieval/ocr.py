@@ -24,14 +24,9 @@ from mmbright_core.data.images import decode_image, images_taken
 from mmbright_core.errors import InputError, MissingDependencyError, UnknownNameError
 from mmbright_core.io.atomic import atomic_write_text
 from mmbright_core.io.ocr_words import OCR_FILE, ImageRead, OcrWords, ocr_words_json
-from mmbright_core.retrieval.base import (
-    ImageSource,
-    Retriever,
-    check_task,
-    get_retriever,
-    require,
-)
+from mmbright_core.retrieval.base import ImageSource, Retriever, check_task, require
 from mmbright_core.retrieval.cache import content_key, default_cache_dir, settings_key
+from mmbright_core.retrieval.registry import get_retriever
 from mmbright_core.retrieval.verify import bytes_match, bytes_record, remove, report_damaged
 from mmbright_core.types import Query, TaskData
 

@@ -26,7 +26,8 @@ from typing import Any
 from mmbright_core.errors import InputError, MissingDependencyError
 from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.io.rewrites import Rewrite
-from mmbright_core.retrieval.base import Retriever, RunConfig, get_retriever, rebuild_recipe
+from mmbright_core.retrieval.base import Retriever, RunConfig
+from mmbright_core.retrieval.registry import get_retriever, rebuild_recipe
 from mmbright_core.retrieval.rewritten import is_set_setting
 
 

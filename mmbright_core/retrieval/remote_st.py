@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from mmbright_core.retrieval.dense import load_sentence_transformer
 from mmbright_core.retrieval.embedder import Role
 from mmbright_core.retrieval.remote import HubModel, to_vectors
+from mmbright_core.retrieval.sentence_models import load_sentence_transformer
 
 
 class SentenceDicts(HubModel):

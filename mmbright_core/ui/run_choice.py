@@ -15,10 +15,11 @@ import re
 from collections.abc import Mapping, Sequence
 
 from mmbright_core.errors import InputError, MMBrightError
-from mmbright_core.retrieval.base import available_retrievers, declared_tasks, require
+from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.catalogue import get_preset
 from mmbright_core.retrieval.instructions import DEFAULT_INSTRUCTIONS
 from mmbright_core.retrieval.preset_run import Resolved, resolve
+from mmbright_core.retrieval.registry import available_retrievers, declared_tasks
 from mmbright_core.types import Task
 from mmbright_core.ui.confine import Confinement
 
@@ -50,7 +51,7 @@ def runnable(names: Sequence[str], task: Task) -> list[str]:
     """The retrievers that can run ``task``.
 
     Each retriever's tasks are read from the retriever itself without building it
-    (:func:`~mmbright_core.retrieval.base.declared_tasks`); one whose tasks depend on its
+    (:func:`~mmbright_core.retrieval.registry.declared_tasks`); one whose tasks depend on its
     model (``hf``, ``mteb``, a plugin) is kept, and the run says if the model cannot.
     """
     hidden = COMMAND_LINE_ONLY | PRESETS_ONLY
