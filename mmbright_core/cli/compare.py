@@ -123,18 +123,19 @@ def run(args: argparse.Namespace) -> int:
     from mmbright_core.analysis.compare import compare_runs, most_hurt
     from mmbright_core.analysis.slices import slice_effect, with_tags
     from mmbright_core.analysis.table import query_image_features, source_results_table
-    from mmbright_core.benchmark import load_task_runs
     from mmbright_core.data.sources import open_source
     from mmbright_core.io.atomic import atomic_write_text
     from mmbright_core.present.report import comparison_report
     from mmbright_core.retrieval.cache import default_cache_dir
+    from mmbright_core.task_runs import Scope, load_task_runs
 
     source = open_source(args.source)
     # A domain named twice is compared once: repeating its queries would shrink the CIs.
     domains = list(dict.fromkeys(map(source.check_domain, args.domains))) if args.domains else None
     names = _names(args.run_a, args.run_b)
+    scope = Scope(args.task, domains, args.protocol, args.negatives)
     runs = {
-        name: load_task_runs(source, args.task, path, domains=domains, protocol=args.protocol)
+        name: load_task_runs(source, scope, path)
         for name, path in zip(names, (args.run_a, args.run_b), strict=True)
     }
     chosen = domains or sorted({d for by_domain in runs.values() for d in by_domain})

@@ -108,9 +108,9 @@ def score_benchmark(args: argparse.Namespace) -> TaskScores:
     Raises:
         InputError: Options are missing or contradictory, or the run is malformed.
     """
-    from mmbright_core.benchmark import load_task_runs, runs_by_domain, score_task, task_query_ids
+    from mmbright_core.benchmark import score_task
     from mmbright_core.data.sources import open_source
-    from mmbright_core.io.runs import read_run
+    from mmbright_core.task_runs import Scope, load_task_runs, read_task_file
 
     if args.task is None or args.run is None or args.qrels is not None:
         raise InputError(
@@ -119,13 +119,12 @@ def score_benchmark(args: argparse.Namespace) -> TaskScores:
             found=f"--task {args.task}, --run {args.run}, --qrels {args.qrels}",
         )
     source = open_source(args.source)
+    # The policy scoring uses: the judgments read to file the queries are those it scores.
+    scope = Scope(args.task, args.domains, args.protocol, args.negatives)
     if args.run == "-":
-        known = task_query_ids(source, args.task, args.domains, args.protocol)
-        runs = runs_by_domain(read_run(sys.stdin.buffer), known, name="<stdin>")
+        runs = read_task_file(source, scope, sys.stdin.buffer, "<stdin>").runs
     else:
-        runs = load_task_runs(
-            source, args.task, args.run, domains=args.domains, protocol=args.protocol
-        )
+        runs = load_task_runs(source, scope, args.run)
     return score_task(
         source,
         args.task,
