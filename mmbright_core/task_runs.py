@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,12 @@ from mmbright_core.io.official import OfficialOutputs, holds_outputs, read_outpu
 from mmbright_core.io.runs import read_run
 from mmbright_core.task_table import TASK_TABLE, task_of_type
 from mmbright_core.types import Protocol4, Run
+
+# The reader's warnings about an upload are caught for the page (a server's log is not where
+# its user looks). ``catch_warnings`` swaps process-wide state, so uploads are read one at a
+# time: another session's warning can never land on this page. Reading is bound by the
+# interpreter's lock anyway, so little is lost.
+_CATCHING = threading.Lock()
 
 DomainRuns = dict[str, dict[str, dict[str, float]]]
 """domain -> query_id -> doc_id -> score."""
@@ -276,7 +283,7 @@ def read_upload(
     stream = io.BytesIO(data)
     stream.name = name  # the reader names the file in its errors and detects the format
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        with _CATCHING, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", InputWarning)
             found = read_task_file(source, scope, stream, name, max_bytes=max_bytes)
     except InputTooLargeError as err:
@@ -289,5 +296,8 @@ def read_upload(
             hint="Split the run, or load it from a folder",
         ) from None
     check_task_runs(source, scope.task, found.runs, protocol=scope.protocol, name=name)
-    said = tuple(str(w.message) for w in caught if issubclass(w.category, InputWarning))
-    return FileRuns(found.runs, found.queries_in_file, said)
+    said = [w for w in caught if issubclass(w.category, InputWarning)]
+    for other in caught:  # warnings of any other kind go on to the server's log as before
+        if other not in said:
+            warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
+    return FileRuns(found.runs, found.queries_in_file, tuple(str(w.message) for w in said))
