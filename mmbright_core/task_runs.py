@@ -170,42 +170,6 @@ def check_task_runs(
             check_doc_ids(qrels, run, task=task, domain=domain, name=name)
 
 
-def load_mteb_runs(
-    source: Source,
-    task: int,
-    src: Readable,
-    *,
-    task_name: str | None = None,
-    max_bytes: int | None = None,
-) -> DomainRuns:
-    """Read an MTEB predictions file as one run per domain of a task.
-
-    Args:
-        source: The dataset copy whose domains the file's subsets must be.
-        task: The task the runs must answer.
-        src: ``<TaskName>_predictions.json`` (a path, or an open file with that name), or
-            any name with ``task_name`` given.
-        task_name: MTEB's task name, when the file name does not carry it.
-        max_bytes: The most bytes read (see :func:`mmbright_core.io.read_run`).
-
-    Raises:
-        InputError: The file's task is not ``task``, or the file is malformed.
-        UnknownNameError: An unknown MTEB task name, or a subset that is no domain.
-    """
-    found = read_mteb_predictions(
-        src, task_name=task_name, domains=source.domains(), max_bytes=max_bytes
-    )
-    if found.task is not None and found.task != task:
-        raise InputError(
-            f"these predictions answer task {found.task} ({found.task_name}), not task {task}",
-            source=str(getattr(src, "name", src)),
-            expected=f"{mteb_task_name(task)} predictions",
-            found=str(found.task_name),
-            hint=f"Score them with --task {found.task}",
-        )
-    return found.runs
-
-
 @dataclass(frozen=True)
 class Scope:
     """What a run is read for: the task, its domains, the Task 4 protocol and the policy.
@@ -237,12 +201,26 @@ def read_task_file(
     """
     chosen = scope.domains if scope.domains is not None else source.domains()
     if looks_like_mteb(name, head=_head(src)):
-        found = load_mteb_runs(source, scope.task, src, max_bytes=max_bytes)
+        found = _mteb_runs(source, scope.task, src, max_bytes)
         runs = {d: r for d, r in found.items() if d in chosen}
         return FileRuns(runs, sum(len(run) for run in found.values()))
     run = read_run(src, max_bytes=max_bytes)
     known = task_query_ids(source, scope.task, sorted(chosen), scope.protocol, scope.negatives)
     return FileRuns(runs_by_domain(run, known, name), len(run))
+
+
+def _mteb_runs(source: Source, task: int, src: Readable, max_bytes: int | None) -> DomainRuns:
+    """An MTEB predictions file's runs, refused when MTEB's task name is another task's."""
+    found = read_mteb_predictions(src, domains=source.domains(), max_bytes=max_bytes)
+    if found.task is not None and found.task != task:
+        raise InputError(
+            f"these predictions answer task {found.task} ({found.task_name}), not task {task}",
+            source=str(getattr(src, "name", src)),
+            expected=f"{mteb_task_name(task)} predictions",
+            found=str(found.task_name),
+            hint=f"Score them with --task {found.task}",
+        )
+    return found.runs
 
 
 def _head(src: Readable) -> bytes | None:

@@ -10,8 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from apptest import fresh
-from streamlit.testing.v1 import AppTest
+from apptest import fresh, use_folder
 
 from mmbright_core.cli import main
 from mmbright_core.data import sources
@@ -89,22 +88,15 @@ def test_eval_prints_a_runs_trailing_text_warning(
     )
 
 
-def _on_task1(fixture_dir: Path) -> AppTest:
-    at = fresh()
-    at.radio(key="source_kind").set_value("Local folder").run()
-    at.text_input(key="source_folder").input(str(fixture_dir)).run()
-    at.selectbox(key="task").set_value(1).run()
-    return at
-
-
 def test_an_uploads_trailing_text_warning_is_shown_on_the_page(fixture_dir: Path) -> None:
-    at = _on_task1(fixture_dir)
+    at = fresh()
+    use_folder(at, fixture_dir)  # Task 2, where a1 is a query and A1 a passage
     data = f"a1 Q0 {A1} 1 1.0 t more junk\n".encode()
     at.file_uploader(key="upload_files").set_value([("tail.trec", data, "text/plain")])
     at.run()
     at.button(key="add_uploads").click().run()
     assert not at.exception
-    assert list(at.multiselect(key="selected_runs_1").value) == ["tail"]
+    assert list(at.multiselect(key="selected_runs_2").value) == ["tail"]
     warned = [w.value.replace("\\", "") for w in at.main.warning]
     assert warned == [
         "tail: tail.trec: 1 line has text after the run tag (line 1); "

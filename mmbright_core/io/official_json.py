@@ -32,13 +32,13 @@ def read_json_file(path: Path) -> tuple[Any, str]:
     return parse_json(decode(loaded), loaded.name), loaded.name
 
 
-def bad_value(name: str, keys: tuple[str, ...], expected: str, value: Any) -> InputError:
-    """The error for a value at ``keys`` of the file ``name`` that is not ``expected``."""
-    return InputError(
-        f"bad value at {json_path(*keys)}",
-        source=name,
-        expected=expected,
-        found=json_kind(value),
+def _refuse_unless(fits: bool, name: str, keys: tuple[str, ...], expected: str, value: Any) -> None:
+    """Refuse the value at ``keys`` of the file ``name`` unless it ``fits`` what is expected."""
+    if fits:
+        return
+    where = json_path(*keys)
+    raise InputError(
+        f"bad value at {where}", source=name, expected=expected, found=json_kind(value)
     )
 
 
@@ -75,8 +75,8 @@ def read_metrics(path: str | os.PathLike[str]) -> tuple[dict[str, float], tuple[
     data, name = read_json_file(Path(path))
     pairs = object_pairs(data, name, (), "mapping metric names to values")
     said = pairs.get(WARNINGS, [])
-    if not isinstance(said, list) or not all(isinstance(w, str) for w in said):
-        raise bad_value(name, (WARNINGS,), "a list of strings", said)
+    fits = isinstance(said, list) and all(isinstance(w, str) for w in said)
+    _refuse_unless(fits, name, (WARNINGS,), "a list of strings", said)
     return metric_values(data, name, (), skip=(WARNINGS,)), tuple(said)
 
 
@@ -92,8 +92,8 @@ def read_summary(path: Path) -> dict[str, Any]:
     top = object_pairs(data, name, (), 'with "model", "task_type", "domains", "aggregated"')
     out: dict[str, Any] = {}
     for key in ("model", "task_type"):
-        if key in top and not isinstance(top[key], str):
-            raise bad_value(name, (key,), "a string", top[key])
+        fits = key not in top or isinstance(top[key], str)  # a null is refused too
+        _refuse_unless(fits, name, (key,), "a string", top.get(key))
         out[key] = top.get(key)
     domains = object_pairs(top.get("domains", JsonObject()), name, ("domains",), "of domains")
     out["domains"] = {d: metric_values(m, name, ("domains", d)) for d, m in domains.items()}
