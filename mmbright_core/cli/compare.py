@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mmbright_core.cli.options import add_task_options, declare_later
+from mmbright_core.cli.options import Command, add_command, add_task_options, declare_later
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,15 +35,18 @@ _SLICES = ("domain", "images", "decodable", "length", "ocr-words", "image-size",
 _IMAGE_SLICES = ("ocr-words", "image-size", "aspect")
 
 
+COMPARE_COMMAND = Command(
+    "compare",
+    "paired comparison of two runs (delta, CI, p-values, most-hurt queries)",
+    f"""Compare run B against run A on one task: per-domain and pooled mean {MEASURE} delta
+    (B - A), bootstrap 95% CI, randomisation and t-test p-values (raw and Holm over domains),
+    wins/ties/losses, and the queries B lost most on.""",
+)
+
+
 def register(subparsers: Any) -> None:
     """Add the ``compare`` subcommand to the ``mmbright`` parser."""
-    parser = subparsers.add_parser(
-        "compare",
-        help="paired comparison of two runs (delta, CI, p-values, most-hurt queries)",
-        description="Compare run B against run A on one task: per-domain and pooled mean "
-        f"{MEASURE} delta (B - A), bootstrap 95% CI, randomisation and t-test p-values (raw "
-        "and Holm over domains), wins/ties/losses, and the queries B lost most on.",
-    )
+    parser = add_command(subparsers, COMPARE_COMMAND)
     parser.add_argument(
         "run_a", metavar="RUN_A", help="baseline: run file or official outputs folder"
     )

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from mmbright_core.cli.options import add_task_options
+from mmbright_core.cli.options import Command, add_command, add_task_options
 from mmbright_core.errors import InputError
 from mmbright_core.types import EvalResult, Qrels, Run
 
@@ -26,14 +26,17 @@ if TYPE_CHECKING:
 DEFAULT_MEASURES = ("nDCG@10",)
 
 
+EVAL_COMMAND = Command(
+    "eval",
+    "score a run against qrels (trec_eval-compatible)",
+    """Score a run against qrels and print per-measure means, optionally per query, as TSV rows
+    (measure, query_id or 'all', value) or JSON.""",
+)
+
+
 def register(subparsers: Any) -> None:
     """Add the ``eval`` subcommand to the ``mmbright`` parser."""
-    parser = subparsers.add_parser(
-        "eval",
-        help="score a run against qrels (trec_eval-compatible)",
-        description="Score a run against qrels and print per-measure means, "
-        "optionally per query, as TSV rows (measure, query_id or 'all', value) or JSON.",
-    )
+    parser = add_command(subparsers, EVAL_COMMAND)
     inputs = parser.add_argument_group("inputs")
     inputs.add_argument(
         "--qrels", metavar="FILE", help="qrels: TREC (qid 0 docid rel) or JSON; '-' for stdin"
