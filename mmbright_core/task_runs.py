@@ -224,7 +224,8 @@ def _mteb_runs(source: Source, task: int, src: Readable, max_bytes: int | None) 
 
 
 def _head(src: Readable) -> bytes | None:
-    # A path is looked into by the MTEB rule itself; an open file is peeked at and rewound.
+    # A path is looked into by the MTEB rule itself and an upload's bytes are at hand; any
+    # other open file (standard input) is not peeked at, so only its name can say MTEB.
     if not isinstance(src, io.BytesIO):
         return None if isinstance(src, str | os.PathLike) else b""
     return src.getvalue()[:4096]
