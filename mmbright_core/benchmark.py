@@ -10,11 +10,8 @@ unweighted mean over the domains scored. The result names the task protocol, the
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from mmbright_core.data.ids import PAIR_ID_FORMAT, PAIR_SEPARATOR
 from mmbright_core.data.sources import Source
@@ -23,9 +20,6 @@ from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.metrics import evaluate
 from mmbright_core.ranking import top_k
 from mmbright_core.types import EvalResult, Missing, Protocol4, Qrels, Run
-
-if TYPE_CHECKING:
-    from mmbright_core.io._open import Readable
 
 RUN_DEPTH = 1000
 """Every run is cut to its top 1,000 per query (docs/protocol.md, Per-task protocol)."""
@@ -169,162 +163,6 @@ def _mismatch_hint(found: Mapping[str, list[str]]) -> str:
     return f"It looks like a {' or '.join(tasks)} run: choose that task, or check the file"
 
 
-def check_task_runs(
-    source: Source,
-    task: int,
-    runs: Mapping[str, Run],
-    *,
-    protocol: str = "paper",
-    name: str = "<run>",
-) -> None:
-    """Check every domain's run against the task's judged doc ids (:func:`check_doc_ids`).
-
-    Domains the source does not hold are left to the caller (scoring refuses them).
-
-    Raises:
-        InputError: A domain's run has no doc id of the task's shape.
-    """
-    held = set(source.domains())
-    for domain, run in runs.items():
-        if domain in held:
-            qrels = source.judgments(task, domain, protocol).qrels
-            check_doc_ids(qrels, run, task=task, domain=domain, name=name)
-
-
-def task_query_ids(
-    source: Source, task: int, domains: Sequence[str] | None = None, protocol: Protocol4 = "paper"
-) -> dict[str, frozenset[str]]:
-    """Return domain -> the ids of the task's queries (no corpus is read)."""
-    chosen = domains if domains is not None else source.domains()
-    return {
-        d: frozenset(q.query_id for q in source.judgments(task, d, protocol).queries)
-        for d in chosen
-    }
-
-
-def runs_by_domain(
-    run: Run, known: Mapping[str, Collection[str]], name: str = "<run>"
-) -> dict[str, dict[str, dict[str, float]]]:
-    """File each query of a run over several domains under its domain.
-
-    Query ids repeat across domains, so a combined run may write them ``<domain>/<query id>``
-    (as ``mmbright run`` does in its ``run.trec``); a bare id goes to the one domain that has
-    it. Queries no domain knows are left out (evaluation counts them as extra).
-
-    Args:
-        run: query_id -> doc_id -> score.
-        known: domain -> the task's query ids (:func:`task_query_ids`).
-        name: The run's name, for error messages.
-
-    Returns:
-        domain -> its part of the run, for each domain with at least one query in the run.
-
-    Raises:
-        InputError: A bare id exists in several domains, or no query of the run is known.
-    """
-    owners: dict[str, list[str]] = {}
-    for domain, ids in known.items():
-        for query_id in ids:
-            owners.setdefault(query_id, []).append(domain)
-    out: dict[str, dict[str, dict[str, float]]] = {}
-    for query_id, docs in run.items():
-        domain, _, bare = query_id.partition("/")
-        if bare and bare in known.get(domain, ()):
-            out.setdefault(domain, {})[bare] = dict(docs)
-            continue
-        found = owners.get(query_id, [])
-        if len(found) > 1:
-            raise InputError(
-                f"query id {query_id!r} exists in several domains ({', '.join(sorted(found))})",
-                source=name,
-                hint="Write query ids as <domain>/<query id>, or score one domain with --domain",
-            )
-        if found:
-            out.setdefault(found[0], {})[query_id] = dict(docs)
-    if run and not out:
-        raise InputError(
-            "no query of the run belongs to this task",
-            source=name,
-            expected="query ids of the chosen task and domains (or <domain>/<query id>)",
-            found=", ".join(repr(q) for q in list(run)[:3]),
-            hint="Check the task number, the source and the domains",
-        )
-    return out
-
-
-def load_task_runs(
-    source: Source,
-    task: int,
-    path: str | os.PathLike[str],
-    *,
-    domains: Sequence[str] | None = None,
-    protocol: Protocol4 = "paper",
-) -> dict[str, dict[str, dict[str, float]]]:
-    """Read a run for a task: an official outputs folder, or a run file over any domains.
-
-    Args:
-        source: The dataset copy whose queries define the domains.
-        task: 1, 2, 3 or 4.
-        path: A ``<subdir>`` of official outputs (one ``scores.json`` per domain), an MTEB
-            predictions file (:func:`load_mteb_runs`) or a run file in any format
-            :func:`mmbright_core.io.runs.read_run` reads.
-        domains: Keep only these domains (default: all the source holds).
-        protocol: The Task 4 protocol.
-
-    Returns:
-        domain -> run.
-    """
-    from mmbright_core.io.mteb import looks_like_mteb
-    from mmbright_core.io.official import read_outputs
-    from mmbright_core.io.runs import read_run
-
-    chosen = set(domains if domains is not None else source.domains())
-    if Path(path).is_dir():
-        return {d: dict(r) for d, r in read_outputs(path).runs.items() if d in chosen}
-    if looks_like_mteb(path):
-        return {d: r for d, r in load_mteb_runs(source, task, path).items() if d in chosen}
-    known = task_query_ids(source, task, sorted(chosen), protocol)
-    return runs_by_domain(read_run(Path(path)), known, name=str(path))
-
-
-def load_mteb_runs(
-    source: Source,
-    task: int,
-    src: Readable,
-    *,
-    task_name: str | None = None,
-    max_bytes: int | None = None,
-) -> dict[str, dict[str, dict[str, float]]]:
-    """Read an MTEB predictions file as one run per domain of a task.
-
-    Args:
-        source: The dataset copy whose domains the file's subsets must be.
-        task: The task the runs must answer.
-        src: ``<TaskName>_predictions.json`` (a path, or an open file with that name), or
-            any name with ``task_name`` given.
-        task_name: MTEB's task name, when the file name does not carry it.
-        max_bytes: The most bytes read (see :func:`mmbright_core.io.read_run`).
-
-    Raises:
-        InputError: The file's task is not ``task``, or the file is malformed.
-        UnknownNameError: An unknown MTEB task name, or a subset that is no domain.
-    """
-    from mmbright_core.io.mteb import mteb_task_name, read_mteb_predictions
-
-    found = read_mteb_predictions(
-        src, task_name=task_name, domains=source.domains(), max_bytes=max_bytes
-    )
-    if found.task is not None and found.task != task:
-        raise InputError(
-            f"these predictions answer task {found.task} ({found.task_name}), not task {task}",
-            source=str(getattr(src, "name", src)),
-            expected=f"{mteb_task_name(task)} predictions",
-            found=str(found.task_name),
-            hint=f"Score them with --task {found.task}",
-        )
-    return found.runs
-
-
 def score_task(
     source: Source,
     task: int,
@@ -371,13 +209,6 @@ def score_task(
         run = apply_protocol(runs.get(domain, {}), data.excluded)
         per_domain[domain] = evaluate(data.qrels, run, measures=wanted, missing=missing)
     scored = tuple(d for d, r in per_domain.items() if r.counts.evaluated > 0)
-    names = next(iter(per_domain.values())).aggregate.keys() if per_domain else ()
-    macro = {
-        name: math.fsum(per_domain[d].aggregate[name] for d in scored) / len(scored)
-        if scored
-        else math.nan
-        for name in names
-    }
     return TaskScores(
         task=task,
         protocol=used,
@@ -385,6 +216,17 @@ def score_task(
         negatives=policy,
         per_domain=per_domain,
         query_counts={d: r.counts.evaluated for d, r in per_domain.items()},
-        macro=macro,
+        macro=_macro(per_domain, scored),
         scored_domains=scored,
     )
+
+
+def _macro(per_domain: Mapping[str, EvalResult], scored: Sequence[str]) -> dict[str, float]:
+    """Measure name -> the unweighted mean over the domains scored (NaN if none was)."""
+    names = next(iter(per_domain.values())).aggregate.keys() if per_domain else ()
+    return {
+        name: math.fsum(per_domain[d].aggregate[name] for d in scored) / len(scored)
+        if scored
+        else math.nan
+        for name in names
+    }

@@ -4,9 +4,10 @@ import math
 
 import pytest
 
-from mmbright_core.benchmark import apply_protocol, runs_by_domain, score_task
+from mmbright_core.benchmark import apply_protocol, score_task
 from mmbright_core.data.sources import Source
 from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.task_runs import runs_by_domain
 
 A1, A2, A3 = "academia/a1b2c3d4_101.txt", "academia/a1b2c3d4_102.txt", "academia/e5f6a7b8_201.txt"
 A_HARD, A_EMPTY = "academia/0123456789abcdef_301.txt", "academia/c0ffee00_401.txt"

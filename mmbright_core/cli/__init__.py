@@ -1,7 +1,8 @@
 """The ``mmbright`` command line: one module per subcommand, registered here.
 
-Each subcommand module exposes ``register(subparsers)``, which adds its parser and sets
-``handler`` to a function ``(args) -> int``. Registering imports nothing heavy (handlers import
+Each subcommand module exposes ``register(subparsers)``, which adds its parser from its
+:class:`.options.Command` record (name, help line, description) and sets ``handler`` to a
+function ``(args) -> int``. Registering imports nothing heavy (handlers import
 their backends when they run; see :class:`.options.SubcommandParser`), so ``mmbright --help``
 answers without loading numpy or pandas. Errors this package raises on purpose are
 printed to stderr as one message with exit status 2; nothing prints a traceback for them.

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mmbright_core.cli.options import add_source
+from mmbright_core.cli.options import Command, add_command, add_source
 
 APP = Path(__file__).resolve().parent.parent / "ui" / "app.py"
 """The dashboard's entry script inside the installed package."""
@@ -47,14 +47,17 @@ freed pages ``malloc_trim`` hands back, so a closed session's memory returns to 
 "Bounded memory")."""
 
 
+APP_COMMAND = Command(
+    "app",
+    "serve the dashboard (needs the app extra)",
+    """Serve the failure-analysis dashboard with streamlit on 127.0.0.1. Arguments after -- go
+    to 'streamlit run' (e.g. -- --server.address 0.0.0.0).""",
+)
+
+
 def register(subparsers: Any) -> None:
     """Add the ``app`` subcommand to the ``mmbright`` parser."""
-    parser = subparsers.add_parser(
-        "app",
-        help="serve the dashboard (needs the app extra)",
-        description="Serve the failure-analysis dashboard with streamlit on 127.0.0.1. "
-        "Arguments after -- go to 'streamlit run' (e.g. -- --server.address 0.0.0.0).",
-    )
+    parser = add_command(subparsers, APP_COMMAND)
     parser.add_argument("--port", type=int, help="the port to serve on (default: 8501)")
     add_source(parser, required=False, lead="the data a new session opens on (default: demo)")
     parser.add_argument(

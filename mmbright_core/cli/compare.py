@@ -10,14 +10,12 @@ query images and rank diffs.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
-from mmbright_core.cli.options import add_task_options, declare_later
+from mmbright_core.cli.options import Command, add_command, add_task_options, declare_later
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,51 +33,20 @@ MEASURE = "nDCG@10"
 # (a test checks that the two agree).
 _SLICES = ("domain", "images", "decodable", "length", "ocr-words", "image-size", "aspect", "tag")
 _IMAGE_SLICES = ("ocr-words", "image-size", "aspect")
-_SUMMARY = [
-    "scope",
-    "queries",
-    "mean_a",
-    "mean_b",
-    "delta",
-    "ci_low",
-    "ci_high",
-    "wins",
-    "ties",
-    "losses",
-    "t",
-    "p_t",
-    "p_t_holm",
-    "p_perm",
-    "p_perm_holm",
-    "perm_exact",
-    "cohens_d",
-]
-_HURT = [
-    "domain",
-    "query_id",
-    "a",
-    "b",
-    "delta",
-    "n_images",
-    "n_decodable_images",
-    "query_chars",
-    "first_relevant_rank_a",
-    "first_relevant_rank_b",
-    "tags",
-]
-_SLICE = ["group", "queries", "mean_a", "mean_b", "delta", "ci_low", "ci_high"]
-_SLICE += ["wins", "ties", "losses"]
+
+
+COMPARE_COMMAND = Command(
+    "compare",
+    "paired comparison of two runs (delta, CI, p-values, most-hurt queries)",
+    f"""Compare run B against run A on one task: per-domain and pooled mean {MEASURE} delta
+    (B - A), bootstrap 95% CI, randomisation and t-test p-values (raw and Holm over domains),
+    wins/ties/losses, and the queries B lost most on.""",
+)
 
 
 def register(subparsers: Any) -> None:
     """Add the ``compare`` subcommand to the ``mmbright`` parser."""
-    parser = subparsers.add_parser(
-        "compare",
-        help="paired comparison of two runs (delta, CI, p-values, most-hurt queries)",
-        description="Compare run B against run A on one task: per-domain and pooled mean "
-        f"{MEASURE} delta (B - A), bootstrap 95% CI, randomisation and t-test p-values (raw "
-        "and Holm over domains), wins/ties/losses, and the queries B lost most on.",
-    )
+    parser = add_command(subparsers, COMPARE_COMMAND)
     parser.add_argument(
         "run_a", metavar="RUN_A", help="baseline: run file or official outputs folder"
     )
@@ -121,20 +88,19 @@ def declare_tests(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Compare the two runs and print the result; return the exit status."""
     from mmbright_core.analysis.compare import compare_runs, most_hurt
-    from mmbright_core.analysis.slices import slice_effect, with_tags
-    from mmbright_core.analysis.table import query_image_features, source_results_table
-    from mmbright_core.benchmark import load_task_runs
+    from mmbright_core.analysis.slices import with_tags
+    from mmbright_core.analysis.table import source_results_table
+    from mmbright_core.cli.compare_output import print_json, print_tsv
     from mmbright_core.data.sources import open_source
-    from mmbright_core.io.atomic import atomic_write_text
-    from mmbright_core.present.report import comparison_report
-    from mmbright_core.retrieval.cache import default_cache_dir
+    from mmbright_core.task_runs import Scope, load_task_runs
 
     source = open_source(args.source)
     # A domain named twice is compared once: repeating its queries would shrink the CIs.
     domains = list(dict.fromkeys(map(source.check_domain, args.domains))) if args.domains else None
     names = _names(args.run_a, args.run_b)
+    scope = Scope(args.task, domains, args.protocol, args.negatives)
     runs = {
-        name: load_task_runs(source, args.task, path, domains=domains, protocol=args.protocol)
+        name: load_task_runs(source, scope, path)
         for name, path in zip(names, (args.run_a, args.run_b), strict=True)
     }
     chosen = domains or sorted({d for by_domain in runs.values() for d in by_domain})
@@ -152,37 +118,62 @@ def run(args: argparse.Namespace) -> int:
     )
     tags = _read_tags(args.source, args.task, args.protocol)
     hurt = with_tags(most_hurt(comparison, args.top), tags)
-    sliced = None
-    if args.by:
-        features = None
-        if args.by in _IMAGE_SLICES:
-            features = query_image_features(
-                source,
-                args.task,
-                chosen,
-                protocol=args.protocol,
-                ocr_cache=default_cache_dir(),
-                ocr_words=_recorded_words(args.run_b, args.run_a),
-            )
-        sliced = slice_effect(comparison, args.by, features=features, tags=tags)
+    sliced = _sliced(source, args, comparison, chosen, tags) if args.by else None
     if args.format == "json":
-        _print_json(comparison, hurt, sys.stdout, sliced)
+        print_json(comparison, hurt, sys.stdout, sliced)
     else:
-        _print_tsv(comparison, hurt, sys.stdout, sliced, args.by)
+        print_tsv(comparison, hurt, sys.stdout, sliced, args.by)
     if args.report:
-        details = _details(source, args.task, args.protocol, args.negatives, runs, hurt)
-        stages, rewrite = _stages(source, args, names, runs, table)
-        page = comparison_report(
-            comparison,
-            details=details,
-            top=args.top,
-            tags=tags,
-            two_stage=stages,
-            rewrite=rewrite,
-        )
-        atomic_write_text(args.report, page)
-        print(f"report written to {args.report}", file=sys.stderr)
+        stages = _stages(source, args, names, runs, table)
+        _write_report(source, args, runs, comparison, hurt, tags, stages)
     return 0
+
+
+def _sliced(
+    source: Source,
+    args: argparse.Namespace,
+    comparison: Comparison,
+    domains: list[str],
+    tags: Mapping[tuple[str, str], list[str]],
+) -> pd.DataFrame:
+    """The image effect by ``--by``; the image slices read the query images' features."""
+    from mmbright_core.analysis.slices import slice_effect
+    from mmbright_core.analysis.table import query_image_features
+    from mmbright_core.retrieval.cache import default_cache_dir
+
+    features = None
+    if args.by in _IMAGE_SLICES:
+        features = query_image_features(
+            source,
+            args.task,
+            domains,
+            protocol=args.protocol,
+            ocr_cache=default_cache_dir(),
+            ocr_words=_recorded_words(args.run_b, args.run_a),
+        )
+    return slice_effect(comparison, args.by, features=features, tags=tags)
+
+
+def _write_report(
+    source: Source,
+    args: argparse.Namespace,
+    runs: Mapping[str, Mapping[str, Run]],
+    comparison: Comparison,
+    hurt: pd.DataFrame,
+    tags: Mapping[tuple[str, str], list[str]],
+    stages: tuple[TwoStage | None, RewriteStage | None],
+) -> None:
+    """Write ``--report``: the comparison, the most-hurt queries' details and the stages."""
+    from mmbright_core.io.atomic import atomic_write_text
+    from mmbright_core.present.report import comparison_report
+
+    details = _details(source, args.task, args.protocol, args.negatives, runs, hurt)
+    two_stage, rewrite = stages
+    page = comparison_report(
+        comparison, details=details, top=args.top, tags=tags, two_stage=two_stage, rewrite=rewrite
+    )
+    atomic_write_text(args.report, page)
+    print(f"report written to {args.report}", file=sys.stderr)
 
 
 def _stages(
@@ -198,11 +189,11 @@ def _stages(
     """
     from mmbright_core.analysis.rewrite_stage import find_rewrite
     from mmbright_core.analysis.two_stage import find_first_stage
-    from mmbright_core.io.official import read_outputs
+    from mmbright_core.task_runs import read_task_outputs
 
     paths = (args.run_a, args.run_b)
     configs = {
-        n: read_outputs(p).run_config if Path(p).is_dir() else None
+        n: read_task_outputs(p, args.task).run_config if Path(p).is_dir() else None
         for n, p in zip(names, paths, strict=True)
     }
     stages = find_first_stage(
@@ -228,21 +219,6 @@ def _names(path_a: str, path_b: str) -> tuple[str, str]:
     return (f"A:{a}", f"B:{b}") if a == b else (a, b)
 
 
-def _cell(column: str, value: Any) -> str:
-    import pandas as pd
-
-    from mmbright_core.present.report_tables import INTEGER_COLUMNS
-
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        # A rank or count is a float only because its column may miss a value.
-        return str(int(value)) if column in INTEGER_COLUMNS else f"{value:.4f}"
-    return "nan" if value is pd.NA else str(value)
-
-
 def _read_tags(source: str, task: int, protocol: str) -> dict[tuple[str, str], list[str]]:
     """The failure tags of the task's queries, from the notes file when there is one."""
     from mmbright_core.notes import scope_tags
@@ -251,74 +227,6 @@ def _read_tags(source: str, task: int, protocol: str) -> dict[tuple[str, str], l
     if path is not None:
         print(f"failure tags read from {path} ({len(tags)} annotated queries)", file=sys.stderr)
     return tags
-
-
-def _print_tsv(
-    comparison: Comparison,
-    hurt: pd.DataFrame,
-    out: IO[str],
-    sliced: pd.DataFrame | None = None,
-    by: str | None = None,
-) -> None:
-    print(
-        f"# {comparison.run_b} vs {comparison.run_a}: {comparison.measure}, delta = B - A; "
-        f"seed {comparison.seed}, {comparison.n_resamples} resamples; "
-        f"{comparison.unpaired} queries scored in one run only",
-        file=out,
-    )
-    _print_rows(comparison.summary, _SUMMARY, out)
-    print(f"\n# most hurt queries (top {len(hurt)})", file=out)
-    _print_rows(hurt, _HURT, out)
-    if sliced is not None:
-        print(f"\n# image effect by {by}", file=out)
-        _print_rows(sliced, _SLICE, out)
-
-
-def _print_rows(frame: pd.DataFrame, columns: list[str], out: IO[str]) -> None:
-    print("\t".join(columns), file=out)
-    for row in frame[columns].itertuples(index=False):
-        print("\t".join(_cell(c, v) for c, v in zip(columns, row, strict=True)), file=out)
-
-
-def _records(frame: pd.DataFrame, columns: list[str]) -> list[dict[str, Any]]:
-    records = frame[columns].astype(object).to_dict(orient="records")
-    return [{k: _json_value(k, v) for k, v in r.items()} for r in records]
-
-
-def _json_value(column: str, value: Any) -> Any:
-    import pandas as pd
-
-    from mmbright_core.present.report_tables import INTEGER_COLUMNS
-
-    if value is pd.NA or (isinstance(value, float) and math.isnan(value)):
-        return None
-    if column in INTEGER_COLUMNS and isinstance(value, float):
-        return int(value)  # a rank or count, a float only because its column may miss one
-    return value
-
-
-def _print_json(
-    comparison: Comparison, hurt: pd.DataFrame, out: IO[str], sliced: pd.DataFrame | None = None
-) -> None:
-    data = {
-        "run_a": comparison.run_a,
-        "run_b": comparison.run_b,
-        "measure": comparison.measure,
-        "seed": comparison.seed,
-        "n_resamples": comparison.n_resamples,
-        "unpaired": comparison.unpaired,
-        "summary": _records(comparison.summary, _SUMMARY),
-        "most_hurt": _records(hurt, _HURT),
-    }
-    if sliced is not None:
-        data["slice"] = _records(sliced, _SLICE)
-    json.dump(data, out, indent=2, allow_nan=False, default=_plain)
-    out.write("\n")
-
-
-def _plain(value: Any) -> Any:
-    # numpy scalars from pandas rows: hand JSON the Python number.
-    return value.item()
 
 
 def _details(

@@ -15,17 +15,33 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from mmbright_core.cli.options import add_domains, add_protocol, add_source, add_task
+from mmbright_core.cli.options import (
+    Command,
+    add_command,
+    add_domains,
+    add_protocol,
+    add_source,
+    add_task,
+)
 from mmbright_core.errors import InputError
+
+STATS_COMMAND = Command(
+    "stats",
+    "count queries, corpus items, judgments and images per domain and task",
+    """Count each task on each domain of a dataset copy, with a total per task.""",
+)
+
+QRELS_COMMAND = Command(
+    "qrels",
+    "write one task's judgments for one domain as TREC qrels",
+    """Build a task's qrels under its protocol and write them as TREC qrels. Queries with no
+    judgment cannot appear in TREC qrels; their count goes to stderr.""",
+)
 
 
 def register(subparsers: Any) -> None:
     """Add the ``stats`` and ``qrels`` subcommands to the ``mmbright`` parser."""
-    stats = subparsers.add_parser(
-        "stats",
-        help="count queries, corpus items, judgments and images per domain and task",
-        description="Count each task on each domain of a dataset copy, with a total per task.",
-    )
+    stats = add_command(subparsers, STATS_COMMAND)
     add_source(stats)
     add_task(stats, required=False, several=True, help="default: all")
     add_domains(stats, default="every domain of the source")
@@ -38,12 +54,7 @@ def register(subparsers: Any) -> None:
     )
     stats.set_defaults(handler=run_stats)
 
-    qrels = subparsers.add_parser(
-        "qrels",
-        help="write one task's judgments for one domain as TREC qrels",
-        description="Build a task's qrels under its protocol and write them as TREC qrels. "
-        "Queries with no judgment cannot appear in TREC qrels; their count goes to stderr.",
-    )
+    qrels = add_command(subparsers, QRELS_COMMAND)
     add_source(qrels)
     add_task(qrels)
     add_domains(qrels, required=True, help="the domain to write (one)")

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from mmbright_core.cli.options import add_task_options
+from mmbright_core.cli.options import Command, add_command, add_task_options
 from mmbright_core.errors import InputError
 from mmbright_core.types import EvalResult, Qrels, Run
 
@@ -26,14 +26,17 @@ if TYPE_CHECKING:
 DEFAULT_MEASURES = ("nDCG@10",)
 
 
+EVAL_COMMAND = Command(
+    "eval",
+    "score a run against qrels (trec_eval-compatible)",
+    """Score a run against qrels and print per-measure means, optionally per query, as TSV rows
+    (measure, query_id or 'all', value) or JSON.""",
+)
+
+
 def register(subparsers: Any) -> None:
     """Add the ``eval`` subcommand to the ``mmbright`` parser."""
-    parser = subparsers.add_parser(
-        "eval",
-        help="score a run against qrels (trec_eval-compatible)",
-        description="Score a run against qrels and print per-measure means, "
-        "optionally per query, as TSV rows (measure, query_id or 'all', value) or JSON.",
-    )
+    parser = add_command(subparsers, EVAL_COMMAND)
     inputs = parser.add_argument_group("inputs")
     inputs.add_argument(
         "--qrels", metavar="FILE", help="qrels: TREC (qid 0 docid rel) or JSON; '-' for stdin"
@@ -108,9 +111,9 @@ def score_benchmark(args: argparse.Namespace) -> TaskScores:
     Raises:
         InputError: Options are missing or contradictory, or the run is malformed.
     """
-    from mmbright_core.benchmark import load_task_runs, runs_by_domain, score_task, task_query_ids
+    from mmbright_core.benchmark import score_task
     from mmbright_core.data.sources import open_source
-    from mmbright_core.io.runs import read_run
+    from mmbright_core.task_runs import Scope, load_task_runs, read_task_file
 
     if args.task is None or args.run is None or args.qrels is not None:
         raise InputError(
@@ -119,13 +122,12 @@ def score_benchmark(args: argparse.Namespace) -> TaskScores:
             found=f"--task {args.task}, --run {args.run}, --qrels {args.qrels}",
         )
     source = open_source(args.source)
+    # The policy scoring uses: the judgments read to file the queries are those it scores.
+    scope = Scope(args.task, args.domains, args.protocol, args.negatives)
     if args.run == "-":
-        known = task_query_ids(source, args.task, args.domains, args.protocol)
-        runs = runs_by_domain(read_run(sys.stdin.buffer), known, name="<stdin>")
+        runs = read_task_file(source, scope, sys.stdin.buffer, "<stdin>").runs
     else:
-        runs = load_task_runs(
-            source, args.task, args.run, domains=args.domains, protocol=args.protocol
-        )
+        runs = load_task_runs(source, scope, args.run)
     return score_task(
         source,
         args.task,

@@ -7,7 +7,7 @@ import dataclasses
 import json
 from typing import Any
 
-from mmbright_core.cli.options import add_task
+from mmbright_core.cli.options import Command, add_command, add_task
 
 FORMATS = ("table", "json")
 _COLUMNS = (
@@ -25,16 +25,19 @@ _COLUMNS = (
 )
 
 
+MODELS_COMMAND = Command(
+    "models",
+    "list the model presets: the models of the paper's tables",
+    """List every preset of the model catalogue: the checkpoint and its revision, the backend
+    that runs it, pooling, truncation, image fusion, the tasks the official harness runs it
+    on, its published average (nDCG@10 x100) and its instruction sets. Run one with:
+    mmbright run --model-preset NAME --task N.""",
+)
+
+
 def register(subparsers: Any) -> None:
     """Add the ``models`` subcommand."""
-    parser = subparsers.add_parser(
-        "models",
-        help="list the model presets: the models of the paper's tables",
-        description="List every preset of the model catalogue: the checkpoint and its "
-        "revision, the backend that runs it, pooling, truncation, image fusion, the tasks the "
-        "official harness runs it on, its published average (nDCG@10 x100) and its "
-        "instruction sets. Run one with: mmbright run --model-preset NAME --task N.",
-    )
+    parser = add_command(subparsers, MODELS_COMMAND)
     add_task(parser, required=False, help="only the presets the official harness runs on task N")
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format")
     parser.set_defaults(handler=handle)

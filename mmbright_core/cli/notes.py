@@ -13,20 +13,23 @@ import argparse
 import sys
 from typing import Any, Literal
 
-from mmbright_core.cli.options import add_domains, add_source, add_task
+from mmbright_core.cli.options import Command, add_command, add_domains, add_source, add_task
 from mmbright_core.data.choices import PROTOCOLS
 
 _DB_HELP = "the notes file (default: $MMBRIGHT_NOTES, else notes.sqlite3 in the data folder)"
 
 
+NOTES_COMMAND = Command(
+    "notes",
+    "export, import and edit the failure tags and notes on queries",
+    """The failure tags and free notes researchers keep on queries, in one SQLite file shared
+    by every dashboard session.""",
+)
+
+
 def register(subparsers: Any) -> None:
     """Add the ``notes`` subcommand and its ``export``, ``import`` and ``tags`` actions."""
-    parser = subparsers.add_parser(
-        "notes",
-        help="export, import and edit the failure tags and notes on queries",
-        description="The failure tags and free notes researchers keep on queries, in one "
-        "SQLite file shared by every dashboard session.",
-    )
+    parser = add_command(subparsers, NOTES_COMMAND)
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     export = actions.add_parser(

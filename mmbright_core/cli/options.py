@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from mmbright_core.data.choices import NEGATIVES, PROTOCOLS, TASKS
@@ -25,6 +26,32 @@ NEGATIVES_HELP = (
 )
 
 Declaration = Callable[[argparse.ArgumentParser], None]
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand as ``mmbright --help`` lists it.
+
+    Attributes:
+        name: What the user types (``mmbright <name>``).
+        help: The line ``mmbright --help`` shows beside the name.
+        description: The paragraph that opens ``mmbright <name> --help``, written as a
+            block of text: its line breaks and indentation fold into single spaces, as
+            argparse folds them when it prints the paragraph.
+    """
+
+    name: str
+    help: str
+    description: str
+
+
+def add_command(subparsers: Any, command: Command) -> SubcommandParser:
+    """Add ``command``'s parser to the ``mmbright`` parser's subcommands and return it."""
+    description = " ".join(command.description.split())
+    parser: SubcommandParser = subparsers.add_parser(
+        command.name, help=command.help, description=description
+    )
+    return parser
 
 
 class SubcommandParser(argparse.ArgumentParser):
@@ -157,3 +184,12 @@ def add_task_options(
     add_domains(parser, default=domains)
     add_protocol(parser)
     add_negatives(parser)
+
+
+def task_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The task options a run is made with, as the runner's and the reranker's keywords.
+
+    ``--domain``, ``--protocol`` and ``--negatives`` (:func:`add_task_options`), read back
+    in one place as they are declared in one.
+    """
+    return {"domains": args.domains, "protocol": args.protocol, "negatives": args.negatives}

@@ -5,21 +5,22 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from mmbright_core.cli.options import add_task_options
+from mmbright_core.cli.options import Command, add_command, add_task_options, task_settings
+
+RERANK_COMMAND = Command(
+    "rerank",
+    "rerank the top of a first-stage run (cross-encoder, MTEB, LLM or plugin)",
+    """Rerank the top --depth documents of each query of RUN (an outputs folder or a run file)
+    and write a run in the official layout whose config.json records the first stage (its
+    fingerprint and configuration), the depth and the reranker. Documents below the depth
+    keep their first-stage order beneath the reranked ones. Answers are cached as they come,
+    so a killed job resumes without asking again.""",
+)
 
 
 def register(subparsers: Any) -> None:
     """Add the ``rerank`` subcommand."""
-    parser = subparsers.add_parser(
-        "rerank",
-        help="rerank the top of a first-stage run (cross-encoder, MTEB, LLM or plugin)",
-        description="Rerank the top --depth documents of each query of RUN (an outputs "
-        "folder or a run file) and write a run in the official layout whose config.json "
-        "records the first stage (its fingerprint and configuration), the depth and the "
-        "reranker. Documents below the depth keep their first-stage order beneath the "
-        "reranked ones. Answers are cached as they come, so a killed job resumes without "
-        "asking again.",
-    )
+    parser = add_command(subparsers, RERANK_COMMAND)
     parser.add_argument("run", metavar="RUN", help="the first-stage run: a folder or a file")
     add_task_options(parser, domains="those the run covers")
     parser.add_argument(
@@ -83,10 +84,8 @@ def handle(args: argparse.Namespace) -> int:
         reranker,
         args.out,
         depth=args.depth,
-        domains=args.domains,
-        protocol=args.protocol,
-        negatives=args.negatives,
         cache_dir=args.cache_dir,
+        **task_settings(args),
     )
     print("domain\tfirst stage\treranked")
     for domain in [*outcome.domains, *outcome.kept]:

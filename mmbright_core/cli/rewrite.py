@@ -5,19 +5,21 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from mmbright_core.cli.options import add_domains, add_source, add_task
+from mmbright_core.cli.options import Command, add_command, add_domains, add_source, add_task
+
+REWRITE_COMMAND = Command(
+    "rewrite",
+    "rewrite a task's queries with an LLM (reasoning, captions, a template)",
+    """Ask an OpenAI-compatible chat endpoint about every query of a task (with its images on
+    tasks 2-4) and write a query set, one record per query, for `mmbright run --queries`.
+    Answers are cached by their whole request: a rerun, or a killed job run again, asks only
+    what is not cached and writes the same file.""",
+)
 
 
 def register(subparsers: Any) -> None:
     """Add the ``rewrite`` subcommand."""
-    parser = subparsers.add_parser(
-        "rewrite",
-        help="rewrite a task's queries with an LLM (reasoning, captions, a template)",
-        description="Ask an OpenAI-compatible chat endpoint about every query of a task "
-        "(with its images on tasks 2-4) and write a query set, one record per query, for "
-        "`mmbright run --queries`. Answers are cached by their whole request: a rerun, or a "
-        "killed job run again, asks only what is not cached and writes the same file.",
-    )
+    parser = add_command(subparsers, REWRITE_COMMAND)
     add_source(parser)
     add_task(parser)
     add_domains(parser)

@@ -7,7 +7,13 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from mmbright_core.cli.options import add_task_options, declare_later
+from mmbright_core.cli.options import (
+    Command,
+    add_command,
+    add_task_options,
+    declare_later,
+    task_settings,
+)
 from mmbright_core.data.choices import POLICIES
 from mmbright_core.errors import InputError
 
@@ -15,17 +21,20 @@ if TYPE_CHECKING:
     from mmbright_core.retrieval.preset_run import Resolved
 
 
+RUN_COMMAND = Command(
+    "run",
+    "run a retriever on a task and write scores, metrics and a summary",
+    """Run a retriever on one task of MM-BRIGHT, domain by domain, and write
+    <out>/<subdir>/<domain>/{scores,metrics,config}.json, summary.json, run.trec and
+    config.json. A domain whose stored configuration equals the new one is reused; a folder
+    holding another configuration (or outputs without one) is refused, and nothing in it is
+    touched.""",
+)
+
+
 def register(subparsers: Any) -> None:
     """Add the ``run`` subcommand."""
-    parser = subparsers.add_parser(
-        "run",
-        help="run a retriever on a task and write scores, metrics and a summary",
-        description="Run a retriever on one task of MM-BRIGHT, domain by domain, and write "
-        "<out>/<subdir>/<domain>/{scores,metrics,config}.json, summary.json, run.trec and "
-        "config.json. A domain whose stored configuration equals the new one is reused; a "
-        "folder holding another configuration (or outputs without one) is refused, and "
-        "nothing in it is touched.",
-    )
+    parser = add_command(subparsers, RUN_COMMAND)
     add_task_options(parser, domains="all")
     declare_later(parser, declare_backend)
     parser.set_defaults(handler=handle, interrupted="finished domains are kept")
@@ -35,6 +44,37 @@ def declare_backend(parser: argparse.ArgumentParser) -> None:
     """Add the retriever, its options and the engine; on first use (they import retrieval)."""
     from mmbright_core.cli.engine_options import add_engine_arguments
     from mmbright_core.retrieval.base import DEFAULT_K
+
+    _declare_model(parser)
+    parser.add_argument("--k", type=int, default=DEFAULT_K, help="documents kept per query")
+    parser.add_argument(
+        "--cache-dir", help="embedding cache root (default: $MMBRIGHT_CACHE or ~/.cache/mmbright)"
+    )
+    parser.add_argument("--device", help="torch device for model backends (cpu, cuda)")
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="another backend option, e.g. k1=1.2 or query_prefix='search_query: '",
+    )
+    parser.add_argument(
+        "--queries",
+        metavar="Q",
+        help="run on a rewritten query set (`mmbright rewrite --out Q`): each query's text "
+        "is the set's; the set's hash and rewriting settings are recorded in config.json",
+    )
+    parser.add_argument("--out", required=True, help="output root folder")
+    parser.add_argument(
+        "--mteb",
+        action="store_true",
+        help="also write MTEB's <TaskName>_predictions.json beside summary.json",
+    )
+    add_engine_arguments(parser)
+
+
+def _declare_model(parser: argparse.ArgumentParser) -> None:
+    """Add the retriever or preset, the model and the settings that choose its vectors."""
     from mmbright_core.retrieval.instructions import INSTRUCTION_SETS
     from mmbright_core.retrieval.registry import available_retrievers
 
@@ -76,31 +116,6 @@ def declare_backend(parser: argparse.ArgumentParser) -> None:
         help="several query images: first (default: the released code's images[0], which "
         "made the published runs), concat (the paper, MTEB) or all",
     )
-    parser.add_argument("--k", type=int, default=DEFAULT_K, help="documents kept per query")
-    parser.add_argument(
-        "--cache-dir", help="embedding cache root (default: $MMBRIGHT_CACHE or ~/.cache/mmbright)"
-    )
-    parser.add_argument("--device", help="torch device for model backends (cpu, cuda)")
-    parser.add_argument(
-        "--option",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="another backend option, e.g. k1=1.2 or query_prefix='search_query: '",
-    )
-    parser.add_argument(
-        "--queries",
-        metavar="Q",
-        help="run on a rewritten query set (`mmbright rewrite --out Q`): each query's text "
-        "is the set's; the set's hash and rewriting settings are recorded in config.json",
-    )
-    parser.add_argument("--out", required=True, help="output root folder")
-    parser.add_argument(
-        "--mteb",
-        action="store_true",
-        help="also write MTEB's <TaskName>_predictions.json beside summary.json",
-    )
-    add_engine_arguments(parser)
 
 
 def parse_options(pairs: list[str]) -> dict[str, Any]:
@@ -221,16 +236,7 @@ def handle(args: argparse.Namespace) -> int:
     source = open_source(args.source)
     if args.queries is not None:
         retriever = on_rewritten_queries(retriever, args.queries, args.task, source.name)
-    outcome = run_task(
-        source,
-        args.task,
-        retriever,
-        args.out,
-        domains=args.domains,
-        protocol=args.protocol,
-        k=args.k,
-        negatives=args.negatives,
-    )
+    outcome = run_task(source, args.task, retriever, args.out, k=args.k, **task_settings(args))
     for domain in outcome.domains:
         note = " (reused)" if domain.reused else ""
         print(f"{domain.domain}\tnDCG@10 {100 * domain.metrics['NDCG@10']:.1f}{note}")

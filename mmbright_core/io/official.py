@@ -22,17 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from mmbright_core.errors import InputError
-from mmbright_core.io._json import (
-    JsonObject,
-    finite_number,
-    json_kind,
-    json_path,
-    object_pairs,
-    parse_json,
-)
-from mmbright_core.io._open import decode, load
 from mmbright_core.io.atomic import atomic_write_text
 from mmbright_core.io.ocr_words import OCR_FILE, OcrWords, read_ocr_words
+from mmbright_core.io.official_json import WARNINGS, read_metrics, read_run_config, read_summary
 from mmbright_core.io.recorded import check_one_configuration, check_summary
 from mmbright_core.io.rewrites import Rewrite
 from mmbright_core.io.run_rewrites import REWRITES_FILE, read_run_rewrites
@@ -48,8 +40,6 @@ _FOLDER_PREFIXES = frozenset(
     | {info.official_prefix for info in TASK_TABLE.values()}
 )
 _METRICS_FILES = ("metrics.json", "results.json")  # results.json: older runs
-WARNINGS = "warnings"
-"""The key of a ``metrics.json`` that holds the run's warnings, not a metric."""
 
 
 @dataclass(frozen=True)
@@ -184,14 +174,14 @@ def read_outputs(path: str | os.PathLike[str]) -> OfficialOutputs:
     for child in sorted(c for c in folder.iterdir() if c.is_dir()):
         if (child / "scores.json").is_file():
             runs[child.name] = read_run(child / "scores.json", format="json")
-            configs[child.name] = _read_run_config(child / "config.json") or None
+            configs[child.name] = read_run_config(child / "config.json") or None
         found = [child / n for n in _METRICS_FILES if (child / n).is_file()]
         if found:
             metrics[child.name], said = read_metrics(found[0])
             if said:
                 warnings[child.name] = said
-    summary = _read_summary(folder / "summary.json")
-    run_config = _read_run_config(folder / "config.json")
+    summary = read_summary(folder / "summary.json")
+    run_config = read_run_config(folder / "config.json")
     check_one_configuration(folder, run_config, configs)
     check_summary(folder, summary.get("domains", {}), metrics)
     for domain, values in summary.get("domains", {}).items():
@@ -245,9 +235,9 @@ def _resolve_subdir(path: Path) -> Path:
             source=str(path),
             expected="an official outputs folder such as outputs/run_bm25",
         )
-    if _holds_outputs(path):
+    if holds_outputs(path):
         return path
-    candidates = sorted(c for c in path.iterdir() if c.is_dir() and _holds_outputs(c))
+    candidates = sorted(c for c in path.iterdir() if c.is_dir() and holds_outputs(c))
     if len(candidates) == 1:
         return candidates[0]
     raise InputError(
@@ -259,7 +249,11 @@ def _resolve_subdir(path: Path) -> Path:
     )
 
 
-def _holds_outputs(folder: Path) -> bool:
+def holds_outputs(folder: Path) -> bool:
+    """Whether a folder is one ``<subdir>`` of outputs: a summary, or a domain's scores or metrics.
+
+    The one rule for an official outputs folder: every reader of runs asks it.
+    """
     if (folder / "summary.json").is_file():
         return True
     return any(
@@ -268,89 +262,6 @@ def _holds_outputs(folder: Path) -> bool:
         if child.is_dir()
         for name in ("scores.json", *_METRICS_FILES)
     )
-
-
-def _read_json(path: Path) -> tuple[Any, str]:
-    loaded = load(path)
-    return parse_json(decode(loaded), loaded.name), loaded.name
-
-
-def read_metrics(path: str | os.PathLike[str]) -> tuple[dict[str, float], tuple[str, ...]]:
-    """Read a domain's ``metrics.json`` (or ``results.json``): its metrics and its warnings.
-
-    Raises:
-        InputError: A metric is not a finite number, or ``"warnings"`` not a list of strings.
-    """
-    data, name = _read_json(Path(path))
-    pairs = object_pairs(data, name, (), "mapping metric names to values")
-    said = pairs.get(WARNINGS, [])
-    if not isinstance(said, list) or not all(isinstance(w, str) for w in said):
-        raise InputError(
-            f"bad value at {json_path(WARNINGS)}",
-            source=name,
-            expected="a list of strings",
-            found=json_kind(said),
-        )
-    return _metric_values(data, name, (), skip=(WARNINGS,)), tuple(said)
-
-
-def _metric_values(
-    data: Any, name: str, keys: tuple[str, ...], skip: tuple[str, ...] = ()
-) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for metric, value in object_pairs(data, name, keys, "mapping metric names to values").items():
-        if metric in skip:
-            continue
-        number = finite_number(value)
-        if number is None:
-            raise InputError(
-                f"bad metric value at {json_path(*keys, metric)}",
-                source=name,
-                expected="a finite number",
-                found=json_kind(value),
-            )
-        out[metric] = number
-    return out
-
-
-def _read_summary(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    data, name = _read_json(path)
-    top = object_pairs(data, name, (), 'with "model", "task_type", "domains", "aggregated"')
-    out: dict[str, Any] = {}
-    for key in ("model", "task_type"):
-        if key in top and not isinstance(top[key], str):
-            raise InputError(
-                f"bad value at {json_path(key)}",
-                source=name,
-                expected="a string",
-                found=json_kind(top[key]),
-            )
-        out[key] = top.get(key)
-    domains = object_pairs(top.get("domains", JsonObject()), name, ("domains",), "of domains")
-    out["domains"] = {d: _metric_values(m, name, ("domains", d)) for d, m in domains.items()}
-    out["aggregated"] = _metric_values(top.get("aggregated", JsonObject()), name, ("aggregated",))
-    return out
-
-
-def _read_run_config(path: Path) -> dict[str, Any]:
-    """The runner's ``config.json`` (its ``"config"`` object) as plain data, or {} without one."""
-    if not path.is_file():
-        return {}
-    data, name = _read_json(path)
-    top = object_pairs(data, name, (), 'with a "config" object')
-    settings = object_pairs(top.get("config", JsonObject()), name, ("config",), "of settings")
-    return {key: _plain(value) for key, value in settings.items()}
-
-
-def _plain(value: Any) -> Any:
-    """A parsed JSON value with its objects as dicts (duplicate keys were refused above)."""
-    if isinstance(value, JsonObject):
-        return {key: _plain(item) for key, item in value}
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    return value
 
 
 def _model_from_folder(name: str) -> str:

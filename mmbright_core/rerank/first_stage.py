@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mmbright_core.benchmark import check_task_runs, load_task_runs
 from mmbright_core.data.sources import Source
 from mmbright_core.errors import InputError
 from mmbright_core.io.runs import run_json
 from mmbright_core.retrieval.cache import content_key
+from mmbright_core.task_runs import Scope, check_task_runs, read_task_file, read_task_outputs
 from mmbright_core.types import Protocol4
 
 #: The key of the first stage in a reranked run's recorded options.
@@ -91,15 +91,14 @@ def load_first_stage(
     """
     config: Mapping[str, Any] | None = None
     label = Path(path).name.split(".")[0]
+    chosen = set(domains if domains is not None else source.domains())
     if Path(path).is_dir():
-        from mmbright_core.io.official import read_outputs
-
-        outputs = read_outputs(path)  # read once: its runs, model and configuration
-        chosen = set(domains if domains is not None else source.domains())
+        outputs = read_task_outputs(path, task)  # read once: its runs, model and configuration
         runs = {d: r for d, r in outputs.runs.items() if d in chosen}
         label, config = outputs.model, outputs.run_config or None
     else:
-        runs = load_task_runs(source, task, path, domains=domains, protocol=protocol)
+        scope = Scope(task, domains, protocol)
+        runs = read_task_file(source, scope, Path(path), str(path)).runs
     missing = [d for d in domains or () if d not in runs]
     if missing or not runs:
         raise InputError(

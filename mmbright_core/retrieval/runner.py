@@ -46,12 +46,8 @@ from mmbright_core.data.sources import Source
 from mmbright_core.data.tasks import negatives_for
 from mmbright_core.errors import InputError
 from mmbright_core.io.atomic import atomic_write_text
-from mmbright_core.io.official import (
-    official_subdir,
-    read_metrics,
-    write_domain_outputs,
-    write_summary,
-)
+from mmbright_core.io.official import official_subdir, write_domain_outputs, write_summary
+from mmbright_core.io.official_json import read_metrics
 from mmbright_core.io.runs import read_run, write_trec_run
 from mmbright_core.metrics.official import official_metrics
 from mmbright_core.ranking import top_k

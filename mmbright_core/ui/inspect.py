@@ -19,7 +19,7 @@ from mmbright_core.data.ids import display_id
 from mmbright_core.data.sources import Source
 from mmbright_core.errors import MMBrightError
 from mmbright_core.types import Task
-from mmbright_core.ui import explain_view, loaders, navigation, state, views
+from mmbright_core.ui import explain_cache, explain_view, loaders, navigation, state, views
 from mmbright_core.ui.state import InspectTarget, RunEntry
 
 DOMAIN_KEY = "insp_domain"
@@ -173,7 +173,9 @@ def image_words(
     """Run name -> query image path -> the words the run read from it, for the OCR runs."""
     found = {}
     for name, entry in entries.items():
-        words = loaders.image_words(spec, task, target.domain, protocol, entry, target.query_id)
+        words = explain_cache.image_words(
+            spec, task, target.domain, protocol, entry, target.query_id
+        )
         if words is not None:
             found[name] = words
     return found

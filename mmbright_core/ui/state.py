@@ -80,7 +80,8 @@ class RunEntry:
         ocr_words: The words an OCR run recorded from its query images (``ocr.json``), or
             None where there are none.
         warnings: What its outputs record as having lowered its scores, one sentence per
-            item, each starting with its domain (``metrics.json``'s ``"warnings"``).
+            item, each starting with its domain (``metrics.json``'s ``"warnings"``), or
+            what the reader warned about in an uploaded file, each naming the file.
         rewrites: ``(domain, query_id)`` -> the rewritten query a run on rewritten queries
             ran (``rewrites.json``); empty for any other run.
     """

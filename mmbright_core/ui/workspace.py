@@ -8,25 +8,18 @@ wrong file fails with one message instead of scoring zero everywhere.
 from __future__ import annotations
 
 import dataclasses
-import io
 from pathlib import Path
 
-from mmbright_core.benchmark import (
-    check_task_runs,
-    load_mteb_runs,
-    runs_by_domain,
-    task_query_ids,
-)
 from mmbright_core.data.ids import check_protocol
 from mmbright_core.data.matching import MatchCounts, match_counts
 from mmbright_core.data.sources import Source
 from mmbright_core.data.tasks import check_negatives
-from mmbright_core.errors import InputError, InputTooLargeError
-from mmbright_core.io.mteb import looks_like_mteb
+from mmbright_core.errors import InputError
 from mmbright_core.io.ocr_words import OCR_FILE
 from mmbright_core.io.official import read_outputs
-from mmbright_core.io.runs import read_run
-from mmbright_core.task_table import TASK_TABLE, task_of_type
+from mmbright_core.task_runs import Scope, check_task_runs, is_official, read_task_outputs
+from mmbright_core.task_runs import read_upload as read_upload_runs
+from mmbright_core.task_table import task_of_type
 from mmbright_core.types import Task
 from mmbright_core.ui.confine import Confinement
 from mmbright_core.ui.state import RunEntry, fingerprint
@@ -85,30 +78,25 @@ class Upload:
 def read_upload(
     name: str, data: bytes, source: Source, task: Task, protocol: str, max_bytes: int | None
 ) -> Upload:
-    """Read an upload for the task as :func:`entry_from_bytes` does (see there)."""
-    stream = io.BytesIO(data)
-    stream.name = name  # the reader names the file in its errors and detects the format
-    try:
-        if looks_like_mteb(name, head=data[:4096]):
-            runs = load_mteb_runs(source, task, stream, max_bytes=max_bytes)
-            in_file = sum(len(run) for run in runs.values())
-        else:
-            run = read_run(stream, max_bytes=max_bytes)
-            known = task_query_ids(source, task, protocol=check_protocol(protocol))
-            runs, in_file = runs_by_domain(run, known, name), len(run)
-    except InputTooLargeError as err:
-        # The reader counts as it reads; the page names the limit the user met.
-        raise InputError(
-            "the file expands past the upload limit once decompressed",
-            source=name,
-            expected=f"at most {err.limit / 2**20:.0f} MB of content",
-            found=f"more than {err.limit / 2**20:.0f} MB",
-            hint="Split the run, or load it from a folder",
-        ) from None
-    check_task_runs(source, task, runs, protocol=protocol, name=name)
+    """Read an upload for the task as :func:`entry_from_bytes` does (see there).
+
+    What the reader warned about (text after a TREC run's tag...) travels with the run as
+    its warnings, which the page shows when it adds the run.
+    """
+    found = read_upload_runs(
+        name, data, source, Scope(task, protocol=check_protocol(protocol)), max_bytes
+    )
     stem = Path(name).stem
-    entry = RunEntry(stem, source.name, task, runs, f"upload: {name}", fingerprint(name, data))
-    return Upload(entry, in_file)
+    entry = RunEntry(
+        stem,
+        source.name,
+        task,
+        found.runs,
+        f"upload: {name}",
+        fingerprint(name, data),
+        warnings=found.warnings,
+    )
+    return Upload(entry, found.queries_in_file)
 
 
 def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) -> list[RunEntry]:
@@ -132,9 +120,9 @@ def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) 
     # Every entry is checked before anything inside it is looked at, and an outputs folder
     # down to its domains' files before the reader opens them: a symlink deeper in the
     # root leads out as well as the typed folder does.
-    entries = [root] if _is_official(root) else sorted(root.iterdir())
+    entries = [root] if is_official(root) else sorted(root.iterdir())
     checked = [confinement.check(c, "runs folder entry", shown=repr(str(c))) for c in entries]
-    official = [c for c in checked if _is_official(c)]
+    official = [c for c in checked if is_official(c)]
     if official:
         for path in official:
             confinement.check_tree(path, "runs folder", depth=2)
@@ -153,22 +141,8 @@ def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) 
     return [entry_from_bytes(p.name, p.read_bytes(), source, task, protocol) for p in files]
 
 
-def _is_official(path: Path) -> bool:
-    return path.is_dir() and ((path / "summary.json").is_file() or any(path.glob("*/scores.json")))
-
-
 def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
-    outputs = read_outputs(path)
-    expected = TASK_TABLE[task].task_type
-    if outputs.task_type is not None and outputs.task_type != expected:
-        other = task_of_type(outputs.task_type) or outputs.task_type
-        raise InputError(
-            f"these outputs answer task {other}, not task {task}",
-            source=str(outputs.path),
-            expected=f"task_type {expected!r}",
-            found=repr(outputs.task_type),
-            hint="choose that task in the sidebar",
-        )
+    outputs = read_task_outputs(path, task)
     stamp = "|".join(
         f"{p}:{p.stat().st_mtime_ns}"
         for p in sorted(
@@ -205,7 +179,7 @@ harness's files)."""
 def _demo_outputs() -> list[Path]:
     if not DEMO_RUNS.is_dir():
         return []
-    return [c for c in sorted(DEMO_RUNS.iterdir()) if _is_official(c)]
+    return [c for c in sorted(DEMO_RUNS.iterdir()) if is_official(c)]
 
 
 def demo_tasks() -> tuple[Task, ...]:

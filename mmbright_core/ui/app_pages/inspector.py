@@ -7,6 +7,7 @@ import streamlit as st
 from mmbright_core.analysis.rankdiff import rank_diff
 from mmbright_core.present.figures import rank_slope
 from mmbright_core.ui import (
+    explain_cache,
     explain_view,
     inspect,
     loaders,
@@ -85,7 +86,7 @@ rankings = {
 tops = {name: views.ranking(s, qrels, excluded[name], TOP) for name, s in rankings.items()}
 found = {
     name: render.attempt(
-        loaders.explanations,
+        explain_cache.explanations,
         spec,
         task,
         target.domain,

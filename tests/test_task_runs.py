@@ -1,0 +1,104 @@
+"""Loading a run for a task (``task_runs``): the command line and the dashboard alike.
+
+An outputs folder of another task is refused with one message by every reader; the
+judgments that file a run's queries are the ones scoring reads; a reader's warning about
+an upload reaches the page.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from apptest import fresh, use_folder
+
+from mmbright_core.cli import main
+from mmbright_core.data import sources
+from mmbright_core.data.sources import open_source
+from mmbright_core.errors import InputError
+from mmbright_core.rerank.first_stage import load_first_stage
+from mmbright_core.ui import workspace
+from mmbright_core.ui.workspace import DEMO_RUNS
+
+TASK4_OUTPUTS = DEMO_RUNS / "it2it_bm25"  # the demo's Task 4 run, summary.json says text_pair
+MISMATCH = "these outputs answer task 4, not task 2; expected task_type 'multimodal_text'"
+A1 = "academia/a1b2c3d4_101.txt"  # a passage of the fixture's corpus, judged for query a1
+
+
+def _dashboard_message() -> str:
+    with pytest.raises(InputError) as err:
+        workspace.entries_from_folder(str(TASK4_OUTPUTS), open_source("demo"), 2, "paper")
+    return str(err.value)
+
+
+def test_the_dashboard_refuses_another_tasks_outputs() -> None:
+    assert f"{TASK4_OUTPUTS}: {MISMATCH}" in _dashboard_message()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["eval", "--source", "demo", "--task", "2", "--run", str(TASK4_OUTPUTS)],
+        ["compare", "--source", "demo", "--task", "2", str(TASK4_OUTPUTS), str(TASK4_OUTPUTS)],
+    ],
+    ids=["eval", "compare"],
+)
+def test_the_command_line_refuses_another_tasks_outputs_as_the_dashboard_does(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert said.err == f"mmbright {argv[0]}: error: {_dashboard_message()}\n"
+
+
+def test_a_first_stage_of_another_task_is_refused_as_the_dashboard_does() -> None:
+    with pytest.raises(InputError) as err:
+        load_first_stage(open_source("demo"), 2, TASK4_OUTPUTS)
+    assert str(err.value) == _dashboard_message()
+
+
+def test_eval_builds_each_domains_judgments_once(
+    fixture_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[tuple[str, str]] = []
+    real = sources.build_task
+
+    def counted(source, task, domain, *args, **kwargs):  # type: ignore[no-untyped-def]
+        built.append((domain, kwargs.get("negatives", "")))
+        return real(source, task, domain, *args, **kwargs)
+
+    monkeypatch.setattr(sources, "build_task", counted)
+    run = tmp_path / "run.trec"
+    run.write_text(f"a1 Q0 {A1} 1 1.0 t\nb1 Q0 biology/fec40b40_1635_0.txt 1 1.0 t\n")
+    argv = ["eval", "--source", str(fixture_dir), "--task", "1", "--run", str(run)]
+    assert main([*argv, "--negatives", "keep"]) == 0
+    assert sorted(built) == [("academia", "keep"), ("biology", "keep")]
+
+
+def test_eval_prints_a_runs_trailing_text_warning(
+    fixture_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "tail.trec"
+    run.write_text(f"a1 Q0 {A1} 1 1.0 t more junk\n")
+    assert main(["eval", "--source", str(fixture_dir), "--task", "1", "--run", str(run)]) == 0
+    assert capsys.readouterr().err == (
+        f"mmbright eval: warning: {run}: 1 line has text after the run tag (line 1); "
+        "ignored, as trec_eval ignores it\n"
+    )
+
+
+def test_an_uploads_trailing_text_warning_is_shown_on_the_page(fixture_dir: Path) -> None:
+    at = fresh()
+    use_folder(at, fixture_dir)  # Task 2, where a1 is a query and A1 a passage
+    data = f"a1 Q0 {A1} 1 1.0 t more junk\n".encode()
+    at.file_uploader(key="upload_files").set_value([("tail.trec", data, "text/plain")])
+    at.run()
+    at.button(key="add_uploads").click().run()
+    assert not at.exception
+    assert list(at.multiselect(key="selected_runs_2").value) == ["tail"]
+    warned = [w.value.replace("\\", "") for w in at.main.warning]
+    assert warned == [
+        "tail: tail.trec: 1 line has text after the run tag (line 1); "
+        "ignored, as trec_eval ignores it"
+    ]
