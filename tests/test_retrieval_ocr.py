@@ -10,7 +10,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval import get_retriever
-from mmbright_core.retrieval.ocr import OcrReader
+from mmbright_core.retrieval.ocr_reader import OcrReader
 from mmbright_core.types import Document, ImageRef, Query, TaskData
 
 pytest.importorskip("rapidocr_onnxruntime")

@@ -21,7 +21,6 @@ import numpy as np
 from mmbright_core.errors import InputError, MissingDependencyError
 from mmbright_core.retrieval.base import (
     ImageSource,
-    Retriever,
     check_k,
     check_task,
     model_label,
@@ -42,9 +41,12 @@ from mmbright_core.retrieval.instructions import fill_domain
 from mmbright_core.retrieval.model_files import FOLDER_HINT, model_files
 from mmbright_core.retrieval.remote_code import trusted
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
-from mmbright_core.types import Query, TaskData
+from mmbright_core.types import TaskData
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from mmbright_core.analysis.attribution_records import Attribution, Question
     from mmbright_core.retrieval.base import RunConfig
     from mmbright_core.retrieval.rebuild import RebuildContext
 
@@ -299,19 +301,11 @@ class DenseRetriever:
         queries = self.encode([q.text for q in data.queries], query_prefix, "query")
         return rank_vectors(data, groups, units, queries, k, self.index)
 
-    def explain_scores(
-        self,
-        data: TaskData,
-        source: ImageSource | None,
-        query: Query,
-        positions: dict[str, int],
-        through: Retriever | None = None,
-    ) -> dict[str, Any]:
+    def explain_scores(self, question: Question) -> Mapping[str, Attribution]:
         """Return each document's similarity (and, through OCR, without the image words)."""
         from mmbright_core.analysis.attribution_vectors import explain_dense
 
-        docs = {doc_id: data.corpus[p] for doc_id, p in positions.items()}
-        return explain_dense(through or self, source, query, docs)  # type: ignore[arg-type]
+        return explain_dense(self, question)
 
 
 def rebuild(config: RunConfig, options: dict[str, Any], context: RebuildContext) -> dict[str, Any]:
