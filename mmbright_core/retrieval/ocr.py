@@ -155,9 +155,9 @@ def _ocr_over(
     ``recorded``: a run's recorded words, read before any engine (:class:`OcrReader`).
     """
     reader = OcrReader(default_cache_dir(cache_dir), min_score, recorded)
-    if inner == "dense":  # the embeddings share the OCR's cache root; BM25 keeps its default
-        options = {**options, "cache_dir": cache_dir}
-    return OcrAugmented(f"ocr-{inner}", get_retriever(inner, **options), reader, image_policy)
+    # One cache root for all: the OCR text and the inner retriever's index or embeddings.
+    text_retriever = get_retriever(inner, cache_dir=cache_dir, **options)
+    return OcrAugmented(f"ocr-{inner}", text_retriever, reader, image_policy)
 
 
 def rebuild_ocr_bm25(
