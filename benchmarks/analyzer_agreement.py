@@ -31,7 +31,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import glob
-import importlib.util
+import importlib
 import json
 import random
 import sys
@@ -44,13 +44,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_analyzer_module():
-    """Import the analyzer module by path: the package's other imports are not needed."""
-    path = ROOT / "mmbright_core" / "retrieval" / "analyzer.py"
-    spec = importlib.util.spec_from_file_location("mmbright_analyzer", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    """Import the analyzer module of this checkout (its tokenizer comes with it)."""
+    sys.path.insert(0, str(ROOT))
+    return importlib.import_module("mmbright_core.retrieval.analyzer")
 
 
 def demo_texts() -> list[tuple[str, str]]:

@@ -29,7 +29,8 @@ import time
 
 import numpy as np
 
-from mmbright_core.retrieval.bm25 import BM25Index, BM25Retriever
+from mmbright_core.retrieval.bm25 import BM25Retriever
+from mmbright_core.retrieval.bm25_index import BM25Index
 from mmbright_core.retrieval.index import top_k_array
 
 TARGET_SEARCH = 8.0

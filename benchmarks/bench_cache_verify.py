@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from mmbright_core.retrieval import verify
-from mmbright_core.retrieval.bm25 import BM25Index
+from mmbright_core.retrieval.bm25_index import BM25Index
 from mmbright_core.retrieval.cache import EmbeddingCache
 
 

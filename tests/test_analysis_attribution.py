@@ -32,7 +32,8 @@ from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.analyzer import EnglishAnalyzer
 from mmbright_core.retrieval.base import RunConfig
 from mmbright_core.retrieval.bm25 import BM25Retriever
-from mmbright_core.retrieval.ocr import OcrAugmented, OcrReader
+from mmbright_core.retrieval.ocr import OcrAugmented
+from mmbright_core.retrieval.ocr_reader import OcrReader
 from mmbright_core.types import Document, ImageRef, Query, TaskData
 
 SHIPPED = Path(mmbright_core.data.__file__).parent / "demo" / "runs"

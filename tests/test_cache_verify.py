@@ -179,7 +179,7 @@ def test_a_damaged_ocr_text_is_read_again(tmp_path: Path, caplog: pytest.LogCapt
     pytest.importorskip("rapidocr_onnxruntime")
     from fixture_dataset import encode
 
-    from mmbright_core.retrieval.ocr import OcrReader
+    from mmbright_core.retrieval.ocr_reader import OcrReader
 
     image = encode((64, 32), "white")
     text = OcrReader(tmp_path).read(image)

@@ -26,7 +26,8 @@ from mmbright_core.ranking import top_k
 from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.bm25 import BM25Retriever
 from mmbright_core.retrieval.cache import content_key
-from mmbright_core.retrieval.ocr import OcrAugmented, OcrReader
+from mmbright_core.retrieval.ocr import OcrAugmented
+from mmbright_core.retrieval.ocr_reader import OcrReader
 from mmbright_core.retrieval.runner import run_task
 
 SHIPPED = Path(mmbright_core.data.__file__).parent / "demo" / "runs"

@@ -14,7 +14,7 @@ from mmbright_core.data.sources import open_source
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.analyzer import EnglishAnalyzer
-from mmbright_core.retrieval.bm25 import BM25Index
+from mmbright_core.retrieval.bm25_index import BM25Index
 from mmbright_core.types import Document, ImageRef, Query, TaskData
 
 

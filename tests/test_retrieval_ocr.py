@@ -10,7 +10,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval import get_retriever
-from mmbright_core.retrieval.ocr import OcrReader
+from mmbright_core.retrieval.ocr_reader import OcrReader
 from mmbright_core.types import Document, ImageRef, Query, TaskData
 
 pytest.importorskip("rapidocr_onnxruntime")
@@ -118,3 +118,11 @@ def test_default_image_policy_is_the_first_decodable_image(tmp_path: Path):
     ocr = get_retriever("ocr-bm25", cache_dir=str(tmp_path))
     assert ocr.image_policy == "first" and ocr.settings()["image_policy"] == "first"
     assert get_retriever("ocr-bm25", image_policy="all").image_policy == "all"
+
+
+def test_ocr_bm25_keeps_its_index_under_the_cache_dir_given(tmp_path: Path):
+    # --cache-dir is the root of every cache a run writes: the OCR text and the BM25 index.
+    ocr = get_retriever("ocr-bm25", cache_dir=str(tmp_path / "cache"))
+    ocr.inner.index(["a passage about tardigrades"])
+    assert [p.parent.name for p in (tmp_path / "cache").glob("*/*")] == ["bm25"]
+    assert ocr.reader.folder is not None and ocr.reader.folder.parent == tmp_path / "cache" / "ocr"

@@ -37,6 +37,7 @@ from mmbright_core.analysis.attribution_records import (
     DenseAttribution,
     FusionAttribution,
     LexicalAttribution,
+    Question,
     Span,
     TermContribution,
     Unavailable,
@@ -44,7 +45,7 @@ from mmbright_core.analysis.attribution_records import (
 from mmbright_core.errors import InputError, MissingDependencyError
 from mmbright_core.retrieval.base import ImageSource, Retriever, RunConfig, check_task
 from mmbright_core.retrieval.rebuild import NotRebuildable, rebuild_retriever
-from mmbright_core.types import Query, TaskData
+from mmbright_core.types import TaskData
 
 __all__ = [
     "Attribution",
@@ -52,6 +53,7 @@ __all__ = [
     "ExplainsScores",
     "FusionAttribution",
     "LexicalAttribution",
+    "Question",
     "Span",
     "TermContribution",
     "Unavailable",
@@ -64,21 +66,8 @@ __all__ = [
 class ExplainsScores(Protocol):
     """A retriever that explains its own scores (the attribution capability)."""
 
-    def explain_scores(
-        self,
-        data: TaskData,
-        source: ImageSource | None,
-        query: Query,
-        positions: dict[str, int],
-    ) -> Mapping[str, Attribution]:
-        """Return doc_id -> its attribution for the documents of ``positions``.
-
-        Args:
-            data: The task's data for the run's domain.
-            source: Where images come from (tasks 2-4), or None.
-            query: The query.
-            positions: doc_id -> its position in ``data.corpus`` (documents in the corpus).
-        """
+    def explain_scores(self, question: Question) -> Mapping[str, Attribution]:
+        """Return doc_id -> its attribution for the documents of ``question.positions``."""
         ...
 
 
@@ -150,7 +139,7 @@ def explain(
     where = {doc.doc_id: i for i, doc in enumerate(data.corpus) if doc.doc_id in wanted}
     positions = {d: where[d] for d in dict.fromkeys(doc_ids) if d in where}
     try:
-        found = _explained(retriever, data, source, query, positions)
+        found = _explained(retriever, Question(data, source, query, positions))
     except (MissingDependencyError, InputError) as err:
         # An OCR run whose record lacks an image's words, read again without the engine.
         return dict.fromkeys(doc_ids, Unavailable(str(err)))
@@ -166,16 +155,10 @@ def explain(
     return {doc_id: found.get(doc_id, missing) for doc_id in doc_ids}
 
 
-def _explained(
-    retriever: Retriever,
-    data: TaskData,
-    source: ImageSource | None,
-    query: Query,
-    positions: dict[str, int],
-) -> Mapping[str, Attribution] | None:
+def _explained(retriever: Retriever, question: Question) -> Mapping[str, Attribution] | None:
     """The retriever's own attributions (None when it offers none)."""
-    if not positions:
+    if not question.positions:
         return {}
     if not isinstance(retriever, ExplainsScores):
         return None
-    return retriever.explain_scores(data, source, query, positions)
+    return retriever.explain_scores(question)

@@ -1,7 +1,7 @@
 """BM25 scores split into per-term contributions, with the passage snippet to highlight.
 
 A BM25 score here is ``sum over query terms r of weights[r] * postings[r, passage]``
-(:meth:`~mmbright_core.retrieval.bm25.BM25Index.query_weights`), so each term's product is
+(:meth:`~mmbright_core.retrieval.bm25_index.BM25Index.query_weights`), so each term's product is
 its exact share. ``ocr-bm25`` scores the query text with the OCR text appended
 (:meth:`~mmbright_core.retrieval.ocr.OcrAugmented.augment`, one line per image read): the
 augmented query is scored as the run scored it, and the original text and the words read
@@ -14,98 +14,112 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from mmbright_core.analysis.attribution_records import (
     Attribution,
     LexicalAttribution,
     Origin,
+    Question,
     Span,
     TermContribution,
 )
-from mmbright_core.errors import InputError
 from mmbright_core.ranking import ranked
 from mmbright_core.retrieval.analyzer import EnglishAnalyzer
-from mmbright_core.retrieval.base import ImageSource, passage_id
+from mmbright_core.retrieval.base import passage_id
 from mmbright_core.retrieval.bm25 import BM25Retriever
+from mmbright_core.retrieval.bm25_index import BM25Index
 from mmbright_core.retrieval.index import Groups
-from mmbright_core.retrieval.ocr import OcrAugmented
 from mmbright_core.task_table import TASK_TABLE
-from mmbright_core.types import Query, TaskData
+from mmbright_core.types import TaskData
 
 #: Characters of passage text shown around the strongest matches.
 SNIPPET_WIDTH = 300
 
 
-def explain_lexical(
-    retriever: BM25Retriever | OcrAugmented,
-    data: TaskData,
-    source: ImageSource | None,
-    query: Query,
-    positions: dict[str, int],
-    rewrite: tuple[str, str] | None = None,
-) -> dict[str, Attribution]:
-    """Split the BM25 score of each document (doc_id -> corpus position) into its terms.
+def explain_lexical(bm25: BM25Retriever, question: Question) -> dict[str, Attribution]:
+    """Split the BM25 score of each document of ``question`` into its query terms' shares.
 
-    One index look-up and one slice of the postings serve every document. ``rewrite``:
-    ``(original text, the LLM's answer)`` when ``query`` carries a rewritten text.
+    One index look-up and one slice of the postings serve every document.
     """
-    bm25 = retriever.inner if isinstance(retriever, OcrAugmented) else retriever
-    if not isinstance(bm25, BM25Retriever):
-        raise TypeError(f"not a BM25 retriever: {type(bm25).__name__}")
-    analyzer, found, scored = bm25.analyzer, [], query.text
-    if isinstance(retriever, OcrAugmented):
-        if source is None:
-            raise InputError(
-                "OCR needs the query images", found="no source", hint="Pass the data source."
-            )
-        found = retriever.read_query(query, source)
-        scored = retriever.augment(query, source).text  # the text the run scored
-    texts, unit_of = _units(data)
+    texts, unit_of = _units(question.data)
     index = bm25.index(texts)
-    tokens = analyzer.analyze(scored)
-    rows, weights = index.query_weights(tokens, bm25.scoring)
-    term_of = {index.terms[t]: t for t in set(tokens) if t in index.terms}
-    terms = [term_of[int(r)] for r in rows]
-    query_tf = Counter(tokens)
-    original, added = rewrite if rewrite is not None else (query.text, "")
-    origins, surface = _origins(analyzer, original, "\n".join(found), added)
-    units = [unit_of(p) for p in positions.values()]
+    query = _QueryTerms.of(bm25, index, question)
+    units = [unit_of(p) for p in question.positions.values()]
+    rows = query.rows
     passage = index.postings[rows][:, units].toarray() if len(rows) else np.zeros((0, len(units)))
-    out: dict[str, Attribution] = {}
-    for column, (doc_id, unit) in enumerate(zip(positions, units, strict=True)):
-        spans = analyzer.analyze_spans(texts[unit])
-        passage_tf = Counter(term for term, _, _ in spans)
-        parts = {}
-        for row, term in enumerate(terms):
-            value = float(passage[row, column])
-            parts[term] = TermContribution(
-                term=term,
-                surface=surface[term],
-                query_tf=query_tf[term],
-                passage_tf=passage_tf[term],
-                query_weight=float(weights[row]),
-                passage_weight=value,
-                contribution=float(weights[row]) * value,
-                origin=origins[term],
-            )
-        order = ranked({term: part.contribution for term, part in parts.items()})
-        strength = {t: p.contribution for t, p in parts.items() if p.contribution > 0}
-        start, end = snippet_window(texts[unit], spans, strength)
-        out[doc_id] = LexicalAttribution(
-            doc_id=doc_id,
-            score=float(sum(parts[term].contribution for term, _ in order)),
-            terms=tuple(parts[term] for term, _ in order),
-            snippet=texts[unit][start:end],
-            snippet_start=start,
-            spans=tuple(
-                Span(term, s - start, e - start)
-                for term, s, e in spans
-                if term in strength and start <= s and e <= end
-            ),
+    return {
+        doc_id: _attribution(bm25.analyzer, doc_id, texts[unit], query, passage[:, column])
+        for column, (doc_id, unit) in enumerate(zip(question.positions, units, strict=True))
+    }
+
+
+@dataclass(frozen=True)
+class _QueryTerms:
+    """The scored query's side of the formula: its known terms, their weights and origins."""
+
+    rows: npt.NDArray[np.intp]
+    weights: npt.NDArray[np.float64]
+    terms: list[str]
+    query_tf: Counter[str]
+    origins: defaultdict[str, Origin]
+    surface: defaultdict[str, tuple[str, ...]]
+
+    @classmethod
+    def of(cls, bm25: BM25Retriever, index: BM25Index, question: Question) -> _QueryTerms:
+        """Analyse the query as the run scored it (``question.scored``) against ``index``."""
+        analyzer = bm25.analyzer
+        tokens = analyzer.analyze(question.scored.text)
+        rows, weights = index.query_weights(tokens, bm25.scoring)
+        term_of = {index.terms[t]: t for t in set(tokens) if t in index.terms}
+        original, added = question.rewrite or (question.query.text, "")
+        images = "\n".join(question.image_words)
+        origins, surface = _origins(analyzer, original, images, added)
+        terms = [term_of[int(r)] for r in rows]
+        return cls(rows, weights, terms, Counter(tokens), origins, surface)
+
+
+def _attribution(
+    analyzer: EnglishAnalyzer,
+    doc_id: str,
+    text: str,
+    query: _QueryTerms,
+    passage: npt.NDArray[np.float64],
+) -> LexicalAttribution:
+    """One passage's attribution: each term's share, and the snippet that shows the most."""
+    spans = analyzer.analyze_spans(text)
+    passage_tf = Counter(term for term, _, _ in spans)
+    parts = {}
+    for row, term in enumerate(query.terms):
+        value, weight = float(passage[row]), float(query.weights[row])
+        parts[term] = TermContribution(
+            term=term,
+            surface=query.surface[term],
+            query_tf=query.query_tf[term],
+            passage_tf=passage_tf[term],
+            query_weight=weight,
+            passage_weight=value,
+            contribution=weight * value,
+            origin=query.origins[term],
         )
-    return out
+    order = ranked({term: part.contribution for term, part in parts.items()})
+    strength = {t: p.contribution for t, p in parts.items() if p.contribution > 0}
+    start, end = snippet_window(text, spans, strength)
+    return LexicalAttribution(
+        doc_id=doc_id,
+        score=float(sum(parts[term].contribution for term, _ in order)),
+        terms=tuple(parts[term] for term, _ in order),
+        snippet=text[start:end],
+        snippet_start=start,
+        spans=tuple(
+            Span(term, s - start, e - start)
+            for term, s, e in spans
+            if term in strength and start <= s and e <= end
+        ),
+    )
 
 
 def _units(data: TaskData) -> tuple[list[str], Callable[[int], int]]:

@@ -8,14 +8,55 @@ a fused query sum to the CLIP score (float32 precision, as the vectors are store
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, Literal, NamedTuple
 
 from PIL import Image
+
+from mmbright_core.retrieval.ocr import with_image_words
+from mmbright_core.types import Query, TaskData
+
+if TYPE_CHECKING:
+    from mmbright_core.retrieval.base import ImageSource
 
 Origin = Literal["text", "image", "both", "llm"]
 """Where a query term comes from: the query text, the words read from its images, both, or
 only the LLM's rewrite of the query (``mmbright run --queries``)."""
+
+
+@dataclass(frozen=True)
+class Question:
+    """What to explain: one query's scores of some documents, as the run computed them.
+
+    :func:`~mmbright_core.analysis.attribution.explain` builds it and hands it to the
+    retriever's ``explain_scores``; a retriever that wraps another hands that one the
+    question as it asked it: ``ocr-*`` with the words it read from the query images, a run
+    on rewritten queries with the rewritten text and the rewrite.
+
+    Attributes:
+        data: The task's data for the run's domain.
+        source: Where images come from (tasks 2-4), or None.
+        query: The query, with the text the retriever was given (the rewritten text on
+            rewritten queries), the words read from its images not appended.
+        positions: doc_id -> its position in ``data.corpus`` (documents in the corpus).
+        image_words: The non-empty texts read from the query images and appended to the
+            query text, one per image (``ocr-*``); empty for every other retriever.
+        rewrite: ``(original text, the LLM's answer)`` when ``query`` carries a rewritten
+            text, else None.
+    """
+
+    data: TaskData
+    source: ImageSource | None
+    query: Query
+    positions: Mapping[str, int]
+    image_words: tuple[str, ...] = ()
+    rewrite: tuple[str, str] | None = None
+
+    @property
+    def scored(self) -> Query:
+        """The query as the run scored it: its text with the image words appended."""
+        return with_image_words(self.query, self.image_words)
 
 
 @dataclass(frozen=True)

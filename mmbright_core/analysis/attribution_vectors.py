@@ -17,6 +17,7 @@ from mmbright_core.analysis.attribution_records import (
     Attribution,
     DenseAttribution,
     FusionAttribution,
+    Question,
     Unavailable,
 )
 from mmbright_core.errors import InputError
@@ -25,7 +26,6 @@ from mmbright_core.retrieval.dense import DenseRetriever
 from mmbright_core.retrieval.dual import DualEncoderRetriever, image_key
 from mmbright_core.retrieval.index import l2_normalise
 from mmbright_core.retrieval.instructions import fill_domain
-from mmbright_core.retrieval.ocr import OcrAugmented
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Document, Query, TaskData
 
@@ -34,47 +34,32 @@ Vectors = npt.NDArray[np.float64]
 _SCALE = 100.0
 
 
-def explain_fusion(
-    retriever: DualEncoderRetriever,
-    data: TaskData,
-    source: ImageSource | None,
-    query: Query,
-    positions: dict[str, int],
-) -> dict[str, Attribution]:
+def explain_fusion(retriever: DualEncoderRetriever, question: Question) -> dict[str, Attribution]:
     """Split each document's fused score into the query text's and the query image's parts.
 
     The linear rules (:mod:`~mmbright_core.retrieval.fusion`) make the query ``a*t + b*i``,
     so ``100 * q.d = 100 * a * t.d + 100 * b * i.d`` exactly; the others have no split.
     """
+    data, query = question.data, question.query
     if not retriever.fusion.linear:
         reason = Unavailable(
             f"this retriever's scores have no text/image split (fusion "
             f"{retriever.fusion.name!r}: {_WHY[retriever.fusion.name]})"
         )
-        return dict.fromkeys(positions, reason)
-    query_images = not TASK_TABLE[data.task].text_only
-    if query_images and source is None:
-        raise InputError(
-            f"task {data.task} needs image bytes", found="no source", hint="Pass the source."
-        )
-    source = source if query_images else None  # Task 1 queries are their text alone
+        return dict.fromkeys(question.positions, reason)
+    source = _query_source(data, question.source)
     text = retriever.encode_texts([query.text], "query")[0]
     found = retriever.query_pictures(query, source) if source is not None else None
     pictures = tuple(found.images) if found is not None else ()
-    if pictures:
-        loaders = [_loader(picture) for picture in pictures]
-        keys = [image_key(p) for p in pictures]
-        image = retriever.encode_images(loaders, keys, "query").mean(axis=0)
-    else:
-        image = np.zeros_like(text)
+    image = _image_vector(retriever, pictures) if pictures else np.zeros_like(text)
     text_weight, image_weight = retriever.fusion.weights(text, image)
-    docs = [data.corpus[p] for p in positions.values()]
+    docs = [data.corpus[p] for p in question.positions.values()]
     vectors = _document_vectors(retriever, data, source, docs)
     text_parts = _SCALE * text_weight * (vectors @ text.astype(np.float64))
     image_parts = _SCALE * image_weight * (vectors @ image.astype(np.float64))
-    problems = tuple(found.problems.items()) if found is not None else ()
+    problems = found.problems if found is not None else {}
     policy = retriever.image_policy
-    used = _images_used(query, found.problems if found is not None else {}, policy)
+    used = _images_used(query, problems, policy)
     placeholder = None
     if source is not None and not used:
         placeholder = "white" if pictures else "text"
@@ -88,10 +73,32 @@ def explain_fusion(
             images_used=used if source is not None else (),
             placeholder=placeholder,
             pictures=pictures,
-            skipped=problems,
+            skipped=tuple(problems.items()),
         )
-        for row, doc_id in enumerate(positions)
+        for row, doc_id in enumerate(question.positions)
     }
+
+
+def _query_source(data: TaskData, source: ImageSource | None) -> ImageSource | None:
+    """Return where the query images come from: None in Task 1, whose queries are text alone.
+
+    Raises:
+        InputError: The task's queries carry images and ``source`` is None.
+    """
+    if TASK_TABLE[data.task].text_only:
+        return None
+    if source is None:
+        raise InputError(
+            f"task {data.task} needs image bytes", found="no source", hint="Pass the source."
+        )
+    return source
+
+
+def _image_vector(retriever: DualEncoderRetriever, pictures: Sequence[Image.Image]) -> np.ndarray:
+    """Return the mean of the query pictures' raw vectors, as the retriever encodes them."""
+    loaders = [_loader(picture) for picture in pictures]
+    keys = [image_key(p) for p in pictures]
+    return retriever.encode_images(loaders, keys, "query").mean(axis=0)
 
 
 _WHY = {
@@ -133,24 +140,11 @@ def _document_vectors(
     return l2_normalise(vectors).astype(np.float64)
 
 
-def explain_dense(
-    retriever: DenseRetriever | OcrAugmented,
-    source: ImageSource | None,
-    query: Query,
-    docs: dict[str, Document],
-) -> dict[str, Attribution]:
+def explain_dense(dense: DenseRetriever, question: Question) -> dict[str, Attribution]:
     """Return each document's dense similarity; for ``ocr-dense`` also without the OCR words."""
-    dense = retriever.inner if isinstance(retriever, OcrAugmented) else retriever
-    if not isinstance(dense, DenseRetriever):
-        raise TypeError(f"not a dense retriever: {type(dense).__name__}")
-    texts = [query.text]
-    if isinstance(retriever, OcrAugmented):
-        if source is None:
-            raise InputError(
-                "OCR needs the query images", found="no source", hint="Pass the data source."
-            )
-        augmented = retriever.augment(query, source).text
-        texts = [augmented] if augmented == query.text else [augmented, query.text]
+    query, scored = question.query, question.scored.text
+    texts = [scored] if scored == query.text else [scored, query.text]
+    docs = {doc_id: question.data.corpus[p] for doc_id, p in question.positions.items()}
     # The prefixes as the run filled them for this domain (BRIGHT's per-domain instructions).
     query_prefix = fill_domain(dense.query_prefix, query.domain)
     queries = l2_normalise(dense.encode(texts, query_prefix)).astype(np.float64)

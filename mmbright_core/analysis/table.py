@@ -236,7 +236,7 @@ def _header_size(data: bytes | None) -> tuple[float, float]:
 
 
 def _cached_ocr(cache_root: Path) -> Any:
-    from mmbright_core.retrieval.ocr import OcrReader
+    from mmbright_core.retrieval.ocr_reader import OcrReader
 
     return OcrReader(cache_root)
 

@@ -21,11 +21,9 @@ comparison only.
 
 Both formulas are a dot product of one sparse matrix, the passages' saturated term
 frequencies, with a per-query term vector, so one index serves both and every task: tasks 1,
-2 and 4 share a domain's passages, and the index is cached on disk by the passages' content,
-the analyzer and ``k1``/``b`` (see :meth:`BM25Retriever.index`). The index folder's
-``checks.json`` records each file's size, checksum, shape and dtype; an index that does not
-match it (a shuffled ``data.npy``, a truncated file) is reported with its path, deleted and
-built again (:mod:`mmbright_core.retrieval.verify`), never scored with.
+2 and 4 share a domain's passages, and the index (:mod:`~mmbright_core.retrieval.bm25_index`,
+checked against its recorded checksums when read) is cached on disk by the passages' content,
+the analyzer and ``k1``/``b`` (see :meth:`BM25Retriever.index`).
 
 Like the official code, every passage gets a score, zero included, so a query with fewer
 than ``k`` matching passages is filled up with zero-scoring ones (see
@@ -35,47 +33,34 @@ than ``k`` matching passages is filled up with zero-scoring ones (see
 from __future__ import annotations
 
 import hashlib
-import json
-import os
-import shutil
-import tempfile
-from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from itertools import chain, count
-from pathlib import Path
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
-from scipy import sparse
 from tqdm.auto import tqdm
 
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval.analyzer import EnglishAnalyzer
 from mmbright_core.retrieval.base import (
     ImageSource,
-    Retriever,
     check_k,
     check_task,
     passage_id,
 )
+from mmbright_core.retrieval.bm25_index import BM25Index
 from mmbright_core.retrieval.cache import default_cache_dir, settings_key
 from mmbright_core.retrieval.index import Groups, doc_positions, excluded_indices, top_k_array
-from mmbright_core.retrieval.verify import check_files, file_record, npy_layout, report_damaged
-from mmbright_core.types import Query, TaskData
+from mmbright_core.types import TaskData
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from mmbright_core.analysis.attribution_records import Attribution, Question
     from mmbright_core.retrieval.base import RunConfig
     from mmbright_core.retrieval.rebuild import RebuildContext
 
 #: The query weightings: the official one (gensim's, applied to the query too) and Lucene's.
 SCORINGS = ("gensim", "lucene")
-# Passages analysed per block while the index is built: bounds the memory the token lists
-# take (a block of physics-sized passages holds a few million tokens).
-_BLOCK = 8192
-_FILES = ("terms.txt", "indptr.npy", "indices.npy", "data.npy", "stats.npy")
-_CHECKS = "checks.json"
 
 
 class BM25Retriever:
@@ -174,215 +159,11 @@ class BM25Retriever:
         check_k(k)
         return rank_by_text_scores(data, k, self.score_texts)
 
-    def explain_scores(
-        self,
-        data: TaskData,
-        source: ImageSource | None,
-        query: Query,
-        positions: dict[str, int],
-        through: Retriever | None = None,
-        rewrite: tuple[str, str] | None = None,
-    ) -> dict[str, Any]:
-        """Split each document's BM25 score into its query terms' contributions.
-
-        ``through``: the OCR retriever whose augmented query this one scored, if any.
-        ``rewrite``: ``(original text, LLM answer)`` when ``query`` is a rewritten one.
-        """
+    def explain_scores(self, question: Question) -> Mapping[str, Attribution]:
+        """Split each document's BM25 score into its query terms' contributions."""
         from mmbright_core.analysis.attribution_lexical import explain_lexical
 
-        return explain_lexical(through or self, data, source, query, positions, rewrite)  # type: ignore[arg-type]
-
-
-@dataclass(frozen=True)
-class BM25Index:
-    """Saturated term frequencies of a corpus, term-major, with the statistics BM25 needs.
-
-    Attributes:
-        terms: term -> row of ``postings``.
-        postings: A ``(terms, passages)`` CSR matrix of ``tf / (tf + k1 * (1 - b + b * n /
-            avgdl))`` (float32, as gensim's ``SparseMatrixSimilarity`` stores its index).
-        size: The number of passages (empty ones included, as gensim counts them).
-        avgdl: Mean analysed length of a passage.
-        k1: Term frequency saturation.
-        b: Length normalisation.
-    """
-
-    terms: dict[str, int]
-    postings: sparse.csr_matrix
-    size: int
-    avgdl: float
-    k1: float
-    b: float
-
-    @classmethod
-    def build(cls, analysed: Iterable[list[str]], k1: float, b: float) -> BM25Index:
-        """Index analysed passages (one token list each, in corpus order)."""
-        terms: defaultdict[str, int] = defaultdict(count().__next__)
-        blocks = _Blocks()
-        for block in _chunks(analysed):
-            blocks.add(block, terms)
-        by_passage = blocks.saturated(k1, b, len(terms))
-        # Term-major for queries: a query reads the rows of its terms only.
-        postings = by_passage.T.tocsr()
-        return cls(dict(terms), postings, by_passage.shape[0], blocks.avgdl, k1, b)
-
-    def idf(self, rows: npt.NDArray[np.intp], scoring: str) -> npt.NDArray[np.float64]:
-        """Return the idf of the terms at ``rows`` under ``scoring``'s formula."""
-        df = np.diff(self.postings.indptr)[rows].astype(np.float64)
-        if scoring == "lucene":
-            return np.log1p((self.size - df + 0.5) / (df + 0.5))
-        return np.log(self.size + 1.0) - np.log(df + 0.5)
-
-    def query_weights(
-        self, tokens: Sequence[str], scoring: str
-    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
-        """Return the rows of a query's known terms and the weight each multiplies by.
-
-        ``gensim``: ``idf**2 * sat(query tf)``, the query's length counting known terms only
-        (``doc2bow`` drops the others first); ``lucene``: ``idf * query tf``.
-        """
-        known = [self.terms[t] for t in tokens if t in self.terms]
-        rows, tf = np.unique(np.asarray(known, dtype=np.intp), return_counts=True)
-        idf = self.idf(rows, scoring)
-        if scoring == "lucene":
-            return rows, idf * tf
-        tf = tf.astype(np.float64)
-        norm = 1 - self.b + self.b * tf.sum() / self.avgdl
-        return rows, idf * idf * tf / (tf + self.k1 * norm)
-
-    def scores(self, tokens: Sequence[str], scoring: str) -> npt.NDArray[np.float64]:
-        """Return an analysed query's score for every passage (0 where nothing is shared)."""
-        rows, weights = self.query_weights(tokens, scoring)
-        if not len(rows):
-            return np.zeros(self.size)
-        return np.asarray(self.postings[rows].T @ weights, dtype=np.float64)
-
-    def save(self, folder: Path) -> None:
-        """Write the index to ``folder`` (built aside, then renamed into place whole)."""
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-        try:
-            ordered = sorted(self.terms, key=self.terms.__getitem__)
-            (tmp / "terms.txt").write_text("\n".join(ordered), encoding="utf-8")
-            records = {"terms.txt": file_record(tmp / "terms.txt")}
-            stats = np.array([self.size, self.avgdl, self.k1, self.b])
-            postings = self.postings
-            for name, array in zip(
-                _FILES[1:], (postings.indptr, postings.indices, postings.data, stats), strict=True
-            ):
-                np.save(tmp / name, array)
-                records[name] = file_record(tmp / name, array)
-            (tmp / _CHECKS).write_text(json.dumps(records, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, folder)
-        except OSError:
-            # Another run saved the same index first (the rename fails on a non-empty
-            # folder), or the disk is full: the index in memory is still good.
-            shutil.rmtree(tmp, ignore_errors=True)
-
-    @classmethod
-    def load(cls, folder: Path) -> BM25Index | None:
-        """Read an index written by :meth:`save` (memory-mapped), or None if there is none.
-
-        An index that does not match its checks (or lacks them) is reported, deleted, and
-        None returned, so that it is built again.
-        """
-        if not folder.is_dir():
-            return None
-        problem = _index_problem(folder)
-        if problem is not None:
-            report_damaged(folder, problem)
-            shutil.rmtree(folder, ignore_errors=True)
-            return None
-        text = (folder / "terms.txt").read_text(encoding="utf-8")
-        terms = {term: i for i, term in enumerate(text.split("\n"))} if text else {}
-        size, avgdl, k1, b = np.load(folder / "stats.npy").tolist()
-        arrays = [np.load(folder / name, mmap_mode="r") for name in _FILES[1:4]]
-        postings = sparse.csr_matrix(
-            (arrays[2], arrays[1], arrays[0]), shape=(len(terms), int(size)), copy=False
-        )
-        return cls(terms, postings, int(size), avgdl, k1, b)
-
-
-def _index_problem(folder: Path) -> str | None:
-    """Why an index folder cannot be used (its files against their checks), or None."""
-    try:
-        records = json.loads((folder / _CHECKS).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        return f"{_CHECKS} is unreadable ({type(err).__name__})"
-    problem = check_files(folder, records, _FILES)
-    if problem is not None:
-        return problem
-    # The shapes must fit one another too (one column index per value).
-    indptr, indices, data = (npy_layout(folder / name)[0] for name in _FILES[1:4])
-    if indices != data or len(indptr) != 1:
-        return f"inconsistent shapes: indptr {indptr}, indices {indices}, data {data}"
-    return None
-
-
-def _chunks(analysed: Iterable[list[str]]) -> Iterator[list[list[str]]]:
-    block: list[list[str]] = []
-    for tokens in analysed:
-        block.append(tokens)
-        if len(block) == _BLOCK:
-            yield block
-            block = []
-    if block:
-        yield block
-
-
-class _Blocks:
-    """Passage-major term counts, appended block by block (CSR parts: no COO, no re-sort)."""
-
-    def __init__(self) -> None:
-        self.lengths: list[np.ndarray] = []
-        self.per_passage: list[np.ndarray] = []
-        self.indices: list[np.ndarray] = []
-        self.counts: list[np.ndarray] = []
-
-    def add(self, block: list[list[str]], terms: defaultdict[str, int]) -> None:
-        """Count one block's terms; ``terms`` numbers a new term on first sight.
-
-        The tokens flow from the lists to the id array through C-level iterators only.
-        """
-        sizes = np.fromiter(map(len, block), dtype=np.int64, count=len(block))
-        ids = np.fromiter(
-            map(terms.__getitem__, chain.from_iterable(block)), dtype=np.int64, count=sizes.sum()
-        )
-        passage = np.repeat(np.arange(len(block), dtype=np.int64), sizes)
-        pairs, tf = np.unique((passage << 32) | ids, return_counts=True)  # passage, then term
-        self.lengths.append(sizes)
-        self.per_passage.append(np.bincount(pairs >> 32, minlength=len(block)))
-        self.indices.append((pairs & 0xFFFFFFFF).astype(np.int32))
-        self.counts.append(tf.astype(np.float32))
-
-    @property
-    def avgdl(self) -> float:
-        """Mean analysed length (gensim: corpus tokens / passages, empty passages counted)."""
-        total = sum(int(n.sum()) for n in self.lengths)
-        size = sum(len(n) for n in self.lengths)
-        return total / size if size and total else 1.0
-
-    def saturated(self, k1: float, b: float, terms: int) -> sparse.csr_matrix:
-        """Return the (passages, terms) matrix of ``tf / (tf + k1 * (1 - b + b * n / avgdl))``.
-
-        The weights are computed in float64 and stored in float32, as gensim's index does.
-        """
-        avgdl = self.avgdl
-        length = np.concatenate(self.lengths) if self.lengths else np.zeros(0, np.int64)
-        indptr = np.zeros(len(length) + 1, dtype=np.int64)
-        if self.per_passage:
-            np.cumsum(np.concatenate(self.per_passage), out=indptr[1:])
-        indices = np.concatenate(self.indices) if self.indices else np.zeros(0, np.int32)
-        data = np.concatenate(self.counts) if self.counts else np.zeros(0, np.float32)
-        self.indices, self.counts, self.per_passage = [], [], []
-        norm = k1 * (1 - b + b * length / avgdl)
-        for start in range(0, len(length), _BLOCK):  # bounded float64 temporaries
-            stop = min(start + _BLOCK, len(length))
-            low, high = indptr[start], indptr[stop]
-            tf = data[low:high].astype(np.float64)
-            tf /= tf + np.repeat(norm[start:stop], np.diff(indptr[start : stop + 1]))
-            data[low:high] = tf
-        return sparse.csr_matrix((data, indices, indptr), shape=(len(length), terms))
+        return explain_lexical(self, question)
 
 
 def rank_by_text_scores(data: TaskData, k: int, score_texts: Any) -> dict[str, dict[str, float]]:

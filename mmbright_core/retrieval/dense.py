@@ -21,7 +21,6 @@ import numpy as np
 from mmbright_core.errors import MissingDependencyError
 from mmbright_core.retrieval.base import (
     ImageSource,
-    Retriever,
     check_k,
     check_task,
     model_label,
@@ -44,9 +43,12 @@ from mmbright_core.retrieval.sentence_models import (
     model_identity,
 )
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
-from mmbright_core.types import Query, TaskData
+from mmbright_core.types import TaskData
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from mmbright_core.analysis.attribution_records import Attribution, Question
     from mmbright_core.retrieval.base import RunConfig
     from mmbright_core.retrieval.rebuild import RebuildContext
 
@@ -257,19 +259,11 @@ class DenseRetriever:
         queries = self.encode([q.text for q in data.queries], query_prefix, "query")
         return rank_vectors(data, groups, units, queries, k, self.index)
 
-    def explain_scores(
-        self,
-        data: TaskData,
-        source: ImageSource | None,
-        query: Query,
-        positions: dict[str, int],
-        through: Retriever | None = None,
-    ) -> dict[str, Any]:
+    def explain_scores(self, question: Question) -> Mapping[str, Attribution]:
         """Return each document's similarity (and, through OCR, without the image words)."""
         from mmbright_core.analysis.attribution_vectors import explain_dense
 
-        docs = {doc_id: data.corpus[p] for doc_id, p in positions.items()}
-        return explain_dense(through or self, source, query, docs)  # type: ignore[arg-type]
+        return explain_dense(self, question)
 
 
 def rebuild(config: RunConfig, options: dict[str, Any], context: RebuildContext) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PIL import Image
@@ -50,6 +50,9 @@ from mmbright_core.retrieval.fusion import Fusion, get_fusion
 from mmbright_core.retrieval.index import Groups, IndexKind, l2_normalise, rank_vectors
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Query, TaskData
+
+if TYPE_CHECKING:
+    from mmbright_core.analysis.attribution_records import Attribution, Question
 
 NO_IMAGE_MODES = ("white", "text")
 
@@ -446,13 +449,7 @@ class DualEncoderRetriever:
         identity = Groups.from_keys([d.doc_id for d in data.corpus])
         return rank_vectors(data, identity, vectors, queries, k, self.index)
 
-    def explain_scores(
-        self,
-        data: TaskData,
-        source: ImageSource | None,
-        query: Query,
-        positions: dict[str, int],
-    ) -> dict[str, Any]:
+    def explain_scores(self, question: Question) -> Mapping[str, Attribution]:
         """Split each document's score into its query text's and query image's parts.
 
         Only linear rules split (``raw-mean``, ``zero-image``, ``normalised-mean``); the
@@ -460,5 +457,5 @@ class DualEncoderRetriever:
         """
         from mmbright_core.analysis.attribution_vectors import explain_fusion
 
-        with self.bound(data):
-            return explain_fusion(self, data, source, query, positions)
+        with self.bound(question.data):
+            return explain_fusion(self, question)

@@ -3,34 +3,29 @@
 An honest offline image-aware baseline (docs/development.md, Working offline; the paper also tries
 caption-augmented queries): ``rapidocr-onnxruntime`` reads the query's decodable images, and the
 text found is appended to the query before BM25 (``ocr-bm25``) or dense text retrieval
-(``ocr-dense``). OCR results are cached on disk by the sha256 of the image file's bytes (each entry
-with a checksum of its text, checked when read), and a run records the
-words of every query image it read beside its scores (``ocr.json``,
-:mod:`mmbright_core.io.ocr_words`), so that it can be explained without the engine.
+(``ocr-dense``). The words are read by :class:`~mmbright_core.retrieval.ocr_reader.OcrReader`,
+cached by the image file's content, and a run records the words of every query image it read
+beside its scores (``ocr.json``, :mod:`mmbright_core.io.ocr_words`), so that it can be explained
+without the engine.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
-import json
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from PIL import Image
-
-from mmbright_core.data.images import decode_image, images_taken
-from mmbright_core.errors import InputError, MissingDependencyError, UnknownNameError
-from mmbright_core.io.atomic import atomic_write_text
+from mmbright_core.data.images import images_taken
+from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.io.ocr_words import OCR_FILE, ImageRead, OcrWords, ocr_words_json
-from mmbright_core.retrieval.base import ImageSource, Retriever, check_task, require
-from mmbright_core.retrieval.cache import content_key, default_cache_dir, settings_key
+from mmbright_core.retrieval.base import ImageSource, Retriever, check_task
+from mmbright_core.retrieval.cache import content_key, default_cache_dir
+from mmbright_core.retrieval.ocr_reader import OcrReader, engine_installed
 from mmbright_core.retrieval.registry import get_retriever
-from mmbright_core.retrieval.verify import bytes_match, bytes_record, remove, report_damaged
 from mmbright_core.types import Query, TaskData
 
 if TYPE_CHECKING:
+    from mmbright_core.analysis.attribution_records import Attribution, Question
     from mmbright_core.retrieval.base import RunConfig
     from mmbright_core.retrieval.rebuild import RebuildContext
 
@@ -38,128 +33,6 @@ if TYPE_CHECKING:
 # image (``all``) or the first one keeps the text legible. ``first`` is the default, as for
 # every retriever: the released code uses a query's first decodable image (``images[0]``).
 OCR_POLICIES = ("first", "all")
-
-
-class OcrReader:
-    """Reads text from image files with rapidocr, keyed by the sha256 of each file's bytes.
-
-    What it read is kept in memory, and on disk under ``cache_root``; a reader given a run's
-    recorded words (``ocr.json``) answers from them first and reports the engine settings
-    they were read with, so a run is explained from its own record without any engine.
-
-    Args:
-        cache_root: The cache root, or None to keep nothing on disk.
-        min_score: Text boxes recognised with lower confidence are dropped.
-        recorded: Words a run recorded; the reader then stands for the engine that read them.
-    """
-
-    def __init__(
-        self, cache_root: Path | None, min_score: float = 0.5, recorded: OcrWords | None = None
-    ) -> None:
-        self.min_score = float(min_score)
-        self._installed = {
-            "engine": "rapidocr-onnxruntime",
-            "version": _version("rapidocr-onnxruntime"),
-            "min_score": self.min_score,
-        }
-        self.settings: dict[str, Any] = (
-            dict(self._installed) if recorded is None else dict(recorded.engine)
-        )
-        self.recorded = recorded
-        self.folder = (
-            None if cache_root is None else cache_root / "ocr" / settings_key(self.settings)
-        )
-        self._known: dict[str, str] = {} if recorded is None else dict(recorded.texts)
-        self._engine: Any = None
-
-    def read(self, data: bytes, image: Image.Image | None = None) -> str:
-        """Return the text found in an image file, its boxes in reading order, one per line.
-
-        Args:
-            data: The image file's bytes (they key the result).
-            image: The same image decoded, when the caller has it already.
-
-        Raises:
-            MissingDependencyError: The text is neither recorded nor cached and the OCR
-                engine is not installed.
-            InputError: The engine installed is not the one the recorded words were read
-                with, or the bytes do not decode.
-        """
-        key = content_key(data)
-        text = self.cached(key)
-        if text is None:
-            text = self._recognise(image if image is not None else decode_image(data, key))
-            path = self._path(key)
-            if path is not None:
-                checksum = bytes_record(text.encode("utf-8"))["checksum"]
-                atomic_write_text(path, json.dumps({"text": text, "checksum": checksum}) + "\n")
-        self._known[key] = text
-        return text
-
-    def cached(self, key: str) -> str | None:
-        """Return the text recorded or read earlier for the file of sha256 ``key``, or None.
-
-        Never runs OCR. A cache entry that does not match its checksum is reported, deleted
-        and counts as absent (the image is read again).
-        """
-        if key in self._known:
-            return self._known[key]
-        path = self._path(key)
-        if path is None or not path.is_file():
-            return None
-        try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
-            text = entry["text"]
-            if isinstance(text, str) and bytes_match(text.encode("utf-8"), entry["checksum"]):
-                return text
-            problem = "its checksum does not match its text"
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            problem = f"unreadable ({type(err).__name__})"
-        report_damaged(path, problem)
-        remove([path])
-        return None
-
-    def _path(self, key: str) -> Path | None:
-        return None if self.folder is None else self.folder / key[:2] / f"{key}.json"
-
-    def _recognise(self, image: Image.Image) -> str:
-        if self._engine is None:
-            what = (
-                "the OCR retrievers"
-                if self.recorded is None
-                else ("reading a query image whose words the run did not record")
-            )
-            rapidocr = require("rapidocr_onnxruntime", what, "ocr")
-            if self.settings != self._installed:
-                raise InputError(
-                    "a query image's words are not recorded with the run, and the OCR "
-                    "engine installed is not the one that read the others",
-                    expected=f"OCR engine {self.settings}",
-                    found=f"OCR engine {self._installed}",
-                    hint="Install the recorded version, or run the retriever again",
-                )
-            self._engine = rapidocr.RapidOCR()
-        boxes, _ = self._engine(np.asarray(image.convert("RGB")))
-        kept = [(box, text) for box, text, score in boxes or () if float(score) >= self.min_score]
-        # Top to bottom, then left to right, by each box's top-left corner.
-        kept.sort(key=lambda item: (round(item[0][0][1] / 10), item[0][0][0]))
-        return "\n".join(text for _, text in kept)
-
-
-def engine_installed() -> bool:
-    """Whether the OCR engine can be imported (the ``ocr`` extra is installed)."""
-    try:
-        require("rapidocr_onnxruntime", "the OCR retrievers", "ocr")
-    except MissingDependencyError:
-        return False
-    return True
-
-
-def _version(distribution: str) -> str:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
 
 
 class OcrAugmented:
@@ -217,8 +90,7 @@ class OcrAugmented:
 
     def augment(self, query: Query, source: ImageSource) -> Query:
         """Return ``query`` with the text read from its images appended to its text."""
-        found = self.read_query(query, source)
-        return dataclasses.replace(query, text="\n".join([query.text, *found])) if found else query
+        return with_image_words(query, self.read_query(query, source))
 
     def retrieve(
         self, data: TaskData, source: ImageSource | None, k: int
@@ -234,64 +106,59 @@ class OcrAugmented:
             query_id -> doc_id -> score.
         """
         check_task(self, data.task)
-        if source is None:
-            raise InputError(
-                "OCR needs the query images",
-                found="no source",
-                hint="Pass the data source to retrieve().",
-            )
-        queries = tuple(self.augment(q, source) for q in data.queries)
+        given = _images_given(source, "Pass the data source to retrieve().")
+        queries = tuple(self.augment(q, given) for q in data.queries)
         return self.inner.retrieve(dataclasses.replace(data, queries=queries), source, k)
 
-    def explain_scores(
-        self,
-        data: TaskData,
-        source: ImageSource | None,
-        query: Query,
-        positions: dict[str, int],
-        rewrite: tuple[str, str] | None = None,
-    ) -> dict[str, Any]:
-        """Explain through the inner retriever, with the words read from the query images.
-
-        ``rewrite``: ``(original text, LLM answer)`` when ``query`` is a rewritten one.
-        """
+    def explain_scores(self, question: Question) -> Mapping[str, Attribution]:
+        """Explain through the inner retriever, with the words read from the query images."""
+        given = _images_given(question.source, "Pass the data source.")
+        words = tuple(self.read_query(question.query, given))
         inner: Any = self.inner  # bm25 or dense (ocr_bm25, ocr_dense), which both explain
-        extra = {} if rewrite is None else {"rewrite": rewrite}
-        found: dict[str, Any] = inner.explain_scores(
-            data, source, query, positions, through=self, **extra
+        found: Mapping[str, Attribution] = inner.explain_scores(
+            dataclasses.replace(question, image_words=words)
         )
         return found
 
 
-def ocr_bm25(
+def with_image_words(query: Query, words: Sequence[str]) -> Query:
+    """Return ``query`` with ``words`` (the texts read from its images) appended, one a line."""
+    return dataclasses.replace(query, text="\n".join([query.text, *words])) if words else query
+
+
+def _images_given(source: ImageSource | None, hint: str) -> ImageSource:
+    """Return ``source``, or raise: OCR reads the query images from it."""
+    if source is None:
+        raise InputError("OCR needs the query images", found="no source", hint=hint)
+    return source
+
+
+def ocr_bm25(**options: Any) -> OcrAugmented:
+    """Build ``ocr-bm25``: BM25 over OCR-augmented queries (``options``: :func:`_ocr_over`)."""
+    return _ocr_over("bm25", **options)
+
+
+def ocr_dense(**options: Any) -> OcrAugmented:
+    """Build ``ocr-dense``: dense retrieval of OCR-augmented queries (as :func:`ocr_bm25`)."""
+    return _ocr_over("dense", **options)
+
+
+def _ocr_over(
+    inner: str,
     image_policy: str = "first",
     min_score: float = 0.5,
     cache_dir: str | None = None,
     recorded: OcrWords | None = None,
     **options: Any,
 ) -> OcrAugmented:
-    """Build ``ocr-bm25``: BM25 (``options`` as for ``bm25``) over OCR-augmented queries.
+    """Build ``ocr-<inner>``: the text retriever ``inner`` (given ``options``) on OCR'd queries.
 
     ``recorded``: a run's recorded words, read before any engine (:class:`OcrReader`).
     """
     reader = OcrReader(default_cache_dir(cache_dir), min_score, recorded)
-    return OcrAugmented("ocr-bm25", get_retriever("bm25", **options), reader, image_policy)
-
-
-def ocr_dense(
-    image_policy: str = "first",
-    min_score: float = 0.5,
-    cache_dir: str | None = None,
-    recorded: OcrWords | None = None,
-    **options: Any,
-) -> OcrAugmented:
-    """Build ``ocr-dense``: dense retrieval (``options`` as for ``dense``) of OCR'd queries.
-
-    ``recorded``: a run's recorded words, read before any engine (:class:`OcrReader`).
-    """
-    reader = OcrReader(default_cache_dir(cache_dir), min_score, recorded)
-    inner = get_retriever("dense", cache_dir=cache_dir, **options)
-    return OcrAugmented("ocr-dense", inner, reader, image_policy)
+    # One cache root for all: the OCR text and the inner retriever's index or embeddings.
+    text_retriever = get_retriever(inner, cache_dir=cache_dir, **options)
+    return OcrAugmented(f"ocr-{inner}", text_retriever, reader, image_policy)
 
 
 def rebuild_ocr_bm25(

@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import inspect
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmbright_core.errors import InputError, show
 from mmbright_core.io.rewrites import QuerySet, Rewrite
 from mmbright_core.io.run_rewrites import REWRITES_FILE, domain_rewrites_json
 from mmbright_core.retrieval.base import ImageSource, Retriever
 from mmbright_core.types import Query, TaskData
+
+if TYPE_CHECKING:
+    from mmbright_core.analysis.attribution_records import Attribution, Question
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -133,23 +135,20 @@ class Rewritten:
         found[REWRITES_FILE] = domain_rewrites_json(self.record, self.rewrites(data))
         return found
 
-    def explain_scores(
-        self, data: TaskData, source: ImageSource | None, query: Query, positions: dict[str, int]
-    ) -> dict[str, Any]:
+    def explain_scores(self, question: Question) -> Mapping[str, Attribution]:
         """Explain the inner retriever's scores of the rewritten query.
 
         A lexical retriever also tells the terms only the LLM wrote (origin ``llm``) from
         those of the original text; any other explains the rewritten text as its text.
         """
-        rewrite = self._rewrite(data.domain, query)
-        scored = dataclasses.replace(query, text=rewrite.query)
-        explain = self.inner.explain_scores  # type: ignore[attr-defined]
-        if "rewrite" in inspect.signature(explain).parameters:
-            pair = (rewrite.original, rewrite.answer or "")
-            found: dict[str, Any] = explain(data, source, scored, positions, rewrite=pair)
-            return found
-        plain: dict[str, Any] = explain(data, source, scored, positions)
-        return plain
+        rewrite = self._rewrite(question.data.domain, question.query)
+        asked = dataclasses.replace(
+            question,
+            query=dataclasses.replace(question.query, text=rewrite.query),
+            rewrite=(rewrite.original, rewrite.answer or ""),
+        )
+        found: Mapping[str, Attribution] = self.inner.explain_scores(asked)  # type: ignore[attr-defined]
+        return found
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
