@@ -22,7 +22,7 @@ from PIL import Image
 
 from mmbright_core.retrieval.dense import load_sentence_transformer
 from mmbright_core.retrieval.embedder import Role
-from mmbright_core.retrieval.remote import HubModel, to_vectors
+from mmbright_core.retrieval.remote_hub import HubModel, to_vectors
 
 
 class SentenceDicts(HubModel):
@@ -50,7 +50,7 @@ class SentenceDicts(HubModel):
         out = {**super().settings(), "text_char_limit": self.text_char_limit}
         return {**out, "truncation": self.max_length}
 
-    def loaded(self) -> Any:
+    def _load(self) -> Any:
         """Return the sentence-transformers model with its hub code, loaded on first use."""
         if self._model is None:
             self._model = load_sentence_transformer(
@@ -63,7 +63,7 @@ class SentenceDicts(HubModel):
     def _encode(self, inputs: list[Any]) -> np.ndarray:
         if not inputs:
             return np.zeros((0, 0), dtype=np.float32)
-        vectors = self.loaded().encode(
+        vectors = self._load().encode(
             inputs,
             batch_size=self.batch_size,
             convert_to_tensor=True,
