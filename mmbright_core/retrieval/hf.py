@@ -115,21 +115,16 @@ class HFTextEmbedder(HFModel):
         **common: Any,
     ) -> None:
         super().__init__(model, **common)
-        transformers = load_transformers()
+        load_transformers()  # a missing extra is said first
         if pooling is not None and pooling not in POOLINGS:
             raise UnknownNameError("pooling", pooling, POOLINGS)
         torch_dtype(self.dtype)
         self.trust = trusted(self.model_id, trust_remote_code)
         self.layer_norm = layer_norm
-        config = load_pretrained(
-            transformers.AutoConfig, self.model_id, self.revision, **self.trust
-        )
-        self.pooling = pooling or default_pooling(str(config.model_type))
+        self.pooling = pooling or default_pooling(str(self.pretrained("AutoConfig").model_type))
         self.instructions = {"query": query_instruction, "document": document_instruction}
         self.domain: str | None = None
-        self.tokenizer = load_pretrained(
-            transformers.AutoTokenizer, self.model_id, self.revision, **self.trust
-        )
+        self.tokenizer = self.pretrained("AutoTokenizer")
         self.suffix = str(self.tokenizer.eos_token or "") if append_eos else ""
         self.document_char_limit = document_char_limit
         self.max_length = int(max_length or min(self.tokenizer.model_max_length, 10**6))

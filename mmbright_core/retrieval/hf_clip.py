@@ -30,7 +30,6 @@ from mmbright_core.retrieval.hf_model import (
     HFModel,
     as_float32,
     in_batches,
-    load_pretrained,
     load_torch,
     load_transformers,
     torch_dtype,
@@ -69,13 +68,12 @@ class HFClipEmbedder(HFModel):
 
     def __init__(self, model: str, max_length: int | None = None, **common: Any) -> None:
         super().__init__(model, **common)
-        transformers = load_transformers()
+        load_transformers()  # a missing extra is said first
         torch_dtype(self.dtype)
-        config = load_pretrained(transformers.AutoConfig, self.model_id, self.revision)
-        self.family = str(config.model_type)
+        self.family = str(self.pretrained("AutoConfig").model_type)
         if self.family not in FAMILIES:
             raise UnknownNameError("CLIP-style model family", self.family, FAMILIES)
-        self.processor = load_pretrained(transformers.AutoProcessor, self.model_id, self.revision)
+        self.processor = self.pretrained("AutoProcessor")
         tokenizer = self.processor.tokenizer
         self.max_length = int(max_length or tokenizer.model_max_length)
 

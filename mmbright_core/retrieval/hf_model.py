@@ -162,6 +162,16 @@ class HFModel:
             "checkpoint_sha256": checkpoint_of(self.model_id),
         }
 
+    def pretrained(self, factory: str) -> Any:
+        """Return transformers' ``factory`` (``AutoConfig``, ``AutoTokenizer``...) of the model.
+
+        The model's hub code runs where it is trusted (:attr:`trust`).
+        """
+        transformers = load_transformers()
+        return load_pretrained(
+            getattr(transformers, factory), self.model_id, self.revision, **self.trust
+        )
+
     def _load(self) -> Any:
         """Return the ``AutoModel`` (with its hub code where trusted), loaded on first use."""
         if self._model is None:
