@@ -21,7 +21,8 @@ pytest.importorskip("mteb")
 
 from mteb_direct import RANDOM, encode_directly
 
-from mmbright_core.retrieval.mteb_models import MtebEmbedder, split_name
+from mmbright_core.retrieval.mteb_models import MtebEmbedder
+from mmbright_core.retrieval.mteb_registry import split_name
 
 
 @pytest.fixture(scope="module")

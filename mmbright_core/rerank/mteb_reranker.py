@@ -22,7 +22,7 @@ from mmbright_core.data.images import ImageDecodeError, decode_image
 from mmbright_core.errors import InputError
 from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, RerankQuery
 from mmbright_core.retrieval.base import require
-from mmbright_core.retrieval.mteb_models import load_model, split_name
+from mmbright_core.retrieval.mteb_registry import load_model, split_name
 from mmbright_core.retrieval.mteb_tasks import TASK_NAMES, task_metadata
 from mmbright_core.task_table import TASK_TABLE
 

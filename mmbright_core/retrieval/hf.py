@@ -23,19 +23,26 @@ with :meth:`HFTextEmbedder.bind` (a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mmbright_core.errors import InputError, UnknownNameError
-from mmbright_core.retrieval.base import require
-from mmbright_core.retrieval.cache import path_sha256
+from mmbright_core.retrieval.dual_options import DualOptions
 from mmbright_core.retrieval.embedder import Modality, Role
+from mmbright_core.retrieval.hf_model import (
+    HFModel,
+    as_float32,
+    in_batches,
+    load_pretrained,
+    load_torch,
+    load_transformers,
+    tokenize,
+    torch_dtype,
+)
 from mmbright_core.retrieval.index import IndexKind
 from mmbright_core.retrieval.instructions import DOMAIN_FIELD, fill_domain
-from mmbright_core.retrieval.model_files import FOLDER_HINT, model_files
 from mmbright_core.retrieval.remote_code import trusted
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
 
@@ -44,105 +51,8 @@ if TYPE_CHECKING:
     from mmbright_core.retrieval.rebuild import RebuildContext
 
 POOLINGS = ("last-token", "mean", "cls")
-DTYPES = ("float32", "bfloat16", "float16")
 #: Decoder-only families whose official recipe pools the last token (``retrieval_sf_qwen_e5``).
 LAST_TOKEN_FAMILIES = frozenset({"mistral", "qwen2", "qwen3", "llama", "gemma", "gemma2"})
-
-
-def load_transformers() -> Any:
-    """Import transformers (and torch) or raise the error naming the ``hf`` extra."""
-    require("torch", "the hf retriever", "hf")
-    return require("transformers", "the hf retriever", "hf")
-
-
-def torch_dtype(name: str) -> Any:
-    """Return the torch dtype called ``name`` (one of :data:`DTYPES`).
-
-    Raises:
-        UnknownNameError: ``name`` is not a supported dtype.
-    """
-    if name not in DTYPES:
-        raise UnknownNameError("dtype", name, DTYPES)
-    torch = require("torch", "the hf retriever", "hf")
-    return getattr(torch, name)
-
-
-def checkpoint_of(model: str) -> str | None:
-    """Return the sha256 of a local model folder's files, or None for a hub id.
-
-    A local model is known by its weights, not by where it lies (as the dense backend does).
-    """
-    return path_sha256(model) if Path(model).expanduser().exists() else None
-
-
-def model_label(model: str) -> str:
-    """Return a model's short name: a folder's name or a hub id's last part."""
-    return Path(model.rstrip("/")).name
-
-
-def load_pretrained(factory: Any, model: str, revision: str | None, **kwargs: Any) -> Any:
-    """Call ``factory.from_pretrained`` and turn a missing model into a clear error.
-
-    Raises:
-        InputError: The model is neither a local folder nor a hub id in the local cache, or
-            a file of the local folder cannot be loaded.
-    """
-    if Path(model).expanduser().is_dir():  # local files: each fault of one is one line
-        with model_files("the transformers model", model, FOLDER_HINT):
-            return factory.from_pretrained(model, revision=revision, **kwargs)
-    try:
-        return factory.from_pretrained(model, revision=revision, **kwargs)
-    except OSError as err:
-        raise InputError(
-            "cannot load the transformers model",
-            found=f"{model!r}: {' '.join(str(err).split())}",  # one line: its text wraps
-            hint="Give a local model folder, or a hub id already in the local cache.",
-        ) from err
-
-
-def device_of(device: str | None) -> str:
-    """Return ``device``, or cuda where there is one, else cpu."""
-    torch = require("torch", "the hf retriever", "hf")
-    return device or ("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def load_model(
-    model: str,
-    revision: str | None,
-    dtype: str,
-    device: str | None,
-    trust_remote_code: bool = False,
-) -> Any:
-    """Load ``AutoModel`` weights in ``dtype`` onto ``device`` (default: cuda if there is one)."""
-    transformers = load_transformers()
-    loaded = load_pretrained(
-        transformers.AutoModel,
-        model,
-        revision,
-        dtype=torch_dtype(dtype),
-        **trusted(model, trust_remote_code),
-    )
-    return loaded.to(device_of(device)).eval()
-
-
-def tokenize(tokenizer: Any, texts: Sequence[str], max_length: int | None, device: Any) -> Any:
-    """Return a padded, truncated batch of ``texts`` as tensors on ``device``."""
-    batch = tokenizer(
-        list(texts), max_length=max_length, padding=True, truncation=True, return_tensors="pt"
-    )
-    return batch.to(device)
-
-
-def in_batches(
-    items: Sequence[Any], size: int, encode: Callable[[Sequence[Any]], np.ndarray]
-) -> np.ndarray:
-    """Encode ``items`` ``size`` at a time and stack the vectors (none: a 0 x 0 array).
-
-    Each chunk is a slice of ``items``, not a list made of it: a slice of
-    :class:`~mmbright_core.data.image_batches.LazyImages` stays lazy.
-    """
-    chunks = [encode(items[start : start + size]) for start in range(0, len(items), size)]
-    return np.concatenate(chunks) if chunks else np.zeros((0, 0), dtype=np.float32)
 
 
 def pool(hidden: Any, mask: Any, pooling: str) -> Any:
@@ -158,9 +68,8 @@ def pool(hidden: Any, mask: Any, pooling: str) -> Any:
         return summed / mask.sum(dim=1)[..., None]
     if bool((mask[:, -1].sum() == mask.shape[0]).item()):  # left padding: all end on a token
         return hidden[:, -1]
-    torch = require("torch", "the hf retriever", "hf")
     last = mask.sum(dim=1) - 1
-    return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
+    return hidden[load_torch().arange(hidden.shape[0], device=hidden.device), last]
 
 
 def default_pooling(model_type: str) -> str:
@@ -168,20 +77,16 @@ def default_pooling(model_type: str) -> str:
     return "last-token" if model_type in LAST_TOKEN_FAMILIES else "mean"
 
 
-class HFTextEmbedder:
+class HFTextEmbedder(HFModel):
     """A transformers ``AutoModel`` text encoder with the official pooling and instructions.
 
     Args:
         model: A hub id or a local folder holding the model and its tokenizer.
-        revision: The hub revision (pin one for reproducible runs).
         pooling: ``last-token``, ``mean`` or ``cls`` (default: by family, see
             :func:`default_pooling`).
         max_length: Token truncation (default: the tokenizer's ``model_max_length``).
         query_instruction: Put before every query; ``{domain}`` becomes the domain.
         document_instruction: Put before every passage; ``{domain}`` becomes the domain.
-        dtype: Weights' dtype (``float32``, ``bfloat16``, ``float16``); vectors are float32.
-        batch_size: Texts per forward pass.
-        device: Torch device (default: ``cuda`` when available, else ``cpu``).
         append_eos: Put the tokenizer's end-of-sequence token after every text (RaDeR's
             recipe, ``retrieval_rader``: its last token, which is pooled, is then EOS).
         document_char_limit: Cut every passage to this many characters before tokenising
@@ -189,6 +94,8 @@ class HFTextEmbedder:
         layer_norm: Layer-normalise the pooled vector (Nomic's recipe,
             ``retrieval_nomic_vision``: ``F.layer_norm`` before the L2 norm).
         trust_remote_code: Run the model's own code from the hub (gte-Qwen, Nomic).
+        **common: :class:`~mmbright_core.retrieval.hf_model.HFModel`'s options (revision,
+            dtype, batch size, device).
     """
 
     modalities: frozenset[Modality] = frozenset({"text"})
@@ -197,39 +104,30 @@ class HFTextEmbedder:
     def __init__(
         self,
         model: str,
-        revision: str | None = None,
         pooling: str | None = None,
         max_length: int | None = None,
         query_instruction: str = "",
         document_instruction: str = "",
-        dtype: str = "float32",
-        batch_size: int = 32,
-        device: str | None = None,
         append_eos: bool = False,
         document_char_limit: int | None = None,
         layer_norm: bool = False,
         trust_remote_code: bool = False,
+        **common: Any,
     ) -> None:
-        transformers = load_transformers()
+        super().__init__(model, **common)
+        load_transformers()  # a missing extra is said first
         if pooling is not None and pooling not in POOLINGS:
             raise UnknownNameError("pooling", pooling, POOLINGS)
-        torch_dtype(dtype)
-        self.model_id, self.revision, self.dtype = str(model), revision, dtype
+        torch_dtype(self.dtype)
         self.trust = trusted(self.model_id, trust_remote_code)
         self.layer_norm = layer_norm
-        config = load_pretrained(transformers.AutoConfig, self.model_id, revision, **self.trust)
-        self.pooling = pooling or default_pooling(str(config.model_type))
+        self.pooling = pooling or default_pooling(str(self.pretrained("AutoConfig").model_type))
         self.instructions = {"query": query_instruction, "document": document_instruction}
-        self.batch_size, self.device = batch_size, device
         self.domain: str | None = None
-        self.tokenizer = load_pretrained(
-            transformers.AutoTokenizer, self.model_id, revision, **self.trust
-        )
+        self.tokenizer = self.pretrained("AutoTokenizer")
         self.suffix = str(self.tokenizer.eos_token or "") if append_eos else ""
         self.document_char_limit = document_char_limit
         self.max_length = int(max_length or min(self.tokenizer.model_max_length, 10**6))
-        self.name = model_label(self.model_id)
-        self._model: Any = None
 
     def bind(self, task: int | None, domain: str | None) -> None:
         """Set the domain that fills the instructions' ``{domain}`` (BRIGHT's configs)."""
@@ -238,9 +136,7 @@ class HFTextEmbedder:
     def settings(self) -> dict[str, Any]:
         """Return the model's identity, pooling, truncation, dtype and instructions."""
         out: dict[str, Any] = {
-            "model": self.model_id,
-            "revision": self.revision,
-            "checkpoint_sha256": checkpoint_of(self.model_id),
+            **self.identity(),
             "pooling": self.pooling,
             "truncation": self.max_length,
             "dtype": self.dtype,
@@ -258,12 +154,6 @@ class HFTextEmbedder:
             out["instruction_domain"] = self.domain  # the filled text differs per domain
         return out
 
-    def _load(self) -> Any:
-        if self._model is None:
-            trust = bool(self.trust)
-            self._model = load_model(self.model_id, self.revision, self.dtype, self.device, trust)
-        return self._model
-
     def encode_texts(self, texts: Sequence[str], role: Role) -> np.ndarray:
         """Return one raw float32 pooled vector per text, its role's instruction in front.
 
@@ -280,7 +170,7 @@ class HFTextEmbedder:
         raise InputError("the hf text model encodes no images", found=self.model_id)
 
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
-        torch = require("torch", "the hf retriever", "hf")
+        torch = load_torch()
         model = self._load()
         batch = tokenize(self.tokenizer, texts, self.max_length, model.device)
         with torch.inference_mode():
@@ -288,7 +178,28 @@ class HFTextEmbedder:
             vectors = pool(hidden, batch["attention_mask"], self.pooling)
             if self.layer_norm:
                 vectors = torch.nn.functional.layer_norm(vectors, (vectors.shape[1],))
-        return np.asarray(vectors.float().cpu().numpy(), dtype=np.float32)
+        return as_float32(vectors)
+
+
+def refuse_text_options(family: str, model: str, text_options: dict[str, Any]) -> None:
+    """Refuse the text-model options a CLIP-style model was given: it encodes text as it is.
+
+    An option counts as given when set to anything but its default (None, empty, False).
+
+    Raises:
+        InputError: One or more of ``text_options`` were given.
+    """
+    given = sorted(
+        key
+        for key, value in text_options.items()
+        if value is not None and value is not False and value != ""
+    )
+    if given:
+        raise InputError(
+            f"a {family} model takes no {', '.join(given)}",
+            found=model,
+            hint="Drop those options: CLIP-style models encode the query text as it is.",
+        )
 
 
 def hf_retriever(
@@ -328,46 +239,18 @@ def hf_retriever(
     family = str(load_pretrained(transformers.AutoConfig, str(model), revision, **trust).model_type)
     common: dict[str, Any] = {"revision": revision, "max_length": max_length, "dtype": dtype}
     common |= {"batch_size": batch_size, "device": device}
+    text: dict[str, Any] = {"pooling": pooling, "query_instruction": query_instruction}
+    text |= {"document_instruction": document_instruction, "append_eos": append_eos}
+    text |= {"document_char_limit": document_char_limit, "layer_norm": layer_norm}
+    text |= {"trust_remote_code": trust_remote_code}
     embedder: Any
     if family in FAMILIES:
-        text_only: dict[str, Any] = {"pooling": pooling}
-        text_only["query_instruction"] = query_instruction or None
-        text_only["document_instruction"] = document_instruction or None
-        text_only |= {"append_eos": append_eos or None, "document_char_limit": document_char_limit}
-        text_only |= {
-            "layer_norm": layer_norm or None,
-            "trust_remote_code": trust_remote_code or None,
-        }
-        given = sorted(key for key, value in text_only.items() if value is not None)
-        if given:
-            raise InputError(
-                f"a {family} model takes no {', '.join(given)}",
-                found=str(model),
-                hint="Drop those options: CLIP-style models encode the query text as it is.",
-            )
+        refuse_text_options(family, str(model), text)
         embedder = HFClipEmbedder(str(model), **common)
     else:
-        embedder = HFTextEmbedder(
-            str(model),
-            pooling=pooling,
-            query_instruction=query_instruction,
-            document_instruction=document_instruction,
-            append_eos=append_eos,
-            document_char_limit=document_char_limit,
-            layer_norm=layer_norm,
-            trust_remote_code=trust_remote_code,
-            **common,
-        )
-    from mmbright_core.retrieval.dual import DualEncoderRetriever
-
-    return DualEncoderRetriever(
-        embedder,
-        name="hf",
-        image_policy=image_policy,
-        cache_dir=cache_dir,
-        index=index,
-        cache_dtype=cache_dtype,
-        batch_size=batch_size,
+        embedder = HFTextEmbedder(str(model), **text, **common)
+    return DualOptions(image_policy, cache_dir, index, cache_dtype, batch_size).build(
+        embedder, "hf"
     )
 
 

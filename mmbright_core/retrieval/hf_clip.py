@@ -25,15 +25,13 @@ from PIL import Image
 
 from mmbright_core.data.image_batches import each_preprocessed
 from mmbright_core.errors import UnknownNameError
-from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.embedder import Modality, Role
-from mmbright_core.retrieval.hf import (
-    checkpoint_of,
+from mmbright_core.retrieval.hf_model import (
+    HFModel,
+    as_float32,
     in_batches,
-    load_model,
-    load_pretrained,
+    load_torch,
     load_transformers,
-    model_label,
     torch_dtype,
 )
 from mmbright_core.retrieval.textcap import cap_text
@@ -54,52 +52,36 @@ def features(output: Any) -> Any:
     return getattr(output, "pooler_output", output)
 
 
-class HFClipEmbedder:
+class HFClipEmbedder(HFModel):
     """A CLIP or SigLIP model with its Hugging Face processor (fusion ``raw-mean``).
 
     Args:
         model: A hub id or a local folder with the model and its processor.
-        revision: The hub revision.
         max_length: Text truncation in tokens (default: the tokenizer's, 77 for CLIP, 64 for
             SigLIP so400m).
-        dtype: Weights' dtype; vectors are float32.
-        batch_size: Items per forward pass.
-        device: Torch device (default: ``cuda`` when available, else ``cpu``).
+        **common: :class:`~mmbright_core.retrieval.hf_model.HFModel`'s options (revision,
+            dtype, batch size, device).
     """
 
     modalities: frozenset[Modality] = frozenset({"text", "image"})
     fusion = "raw-mean"
 
-    def __init__(
-        self,
-        model: str,
-        revision: str | None = None,
-        max_length: int | None = None,
-        dtype: str = "float32",
-        batch_size: int = 32,
-        device: str | None = None,
-    ) -> None:
-        transformers = load_transformers()
-        torch_dtype(dtype)
-        self.model_id, self.revision, self.dtype = str(model), revision, dtype
-        config = load_pretrained(transformers.AutoConfig, self.model_id, revision)
-        self.family = str(config.model_type)
+    def __init__(self, model: str, max_length: int | None = None, **common: Any) -> None:
+        super().__init__(model, **common)
+        load_transformers()  # a missing extra is said first
+        torch_dtype(self.dtype)
+        self.family = str(self.pretrained("AutoConfig").model_type)
         if self.family not in FAMILIES:
             raise UnknownNameError("CLIP-style model family", self.family, FAMILIES)
-        self.processor = load_pretrained(transformers.AutoProcessor, self.model_id, revision)
+        self.processor = self.pretrained("AutoProcessor")
         tokenizer = self.processor.tokenizer
         self.max_length = int(max_length or tokenizer.model_max_length)
-        self.batch_size, self.device = batch_size, device
-        self.name = model_label(self.model_id)
-        self._model: Any = None
 
     def settings(self) -> dict[str, Any]:
         """Return the model's identity, family, truncation and dtype."""
         padding, keys = FAMILIES[self.family]
         return {
-            "model": self.model_id,
-            "revision": self.revision,
-            "checkpoint_sha256": checkpoint_of(self.model_id),
+            **self.identity(),
             "family": self.family,
             "truncation": self.max_length,
             "text_padding": padding,
@@ -107,11 +89,6 @@ class HFClipEmbedder:
             "dtype": self.dtype,
             "preprocessing": "transformers",
         }
-
-    def _load(self) -> Any:
-        if self._model is None:
-            self._model = load_model(self.model_id, self.revision, self.dtype, self.device)
-        return self._model
 
     def encode_texts(self, texts: Sequence[str], role: Role) -> np.ndarray:
         """Return raw projected text features (the same for queries and passages)."""
@@ -141,7 +118,7 @@ class HFClipEmbedder:
         return self._run(lambda: model.get_text_features(**inputs))
 
     def _image_batch(self, images: Sequence[Image.Image]) -> np.ndarray:
-        torch = require("torch", "the hf retriever", "hf")
+        torch = load_torch()
         model = self._load()
         pixels = torch.cat(each_preprocessed(images, self._pixels))
         values = pixels.to(model.device, dtype=torch_dtype(self.dtype))
@@ -154,7 +131,6 @@ class HFClipEmbedder:
         return processed["pixel_values"]
 
     def _run(self, forward: Any) -> np.ndarray:
-        torch = require("torch", "the hf retriever", "hf")
-        with torch.inference_mode():
+        with load_torch().inference_mode():
             vectors = features(forward())
-        return np.asarray(vectors.float().cpu().numpy(), dtype=np.float32)
+        return as_float32(vectors)

@@ -18,7 +18,6 @@ a dot product or by MaxSim (ColPali and its kin) are refused rather than scored 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,81 +27,16 @@ from PIL import Image
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.dual import DualEncoderRetriever
+from mmbright_core.retrieval.dual_options import DualOptions
 from mmbright_core.retrieval.embedder import Modality, Role
 from mmbright_core.retrieval.index import IndexKind
+from mmbright_core.retrieval.mteb_registry import WHAT, load_model, model_meta, split_name
 from mmbright_core.retrieval.mteb_tasks import (
     QUERY_PROMPTS,
     TASK_NAMES,
     task_metadata,
     task_name,
 )
-
-_WHAT = "the mteb retriever"
-
-
-def load_model(model: str, revision: str | None, device: str | None, what: str) -> Any:
-    """Return ``mteb.get_model(model, revision)`` on ``device``, for ``what`` (a backend).
-
-    Raises:
-        InputError: The model's weights or code cannot be loaded (not in the local cache).
-        MissingDependencyError: mteb is not installed.
-    """
-    mteb = require("mteb", what, "mteb")
-    try:
-        return mteb.get_model(model, revision, device=device)
-    except (OSError, ValueError, RuntimeError) as err:
-        raise InputError(
-            f"cannot load MTEB model {model!r}",
-            found=f"{type(err).__name__}: {err}",
-            hint="Its weights (and remote code) must be in the local Hugging Face cache; "
-            "nothing is downloaded at run time.",
-        ) from err
-
-
-#: MTEB's similarity names whose ranking 100 x cosine reproduces (None: MTEB's default).
-_COSINE = (None, "cosine")
-
-
-def split_name(model: str) -> tuple[str, str | None]:
-    """Split ``NAME[@REVISION]`` into the name and the revision (None when not given)."""
-    name, sep, revision = model.partition("@")
-    return name, (revision or None) if sep else None
-
-
-def model_meta(name: str, revision: str | None) -> Any:
-    """Return MTEB's registry entry of ``name``, checked against ``revision``.
-
-    Raises:
-        InputError: The name is not in MTEB's registry (with close matches), the revision
-            is not the one the registry pins, or MTEB cannot score the model by cosine.
-    """
-    mteb = require("mteb", _WHAT, "mteb")
-    known = {meta.name: meta for meta in mteb.get_model_metas()}
-    if name not in known:
-        close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
-        guess = f"Did you mean {' or '.join(map(repr, close))}? " if close else ""
-        raise InputError(
-            f"unknown MTEB model {name!r}",
-            expected="a name of MTEB's model registry",
-            hint=f'{guess}List them with: python -c "import mteb; print([m.name for m in '
-            'mteb.get_model_metas()])"; other hub models run with --retriever dense or hf.',
-        )
-    meta = known[name]
-    if revision is not None and revision != meta.revision:
-        raise InputError(
-            f"MTEB's registry pins another revision of {name!r}",
-            expected=f"{name}@{meta.revision} (or no @REVISION)",
-            found=f"@{revision}",
-        )
-    if meta.similarity_fn_name not in _COSINE or "dense" not in (meta.model_type or ()):
-        raise InputError(
-            f"MTEB model {name!r} is not a dense encoder scored by cosine similarity",
-            expected="model type dense, similarity cosine",
-            found=f"similarity {meta.similarity_fn_name!s} (model type {meta.model_type})",
-            hint="Late-interaction (MaxSim), dot-product and cross-encoder models are not "
-            "supported.",
-        )
-    return meta
 
 
 class MtebEmbedder:
@@ -153,7 +87,7 @@ class MtebEmbedder:
             "model": self.model,
             "revision": self.revision,
             "backend": "mteb",
-            "mteb_version": require("mteb", _WHAT, "mteb").__version__,
+            "mteb_version": require("mteb", WHAT, "mteb").__version__,
             "similarity": str(getattr(similarity, "value", similarity or "cosine")),
             "mteb_tasks": TASK_NAMES,
             "task_prompts": {str(task): {"query": p} for task, p in QUERY_PROMPTS.items()},
@@ -176,7 +110,7 @@ class MtebEmbedder:
             InputError: The model's weights or code cannot be loaded (not in the local cache).
         """
         if self._model is None:
-            self._model = load_model(self.model, self.revision, self.device, _WHAT)
+            self._model = load_model(self.model, self.revision, self.device, WHAT)
         return self._model
 
     def encode_texts(self, texts: Sequence[str], role: Role) -> np.ndarray:
@@ -220,9 +154,9 @@ class MtebEmbedder:
         size = len(next(iter(columns.values())))
         if size == 0:
             return np.zeros((0, 0), dtype=np.float32)
-        datasets = require("datasets", _WHAT, "mteb")
-        loaders = require("mteb._create_dataloaders", _WHAT, "mteb")
-        types = require("mteb.types", _WHAT, "mteb")
+        datasets = require("datasets", WHAT, "mteb")
+        loaders = require("mteb._create_dataloaders", WHAT, "mteb")
+        types = require("mteb.types", WHAT, "mteb")
         prompt_type = types.PromptType.query if role == "query" else types.PromptType.document
         metadata = self._metadata()
         allowed = metadata.get_modalities(prompt_type)
@@ -295,13 +229,5 @@ def mteb_retriever(
             hint="e.g. --model mteb/baseline-random-encoder (offline, random vectors).",
         )
     embedder = MtebEmbedder(model, device=device, batch_size=batch_size)
-    return DualEncoderRetriever(
-        embedder,
-        name="mteb",
-        image_policy=image_policy,
-        no_image=no_image,
-        cache_dir=cache_dir,
-        index=index,
-        cache_dtype=cache_dtype,
-        batch_size=batch_size,
-    )
+    store = DualOptions(image_policy, cache_dir, index, cache_dtype, batch_size, no_image)
+    return store.build(embedder, "mteb")

@@ -17,8 +17,8 @@ import numpy as np
 from PIL import Image
 
 from mmbright_core.retrieval.embedder import Role
-from mmbright_core.retrieval.hf import device_of, load_pretrained, load_transformers
-from mmbright_core.retrieval.remote import HubModel, image_files, inference
+from mmbright_core.retrieval.hf_model import device_of, load_pretrained, load_transformers
+from mmbright_core.retrieval.remote_hub import HubModel, image_files, inference
 
 _BGE_CUTS = (120, 100, 80, 60, 40)
 """The shorter cuts ``retrieval_bge_vl`` retries after its first (150), and queries 20 more."""
@@ -54,7 +54,7 @@ class EncodeImagesText(HubModel):
         """Return the model's identity and its text cut."""
         return {**super().settings(), "text_char_limit": self.text_char_limit}
 
-    def loaded(self) -> Any:
+    def _load(self) -> Any:
         """Return the model with its processor set, as ``retrieval_bge_vl`` prepares it."""
         if self._model is None:
             transformers = load_transformers()
@@ -72,7 +72,7 @@ class EncodeImagesText(HubModel):
     def encode_images(self, images: Sequence[Image.Image], role: Role) -> np.ndarray:
         """Return the vectors of the images alone (``encode(images=paths)``)."""
         with image_files(images) as paths:
-            return inference(lambda: self.loaded().encode(images=list(paths)))
+            return inference(lambda: self._load().encode(images=list(paths)))
 
     def encode_joint(
         self, texts: Sequence[str], images: Sequence[Image.Image | None], role: Role
@@ -93,7 +93,7 @@ class EncodeImagesText(HubModel):
             if len(cut.strip()) < (3 if query else 5):
                 cut = text[: 20 if query else 40].strip()
             try:
-                return inference(lambda: self.loaded().encode(text=cut, **images))  # noqa: B023
+                return inference(lambda: self._load().encode(text=cut, **images))  # noqa: B023
             except RuntimeError as err:
                 if "size of tensor" not in str(err):
                     raise
@@ -101,4 +101,4 @@ class EncodeImagesText(HubModel):
             last = text[:15].strip() or "query"
         else:
             last = text[:20].strip() if len(text[:20].strip()) >= 3 else "document"
-        return inference(lambda: self.loaded().encode(text=last))
+        return inference(lambda: self._load().encode(text=last))

@@ -21,7 +21,7 @@ import numpy as np
 from PIL import Image
 
 from mmbright_core.retrieval.embedder import Role
-from mmbright_core.retrieval.remote import HubModel, to_vectors
+from mmbright_core.retrieval.remote_hub import HubModel, to_vectors
 from mmbright_core.retrieval.sentence_models import load_sentence_transformer
 
 
@@ -50,20 +50,18 @@ class SentenceDicts(HubModel):
         out = {**super().settings(), "text_char_limit": self.text_char_limit}
         return {**out, "truncation": self.max_length}
 
-    def loaded(self) -> Any:
+    def _load(self) -> Any:
         """Return the sentence-transformers model with its hub code, loaded on first use."""
         if self._model is None:
             self._model = load_sentence_transformer(
-                self.model_id, self.revision, self.device, **self.trust
+                self.model_id, self.revision, self.device, self.max_length, **self.trust
             )
-            if self.max_length is not None:
-                self._model.max_seq_length = self.max_length
         return self._model
 
     def _encode(self, inputs: list[Any]) -> np.ndarray:
         if not inputs:
             return np.zeros((0, 0), dtype=np.float32)
-        vectors = self.loaded().encode(
+        vectors = self._load().encode(
             inputs,
             batch_size=self.batch_size,
             convert_to_tensor=True,

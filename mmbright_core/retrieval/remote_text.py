@@ -27,7 +27,7 @@ import numpy as np
 
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.embedder import Modality, Role
-from mmbright_core.retrieval.hf import (
+from mmbright_core.retrieval.hf_model import (
     checkpoint_of,
     device_of,
     in_batches,
@@ -37,7 +37,7 @@ from mmbright_core.retrieval.hf import (
     torch_dtype,
 )
 from mmbright_core.retrieval.instructions import DOMAIN_FIELD, fill_domain
-from mmbright_core.retrieval.remote import HubModel, inference
+from mmbright_core.retrieval.remote_hub import HubModel, inference
 
 OFFICIAL_MAX_LENGTH = 32768
 """The token cut of both recipes (``query_max_length``, ``doc_max_length``, ``max_length``)."""
@@ -93,7 +93,7 @@ class HubTextModel(HubModel):
             out["instruction_domain"] = self.domain  # the filled text differs per domain
         return out
 
-    def loaded(self) -> Any:
+    def _load(self) -> Any:
         """Return the model with its hub code, in its dtype on its device, loaded on first use."""
         if self._model is None:
             transformers = load_transformers()
@@ -120,7 +120,7 @@ class EncodeInstruction(HubTextModel):
         """Return the model's own vectors of the texts, with ``role``'s instruction."""
         instruction = self.instruction(role)
         return inference(
-            lambda: self.loaded().encode(
+            lambda: self._load().encode(
                 list(texts),
                 instruction=instruction,
                 batch_size=self.batch_size,
@@ -166,6 +166,6 @@ class SentenceEmbedding(HubTextModel):
         return in_batches(inputs, self.batch_size, self._encode_batch)
 
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
-        model = self.loaded()
+        model = self._load()
         batch = tokenize(self.tokenizer, texts, self.max_length, model.device)
         return inference(lambda: model(**batch)["sentence_embedding"])

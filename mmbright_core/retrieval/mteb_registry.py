@@ -1,0 +1,87 @@
+"""A model of MTEB's registry: its name and pinned revision, its entry, loading it.
+
+``--model NAME[@REVISION]`` names an entry of ``mteb.get_model_metas()``; :func:`model_meta`
+finds it (with close matches when it is not there), checks the revision against the one the
+registry pins, and refuses a model this package cannot score as MTEB does (docs/models.md).
+:func:`load_model` loads it as MTEB evaluates it, from the local cache only. The ``mteb``
+retriever (:mod:`.mteb_models`) and reranker both go through here.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from mmbright_core.errors import InputError
+from mmbright_core.retrieval.base import require
+
+WHAT = "the mteb retriever"
+
+
+def load_model(model: str, revision: str | None, device: str | None, what: str) -> Any:
+    """Return ``mteb.get_model(model, revision)`` on ``device``, for ``what`` (a backend).
+
+    Raises:
+        InputError: The model's weights or code cannot be loaded (not in the local cache).
+        MissingDependencyError: mteb is not installed.
+    """
+    mteb = require("mteb", what, "mteb")
+    try:
+        return mteb.get_model(model, revision, device=device)
+    except (OSError, ValueError, RuntimeError) as err:
+        raise unloadable(model, err) from err
+
+
+def unloadable(model: str, err: Exception) -> InputError:
+    """Return the error of an MTEB model whose weights or code did not load: ``err``."""
+    hint = "Its weights (and remote code) must be in the local Hugging Face cache; nothing is "
+    hint += "downloaded at run time."
+    return InputError(
+        f"cannot load MTEB model {model!r}", found=f"{type(err).__name__}: {err}", hint=hint
+    )
+
+
+#: MTEB's similarity names whose ranking 100 x cosine reproduces (None: MTEB's default).
+_COSINE = (None, "cosine")
+
+
+def split_name(model: str) -> tuple[str, str | None]:
+    """Split ``NAME[@REVISION]`` into the name and the revision (None when not given)."""
+    name, sep, revision = model.partition("@")
+    return name, (revision or None) if sep else None
+
+
+def model_meta(name: str, revision: str | None) -> Any:
+    """Return MTEB's registry entry of ``name``, checked against ``revision``.
+
+    Raises:
+        InputError: The name is not in MTEB's registry (with close matches), the revision
+            is not the one the registry pins, or MTEB cannot score the model by cosine.
+    """
+    mteb = require("mteb", WHAT, "mteb")
+    known = {meta.name: meta for meta in mteb.get_model_metas()}
+    if name not in known:
+        close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+        guess = f"Did you mean {' or '.join(map(repr, close))}? " if close else ""
+        raise InputError(
+            f"unknown MTEB model {name!r}",
+            expected="a name of MTEB's model registry",
+            hint=f'{guess}List them with: python -c "import mteb; print([m.name for m in '
+            'mteb.get_model_metas()])"; other hub models run with --retriever dense or hf.',
+        )
+    meta = known[name]
+    if revision is not None and revision != meta.revision:
+        raise InputError(
+            f"MTEB's registry pins another revision of {name!r}",
+            expected=f"{name}@{meta.revision} (or no @REVISION)",
+            found=f"@{revision}",
+        )
+    if meta.similarity_fn_name not in _COSINE or "dense" not in (meta.model_type or ()):
+        raise InputError(
+            f"MTEB model {name!r} is not a dense encoder scored by cosine similarity",
+            expected="model type dense, similarity cosine",
+            found=f"similarity {meta.similarity_fn_name!s} (model type {meta.model_type})",
+            hint="Late-interaction (MaxSim), dot-product and cross-encoder models are not "
+            "supported.",
+        )
+    return meta

@@ -1,0 +1,101 @@
+"""Two-tower hub-code models: Jina-CLIP's one model and Nomic's text and image pair.
+
+``src/retrievers/task2_multimodal.py``'s ``retrieval_jina_clip`` calls the model's
+``encode_text(texts)`` and ``encode_image(images)`` (fusion ``zero-image``);
+``retrieval_nomic_vision`` runs a text model (mean pooling, layer norm, ``search_query: ``
+before queries, passages cut at 8,000 characters) beside an image model of the same space (its
+first token), each an ``AutoModel`` with hub code (fusion ``normalised-mean``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from mmbright_core.errors import InputError
+from mmbright_core.retrieval.embedder import Role
+from mmbright_core.retrieval.hf import HFTextEmbedder
+from mmbright_core.retrieval.hf_model import (
+    checkpoint_of,
+    load_model,
+    load_pretrained,
+    load_transformers,
+)
+from mmbright_core.retrieval.remote_code import trusted
+from mmbright_core.retrieval.remote_hub import HUB_OPTIONS, HubModel, inference
+
+
+class EncodeTextImage(HubModel):
+    """Jina-CLIP's interface: ``encode_text(texts)`` and ``encode_image(images)``."""
+
+    fusion = "zero-image"
+
+    def encode_texts(self, texts: Sequence[str], role: Role) -> np.ndarray:
+        """Return the model's text vectors (the same call for queries and passages)."""
+        return inference(lambda: self._load().encode_text(list(texts)))
+
+    def encode_images(self, images: Sequence[Image.Image], role: Role) -> np.ndarray:
+        """Return the model's image vectors of the RGB images."""
+        rgb = [image.convert("RGB") for image in images]
+        return inference(lambda: self._load().encode_image(rgb))
+
+
+class TextVisionPair(HubModel):
+    """Nomic's interface: a text model and an image model of one space, side by side.
+
+    Args:
+        model: The text model (``nomic-embed-text-v1.5``).
+        interface: The catalogue's name of the call (``text-vision-pair``).
+        image_model: The image model (``nomic-embed-vision-v1.5``; required).
+        **options: :class:`HubModel`'s options (:data:`~.remote_hub.HUB_OPTIONS`), the rest
+            :class:`~mmbright_core.retrieval.hf.HFTextEmbedder`'s (pooling, truncation,
+            instructions, character cut, layer norm).
+
+    Raises:
+        InputError: No ``image_model``.
+    """
+
+    fusion = "normalised-mean"
+
+    def __init__(
+        self, model: str, interface: str, image_model: str | None = None, **options: Any
+    ) -> None:
+        if image_model is None:
+            raise InputError("the text-vision-pair interface needs image_model", found=str(model))
+        common = {key: options.pop(key) for key in HUB_OPTIONS if key in options}
+        super().__init__(model, interface, **common)
+        self.image_model = str(image_model)
+        trusted(self.image_model, True)  # the operator's switch covers the image model too
+        self.text = HFTextEmbedder(self.model_id, trust_remote_code=True, **options, **common)
+        transformers = load_transformers()
+        self.processor = load_pretrained(transformers.AutoImageProcessor, self.image_model, None)
+        self._vision: Any = None
+
+    def bind(self, task: int | None, domain: str | None) -> None:
+        """Bind the text model's instructions to a domain (``{domain}``)."""
+        self.text.bind(task, domain)
+
+    def settings(self) -> dict[str, Any]:
+        """Return both models' identities and the text model's recipe."""
+        return {
+            **self.text.settings(),
+            "interface": self.interface,
+            "image_model": self.image_model,
+            "image_checkpoint_sha256": checkpoint_of(self.image_model),
+        }
+
+    def encode_texts(self, texts: Sequence[str], role: Role) -> np.ndarray:
+        """Return the text model's mean-pooled, layer-normalised vectors."""
+        return self.text.encode_texts(texts, role)
+
+    def encode_images(self, images: Sequence[Image.Image], role: Role) -> np.ndarray:
+        """Return the image model's first-token state of each RGB image."""
+        if self._vision is None:
+            self._vision = load_model(self.image_model, None, self.dtype, self.device, True)
+        vision = self._vision
+        pixels = self.processor(images=[im.convert("RGB") for im in images], return_tensors="pt")
+        inputs = {key: value.to(vision.device) for key, value in pixels.items()}
+        return inference(lambda: vision(**inputs).last_hidden_state[:, 0])
