@@ -129,7 +129,7 @@ def point_positions(event: object) -> list[int]:
     """The row positions of the points selected in a chart (``st.plotly_chart`` on_select).
 
     Figures that support clicking keep one trace whose points are in table order
-    (:func:`mmbright_core.present.figures.pair_scatter`), so a point's index is its row.
+    (:func:`mmbright_core.present.comparison_figures.pair_scatter`), so a point's index is its row.
     """
     selection = event.get("selection") if isinstance(event, Mapping) else None
     points = selection.get("points", []) if isinstance(selection, Mapping) else []

@@ -8,7 +8,7 @@ import streamlit as st
 
 from mmbright_core.analysis.compare import POOLED, most_hurt
 from mmbright_core.analysis.slices import SLICES, tagged, with_tags
-from mmbright_core.present import figures
+from mmbright_core.present import comparison_figures
 from mmbright_core.ui import inspect, loaders, queries, render, reports, slices, state, views
 from mmbright_core.ui.literal import literal, visible
 from mmbright_core.ui.two_stage_view import show_two_stage
@@ -66,7 +66,7 @@ domain_tab, pair_tab, hurt_tab, slice_tab, export_tab = st.tabs(
 if domain_tab.open:
     with domain_tab:
         st.caption("Holm-corrected over domains.")
-        st.plotly_chart(figures.domain_deltas(comparison), key="cmp_domains")
+        st.plotly_chart(comparison_figures.domain_deltas(comparison), key="cmp_domains")
         st.dataframe(comparison.summary, hide_index=True, key="cmp_summary")
         render.csv_download(
             comparison.summary, f"compare_{run_a}_vs_{run_b}.csv", key="cmp_summary_csv"
@@ -84,12 +84,12 @@ if pair_tab.open:
         )
         scatter, histogram = st.columns(2)
         scatter.plotly_chart(
-            figures.pair_scatter(comparison),
+            comparison_figures.pair_scatter(comparison),
             key="cmp_scatter",
             on_select="rerun",
             selection_mode="points",
         )
-        histogram.plotly_chart(figures.delta_histogram(comparison), key="cmp_delta_hist")
+        histogram.plotly_chart(comparison_figures.delta_histogram(comparison), key="cmp_delta_hist")
 
 if hurt_tab.open:
     with hurt_tab:
@@ -177,7 +177,9 @@ if slice_tab.open:
         tags = render.attempt(slices.query_tags, spec, task, protocol) or {}
         sliced = render.attempt(slices.slice_table, spec, task, protocol, comparison, by, tags)
         if sliced is not None:
-            st.plotly_chart(figures.slice_deltas(sliced, comparison, by), key="cmp_images")
+            st.plotly_chart(
+                comparison_figures.slice_deltas(sliced, comparison, by), key="cmp_images"
+            )
             st.dataframe(sliced, hide_index=True, key="cmp_images_table")
 
 if export_tab.open:
