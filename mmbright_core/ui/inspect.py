@@ -19,7 +19,7 @@ from mmbright_core.data.ids import display_id
 from mmbright_core.data.sources import Source
 from mmbright_core.errors import MMBrightError
 from mmbright_core.types import Task
-from mmbright_core.ui import explain_view, loaders, navigation, state, views
+from mmbright_core.ui import attribution_html, loaders, navigation, state, views
 from mmbright_core.ui.state import InspectTarget, RunEntry
 
 DOMAIN_KEY = "insp_domain"
@@ -205,7 +205,7 @@ def attribution_table(
     for name, (top, _) in tops.items():
         for hit in top.itertuples(index=False):
             doc = str(hit.doc_id)
-            part = explain_view.summary_row(found.get(name, {}).get(doc, _NO_ATTRIBUTION))
+            part = attribution_html.summary_row(found.get(name, {}).get(doc, _NO_ATTRIBUTION))
             rows.append(
                 {
                     "run": name,
