@@ -19,7 +19,7 @@ from mmbright_core.data.ids import display_id
 from mmbright_core.data.sources import Source
 from mmbright_core.errors import MMBrightError
 from mmbright_core.types import Task
-from mmbright_core.ui import attribution_html, loaders, navigation, state, views
+from mmbright_core.ui import attribution_html, loaders, navigation, state, views, widgets
 from mmbright_core.ui.state import InspectTarget, RunEntry
 
 DOMAIN_KEY = "insp_domain"
@@ -73,10 +73,10 @@ def on_pick() -> None:
 
 
 def compared_pair(runs: Mapping[str, RunEntry]) -> tuple[str, str] | None:
-    """Runs A and B as chosen on Per query or Compare (:func:`state.run_pair`), if two exist."""
+    """Runs A and B as chosen on Per query or Compare (:func:`widgets.run_pair`), if two exist."""
     if len(runs) < 2:
         return None
-    return state.run_pair(list(runs))
+    return widgets.run_pair(list(runs))
 
 
 def default_runs(runs: Mapping[str, RunEntry]) -> list[str]:

@@ -12,7 +12,7 @@ from mmbright_core.data.choices import PROTOCOLS
 from mmbright_core.data.layout import PINNED_REVISION
 from mmbright_core.errors import InputError
 from mmbright_core.task_table import TASK_TABLE
-from mmbright_core.ui import loaders, state
+from mmbright_core.ui import loaders, state, widgets
 from mmbright_core.ui.literal import literal, visible
 
 SOURCE_KINDS = ("Demo (synthetic)", "Local folder", "Hugging Face")
@@ -40,8 +40,8 @@ def _source_spec(kind: str) -> str:
     if kind == SOURCE_KINDS[1]:
         folder = st.sidebar.text_input(
             "Folder with {config}/{domain}.parquet",
-            key=state.sticky("source_folder", first_folder),
-            on_change=state.remember,
+            key=widgets.sticky("source_folder", first_folder),
+            on_change=widgets.remember,
             args=("source_folder",),
             placeholder="/data/mm-bright",
         ).strip()
@@ -54,8 +54,8 @@ def _source_spec(kind: str) -> str:
     if kind == SOURCE_KINDS[2]:
         revision = st.sidebar.text_input(
             "Revision",
-            key=state.sticky("source_revision", first_revision),
-            on_change=state.remember,
+            key=widgets.sticky("source_revision", first_revision),
+            on_change=widgets.remember,
             args=("source_revision",),
         )
         return f"hf@{revision.strip() or PINNED_REVISION}"
@@ -68,8 +68,8 @@ def render_sidebar() -> None:
     kind = st.sidebar.radio(
         "Source",
         SOURCE_KINDS,
-        key=state.sticky("source_kind", initial_source()[0]),
-        on_change=state.remember,
+        key=widgets.sticky("source_kind", initial_source()[0]),
+        on_change=widgets.remember,
         args=("source_kind",),
     )
     st.session_state[state.SOURCE_KEY] = _source_spec(kind)
@@ -77,15 +77,15 @@ def render_sidebar() -> None:
         "Task",
         tuple(TASK_LABELS),
         format_func=TASK_LABELS.__getitem__,
-        key=state.sticky(state.TASK_KEY, state.DEFAULT_TASK),
-        on_change=state.remember,
+        key=widgets.sticky(state.TASK_KEY, state.DEFAULT_TASK),
+        on_change=widgets.remember,
         args=(state.TASK_KEY,),
     )
     st.sidebar.selectbox(
         "Task 4 protocol",
         PROTOCOLS,
-        key=state.sticky(state.PROTOCOL_KEY, state.DEFAULT_PROTOCOL),
-        on_change=state.remember,
+        key=widgets.sticky(state.PROTOCOL_KEY, state.DEFAULT_PROTOCOL),
+        on_change=widgets.remember,
         args=(state.PROTOCOL_KEY,),
         disabled=not TASK_TABLE[state.current_task()].protocols,
         help="paper: fixed passage key (default); legacy: the key of the published Tables 5-6",
@@ -99,9 +99,9 @@ def render_sidebar() -> None:
     chosen = [n for n in previous if n in names] if isinstance(previous, list) else list(names)
     chosen += [n for n in state.take_fresh_runs() if n in names and n not in chosen]
     st.session_state[key] = chosen
-    state.remember(key)
+    widgets.remember(key)
     st.sidebar.multiselect(
-        "Runs shown", names, key=key, on_change=state.remember, args=(key,), format_func=visible
+        "Runs shown", names, key=key, on_change=widgets.remember, args=(key,), format_func=visible
     )
 
 

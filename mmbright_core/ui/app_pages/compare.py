@@ -9,7 +9,17 @@ import streamlit as st
 from mmbright_core.analysis.compare import POOLED, most_hurt
 from mmbright_core.analysis.slices import SLICES, tagged, with_tags
 from mmbright_core.present import comparison_figures
-from mmbright_core.ui import inspect, loaders, queries, render, reports, slices, state, views
+from mmbright_core.ui import (
+    inspect,
+    loaders,
+    queries,
+    render,
+    reports,
+    slices,
+    state,
+    views,
+    widgets,
+)
 from mmbright_core.ui.literal import literal, visible
 from mmbright_core.ui.two_stage_view import show_two_stage
 
@@ -26,12 +36,12 @@ if len(names) < 2:
     st.stop()
 
 left, right = st.columns(2)
-# One pair of runs for every page (state.run_pair): chosen here or on Per query.
-first_a, first_b = state.run_pair(names)
-run_a = render.pick_run(
+# One pair of runs for every page (widgets.run_pair): chosen here or on Per query.
+first_a, first_b = widgets.run_pair(names)
+run_a = widgets.pick_run(
     left, "Baseline A (e.g. text only)", names, "cmp_a", state.RUN_A_KEY, first_a
 )
-run_b = render.pick_run(
+run_b = widgets.pick_run(
     right, "Compared B (e.g. with images)", names, "cmp_b", state.RUN_B_KEY, first_b
 )
 if run_a == run_b:
@@ -96,20 +106,20 @@ if hurt_tab.open:
         st.subheader(f"Where {literal(run_b)} (B) loses most against {literal(run_a)} (A)")
         tags = render.attempt(slices.query_tags, spec, task, protocol) or {}
         tag_col, gap_col = st.columns(2)
-        # The tab's widgets keep their values while another tab is open (state.sticky).
+        # The tab's widgets keep their values while another tab is open (widgets.sticky).
         chosen = tag_col.multiselect(
             "Failure tags (a query with any of them)",
             slices.tag_names(),
-            key=state.sticky("cmp_tags", []),
-            on_change=state.remember,
+            key=widgets.sticky("cmp_tags", []),
+            on_change=widgets.remember,
             args=("cmp_tags",),
             format_func=visible,
         )
         gaps = gap_col.radio(
             "Possible judgment gaps",
             slices.GAP_FILTERS,
-            key=state.sticky("cmp_gaps", slices.GAP_FILTERS[0]),
-            on_change=state.remember,
+            key=widgets.sticky("cmp_gaps", slices.GAP_FILTERS[0]),
+            on_change=widgets.remember,
             args=("cmp_gaps",),
             horizontal=True,
             help="A loss where B ranks more unjudged documents (absent from the qrels) above its "
@@ -167,8 +177,8 @@ if slice_tab.open:
         by = st.selectbox(
             "Slice by",
             SLICES,
-            key=state.sticky("cmp_slice", "images"),
-            on_change=state.remember,
+            key=widgets.sticky("cmp_slice", "images"),
+            on_change=widgets.remember,
             args=("cmp_slice",),
             help="OCR words are those the compared OCR run recorded, else those the ocr-* "
             "retrievers cached ('not read' when neither has them); "

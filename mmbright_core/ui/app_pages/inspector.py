@@ -17,6 +17,7 @@ from mmbright_core.ui import (
     rewrite_view,
     state,
     views,
+    widgets,
 )
 from mmbright_core.ui.literal import literal, visible
 
@@ -64,12 +65,12 @@ with st.container(horizontal=True, vertical_alignment="center", key="insp_nav"):
 query = loaders.queries(spec, task, target.domain, protocol)[target.query_id]
 qrels = loaders.qrels(spec, task, target.domain, protocol).get(target.query_id, {})
 runs = state.task_runs()
-runs_key = state.sticky_runs(state.INSPECT_RUNS_KEY, list(runs), inspect.default_runs(runs))
+runs_key = widgets.sticky_runs(state.INSPECT_RUNS_KEY, list(runs), inspect.default_runs(runs))
 shown = st.multiselect(
     "Runs",
     list(runs),
     key=runs_key,
-    on_change=state.remember_runs,
+    on_change=widgets.remember_runs,
     args=(runs_key,),
     format_func=visible,
 )
