@@ -43,7 +43,7 @@ from mmbright_core.present import comparison_figures
 from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.runner import run_task
 from mmbright_core.ui import state, views
-from mmbright_core.ui.views import HEADLINE
+from mmbright_core.ui.headlines import HEADLINE
 
 PAGES = ("per_query", "compare", "inspector", "run")
 
