@@ -108,9 +108,7 @@ def show_notes(domain: str, query_id: str) -> None:
         )
     st.text_input(
         "Your name (optional)",
-        key=widgets.sticky(AUTHOR_KEY, ""),
-        on_change=widgets.remember,
-        args=(AUTHOR_KEY,),
+        **widgets.sticky(AUTHOR_KEY, ""),
     )
     message = st.session_state.pop(MESSAGE_KEY, None)
     if message is not None:

@@ -40,9 +40,7 @@ def _source_spec(kind: str) -> str:
     if kind == SOURCE_KINDS[1]:
         folder = st.sidebar.text_input(
             "Folder with {config}/{domain}.parquet",
-            key=widgets.sticky("source_folder", first_folder),
-            on_change=widgets.remember,
-            args=("source_folder",),
+            **widgets.sticky("source_folder", first_folder),
             placeholder="/data/mm-bright",
         ).strip()
         if folder:
@@ -54,9 +52,7 @@ def _source_spec(kind: str) -> str:
     if kind == SOURCE_KINDS[2]:
         revision = st.sidebar.text_input(
             "Revision",
-            key=widgets.sticky("source_revision", first_revision),
-            on_change=widgets.remember,
-            args=("source_revision",),
+            **widgets.sticky("source_revision", first_revision),
         )
         return f"hf@{revision.strip() or PINNED_REVISION}"
     return state.DEFAULT_SOURCE
@@ -68,25 +64,19 @@ def render_sidebar() -> None:
     kind = st.sidebar.radio(
         "Source",
         SOURCE_KINDS,
-        key=widgets.sticky("source_kind", initial_source()[0]),
-        on_change=widgets.remember,
-        args=("source_kind",),
+        **widgets.sticky("source_kind", initial_source()[0]),
     )
     st.session_state[state.SOURCE_KEY] = _source_spec(kind)
     st.sidebar.selectbox(
         "Task",
         tuple(TASK_LABELS),
         format_func=TASK_LABELS.__getitem__,
-        key=widgets.sticky(state.TASK_KEY, state.DEFAULT_TASK),
-        on_change=widgets.remember,
-        args=(state.TASK_KEY,),
+        **widgets.sticky(state.TASK_KEY, state.DEFAULT_TASK),
     )
     st.sidebar.selectbox(
         "Task 4 protocol",
         PROTOCOLS,
-        key=widgets.sticky(state.PROTOCOL_KEY, state.DEFAULT_PROTOCOL),
-        on_change=widgets.remember,
-        args=(state.PROTOCOL_KEY,),
+        **widgets.sticky(state.PROTOCOL_KEY, state.DEFAULT_PROTOCOL),
         disabled=not TASK_TABLE[state.current_task()].protocols,
         help="paper: fixed passage key (default); legacy: the key of the published Tables 5-6",
     )

@@ -129,6 +129,27 @@ class InspectTarget:
     query_id: str
 
 
+@dataclass(frozen=True)
+class Compared:
+    """Runs A and B of one task, as the Compare page compares them.
+
+    Attributes:
+        spec: The data source spec.
+        task: The task.
+        protocol: The Task 4 protocol.
+        entries: The task's runs by name (A and B among them).
+        run_a: The name of run A.
+        run_b: The name of run B.
+    """
+
+    spec: str
+    task: Task
+    protocol: str
+    entries: Mapping[str, RunEntry]
+    run_a: str
+    run_b: str
+
+
 def fingerprint(*parts: str | bytes) -> str:
     """Digest some identifying parts (file bytes, a path and mtime, a name) into a cache key."""
     digest = hashlib.blake2b(digest_size=12)

@@ -8,7 +8,8 @@ drawn. The keys themselves are named in :mod:`mmbright_core.ui.state`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypedDict
 
 import streamlit as st
 
@@ -16,15 +17,24 @@ from mmbright_core.ui import state
 from mmbright_core.ui.literal import visible
 
 
-def sticky(key: str, default: object) -> str:
-    """Seed a widget from its remembered value and return its key.
+class Kept(TypedDict):
+    """The arguments that make a widget sticky: its key, and :func:`remember` on each change."""
 
-    The widget's ``on_change`` is :func:`remember`, which keeps each new value.
+    key: str
+    on_change: Callable[[str], None]
+    args: tuple[str]
+
+
+def sticky(key: str, default: object) -> Kept:
+    """Seed a widget from its remembered value; return the arguments to draw it with.
+
+    ``st.text_input(label, **sticky(key, ""))`` draws the widget under ``key``, and
+    :func:`remember` keeps each new value it is given.
     """
     value = state.remembered(key, default)
     state.keep(key, value)
     st.session_state[key] = value
-    return key
+    return {"key": key, "on_change": remember, "args": (key,)}
 
 
 def remember(key: str) -> None:
@@ -32,8 +42,8 @@ def remember(key: str) -> None:
     state.keep(key, st.session_state[key])
 
 
-def sticky_within(key: str, options: Sequence[object]) -> str:
-    """Seed a multiselect from its remembered values that are among ``options``; return its key.
+def sticky_within(key: str, options: Sequence[object]) -> Kept:
+    """Seed a multiselect from its remembered values among ``options`` (see :func:`sticky`).
 
     A value no longer offered (a domain of another source) is dropped rather than refused.
     """
@@ -42,8 +52,8 @@ def sticky_within(key: str, options: Sequence[object]) -> str:
     return sticky(key, [])
 
 
-def sticky_range(key: str, low: float, high: float) -> str:
-    """Seed a range slider from its remembered range, cut to ``[low, high]``; return its key."""
+def sticky_range(key: str, low: float, high: float) -> Kept:
+    """Seed a range slider from its remembered range, cut to ``[low, high]`` (:func:`sticky`)."""
     kept = state.remembered(key)
     start, end = kept if isinstance(kept, tuple) and len(kept) == 2 else (low, high)
     start, end = min(max(start, low), high), max(min(end, high), low)

@@ -48,6 +48,7 @@ if run_a == run_b:
     st.warning("Choose two different runs.")
     st.stop()
 entries = state.task_runs()
+compared = state.Compared(spec, task, protocol, entries, run_a, run_b)
 comparison = render.attempt(loaders.comparison_for, spec, task, protocol, entries, run_a, run_b)
 if comparison is None:
     st.stop()
@@ -66,7 +67,7 @@ delta.metric(
 if comparison.unpaired:
     st.caption(f"{comparison.unpaired:,} queries scored in one run only are left out.")
 # A reranked run (A or B) beside its first stage and the oracle of the same depth.
-show_two_stage(spec, task, protocol, entries, run_a, run_b)
+show_two_stage(compared)
 
 # Only the open tab is computed and drawn: the others cost nothing until they are opened
 # (the scatter alone, one point per query, takes the browser a noticeable part of a second).
@@ -110,17 +111,13 @@ if hurt_tab.open:
         chosen = tag_col.multiselect(
             "Failure tags (a query with any of them)",
             slices.tag_names(),
-            key=widgets.sticky("cmp_tags", []),
-            on_change=widgets.remember,
-            args=("cmp_tags",),
+            **widgets.sticky("cmp_tags", []),
             format_func=visible,
         )
         gaps = gap_col.radio(
             "Possible judgment gaps",
             slices.GAP_FILTERS,
-            key=widgets.sticky("cmp_gaps", slices.GAP_FILTERS[0]),
-            on_change=widgets.remember,
-            args=("cmp_gaps",),
+            **widgets.sticky("cmp_gaps", slices.GAP_FILTERS[0]),
             horizontal=True,
             help="A loss where B ranks more unjudged documents (absent from the qrels) above its "
             "first relevant one than A does: they may be relevant, nobody judged them.",
@@ -128,12 +125,12 @@ if hurt_tab.open:
         losing = most_hurt(comparison, top=len(comparison.per_query))
         losing = losing.loc[tagged(losing, tags, chosen)].reset_index(drop=True)
         if gaps != slices.GAP_FILTERS[0]:
-            flags = slices.gap_flags(spec, task, protocol, entries, run_a, run_b, losing)
+            flags = slices.gap_flags(compared, losing)
             keep = [flag == (gaps == slices.GAP_FILTERS[2]) for flag in flags]
             losing = losing.assign(**{GAP: flags}).loc[keep]
         hurt = losing.head(HURT_ROWS).reset_index(drop=True)
         if GAP not in hurt.columns:
-            hurt[GAP] = slices.gap_flags(spec, task, protocol, entries, run_a, run_b, hurt)
+            hurt[GAP] = slices.gap_flags(compared, hurt)
         hurt = with_tags(hurt, tags)
         texts = render.attempt(queries.query_texts, spec, task, protocol, hurt["domain"].unique())
         shown = views.with_text(hurt, texts or {})
@@ -177,9 +174,7 @@ if slice_tab.open:
         by = st.selectbox(
             "Slice by",
             SLICES,
-            key=widgets.sticky("cmp_slice", "images"),
-            on_change=widgets.remember,
-            args=("cmp_slice",),
+            **widgets.sticky("cmp_slice", "images"),
             help="OCR words are those the compared OCR run recorded, else those the ocr-* "
             "retrievers cached ('not read' when neither has them); "
             "size and aspect come from the first image's file header.",

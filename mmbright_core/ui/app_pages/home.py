@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pandas as pd
 import streamlit as st
 
@@ -19,33 +17,6 @@ from mmbright_core.ui.headlines import (
 )
 from mmbright_core.ui.literal import literal
 from mmbright_core.ui.sidebar import TASK_LABELS, selected_runs
-
-if TYPE_CHECKING:  # Streamlit names the type of a column only in a private module
-    from streamlit.elements.lib.column_types import ColumnConfig
-
-# The headline table's columns: (name, number format, or None for text, width, tooltip).
-# Its widths add up to what a 1000 px window leaves beside the sidebar.
-HEADLINE_COLUMNS: tuple[tuple[str, str | None, int, str | None], ...] = (
-    ("run", None, 110, None),
-    (HEADLINE, "%.1f", 95, "Macro average: the mean over the domains the run is scored on"),
-    ("domains", None, 100, "domains the run is scored on, of the task's"),
-    ("coverage", "%.1f%%", 75, "the share of the task's judged queries the run ranks"),
-    ("missing", "", 65, "judged queries the run does not rank"),
-    (
-        "negatives",
-        None,
-        75,
-        "exclude: the official rule drops a query's negative_ids; keep: scored",
-    ),
-)
-
-
-def _column(name: str, number: str | None, width: int, tip: str | None) -> ColumnConfig:
-    """A column of the headline table: a number in ``number``'s format ("" the default), or text."""
-    if number is None:
-        return st.column_config.TextColumn(name, width=width, help=tip)
-    return st.column_config.NumberColumn(name, format=number or None, width=width, help=tip)
-
 
 st.title("MM-BRIGHT failure analysis")
 spec = state.source_spec()
@@ -72,13 +43,39 @@ if table is None or board is None or counts is None:
     st.info("Choose runs in the sidebar (or add some above) to see their scores.")
 else:
     # One table, not a row of metric cards per run: every element is a message to the browser.
+    # Its widths add up to what a 1000 px window leaves beside the sidebar.
     counted = headlines(table, board, counts)
     lines = headline_table(counted, {name: e.negatives for name, e in chosen.items()})
     st.dataframe(
         lines,
         hide_index=True,
         key="headline_table",
-        column_config={column[0]: _column(*column) for column in HEADLINE_COLUMNS},
+        column_config={
+            "run": st.column_config.TextColumn("run", width=110),
+            HEADLINE: st.column_config.NumberColumn(
+                HEADLINE,
+                format="%.1f",
+                width=95,
+                help="Macro average: the mean over the domains the run is scored on",
+            ),
+            "domains": st.column_config.TextColumn(
+                "domains", width=100, help="domains the run is scored on, of the task's"
+            ),
+            "coverage": st.column_config.NumberColumn(
+                "coverage",
+                format="%.1f%%",
+                width=75,
+                help="the share of the task's judged queries the run ranks",
+            ),
+            "missing": st.column_config.NumberColumn(
+                "missing", width=65, help="judged queries the run does not rank"
+            ),
+            "negatives": st.column_config.TextColumn(
+                "negatives",
+                width=75,
+                help="exclude: the official rule drops a query's negative_ids; keep: scored",
+            ),
+        },
     )
     unjudged = int(counted["dropped"].iloc[0]) if len(counted) else 0
     st.caption(

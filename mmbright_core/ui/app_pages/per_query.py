@@ -71,9 +71,7 @@ options = sorted(rows["domain"].unique())
 domains = domain_col.multiselect(
     "Domains",
     options,
-    key=widgets.sticky_within("pq_domains", options),
-    on_change=widgets.remember,
-    args=("pq_domains",),
+    **widgets.sticky_within("pq_domains", options),
 )
 most_images = max(int(rows["n_images"].max()) if len(rows) else 0, 1)
 # A range slider: seeded with a (low, high) pair, it returns one (typed as a single value).
@@ -81,33 +79,25 @@ images = image_col.slider(
     "Query images",
     0,
     most_images,
-    key=widgets.sticky_range("pq_images", 0, most_images),
-    on_change=widgets.remember,
-    args=("pq_images",),
+    **widgets.sticky_range("pq_images", 0, most_images),
 )
 scores = score_col.slider(
     f"{MEASURE} of A",
     0.0,
     1.0,
     step=0.05,
-    key=widgets.sticky_range("pq_scores", 0.0, 1.0),
-    on_change=widgets.remember,
-    args=("pq_scores",),
+    **widgets.sticky_range("pq_scores", 0.0, 1.0),
 )
 tag_col, loses_col = st.columns([2, 1], vertical_alignment="bottom")
 chosen = tag_col.multiselect(
     "Failure tags (a query with any of them)",
     slices.tag_names(),
-    key=widgets.sticky_within("pq_tags", slices.tag_names()),
-    on_change=widgets.remember,
-    args=("pq_tags",),
+    **widgets.sticky_within("pq_tags", slices.tag_names()),
     format_func=visible,
 )
 loses = loses_col.toggle(
     "B loses only",
-    key=widgets.sticky("pq_loses", False),
-    on_change=widgets.remember,
-    args=("pq_loses",),
+    **widgets.sticky("pq_loses", False),
     disabled=not paired,
     help="Keep the queries where B − A < 0",
 )
