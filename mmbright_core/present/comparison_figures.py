@@ -166,14 +166,8 @@ def breakdown_bars(frame: pd.DataFrame, comparison: Comparison, title: str) -> g
             ),
         ]
     )
-    figure.update_layout(
-        barmode="group",
-        xaxis={**categorical(groups), "title": plain(title)},
-        yaxis_title=f"mean {plain(comparison.measure)}",
-        height=320,
-        margin=MARGIN,
-    )
-    return figure
+    y_title = f"mean {plain(comparison.measure)}"
+    return _by_group(figure, groups, title, y_title, 320, barmode="group")
 
 
 def slice_deltas(frame: pd.DataFrame, comparison: Comparison, by: str) -> go.Figure:
@@ -191,10 +185,19 @@ def slice_deltas(frame: pd.DataFrame, comparison: Comparison, by: str) -> go.Fig
         )
     )
     figure.add_hline(y=0, line_color="gray")
+    y_title = f"mean {plain(comparison.measure)} delta (B − A), 95% CI"
+    return _by_group(figure, groups, by, y_title, 340)
+
+
+def _by_group(
+    figure: go.Figure, groups: list[str], by: str, y_title: str, height: int, **layout: object
+) -> go.Figure:
+    """Lay out bars per group of a slice: the groups as categories in their order, titled."""
     figure.update_layout(
+        **layout,
         xaxis={**categorical(groups), "title": plain(by)},
-        yaxis_title=f"mean {plain(comparison.measure)} delta (B − A), 95% CI",
-        height=340,
+        yaxis_title=y_title,
+        height=height,
         margin=MARGIN,
     )
     return figure

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from mmbright_core.analysis.compare import Comparison
 from mmbright_core.analysis.rankdiff import judgment_gap
@@ -25,7 +26,9 @@ from mmbright_core.ranking import top_k
 from mmbright_core.retrieval.cache import default_cache_dir
 from mmbright_core.types import Task
 from mmbright_core.ui import loaders, state
+from mmbright_core.ui.literal import visible
 from mmbright_core.ui.state import Compared, RunEntry
+from mmbright_core.ui.widgets import Kept
 
 IMAGE_SLICES = ("ocr-words", "image-size", "aspect")
 """Slices that read the query images' headers, recorded or cached OCR results."""
@@ -44,6 +47,14 @@ def tag_names() -> list[str]:
         return [name for name, _ in DEFAULT_TAGS]
     with NotesStore(path) as store:
         return [tag.name for tag in store.tags()]
+
+
+def tag_choice(where: DeltaGenerator, kept: Kept) -> list[str]:
+    """The failure tags multiselect of a page (``kept``: its sticky key, :mod:`widgets`)."""
+    chosen: list[str] = where.multiselect(
+        "Failure tags (a query with any of them)", tag_names(), **kept, format_func=visible
+    )
+    return chosen
 
 
 def gap_flags(compared: Compared, rows: pd.DataFrame) -> list[bool]:

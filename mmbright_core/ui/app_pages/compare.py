@@ -20,7 +20,7 @@ from mmbright_core.ui import (
     views,
     widgets,
 )
-from mmbright_core.ui.literal import literal, visible
+from mmbright_core.ui.literal import literal
 from mmbright_core.ui.two_stage_view import show_two_stage
 
 GAP = "judgment_gap"
@@ -108,12 +108,7 @@ if hurt_tab.open:
         tags = render.attempt(slices.query_tags, spec, task, protocol) or {}
         tag_col, gap_col = st.columns(2)
         # The tab's widgets keep their values while another tab is open (widgets.sticky).
-        chosen = tag_col.multiselect(
-            "Failure tags (a query with any of them)",
-            slices.tag_names(),
-            **widgets.sticky("cmp_tags", []),
-            format_func=visible,
-        )
+        chosen = slices.tag_choice(tag_col, widgets.sticky("cmp_tags", []))
         gaps = gap_col.radio(
             "Possible judgment gaps",
             slices.GAP_FILTERS,

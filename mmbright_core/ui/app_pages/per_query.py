@@ -20,7 +20,7 @@ from mmbright_core.ui import (
     views,
     widgets,
 )
-from mmbright_core.ui.literal import literal, visible
+from mmbright_core.ui.literal import literal
 from mmbright_core.ui.sidebar import selected_runs
 
 MEASURE = loaders.MEASURE
@@ -89,12 +89,7 @@ scores = score_col.slider(
     **widgets.sticky_range("pq_scores", 0.0, 1.0),
 )
 tag_col, loses_col = st.columns([2, 1], vertical_alignment="bottom")
-chosen = tag_col.multiselect(
-    "Failure tags (a query with any of them)",
-    slices.tag_names(),
-    **widgets.sticky_within("pq_tags", slices.tag_names()),
-    format_func=visible,
-)
+chosen = slices.tag_choice(tag_col, widgets.sticky_within("pq_tags", slices.tag_names()))
 loses = loses_col.toggle(
     "B loses only",
     **widgets.sticky("pq_loses", False),
