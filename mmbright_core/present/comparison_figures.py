@@ -150,20 +150,14 @@ def domain_deltas(comparison: Comparison) -> go.Figure:
 def breakdown_bars(frame: pd.DataFrame, comparison: Comparison, title: str) -> go.Figure:
     """Mean of A and B per group of an image-effect breakdown (e.g. by image count)."""
     groups = plain_all(frame["group"])
+    runs = (
+        ("mean_a", comparison.run_a, palette.RUN_A),
+        ("mean_b", comparison.run_b, palette.RUN_B),
+    )
     figure = go.Figure(
         [
-            go.Bar(
-                x=groups,
-                y=frame["mean_a"],
-                name=plain(comparison.run_a),
-                marker_color=palette.RUN_A,
-            ),
-            go.Bar(
-                x=groups,
-                y=frame["mean_b"],
-                name=plain(comparison.run_b),
-                marker_color=palette.RUN_B,
-            ),
+            go.Bar(x=groups, y=frame[column], name=plain(run), marker_color=colour)
+            for column, run, colour in runs
         ]
     )
     y_title = f"mean {plain(comparison.measure)}"
