@@ -67,7 +67,7 @@ from serving import (  # noqa: E402
 
 from mmbright_core.analysis.slices import SLICES  # noqa: E402
 from mmbright_core.io.runs import write_parquet_run, write_trec_run  # noqa: E402
-from mmbright_core.present.figures import plain  # noqa: E402
+from mmbright_core.present.figure_parts import plain  # noqa: E402
 from mmbright_core.ranking import top_k  # noqa: E402
 from mmbright_core.ui import workspace  # noqa: E402
 

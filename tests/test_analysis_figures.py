@@ -14,7 +14,7 @@ import pytest
 
 from mmbright_core.analysis.compare import compare_runs
 from mmbright_core.analysis.slices import image_effect
-from mmbright_core.present import figures, palette
+from mmbright_core.present import comparison_figures, figure_parts, figures, palette
 from mmbright_core.present.report import comparison_report
 
 RUN = "<b>BOLD<a href='https://evil.example'>LINK.parquet"
@@ -62,10 +62,10 @@ def _all_figures() -> dict[str, go.Figure]:
     return {
         "heatmap": figures.leaderboard_heatmap(_board()),
         "histogram": figures.score_histogram(pd.Series([0.1, 0.5]), RUN, "<b>nDCG</b>"),
-        "scatter": figures.pair_scatter(comparison),
-        "deltas": figures.delta_histogram(comparison),
-        "domains": figures.domain_deltas(comparison),
-        "breakdown": figures.breakdown_bars(groups, comparison, "<a href=x>images"),
+        "scatter": comparison_figures.pair_scatter(comparison),
+        "deltas": comparison_figures.delta_histogram(comparison),
+        "domains": comparison_figures.domain_deltas(comparison),
+        "breakdown": comparison_figures.breakdown_bars(groups, comparison, "<a href=x>images"),
     }
 
 
@@ -86,7 +86,7 @@ def test_names_stay_readable() -> None:
     assert scatter["layout"]["xaxis"]["title"]["text"] == "plain (A)"
     assert scatter["layout"]["yaxis"]["title"]["text"] == f"{SHOWN_RUN} (B)"
     assert scatter["data"][0]["text"][0] == "&lt;i&gt;bio&lt;/i&gt;&amp;co / &lt;a href=x&gt;q10"
-    assert figures.plain("a<b>&c") == "a&lt;b&gt;&amp;c"
+    assert figure_parts.plain("a<b>&c") == "a&lt;b&gt;&amp;c"
 
 
 def test_report_escapes_names_in_text_and_figures() -> None:
@@ -113,10 +113,10 @@ def test_groups_that_look_numeric_stay_categories() -> None:
     comparison = _numeric_comparison()
     groups = image_effect(comparison)["query images"]
     assert "3-5" in list(groups["group"])
-    bars = figures.breakdown_bars(groups, comparison, "query images").to_dict()
+    bars = comparison_figures.breakdown_bars(groups, comparison, "query images").to_dict()
     assert bars["layout"]["xaxis"]["type"] == "category"
     assert list(bars["layout"]["xaxis"]["categoryarray"]) == ["0", "1", "2", "3-5", "6+"]
-    domains = figures.domain_deltas(comparison).to_dict()["layout"]["yaxis"]
+    domains = comparison_figures.domain_deltas(comparison).to_dict()["layout"]["yaxis"]
     assert domains["type"] == "category"
     assert list(domains["categoryarray"]) == ["2019", "7", "(pooled)"]
     heatmap = figures.leaderboard_heatmap(_board()).to_dict()["layout"]
@@ -139,7 +139,7 @@ def test_heatmap_is_anchored_and_shows_absent_and_partial() -> None:
 
 def test_coinciding_points_are_set_apart_and_counted() -> None:
     comparison = _numeric_comparison()
-    trace = figures.pair_scatter(comparison).data[0]
+    trace = comparison_figures.pair_scatter(comparison).data[0]
     points = list(zip(trace.x, trace.y, strict=True))
     assert len(set(points)) == len(points)  # three ties at (1, 1) drawn apart
     ties = [i for i, row in enumerate(trace.customdata) if list(row[2:4]) == [1.0, 1.0]]
@@ -147,12 +147,12 @@ def test_coinciding_points_are_set_apart_and_counted() -> None:
     assert max(abs(points[i][0] - 1) + abs(points[i][1] - 1) for i in ties) < 0.05  # near
     assert {trace.customdata[i][4] for i in ties} == {" · 3 queries at this point"}
     assert trace.customdata[next(i for i in range(6) if i not in ties)][4] == ""
-    again = figures.pair_scatter(comparison).data[0]
+    again = comparison_figures.pair_scatter(comparison).data[0]
     assert points == list(zip(again.x, again.y, strict=True))  # deterministic
 
 
 def test_scatter_colours_show_on_light_and_dark() -> None:
-    marker = figures.pair_scatter(_numeric_comparison()).to_dict()["data"][0]["marker"]
+    marker = comparison_figures.pair_scatter(_numeric_comparison()).to_dict()["data"][0]["marker"]
     scale = marker["colorscale"]
     mid = next(color for stop, color in scale if stop == 0.5)
     assert mid.lower() not in ("#ffffff", "white", "#f7f7f7")  # vanishes on the light theme
@@ -198,9 +198,9 @@ def test_every_delta_chart_colours_a_loss_red_and_a_win_blue() -> None:
     )
     many = pd.Series([-0.4] * 20 + [0.0] * 5 + [0.6] * 10)
     charts = {
-        "domains": figures.domain_deltas(comparison),
-        "slices": figures.slice_deltas(slices, comparison, "images"),
-        "strip": figures.delta_histogram(comparison),
+        "domains": comparison_figures.domain_deltas(comparison),
+        "slices": comparison_figures.slice_deltas(slices, comparison, "images"),
+        "strip": comparison_figures.delta_histogram(comparison),
         "histogram": figures.delta_distribution(many, "nDCG@10"),
     }
     for name, chart in charts.items():
@@ -212,6 +212,6 @@ def test_every_delta_chart_colours_a_loss_red_and_a_win_blue() -> None:
             name == "domains"  # one domain, its mean negative: red
             and {c for _, c in bars} == {palette.DELTA_NEGATIVE}
         ), name
-    marker = figures.pair_scatter(comparison).to_dict()["data"][0]["marker"]
+    marker = comparison_figures.pair_scatter(comparison).to_dict()["data"][0]["marker"]
     assert [tuple(stop) for stop in marker["colorscale"]] == list(palette.DIVERGING)
     assert palette.DIVERGING[0][1] == palette.DELTA_NEGATIVE  # the low end is the loss

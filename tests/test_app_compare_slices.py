@@ -22,7 +22,7 @@ from mmbright_core.analysis.slices import SLICES
 from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import read_outputs
 from mmbright_core.notes import NotesStore, QueryKey
-from mmbright_core.present.figures import plain
+from mmbright_core.present.figure_parts import plain
 from mmbright_core.ranking import top_k
 from mmbright_core.ui import state
 

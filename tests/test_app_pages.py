@@ -39,11 +39,11 @@ from mmbright_core.benchmark import score_task
 from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import read_outputs, write_domain_outputs, write_summary
 from mmbright_core.io.runs import read_run, write_trec_run
-from mmbright_core.present import figures
+from mmbright_core.present import comparison_figures
 from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.runner import run_task
 from mmbright_core.ui import state, views
-from mmbright_core.ui.views import HEADLINE
+from mmbright_core.ui.headlines import HEADLINE
 
 PAGES = ("per_query", "compare", "inspector", "run")
 
@@ -397,7 +397,7 @@ def test_open_in_inspector_skips_the_per_query_table(
 def test_scatter_point_skips_the_scatter(app: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:
     _compare(app)
     open_tab(app, state.COMPARE_SECTION_KEY, "Query by query")
-    scatters = counted(monkeypatch, figures, "pair_scatter")
+    scatters = counted(monkeypatch, comparison_figures, "pair_scatter")
     app.session_state["cmp_scatter"] = {
         "selection": {"points": [{"point_index": 1}], "point_indices": [1], "box": [], "lasso": []}
     }

@@ -82,6 +82,7 @@ TRUSTED_NAMES = {
     "running.py": {"where"},  # literal(step.domain) and numbers, the line above
     "explain_view.py": {"line", "ranks", "what", "head", "badge", "shown"},
     "render.py": {"label", "help", "badge"},
+    "widgets.py": {"label", "help"},  # pick_run: the caller's label and tooltip
     "per_query.py": {"a_name", "b_name"},  # literal(run) a few lines up
 }
 

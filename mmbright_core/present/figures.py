@@ -1,59 +1,30 @@
-"""Plotly figures of the dashboard, built from the core's tables without recomputing them.
+"""Plotly figures of a leaderboard, of one run and of one query's ranks in two runs.
 
-Each function takes a table the core returned (leaderboard, results table, comparison) and
+Each function takes a table the core returned (leaderboard, results table, rank diff) and
 only lays it out; values are plotted as they come (per-query values as fractions, the
-leaderboard x100 as the benchmark reports it).
-
-Plotly reads every text it draws (titles, axis titles, tick labels and categories, legend
-names, hover text, annotations) as pseudo-HTML: ``<b>``, ``<a href>``... are rendered, and
-the entities ``&lt;``, ``&gt;``, ``&amp;`` are shown as the characters (plotly.js decodes
-entities after tags, since 1.41). Every text that comes from users or data (run names,
-domains, query ids, measures, groups) therefore goes through :func:`plain` once, here, so
-a run named ``<b>x</b>.trec`` is shown as written, not in bold.
+leaderboard x100 as the benchmark reports it). The figures of a comparison of two runs are
+in :mod:`mmbright_core.present.comparison_figures`; every text from users or data is shown
+as written through :func:`~mmbright_core.present.figure_parts.plain`.
 """
 
 from __future__ import annotations
 
-import html
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from mmbright_core.analysis.compare import POOLED, Comparison
 from mmbright_core.data.ids import display_id
 from mmbright_core.present import palette
+from mmbright_core.present.figure_parts import MARGIN, OUTLINE, categorical, plain, plain_all
 
 _HEIGHT_PER_ROW = 34
 _ABSENT = "—"
 SCALE_POINTS = (0.0, 100.0)
 """The heatmap's fixed colour range (nDCG@10 x100): equal gaps look equal on every board."""
-# Every delta is coloured on palette.DIVERGING (red below zero, blue above); the grey
-# outline keeps pale points visible on both themes.
-_OUTLINE = {"width": 0.8, "color": "rgba(120, 120, 120, 0.9)"}
 STRIP_BELOW = 30
 """Fewer values than this are drawn one dot each (a strip), not as a histogram."""
-_SPREAD = 0.012  # radius by which queries sharing one point are set apart, in score units
-
-
-def plain(text: object) -> str:
-    """Escape ``&``, ``<`` and ``>`` so Plotly shows ``text`` as written, never as markup."""
-    return html.escape(str(text), quote=False)
-
-
-def _plain_all(values: Iterable[object]) -> list[str]:
-    return [plain(v) for v in values]
-
-
-def categorical(labels: Sequence[str]) -> dict[str, object]:
-    """An axis showing exactly ``labels``, in that order, as categories.
-
-    Labels that look like numbers (image counts ``"0"``, ``"3-5"``, numeric domain names or
-    query ids) would otherwise make Plotly guess a numeric or date axis and drop the rest.
-    """
-    return {"type": "category", "categoryorder": "array", "categoryarray": list(labels)}
 
 
 def _row_label(task: object, run: object, domains: int, total: int | None) -> str:
@@ -90,7 +61,7 @@ def leaderboard_heatmap(
         if total and count < total and not math.isnan(values[i][average]):
             text[i][average] += f" ({count}/{total})"
             hover[i][average] += f" · partial: {count} of {total} domains"
-    x = _plain_all(columns)
+    x = plain_all(columns)
     figure = go.Figure(
         go.Heatmap(
             z=values,
@@ -112,7 +83,7 @@ def leaderboard_heatmap(
     figure.add_vline(x=len(columns) - 1.5, line_width=2, line_color="white")  # before Avg.
     figure.update_layout(
         height=120 + _HEIGHT_PER_ROW * len(rows),
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        margin=MARGIN,
         yaxis={**categorical(rows), "autorange": "reversed"},
         xaxis={**categorical(x), "side": "top"},
     )
@@ -142,7 +113,7 @@ def score_histogram(
         yaxis_title="queries",
         bargap=0.05,
         height=320,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        margin=MARGIN,
     )
     return figure
 
@@ -158,7 +129,7 @@ def _strip(
     """One dot per value along x, equal values stacked upwards so each stays visible."""
     x = pd.Series(values, dtype=float).reset_index(drop=True)
     level = x.round(3).groupby(x.round(3)).cumcount()
-    shown = _plain_all(labels) if labels is not None else [""] * len(x)
+    shown = plain_all(labels) if labels is not None else [""] * len(x)
     figure = go.Figure(
         go.Scatter(
             x=x,
@@ -166,7 +137,7 @@ def _strip(
             mode="markers",
             text=shown,
             name=plain(name),
-            marker={"size": 11, "color": color, "line": _OUTLINE},
+            marker={"size": 11, "color": color, "line": OUTLINE},
             hovertemplate="%{text}<br>%{x:.3f}<extra></extra>",
         )
     )
@@ -174,99 +145,9 @@ def _strip(
         xaxis={"title": title, "range": list(x_range) if x_range else None},
         yaxis={"title": "queries", "rangemode": "tozero", "dtick": 1},
         height=260,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        margin=MARGIN,
     )
     return figure
-
-
-def spread(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Set apart the points that coincide: a small circle around the shared point.
-
-    Deterministic (the k-th of n queries at one point sits at angle 2πk/n), so a point
-    clicked stays the same query from one rerun to the next.
-
-    Returns:
-        ``(x, y, count)``: the drawn positions and how many queries share each true point.
-    """
-    key = pd.DataFrame(
-        {"a": np.round(np.asarray(a, float), 6), "b": np.round(np.asarray(b, float), 6)}
-    )
-    group = key.groupby(["a", "b"], sort=False)
-    count = group["a"].transform("size").to_numpy()
-    k = group.cumcount().to_numpy()
-    angle = 2 * np.pi * k / np.maximum(count, 1)
-    radius = np.where(count > 1, _SPREAD, 0.0)
-    return (
-        key["a"].to_numpy() + radius * np.cos(angle),
-        key["b"].to_numpy() + radius * np.sin(angle),
-        count,
-    )
-
-
-def pair_scatter(comparison: Comparison) -> go.Figure:
-    """Per-query value of run A (x) against run B (y), with the diagonal.
-
-    Colour is B − A on a diverging scale centred on 0; queries sharing one point (ties at
-    (1, 1)) are set apart by :func:`spread` and the hover says how many share it. Each
-    point's ``customdata`` is (domain, query_id, A, B, shared-point note) as shown, in
-    ``per_query`` order, so a selected point's index is its row there.
-    """
-    frame = comparison.per_query
-    labels = [
-        f"{plain(d)} / {plain(q)}" for d, q in zip(frame["domain"], frame["query_id"], strict=True)
-    ]
-    x, y, count = spread(frame["a"], frame["b"])
-    shared = [f" · {n} queries at this point" if n > 1 else "" for n in count]
-    widest = float(frame["delta"].abs().max()) if len(frame) else 0.0
-    widest = widest if widest > 0 else 1.0
-    figure = go.Figure(
-        go.Scatter(
-            x=x,
-            y=y,
-            mode="markers",
-            text=labels,
-            customdata=[
-                list(row)
-                for row in zip(
-                    _plain_all(frame["domain"]),
-                    _plain_all(frame["query_id"]),
-                    frame["a"].astype(float),
-                    frame["b"].astype(float),
-                    shared,
-                    strict=True,
-                )
-            ],
-            marker={
-                "color": frame["delta"],
-                "colorscale": [list(stop) for stop in palette.DIVERGING],
-                "cmin": -widest,
-                "cmax": widest,
-                "cmid": 0,
-                "size": 9,
-                "line": _OUTLINE,
-                "colorbar": {"title": "B − A"},
-            },
-            hovertemplate="%{text}<br>A %{customdata[2]:.3f} → B %{customdata[3]:.3f}"
-            "%{customdata[4]}<extra></extra>",
-            name="queries",
-        )
-    )
-    figure.add_shape(type="line", x0=0, y0=0, x1=1, y1=1, line={"dash": "dot", "color": "gray"})
-    figure.update_layout(
-        xaxis={"title": f"{plain(comparison.run_a)} (A)", "range": [-0.05, 1.05]},
-        yaxis={"title": f"{plain(comparison.run_b)} (B)", "range": [-0.05, 1.05]},
-        height=420,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        clickmode="event+select",
-    )
-    return figure
-
-
-def delta_histogram(comparison: Comparison) -> go.Figure:
-    """Distribution of per-query deltas B - A."""
-    frame = comparison.per_query
-    labels = [f"{d} / {q}" for d, q in zip(frame["domain"], frame["query_id"], strict=True)]
-    return delta_distribution(frame["delta"], comparison.measure, labels)
 
 
 def delta_distribution(
@@ -307,69 +188,7 @@ def _delta_bins(deltas: pd.Series, title: str) -> go.Figure:
         xaxis_title=title,
         yaxis_title="queries",
         height=420,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-    )
-    return figure
-
-
-def domain_deltas(comparison: Comparison) -> go.Figure:
-    """Mean delta per domain (and pooled) with its bootstrap CI; hover shows Holm p-values."""
-    s = comparison.summary
-    scopes = _plain_all(s["scope"])
-    figure = go.Figure(
-        go.Bar(
-            x=s["delta"],
-            y=scopes,
-            orientation="h",
-            error_x={
-                "type": "data",
-                "array": s["ci_high"] - s["delta"],
-                "arrayminus": s["delta"] - s["ci_low"],
-            },
-            marker_color=[
-                palette.POOLED if scope == POOLED else palette.delta_color(d)
-                for scope, d in zip(s["scope"], s["delta"], strict=True)
-            ],
-            customdata=s[["p_perm_holm", "queries"]].to_numpy(),
-            hovertemplate="%{y}: %{x:+.3f}<br>Holm p %{customdata[0]:.3g}, "
-            "%{customdata[1]} queries<extra></extra>",
-        )
-    )
-    figure.add_vline(x=0, line_color="gray")
-    figure.update_layout(
-        xaxis_title=f"mean {plain(comparison.measure)} delta (B − A), 95% CI",
-        height=120 + 26 * len(s),
-        yaxis={**categorical(scopes), "autorange": "reversed"},
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-    )
-    return figure
-
-
-def breakdown_bars(frame: pd.DataFrame, comparison: Comparison, title: str) -> go.Figure:
-    """Mean of A and B per group of an image-effect breakdown (e.g. by image count)."""
-    groups = _plain_all(frame["group"])
-    figure = go.Figure(
-        [
-            go.Bar(
-                x=groups,
-                y=frame["mean_a"],
-                name=plain(comparison.run_a),
-                marker_color=palette.RUN_A,
-            ),
-            go.Bar(
-                x=groups,
-                y=frame["mean_b"],
-                name=plain(comparison.run_b),
-                marker_color=palette.RUN_B,
-            ),
-        ]
-    )
-    figure.update_layout(
-        barmode="group",
-        xaxis={**categorical(groups), "title": plain(title)},
-        yaxis_title=f"mean {plain(comparison.measure)}",
-        height=320,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        margin=MARGIN,
     )
     return figure
 
@@ -437,31 +256,3 @@ def _rank_or(rank: float, outside: int) -> float:
 
 def _rank_word(rank: float) -> str:
     return "not ranked" if math.isnan(rank) else f"{int(rank)}"
-
-
-def slice_deltas(frame: pd.DataFrame, comparison: Comparison, by: str) -> go.Figure:
-    """Mean delta (B − A) per group of a slice with its bootstrap CI, groups in slice order."""
-    groups = _plain_all(frame["group"])
-    figure = go.Figure(
-        go.Bar(
-            x=groups,
-            y=frame["delta"],
-            error_y={
-                "type": "data",
-                "array": frame["ci_high"] - frame["delta"],
-                "arrayminus": frame["delta"] - frame["ci_low"],
-            },
-            marker_color=[palette.delta_color(d) for d in frame["delta"]],
-            customdata=frame[["queries", "wins", "ties", "losses"]].to_numpy(),
-            hovertemplate="%{x}: %{y:+.3f}<br>%{customdata[0]} queries, wins/ties/losses "
-            "%{customdata[1]}/%{customdata[2]}/%{customdata[3]}<extra></extra>",
-        )
-    )
-    figure.add_hline(y=0, line_color="gray")
-    figure.update_layout(
-        xaxis={**categorical(groups), "title": plain(by)},
-        yaxis_title=f"mean {plain(comparison.measure)} delta (B − A), 95% CI",
-        height=340,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-    )
-    return figure

@@ -245,10 +245,10 @@ class _Figures:
 
     def __init__(self) -> None:
         try:
-            from mmbright_core.present import figures
+            from mmbright_core.present import comparison_figures
         except ModuleNotFoundError as err:
             raise MissingDependencyError("the HTML report", "app", "plotly") from err
-        self._figures = figures
+        self._figures = comparison_figures
         self._count = 0
 
     def _html(self, figure: Any) -> str:

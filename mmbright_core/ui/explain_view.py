@@ -1,16 +1,15 @@
 """The inspector's explanations: what an image added to a query, and why each hit scored.
 
-Highlighted text is the one place the dashboard writes HTML: every piece of data text is
-escaped with :func:`html.escape` first, and only then are the matched spans wrapped in
-``<mark>`` tags (:func:`highlight`), so a passage holding ``<script>`` shows it as written.
-Everything else goes through widgets that escape.
+The HTML of an attribution is built, escaped, in :mod:`mmbright_core.ui.attribution_html`;
+everything else goes through widgets that escape.
 """
 
 from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import pandas as pd
 import streamlit as st
@@ -27,141 +26,11 @@ from mmbright_core.data.sources import Source
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Document, Query
 from mmbright_core.ui import render
+from mmbright_core.ui.attribution_html import mark, snippet_html, split_html, terms_html
 from mmbright_core.ui.literal import literal, visible
 
-# Black text on light marks reads on both themes; the image's words also get an underline,
-# so they differ from the text's by more than colour.
-_MARK = {
-    "text": "background:#fff176;color:#000;padding:0 2px;border-radius:3px",
-    "image": (
-        "background:#80deea;color:#000;padding:0 2px;border-radius:3px;"
-        "border-bottom:2px dashed #00695c"
-    ),
-    "both": "background:#c5e1a5;color:#000;padding:0 2px;border-radius:3px",
-    # Words only an LLM's rewrite of the query holds: dotted, unlike the image's dashes.
-    "llm": (
-        "background:#f8bbd0;color:#000;padding:0 2px;border-radius:3px;"
-        "border-bottom:2px dotted #880e4f"
-    ),
-}
-ORIGIN_WORDS = {
-    "text": "query text",
-    "image": "from the image",
-    "both": "text and image",
-    "llm": "added by the LLM",
-}
 QUERY_IMAGE_WIDTH = 360
 """Query images are shown this wide (full size one click away), to leave the words in view."""
-TERMS_SHOWN = 8
-"""Terms listed beside a hit (the compact table has every contributing term's sum)."""
-
-
-def mark(text: str, origin: str) -> str:
-    """Escaped ``text`` in the highlight of its origin (``text``, ``image`` or ``both``)."""
-    return (
-        f'<mark class="origin-{origin}" style="{_MARK[origin]}" '
-        f'title="{ORIGIN_WORDS[origin]}">{html.escape(visible(text))}</mark>'
-    )
-
-
-def highlight(text: str, spans: Sequence[tuple[int, int, str]]) -> str:
-    """``text`` as HTML: escaped, with each ``(start, end, origin)`` span marked.
-
-    Overlapping or out-of-range spans are skipped; the text between them is escaped as is.
-    """
-    out: list[str] = []
-    at = 0
-    for start, end, origin in sorted(spans):
-        if start < at or end > len(text) or start >= end:
-            continue
-        out.append(html.escape(visible(text[at:start])))
-        out.append(mark(text[start:end], origin))
-        at = end
-    out.append(html.escape(visible(text[at:])))
-    return "".join(out)
-
-
-def snippet_html(found: LexicalAttribution) -> str:
-    """The passage snippet around the strongest matches, each matched word marked by origin."""
-    origin = {t.term: t.origin for t in found.terms}
-    spans = [(s.start, s.end, origin.get(s.term, "text")) for s in found.spans]
-    before = "…" if found.snippet_start > 0 else ""
-    return f'<div style="line-height:1.6">{before}{highlight(found.snippet, spans)}…</div>'
-
-
-def legend_html() -> str:
-    """One line naming the highlight of each origin."""
-    parts = [mark(words, origin) for origin, words in ORIGIN_WORDS.items()]
-    return "<small>Matched words: " + " ".join(parts) + "</small>"
-
-
-def contributing(found: LexicalAttribution) -> list[tuple[str, str, float]]:
-    """(term, origin, contribution) of the terms the passage matches, strongest first."""
-    return [(t.term, t.origin, t.contribution) for t in found.terms if t.contribution > 0]
-
-
-def terms_html(found: LexicalAttribution, limit: int = TERMS_SHOWN) -> str:
-    """The strongest terms with their share of the score, then the rest summed."""
-    terms = contributing(found)
-    shown = [
-        f'<span data-term="{html.escape(term, quote=True)}" data-contribution="{value!r}">'
-        f"{mark(term, origin)}&nbsp;{value:.2f}</span>"
-        for term, origin, value in terms[:limit]
-    ]
-    rest = sum(value for _, _, value in terms[limit:])
-    if len(terms) > limit:
-        shown.append(
-            f'<span data-term="" data-contribution="{rest!r}">'
-            f"{len(terms) - limit} more&nbsp;{rest:.2f}</span>"
-        )
-    body = " + ".join(shown) if shown else "no query term in this passage"
-    return f'<div style="line-height:1.9">{body} = <b>{found.score:.4f}</b></div>'
-
-
-def split_html(found: FusionAttribution) -> str:
-    """Two bars: the part of the score from the query text and from the query image."""
-    largest = max(abs(found.text_part), abs(found.image_part), 1e-9)
-    rows = []
-    for label, value, colour in (
-        ("text", found.text_part, "#1f77b4"),
-        ("image", found.image_part, "#d62728"),
-    ):
-        width = 100 * abs(value) / largest
-        rows.append(
-            f'<div data-part="{label}" data-value="{value!r}" '
-            'style="display:flex;align-items:center;gap:6px;margin:2px 0">'
-            f'<span style="width:3.2em">{label}</span>'
-            f'<span style="display:inline-block;height:12px;width:{width:.1f}%;'
-            f'max-width:70%;background:{colour};border-radius:2px"></span>'
-            f"<span>{value:.2f}</span></div>"
-        )
-    return "".join(rows)
-
-
-def summary_row(found: Attribution) -> dict[str, object]:
-    """The attribution of one hit as table columns (the parts add up to ``score``)."""
-    if isinstance(found, LexicalAttribution):
-        parts = {origin: 0.0 for origin in ORIGIN_WORDS}
-        for _, origin, value in contributing(found):
-            parts[origin] += value
-        top = ", ".join(f"{term} {value:.2f}" for term, _, value in contributing(found)[:4])
-        return {
-            "from text": parts["text"],
-            "from image": parts["image"],
-            "from both": parts["both"],
-            "from LLM": parts["llm"],
-            "explained": top,
-        }
-    if isinstance(found, FusionAttribution):
-        return {
-            "from text": found.text_part,
-            "from image": found.image_part,
-            "explained": f"{found.policy} · {len(found.images_used)} image(s)",
-        }
-    if isinstance(found, DenseAttribution):
-        without = "" if found.without_ocr is None else f"without OCR {found.without_ocr:.2f}"
-        return {"explained": f"similarity {found.score:.2f} {without}".strip()}
-    return {"explained": found.reason}
 
 
 def show_attribution(found: Attribution | None) -> None:
@@ -230,20 +99,47 @@ def group_pairs(top: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     return [(str(p), keyed.loc[keyed["passage"] == p]) for p in dict.fromkeys(passages)]
 
 
+@dataclass(frozen=True)
+class Items:
+    """What a query's items are drawn from: the data, the query's domain, its shown items.
+
+    Attributes:
+        source: The data source (the items' images).
+        domain: The query's domain.
+        documents: doc_id -> the item, for every item shown (top lists and judgments).
+    """
+
+    source: Source
+    domain: str
+    documents: Mapping[str, Document]
+
+    def image(self, path: str, width: int | None, key: str) -> None:
+        """Draw one item image of the domain, full size a click away (button ``key``)."""
+        render.show_image(
+            self.source.document_image_bytes(self.domain, path), path, width, full_key=key
+        )
+
+    def hit(self, row: pd.Series, found: Attribution | None, key: str) -> None:
+        """Draw one hit of a top list with its attribution, open without a click."""
+        doc = str(row["doc_id"])
+        render.show_hit(
+            self.source,
+            self.domain,
+            row,
+            self.documents.get(doc),
+            key,
+            explained=lambda: show_attribution(found),
+        )
+
+
 def show_pair_group(
-    source: Source,
-    domain: str,
-    passage: str,
-    rows: pd.DataFrame,
-    documents: Mapping[str, Document],
-    found: Mapping[str, Attribution],
-    key: str,
+    items: Items, passage: str, rows: pd.DataFrame, found: Mapping[str, Attribution], key: str
 ) -> None:
     """One passage of a Task 4 top list: its text once, then each of its pairs with its grade."""
     with st.container(border=True, key=key):
         ranks = ", ".join(f"#{int(r)}" for r in rows["rank"])
         st.markdown(f"**{ranks}** · {literal(passage)}")
-        first = documents.get(str(rows["doc_id"].iloc[0]))
+        first = items.documents.get(str(rows["doc_id"].iloc[0]))
         show_attribution(found.get(str(rows["doc_id"].iloc[0])))
         if first is not None and first.text:
             render.show_passage(first.text)
@@ -253,18 +149,11 @@ def show_pair_group(
             badge = render.judgment_badge(row.relevance)  # grades 2 and 1 in distinct colours
             st.markdown(f"#{int(row.rank)} · {what} · score {row.score:.4f} · {badge}")
             if image:
-                data = source.document_image_bytes(domain, image)
-                render.show_image(data, image, 160, full_key=f"{key}_img{index}")
+                items.image(image, 160, f"{key}_img{index}")
 
 
 def show_image_grid(
-    source: Source,
-    domain: str,
-    top: pd.DataFrame,
-    documents: Mapping[str, Document],
-    key: str,
-    per_row: int = 3,
-    scores: bool = True,
+    items: Items, top: pd.DataFrame, key: str, per_row: int = 3, scores: bool = True
 ) -> None:
     """Task 3 hits as a grid of images, each with its rank, score and judgment."""
     rows = list(top.itertuples(index=False))
@@ -274,19 +163,12 @@ def show_image_grid(
                 badge = render.judgment_badge(row.relevance)
                 head = f"**#{int(row.rank)}** · {row.score:.2f} · " if scores else ""
                 st.markdown(f"{head}{badge}")
-                document = documents.get(str(row.doc_id))
+                document = items.documents.get(str(row.doc_id))
                 path = document.image.path if document and document.image else str(row.doc_id)
-                data = source.document_image_bytes(domain, path)
-                render.show_image(data, path, full_key=f"{key}_{int(row.rank)}")
+                items.image(path, None, f"{key}_{int(row.rank)}")
 
 
-def show_relevant(
-    source: Source,
-    domain: str,
-    qrels: Mapping[str, int],
-    documents: Mapping[str, Document],
-    key: str,
-) -> None:
+def show_relevant(items: Items, qrels: Mapping[str, int], key: str) -> None:
     """The query's judged-relevant items, whatever any run did (grade 2 first)."""
     relevant = sorted(((-g, d) for d, g in qrels.items() if g > 0))
     if not relevant:
@@ -296,33 +178,22 @@ def show_relevant(
         [(n, d, math.nan, float(-g)) for n, (g, d) in enumerate(relevant, 1)],
         columns=["rank", "doc_id", "score", "relevance"],
     )
-    images = [documents.get(d) for d in frame["doc_id"]]
+    images = [items.documents.get(d) for d in frame["doc_id"]]
     if all(doc is not None and doc.image is not None and not doc.text for doc in images):
-        show_image_grid(source, domain, frame, documents, key, per_row=4, scores=False)
+        show_image_grid(items, frame, key, per_row=4, scores=False)
         return
     for row in frame.itertuples(index=False):
-        document = documents.get(str(row.doc_id))
+        document = items.documents.get(str(row.doc_id))
         shown = literal(display_id(str(row.doc_id)))
         st.markdown(f"{render.judgment_badge(row.relevance)} {shown}")
         if document is not None and document.text:
             render.show_passage(document.text)
         if document is not None and document.image is not None:
-            render.show_image(
-                source.document_image_bytes(domain, document.image.path),
-                document.image.path,
-                160,
-                full_key=f"{key}_{int(row.rank)}",
-            )
+            items.image(document.image.path, 160, f"{key}_{int(row.rank)}")
 
 
 def show_hits(
-    source: Source,
-    task: int,
-    domain: str,
-    top: pd.DataFrame,
-    documents: Mapping[str, Document],
-    found: Mapping[str, Attribution],
-    key: str,
+    items: Items, task: int, top: pd.DataFrame, found: Mapping[str, Attribution], key: str
 ) -> None:
     """A run's top list, each hit with its attribution.
 
@@ -331,32 +202,22 @@ def show_hits(
     """
     corpus = TASK_TABLE[task].corpus
     if corpus == "images":
-        show_image_grid(source, domain, top, documents, key)
+        show_image_grid(items, top, key)
         return
     if corpus == "pairs":
         for index, (passage, rows) in enumerate(group_pairs(top)):
-            show_pair_group(source, domain, passage, rows, documents, found, f"{key}_{index}")
+            show_pair_group(items, passage, rows, found, f"{key}_{index}")
         return
     for hit in top.itertuples(index=False):
         row = top.iloc[int(hit.rank) - 1]
-        doc = str(hit.doc_id)
-        render.show_hit(
-            source,
-            domain,
-            row,
-            documents.get(doc),
-            f"{key}_{hit.rank}",
-            explained=lambda doc=doc: show_attribution(found.get(doc)),  # type: ignore[misc]
-        )
+        items.hit(row, found.get(str(hit.doc_id)), f"{key}_{hit.rank}")
 
 
 def show_displacing(
-    source: Source,
-    domain: str,
+    items: Items,
     run_b: str,
     top_b: pd.DataFrame,
     docs: pd.DataFrame,
-    documents: Mapping[str, Document],
     found_b: Mapping[str, Attribution],
     key: str,
     k: int = 10,
@@ -377,11 +238,4 @@ def show_displacing(
     for row in displacing.itertuples(index=False):
         doc = str(row.doc_id)
         hit = top_b.loc[top_b["doc_id"] == doc].iloc[0]
-        render.show_hit(
-            source,
-            domain,
-            hit,
-            documents.get(doc),
-            f"{key}_{int(row.rank_b)}",
-            explained=lambda doc=doc: show_attribution(found_b.get(doc)),  # type: ignore[misc]
-        )
+        items.hit(hit, found_b.get(doc), f"{key}_{int(row.rank_b)}")

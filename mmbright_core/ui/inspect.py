@@ -19,7 +19,15 @@ from mmbright_core.data.ids import display_id
 from mmbright_core.data.sources import Source
 from mmbright_core.errors import MMBrightError
 from mmbright_core.types import Task
-from mmbright_core.ui import explain_cache, explain_view, loaders, navigation, state, views
+from mmbright_core.ui import (
+    attribution_html,
+    explain_cache,
+    loaders,
+    navigation,
+    state,
+    views,
+    widgets,
+)
 from mmbright_core.ui.state import InspectTarget, RunEntry
 
 DOMAIN_KEY = "insp_domain"
@@ -73,10 +81,10 @@ def on_pick() -> None:
 
 
 def compared_pair(runs: Mapping[str, RunEntry]) -> tuple[str, str] | None:
-    """Runs A and B as chosen on Per query or Compare (:func:`state.run_pair`), if two exist."""
+    """Runs A and B as chosen on Per query or Compare (:func:`widgets.run_pair`), if two exist."""
     if len(runs) < 2:
         return None
-    return state.run_pair(list(runs))
+    return widgets.run_pair(list(runs))
 
 
 def default_runs(runs: Mapping[str, RunEntry]) -> list[str]:
@@ -129,7 +137,7 @@ def point_positions(event: object) -> list[int]:
     """The row positions of the points selected in a chart (``st.plotly_chart`` on_select).
 
     Figures that support clicking keep one trace whose points are in table order
-    (:func:`mmbright_core.present.figures.pair_scatter`), so a point's index is its row.
+    (:func:`mmbright_core.present.comparison_figures.pair_scatter`), so a point's index is its row.
     """
     selection = event.get("selection") if isinstance(event, Mapping) else None
     points = selection.get("points", []) if isinstance(selection, Mapping) else []
@@ -207,7 +215,7 @@ def attribution_table(
     for name, (top, _) in tops.items():
         for hit in top.itertuples(index=False):
             doc = str(hit.doc_id)
-            part = explain_view.summary_row(found.get(name, {}).get(doc, _NO_ATTRIBUTION))
+            part = attribution_html.summary_row(found.get(name, {}).get(doc, _NO_ATTRIBUTION))
             rows.append(
                 {
                     "run": name,

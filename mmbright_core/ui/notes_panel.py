@@ -13,7 +13,7 @@ import streamlit as st
 from mmbright_core.errors import NotesError
 from mmbright_core.notes import NotesStore, QueryKey, QueryNotes
 from mmbright_core.notes.database import default_path
-from mmbright_core.ui import state
+from mmbright_core.ui import state, widgets
 from mmbright_core.ui.literal import literal, visible
 
 TAGS_KEY = "insp_tags"
@@ -108,9 +108,7 @@ def show_notes(domain: str, query_id: str) -> None:
         )
     st.text_input(
         "Your name (optional)",
-        key=state.sticky(AUTHOR_KEY, ""),
-        on_change=state.remember,
-        args=(AUTHOR_KEY,),
+        **widgets.sticky(AUTHOR_KEY, ""),
     )
     message = st.session_state.pop(MESSAGE_KEY, None)
     if message is not None:

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from mmbright_core.types import Task
 from mmbright_core.ui import loaders
-from mmbright_core.ui.views import TaskCounts
+from mmbright_core.ui.headlines import TaskCounts
 
 
 def task_counts(spec: str, task: Task, protocol: str) -> TaskCounts:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import html
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
 import pandas as pd
@@ -25,7 +25,6 @@ from mmbright_core.errors import MMBrightError
 from mmbright_core.io import csv_safe
 from mmbright_core.present.palette import grade
 from mmbright_core.types import Document, Query
-from mmbright_core.ui import state
 from mmbright_core.ui.literal import literal, visible
 
 P = ParamSpec("P")
@@ -74,39 +73,6 @@ def csv_download(
         key=key,
         icon=":material/download:",
     )
-
-
-def pick_run(
-    where: object,
-    label: str,
-    names: Sequence[str],
-    key: str,
-    shared: str,
-    first: str,
-    help: str | None = None,
-) -> str:
-    """A selectbox of runs that opens on ``first`` and keeps its choice for every page.
-
-    Args:
-        where: The container drawn into (a column, ``st``).
-        label: The widget's label.
-        names: The runs offered.
-        key: The widget's key on this page.
-        shared: The key the choice is remembered under, the same on every page
-            (:data:`state.RUN_A_KEY`, :data:`state.RUN_B_KEY`).
-        first: The run shown (:func:`state.run_pair`).
-        help: The widget's tooltip.
-    """
-    chosen = where.selectbox(  # type: ignore[attr-defined]
-        label,
-        names,
-        key=state.pick(key, first),
-        on_change=state.remember_as,
-        args=(key, shared),
-        help=help,
-        format_func=visible,
-    )
-    return str(chosen)
 
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:

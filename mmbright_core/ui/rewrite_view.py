@@ -16,7 +16,7 @@ import streamlit as st
 
 from mmbright_core.io.rewrites import Rewrite
 from mmbright_core.ui import render
-from mmbright_core.ui.explain_view import highlight
+from mmbright_core.ui.attribution_html import highlight
 from mmbright_core.ui.state import RunEntry
 
 _WORD = re.compile(r"\w+")

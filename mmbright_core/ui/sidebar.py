@@ -12,7 +12,7 @@ from mmbright_core.data.choices import PROTOCOLS
 from mmbright_core.data.layout import PINNED_REVISION
 from mmbright_core.errors import InputError
 from mmbright_core.task_table import TASK_TABLE
-from mmbright_core.ui import loaders, state
+from mmbright_core.ui import loaders, state, widgets
 from mmbright_core.ui.literal import literal, visible
 
 SOURCE_KINDS = ("Demo (synthetic)", "Local folder", "Hugging Face")
@@ -40,9 +40,7 @@ def _source_spec(kind: str) -> str:
     if kind == SOURCE_KINDS[1]:
         folder = st.sidebar.text_input(
             "Folder with {config}/{domain}.parquet",
-            key=state.sticky("source_folder", first_folder),
-            on_change=state.remember,
-            args=("source_folder",),
+            **widgets.sticky("source_folder", first_folder),
             placeholder="/data/mm-bright",
         ).strip()
         if folder:
@@ -54,9 +52,7 @@ def _source_spec(kind: str) -> str:
     if kind == SOURCE_KINDS[2]:
         revision = st.sidebar.text_input(
             "Revision",
-            key=state.sticky("source_revision", first_revision),
-            on_change=state.remember,
-            args=("source_revision",),
+            **widgets.sticky("source_revision", first_revision),
         )
         return f"hf@{revision.strip() or PINNED_REVISION}"
     return state.DEFAULT_SOURCE
@@ -68,25 +64,19 @@ def render_sidebar() -> None:
     kind = st.sidebar.radio(
         "Source",
         SOURCE_KINDS,
-        key=state.sticky("source_kind", initial_source()[0]),
-        on_change=state.remember,
-        args=("source_kind",),
+        **widgets.sticky("source_kind", initial_source()[0]),
     )
     st.session_state[state.SOURCE_KEY] = _source_spec(kind)
     st.sidebar.selectbox(
         "Task",
         tuple(TASK_LABELS),
         format_func=TASK_LABELS.__getitem__,
-        key=state.sticky(state.TASK_KEY, state.DEFAULT_TASK),
-        on_change=state.remember,
-        args=(state.TASK_KEY,),
+        **widgets.sticky(state.TASK_KEY, state.DEFAULT_TASK),
     )
     st.sidebar.selectbox(
         "Task 4 protocol",
         PROTOCOLS,
-        key=state.sticky(state.PROTOCOL_KEY, state.DEFAULT_PROTOCOL),
-        on_change=state.remember,
-        args=(state.PROTOCOL_KEY,),
+        **widgets.sticky(state.PROTOCOL_KEY, state.DEFAULT_PROTOCOL),
         disabled=not TASK_TABLE[state.current_task()].protocols,
         help="paper: fixed passage key (default); legacy: the key of the published Tables 5-6",
     )
@@ -99,9 +89,9 @@ def render_sidebar() -> None:
     chosen = [n for n in previous if n in names] if isinstance(previous, list) else list(names)
     chosen += [n for n in state.take_fresh_runs() if n in names and n not in chosen]
     st.session_state[key] = chosen
-    state.remember(key)
+    widgets.remember(key)
     st.sidebar.multiselect(
-        "Runs shown", names, key=key, on_change=state.remember, args=(key,), format_func=visible
+        "Runs shown", names, key=key, on_change=widgets.remember, args=(key,), format_func=visible
     )
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from mmbright_core.analysis.compare import Comparison
 from mmbright_core.analysis.rankdiff import judgment_gap
@@ -25,7 +26,9 @@ from mmbright_core.ranking import top_k
 from mmbright_core.retrieval.cache import default_cache_dir
 from mmbright_core.types import Task
 from mmbright_core.ui import loaders, state
-from mmbright_core.ui.state import RunEntry
+from mmbright_core.ui.literal import visible
+from mmbright_core.ui.state import Compared, RunEntry
+from mmbright_core.ui.widgets import Kept
 
 IMAGE_SLICES = ("ocr-words", "image-size", "aspect")
 """Slices that read the query images' headers, recorded or cached OCR results."""
@@ -46,15 +49,15 @@ def tag_names() -> list[str]:
         return [tag.name for tag in store.tags()]
 
 
-def gap_flags(
-    spec: str,
-    task: Task,
-    protocol: str,
-    entries: Mapping[str, RunEntry],
-    run_a: str,
-    run_b: str,
-    rows: pd.DataFrame,
-) -> list[bool]:
+def tag_choice(where: DeltaGenerator, kept: Kept) -> list[str]:
+    """The failure tags multiselect of a page (``kept``: its sticky key, :mod:`widgets`)."""
+    chosen: list[str] = where.multiselect(
+        "Failure tags (a query with any of them)", tag_names(), **kept, format_func=visible
+    )
+    return chosen
+
+
+def gap_flags(compared: Compared, rows: pd.DataFrame) -> list[bool]:
     """Whether each row (domain, query_id, delta) may be a judgment gap, in order.
 
     The definition is :func:`mmbright_core.analysis.rankdiff.judgment_gap`'s, on each
@@ -64,9 +67,9 @@ def gap_flags(
         (str(d), str(q), float(x))
         for d, q, x in zip(rows["domain"], rows["query_id"], rows["delta"], strict=True)
     )
-    pair = (entries[run_a], entries[run_b])
+    pair = (compared.entries[compared.run_a], compared.entries[compared.run_b])
     names = tuple((e.name, e.fingerprint, e.negatives) for e in pair)
-    return _gap_flags(spec, task, protocol, names, keys, pair)
+    return _gap_flags(compared.spec, compared.task, compared.protocol, names, keys, pair)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import streamlit as st
 
@@ -53,6 +53,7 @@ INSPECT_RUNS_KEY = "insp_runs"
 """The runs the inspector shows side by side (kept across pages and tasks)."""
 
 _KEEP = "keep_"
+"""The prefix of the second key under which a sticky widget keeps its value."""
 
 DEFAULT_SOURCE = "demo"
 SOURCE_ENV = "MMBRIGHT_SOURCE"
@@ -129,6 +130,27 @@ class InspectTarget:
     query_id: str
 
 
+@dataclass(frozen=True)
+class Compared:
+    """Runs A and B of one task, as the Compare page compares them.
+
+    Attributes:
+        spec: The data source spec.
+        task: The task.
+        protocol: The Task 4 protocol.
+        entries: The task's runs by name (A and B among them).
+        run_a: The name of run A.
+        run_b: The name of run B.
+    """
+
+    spec: str
+    task: Task
+    protocol: str
+    entries: Mapping[str, RunEntry]
+    run_a: str
+    run_b: str
+
+
 def fingerprint(*parts: str | bytes) -> str:
     """Digest some identifying parts (file bytes, a path and mtime, a name) into a cache key."""
     digest = hashlib.blake2b(digest_size=12)
@@ -159,117 +181,29 @@ def source_spec() -> str:
     return str(st.session_state.get(SOURCE_KEY, DEFAULT_SOURCE))
 
 
+def remembered(key: str, default: object = None) -> object:
+    """The remembered value of a sticky widget (:mod:`mmbright_core.ui.widgets`)."""
+    return st.session_state.get(_KEEP + key, default)
+
+
+def keep(key: str, value: object) -> None:
+    """Remember ``value`` for the sticky widget ``key`` (drawn with it next time)."""
+    st.session_state[_KEEP + key] = value
+
+
 def current_task() -> Task:
     """The task chosen in the sidebar."""
-    task: Task = st.session_state.get(_KEEP + TASK_KEY, DEFAULT_TASK)
-    return task
+    return cast(Task, remembered(TASK_KEY, DEFAULT_TASK))
 
 
 def current_protocol() -> str:
     """The Task 4 protocol chosen in the sidebar (``paper`` unless changed)."""
-    return str(st.session_state.get(_KEEP + PROTOCOL_KEY, DEFAULT_PROTOCOL))
+    return str(remembered(PROTOCOL_KEY, DEFAULT_PROTOCOL))
 
 
 def set_task(task: Task) -> None:
     """Choose the task (before the sidebar is drawn)."""
-    st.session_state[_KEEP + TASK_KEY] = task
-
-
-def sticky(key: str, default: object) -> str:
-    """Seed a widget from its remembered value and return its key.
-
-    Streamlit forgets a widget's value when a run does not draw it (switching pages
-    interrupts the run that drew the sidebar), so the sidebar's widgets keep their value
-    under a second key, copied back by :func:`remember` whenever they change.
-    """
-    st.session_state.setdefault(_KEEP + key, default)
-    st.session_state[key] = st.session_state[_KEEP + key]
-    return key
-
-
-def remember(key: str) -> None:
-    """Widget callback: remember the widget's new value (see :func:`sticky`)."""
-    st.session_state[_KEEP + key] = st.session_state[key]
-
-
-def remembered(key: str, default: object = None) -> object:
-    """The remembered value of a sticky widget."""
-    return st.session_state.get(_KEEP + key, default)
-
-
-def sticky_within(key: str, options: Sequence[object]) -> str:
-    """Seed a multiselect from its remembered values that are among ``options``; return its key.
-
-    A value no longer offered (a domain of another source) is dropped rather than refused.
-    """
-    kept = remembered(key, [])
-    st.session_state[_KEEP + key] = (
-        [v for v in kept if v in options] if isinstance(kept, list) else []
-    )
-    return sticky(key, [])
-
-
-def sticky_range(key: str, low: float, high: float) -> str:
-    """Seed a range slider from its remembered range, cut to ``[low, high]``; return its key."""
-    kept = remembered(key)
-    start, end = kept if isinstance(kept, tuple) and len(kept) == 2 else (low, high)
-    start, end = min(max(start, low), high), max(min(end, high), low)
-    st.session_state[_KEEP + key] = (start, end)
-    return sticky(key, (low, high))
-
-
-def run_pair(names: Sequence[str], b_optional: bool = False) -> tuple[str, str]:
-    """Runs A and B as last chosen on any page, else the first two runs of ``names``.
-
-    Every page starts from the same pair and keeps the user's choice (Per query and
-    Compare share it; the inspector walks its most-hurt queries).
-
-    Args:
-        names: The runs the page offers (not empty).
-        b_optional: The page offers :data:`NO_RUN` for B, and keeps it when chosen.
-
-    Returns:
-        ``(a, b)``: ``b`` is another run than ``a``, or :data:`NO_RUN` when there is none
-        (or when it was chosen on a page where it is offered).
-    """
-    a = remembered(RUN_A_KEY)
-    a = a if a in names else names[0]
-    others = [n for n in names if n != a]
-    b = remembered(RUN_B_KEY)
-    if b in others or (b_optional and b == NO_RUN):
-        return str(a), str(b)
-    return str(a), others[0] if others else NO_RUN
-
-
-def pick(key: str, value: str) -> str:
-    """Seed a selectbox with ``value`` before it is drawn and return its key."""
-    st.session_state[key] = value
-    return key
-
-
-def remember_as(key: str, shared: str) -> None:
-    """Widget callback: remember the widget's new value under a key shared by pages."""
-    st.session_state[_KEEP + shared] = st.session_state[key]
-
-
-def sticky_runs(key: str, names: Sequence[str], default: Sequence[str]) -> str:
-    """Seed a multiselect of runs from the runs last chosen in it; return its key.
-
-    The choice is remembered with the task it was made on (:func:`remember_runs`). On that
-    task it stands as made, even when empty; on another task the chosen runs it also has
-    are kept, and ``default`` stands in when it has none of them (a task without runs
-    leaves the next task its default, not an empty choice).
-    """
-    kept = remembered(key)
-    task, before = kept if isinstance(kept, tuple) else (None, [])
-    chosen = [n for n in before if n in names]
-    st.session_state[key] = chosen if task == current_task() else chosen or list(default)
-    return key
-
-
-def remember_runs(key: str) -> None:
-    """Widget callback: remember a run multiselect's choice with its task (:func:`sticky_runs`)."""
-    st.session_state[_KEEP + key] = (current_task(), list(st.session_state[key]))
+    keep(TASK_KEY, task)
 
 
 def all_runs() -> dict[tuple[Task, str], RunEntry]:

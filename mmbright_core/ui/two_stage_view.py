@@ -27,7 +27,7 @@ from mmbright_core.rerank.first_stage import first_stage_record, runs_fingerprin
 from mmbright_core.types import Task
 from mmbright_core.ui import loaders, render
 from mmbright_core.ui.literal import literal
-from mmbright_core.ui.state import RunEntry
+from mmbright_core.ui.state import Compared, RunEntry
 
 _MEMO: OrderedDict[tuple[str, tuple[str, ...]], str] = OrderedDict()
 _MEMO_SIZE = 64
@@ -106,23 +106,22 @@ def find_rewrite_stage(
     return find_rewrite(pair, configs, score or scored, two_stage)
 
 
-def show_two_stage(
-    spec: str,
-    task: Task,
-    protocol: str,
-    entries: Mapping[str, RunEntry],
-    run_a: str,
-    run_b: str,
-) -> None:
+def show_two_stage(compared: Compared) -> None:
     """Draw what each stage of A or B changed: the rerank block, then the rewrite block."""
-    pair = (run_a, run_b)
+    spec, task, protocol, entries = (
+        compared.spec,
+        compared.task,
+        compared.protocol,
+        compared.entries,
+    )
+    pair = (compared.run_a, compared.run_b)
     reranked = any(first_stage_record(entries[n].config) is not None for n in pair)
     if not reranked and not any(is_rewritten(entries[n].config) for n in pair):
         return
     source = render.attempt(loaders.get_source, spec)
     if source is None:
         return
-    stages = find_two_stage(source, task, protocol, entries, run_a, run_b) if reranked else None
+    stages = find_two_stage(source, task, protocol, entries, *pair) if reranked else None
     if stages is not None:
         _show_rerank(stages)
 

@@ -8,9 +8,19 @@ import streamlit as st
 
 from mmbright_core.analysis.compare import POOLED, most_hurt
 from mmbright_core.analysis.slices import SLICES, tagged, with_tags
-from mmbright_core.present import figures
-from mmbright_core.ui import inspect, loaders, queries, render, reports, slices, state, views
-from mmbright_core.ui.literal import literal, visible
+from mmbright_core.present import comparison_figures
+from mmbright_core.ui import (
+    inspect,
+    loaders,
+    queries,
+    render,
+    reports,
+    slices,
+    state,
+    views,
+    widgets,
+)
+from mmbright_core.ui.literal import literal
 from mmbright_core.ui.two_stage_view import show_two_stage
 
 GAP = "judgment_gap"
@@ -26,18 +36,19 @@ if len(names) < 2:
     st.stop()
 
 left, right = st.columns(2)
-# One pair of runs for every page (state.run_pair): chosen here or on Per query.
-first_a, first_b = state.run_pair(names)
-run_a = render.pick_run(
+# One pair of runs for every page (widgets.run_pair): chosen here or on Per query.
+first_a, first_b = widgets.run_pair(names)
+run_a = widgets.pick_run(
     left, "Baseline A (e.g. text only)", names, "cmp_a", state.RUN_A_KEY, first_a
 )
-run_b = render.pick_run(
+run_b = widgets.pick_run(
     right, "Compared B (e.g. with images)", names, "cmp_b", state.RUN_B_KEY, first_b
 )
 if run_a == run_b:
     st.warning("Choose two different runs.")
     st.stop()
 entries = state.task_runs()
+compared = state.Compared(spec, task, protocol, entries, run_a, run_b)
 comparison = render.attempt(loaders.comparison_for, spec, task, protocol, entries, run_a, run_b)
 if comparison is None:
     st.stop()
@@ -56,7 +67,7 @@ delta.metric(
 if comparison.unpaired:
     st.caption(f"{comparison.unpaired:,} queries scored in one run only are left out.")
 # A reranked run (A or B) beside its first stage and the oracle of the same depth.
-show_two_stage(spec, task, protocol, entries, run_a, run_b)
+show_two_stage(compared)
 
 # Only the open tab is computed and drawn: the others cost nothing until they are opened
 # (the scatter alone, one point per query, takes the browser a noticeable part of a second).
@@ -66,7 +77,7 @@ domain_tab, pair_tab, hurt_tab, slice_tab, export_tab = st.tabs(
 if domain_tab.open:
     with domain_tab:
         st.caption("Holm-corrected over domains.")
-        st.plotly_chart(figures.domain_deltas(comparison), key="cmp_domains")
+        st.plotly_chart(comparison_figures.domain_deltas(comparison), key="cmp_domains")
         st.dataframe(comparison.summary, hide_index=True, key="cmp_summary")
         render.csv_download(
             comparison.summary, f"compare_{run_a}_vs_{run_b}.csv", key="cmp_summary_csv"
@@ -84,33 +95,24 @@ if pair_tab.open:
         )
         scatter, histogram = st.columns(2)
         scatter.plotly_chart(
-            figures.pair_scatter(comparison),
+            comparison_figures.pair_scatter(comparison),
             key="cmp_scatter",
             on_select="rerun",
             selection_mode="points",
         )
-        histogram.plotly_chart(figures.delta_histogram(comparison), key="cmp_delta_hist")
+        histogram.plotly_chart(comparison_figures.delta_histogram(comparison), key="cmp_delta_hist")
 
 if hurt_tab.open:
     with hurt_tab:
         st.subheader(f"Where {literal(run_b)} (B) loses most against {literal(run_a)} (A)")
         tags = render.attempt(slices.query_tags, spec, task, protocol) or {}
         tag_col, gap_col = st.columns(2)
-        # The tab's widgets keep their values while another tab is open (state.sticky).
-        chosen = tag_col.multiselect(
-            "Failure tags (a query with any of them)",
-            slices.tag_names(),
-            key=state.sticky("cmp_tags", []),
-            on_change=state.remember,
-            args=("cmp_tags",),
-            format_func=visible,
-        )
+        # The tab's widgets keep their values while another tab is open (widgets.sticky).
+        chosen = slices.tag_choice(tag_col, widgets.sticky("cmp_tags", []))
         gaps = gap_col.radio(
             "Possible judgment gaps",
             slices.GAP_FILTERS,
-            key=state.sticky("cmp_gaps", slices.GAP_FILTERS[0]),
-            on_change=state.remember,
-            args=("cmp_gaps",),
+            **widgets.sticky("cmp_gaps", slices.GAP_FILTERS[0]),
             horizontal=True,
             help="A loss where B ranks more unjudged documents (absent from the qrels) above its "
             "first relevant one than A does: they may be relevant, nobody judged them.",
@@ -118,12 +120,12 @@ if hurt_tab.open:
         losing = most_hurt(comparison, top=len(comparison.per_query))
         losing = losing.loc[tagged(losing, tags, chosen)].reset_index(drop=True)
         if gaps != slices.GAP_FILTERS[0]:
-            flags = slices.gap_flags(spec, task, protocol, entries, run_a, run_b, losing)
+            flags = slices.gap_flags(compared, losing)
             keep = [flag == (gaps == slices.GAP_FILTERS[2]) for flag in flags]
             losing = losing.assign(**{GAP: flags}).loc[keep]
         hurt = losing.head(HURT_ROWS).reset_index(drop=True)
         if GAP not in hurt.columns:
-            hurt[GAP] = slices.gap_flags(spec, task, protocol, entries, run_a, run_b, hurt)
+            hurt[GAP] = slices.gap_flags(compared, hurt)
         hurt = with_tags(hurt, tags)
         texts = render.attempt(queries.query_texts, spec, task, protocol, hurt["domain"].unique())
         shown = views.with_text(hurt, texts or {})
@@ -167,9 +169,7 @@ if slice_tab.open:
         by = st.selectbox(
             "Slice by",
             SLICES,
-            key=state.sticky("cmp_slice", "images"),
-            on_change=state.remember,
-            args=("cmp_slice",),
+            **widgets.sticky("cmp_slice", "images"),
             help="OCR words are those the compared OCR run recorded, else those the ocr-* "
             "retrievers cached ('not read' when neither has them); "
             "size and aspect come from the first image's file header.",
@@ -177,7 +177,9 @@ if slice_tab.open:
         tags = render.attempt(slices.query_tags, spec, task, protocol) or {}
         sliced = render.attempt(slices.slice_table, spec, task, protocol, comparison, by, tags)
         if sliced is not None:
-            st.plotly_chart(figures.slice_deltas(sliced, comparison, by), key="cmp_images")
+            st.plotly_chart(
+                comparison_figures.slice_deltas(sliced, comparison, by), key="cmp_images"
+            )
             st.dataframe(sliced, hide_index=True, key="cmp_images_table")
 
 if export_tab.open:

@@ -7,10 +7,16 @@ import streamlit as st
 
 from mmbright_core.analysis.leaderboard import leaderboard, published_table, reproduction
 from mmbright_core.present import figures
-from mmbright_core.ui import loaders, presets, queries, render, runs_panel, state, views
+from mmbright_core.ui import loaders, presets, queries, render, runs_panel, state
+from mmbright_core.ui.headlines import (
+    HEADLINE,
+    headline_table,
+    headlines,
+    rank_board,
+    task_domain_count,
+)
 from mmbright_core.ui.literal import literal
 from mmbright_core.ui.sidebar import TASK_LABELS, selected_runs
-from mmbright_core.ui.views import HEADLINE
 
 st.title("MM-BRIGHT failure analysis")
 spec = state.source_spec()
@@ -38,8 +44,8 @@ if table is None or board is None or counts is None:
 else:
     # One table, not a row of metric cards per run: every element is a message to the browser.
     # Its widths add up to what a 1000 px window leaves beside the sidebar.
-    counted = views.headlines(table, board, counts)
-    lines = views.headline_table(counted, {name: e.negatives for name, e in chosen.items()})
+    counted = headlines(table, board, counts)
+    lines = headline_table(counted, {name: e.negatives for name, e in chosen.items()})
     st.dataframe(
         lines,
         hide_index=True,
@@ -102,7 +108,7 @@ if others and st.toggle(
         if other is not None and len(other):
             boards[each_task] = other
 totals: dict[int, int] = {
-    each: views.task_domain_count(found)
+    each: task_domain_count(found)
     for each in boards
     if (found := render.attempt(queries.task_counts, spec, each, protocol)) is not None
 }
@@ -110,7 +116,7 @@ totals: dict[int, int] = {
 board_tab, published_tab = st.tabs(["Your runs", f"Published: {TASK_LABELS[task]}"])
 with board_tab:
     if boards:
-        board = views.rank_board(pd.concat([boards[t] for t in sorted(boards)]), totals)
+        board = rank_board(pd.concat([boards[t] for t in sorted(boards)]), totals)
         st.plotly_chart(figures.leaderboard_heatmap(board, totals), key="leaderboard_heatmap")
         st.caption(
             "Colours span 0-100. Per task, runs over every domain come first, by Avg.; a partial "

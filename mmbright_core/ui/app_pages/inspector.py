@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from mmbright_core.analysis.attribution import LexicalAttribution
 from mmbright_core.analysis.rankdiff import rank_diff
 from mmbright_core.present.figures import rank_slope
 from mmbright_core.ui import (
+    attribution_html,
     explain_cache,
     explain_view,
     inspect,
@@ -16,6 +18,7 @@ from mmbright_core.ui import (
     rewrite_view,
     state,
     views,
+    widgets,
 )
 from mmbright_core.ui.literal import literal, visible
 
@@ -63,12 +66,12 @@ with st.container(horizontal=True, vertical_alignment="center", key="insp_nav"):
 query = loaders.queries(spec, task, target.domain, protocol)[target.query_id]
 qrels = loaders.qrels(spec, task, target.domain, protocol).get(target.query_id, {})
 runs = state.task_runs()
-runs_key = state.sticky_runs(state.INSPECT_RUNS_KEY, list(runs), inspect.default_runs(runs))
+runs_key = widgets.sticky_runs(state.INSPECT_RUNS_KEY, list(runs), inspect.default_runs(runs))
 shown = st.multiselect(
     "Runs",
     list(runs),
     key=runs_key,
-    on_change=state.remember_runs,
+    on_change=widgets.remember_runs,
     args=(runs_key,),
     format_func=visible,
 )
@@ -101,6 +104,7 @@ found = {
 words = inspect.image_words(spec, task, protocol, target, {n: runs[n] for n in rankings})
 wanted = {doc for top, _ in tops.values() for doc in top["doc_id"]} | set(qrels)
 documents = loaders.shown_documents(spec, task, target.domain, protocol, wanted)
+items = explain_view.Items(source, target.domain, documents)
 
 st.subheader(f"{literal(target.domain)} / {literal(target.query_id)}")
 st.caption(f"{len(query.images)} image(s) · {sum(v > 0 for v in qrels.values())} relevant")
@@ -116,9 +120,9 @@ with query_col:
 with notes_col:
     notes_panel.show_notes(target.domain, target.query_id)
 with st.expander(f"Relevant items ({sum(v > 0 for v in qrels.values())})", expanded=not tops):
-    explain_view.show_relevant(source, target.domain, qrels, documents, key="insp_rel")
-if any(isinstance(f, explain_view.LexicalAttribution) for a in found.values() for f in a.values()):
-    st.html(explain_view.legend_html())
+    explain_view.show_relevant(items, qrels, key="insp_rel")
+if any(isinstance(f, LexicalAttribution) for a in found.values() for f in a.values()):
+    st.html(attribution_html.legend_html())
 
 if len(tops) >= 2:
     a, b = list(tops)[:2]
@@ -128,9 +132,7 @@ if len(tops) >= 2:
         inspect.scored(runs[b], target, excluded[b]),
         k=TOP,
     )
-    explain_view.show_displacing(
-        source, target.domain, b, tops[b][0], diff.docs, documents, found[b], key="insp_push"
-    )
+    explain_view.show_displacing(items, b, tops[b][0], diff.docs, found[b], key="insp_push")
 
 run_cols = st.columns(max(len(shown), 1))
 for index, (column, name) in enumerate(zip(run_cols, shown, strict=False)):
@@ -139,9 +141,7 @@ for index, (column, name) in enumerate(zip(run_cols, shown, strict=False)):
         if name not in tops:
             st.info("This run does not rank this query.")
             continue
-        explain_view.show_hits(
-            source, task, target.domain, tops[name][0], documents, found[name], key=f"hit_{index}"
-        )
+        explain_view.show_hits(items, task, tops[name][0], found[name], key=f"hit_{index}")
 
 if not tops:
     st.stop()

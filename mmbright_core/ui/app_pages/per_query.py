@@ -9,8 +9,18 @@ import streamlit as st
 from mmbright_core.analysis.compare import JUDGED
 from mmbright_core.analysis.slices import tagged, with_tags
 from mmbright_core.present import figures
-from mmbright_core.ui import inspect, loaders, navigation, queries, render, slices, state, views
-from mmbright_core.ui.literal import literal, visible
+from mmbright_core.ui import (
+    inspect,
+    loaders,
+    navigation,
+    queries,
+    render,
+    slices,
+    state,
+    views,
+    widgets,
+)
+from mmbright_core.ui.literal import literal
 from mmbright_core.ui.sidebar import selected_runs
 
 MEASURE = loaders.MEASURE
@@ -25,11 +35,11 @@ names = selected_runs()
 if not names:
     st.info("Choose runs in the sidebar (or add some on the Home page).")
     st.stop()
-# One pair of runs for every page (state.run_pair): B is the second run unless "(none)".
-first_a, first_b = state.run_pair(names, b_optional=True)
+# One pair of runs for every page (widgets.run_pair): B is the second run unless "(none)".
+first_a, first_b = widgets.run_pair(names, b_optional=True)
 pick_a, pick_b = st.columns(2)
-run = render.pick_run(pick_a, "Run (A)", names, "pq_run", state.RUN_A_KEY, first_a)
-run_b = render.pick_run(
+run = widgets.pick_run(pick_a, "Run (A)", names, "pq_run", state.RUN_A_KEY, first_a)
+run_b = widgets.pick_run(
     pick_b,
     "Compared with (B)",
     [state.NO_RUN, *(n for n in names if n != run)],
@@ -55,15 +65,13 @@ rows = views.with_text(rows, texts or {}, limit=None)  # whole in the CSV, cut i
 tags = render.attempt(slices.query_tags, spec, task, protocol) or {}
 rows = with_tags(rows, tags)
 
-# The filters keep their values from page to page (state.sticky).
+# The filters keep their values from page to page (widgets.sticky).
 domain_col, image_col, score_col = st.columns(3)
 options = sorted(rows["domain"].unique())
 domains = domain_col.multiselect(
     "Domains",
     options,
-    key=state.sticky_within("pq_domains", options),
-    on_change=state.remember,
-    args=("pq_domains",),
+    **widgets.sticky_within("pq_domains", options),
 )
 most_images = max(int(rows["n_images"].max()) if len(rows) else 0, 1)
 # A range slider: seeded with a (low, high) pair, it returns one (typed as a single value).
@@ -71,33 +79,20 @@ images = image_col.slider(
     "Query images",
     0,
     most_images,
-    key=state.sticky_range("pq_images", 0, most_images),
-    on_change=state.remember,
-    args=("pq_images",),
+    **widgets.sticky_range("pq_images", 0, most_images),
 )
 scores = score_col.slider(
     f"{MEASURE} of A",
     0.0,
     1.0,
     step=0.05,
-    key=state.sticky_range("pq_scores", 0.0, 1.0),
-    on_change=state.remember,
-    args=("pq_scores",),
+    **widgets.sticky_range("pq_scores", 0.0, 1.0),
 )
 tag_col, loses_col = st.columns([2, 1], vertical_alignment="bottom")
-chosen = tag_col.multiselect(
-    "Failure tags (a query with any of them)",
-    slices.tag_names(),
-    key=state.sticky_within("pq_tags", slices.tag_names()),
-    on_change=state.remember,
-    args=("pq_tags",),
-    format_func=visible,
-)
+chosen = slices.tag_choice(tag_col, widgets.sticky_within("pq_tags", slices.tag_names()))
 loses = loses_col.toggle(
     "B loses only",
-    key=state.sticky("pq_loses", False),
-    on_change=state.remember,
-    args=("pq_loses",),
+    **widgets.sticky("pq_loses", False),
     disabled=not paired,
     help="Keep the queries where B − A < 0",
 )
