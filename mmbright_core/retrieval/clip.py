@@ -52,7 +52,8 @@ from mmbright_core.data.image_batches import each_preprocessed
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.cache import path_sha256
-from mmbright_core.retrieval.dual import DualEncoderRetriever, image_key, white_image
+from mmbright_core.retrieval.dual import DualEncoderRetriever
+from mmbright_core.retrieval.dual_vectors import image_key, white_image
 from mmbright_core.retrieval.embedder import Modality, Role
 from mmbright_core.retrieval.index import IndexKind
 from mmbright_core.retrieval.model_files import (
