@@ -7,16 +7,15 @@ import numpy as np
 import pytest
 
 from mmbright_core.errors import UnknownNameError
-from mmbright_core.retrieval import cache as cache_module
+from mmbright_core.retrieval import shards as cache_module
 from mmbright_core.retrieval.cache import (
     CACHE_ENV,
     EmbeddingCache,
     content_key,
     default_cache_dir,
     path_sha256,
-    shard_name,
-    write_shard,
 )
+from mmbright_core.retrieval.shards import shard_name, write_shard
 
 SETTINGS = {"model": "toy", "revision": "r1", "truncation": 8}
 

@@ -23,7 +23,8 @@ from mmbright_core.analysis.attribution_records import (
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.base import ImageSource
 from mmbright_core.retrieval.dense import DenseRetriever
-from mmbright_core.retrieval.dual import DualEncoderRetriever, image_key
+from mmbright_core.retrieval.dual import DualEncoderRetriever
+from mmbright_core.retrieval.dual_vectors import image_key
 from mmbright_core.retrieval.index import l2_normalise
 from mmbright_core.retrieval.instructions import fill_domain
 from mmbright_core.task_table import TASK_TABLE

@@ -47,8 +47,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mmbright_core.retrieval.dual import DualEncoderRetriever, image_key, white_image
+from mmbright_core.retrieval.dual import DualEncoderRetriever
 from mmbright_core.retrieval.dual_options import DualOptions
+from mmbright_core.retrieval.dual_vectors import image_key, white_image
 from mmbright_core.retrieval.embedder import Role
 from mmbright_core.retrieval.index import IndexKind
 from mmbright_core.retrieval.open_clip_model import (

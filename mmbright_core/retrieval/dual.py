@@ -14,42 +14,30 @@ vectors. :class:`DualEncoderRetriever` does the rest as docs/protocol.md §3 ask
 
 Raw vectors go through the content-keyed embedding cache, keyed by the embedder's
 ``settings()`` and the role, so each fusion is computed from cached parts and a killed run
-pays nothing twice. Corpus encodings can run on Ray (:class:`~.encoders.CorpusEncoder`), and
-the fused scores split exactly into a text and an image part (:meth:`explain_scores`).
+pays nothing twice (:mod:`~mmbright_core.retrieval.dual_vectors`); the query side is
+:mod:`~mmbright_core.retrieval.dual_queries`, and this module the documents, the ranking and
+the Ray jobs. Corpus encodings can run on Ray (:class:`~.encoders.CorpusEncoder`), and the
+fused scores split exactly into a text and an image part (:meth:`explain_scores`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from functools import partial
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from PIL import Image
 
-from mmbright_core.data.image_batches import ImageLoader, LazyImages
-from mmbright_core.data.images import POLICIES, QueryImages, decode_image, query_images
+from mmbright_core.data.images import POLICIES, decode_image
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval.base import ImageSource, check_k, check_task, passage_id
-from mmbright_core.retrieval.cache import (
-    EmbeddingCache,
-    check_dtype,
-    content_key,
-    default_cache_dir,
-)
-from mmbright_core.retrieval.embedder import Embedder, JointEmbedder, Role, bind
-from mmbright_core.retrieval.encoders import (
-    BatchEncoder,
-    CallEncoder,
-    EncodeJob,
-    document_bytes,
-    passage_jobs,
-)
+from mmbright_core.retrieval.cache import check_dtype, content_key, default_cache_dir
+from mmbright_core.retrieval.dual_queries import FusedQueries
+from mmbright_core.retrieval.embedder import Embedder, JointEmbedder
+from mmbright_core.retrieval.encoders import EncodeJob, document_bytes, passage_jobs
 from mmbright_core.retrieval.fusion import Fusion, get_fusion
 from mmbright_core.retrieval.index import Groups, IndexKind, l2_normalise, rank_vectors
 from mmbright_core.task_table import TASK_TABLE
-from mmbright_core.types import Query, TaskData
+from mmbright_core.types import TaskData
 
 if TYPE_CHECKING:
     from mmbright_core.analysis.attribution_records import Attribution, Question
@@ -57,27 +45,7 @@ if TYPE_CHECKING:
 NO_IMAGE_MODES = ("white", "text")
 
 
-def image_key(image: Image.Image) -> str:
-    """Return the sha256 of an image's mode, size and pixels (for images made in memory)."""
-    header = f"{image.mode}:{image.width}x{image.height}:".encode()
-    return content_key(header + image.tobytes())
-
-
-def white_image() -> Image.Image:
-    """Return the white placeholder image: RGB, 224x224, as every official CLIP retriever makes it.
-
-    ``task2_multimodal.py`` ``retrieval_clip`` (a query without image), ``task3_image.py``
-    ``retrieval_clip_it2i`` (``np.full((224, 224, 3), 255)``) and ``task4_pair.py``
-    ``_safe_open_image(None)`` (``__NO_IMAGE__`` pairs and queries without image).
-    """
-    return Image.new("RGB", (224, 224), "white")
-
-
-def _decode_query_image(source: ImageSource, domain: str, path: str) -> Image.Image:
-    return decode_image(source.query_image_bytes(domain, path), path)
-
-
-class DualEncoderRetriever:
+class DualEncoderRetriever(FusedQueries):
     """Rank with an embedder's vectors under the protocol (tasks its modalities allow).
 
     Args:
@@ -145,190 +113,7 @@ class DualEncoderRetriever:
             "cache_dtype": self.cache_dtype,
         }
 
-    # --- raw vectors, cached ------------------------------------------------------------------
-
-    def _cache(self, modality: str, role: Role) -> EmbeddingCache:
-        custom = getattr(self.embedder, "cache_settings", None)
-        settings: Mapping[str, Any] = (
-            custom(modality, role)
-            if callable(custom)
-            else {"embedder": self.embedder.settings(), "modality": modality, "role": role}
-        )
-        # An embedder whose answers are paid for writes after every request (api).
-        shard = getattr(self.embedder, "cache_shard_size", None)
-        sized = {} if shard is None else {"shard_size": int(shard)}
-        return EmbeddingCache(self.cache_root, dict(settings), dtype=self.cache_dtype, **sized)
-
-    def bind(self, task: int | None, domain: str | None) -> None:
-        """Bind the embedder to a task and domain, if it takes them (``BoundEmbedder``).
-
-        The Ray engine's workers call this before they build their encoders, so that their
-        cache keys (the bound settings) are those of the local run.
-        """
-        bind(self.embedder, task, domain)
-
-    @contextmanager
-    def bound(self, data: TaskData) -> Iterator[None]:
-        """Bind the embedder to ``data``'s task and domain while the block runs."""
-        self.bind(data.task, data.domain)
-        try:
-            yield
-        finally:
-            self.bind(None, None)  # settings() then describe the run, not one domain
-
-    def _text_batch(self, role: Role) -> Callable[[list[str]], np.ndarray]:
-        return lambda chunk: self.embed_texts(chunk, role)
-
-    def embed_texts(self, texts: Sequence[str], role: Role = "document") -> np.ndarray:
-        """Embed one batch of texts, uncached: the embedder's raw float32 vectors."""
-        return np.asarray(self.embedder.encode_texts(list(texts), role), dtype=np.float32)
-
-    def embed_images(self, images: Sequence[Image.Image], role: Role = "document") -> np.ndarray:
-        """Embed one batch of images, uncached: the embedder's raw float32 vectors.
-
-        ``images`` may be :class:`LazyImages`, passed on as they are: the embedder decodes
-        them one at a time as it preprocesses them.
-        """
-        return np.asarray(self.embedder.encode_images(images, role), dtype=np.float32)
-
-    def encode_texts(self, texts: Sequence[str], role: Role = "document") -> np.ndarray:
-        """Return raw float32 text vectors for ``role``, cached by content."""
-        keys = [content_key(t) for t in texts]
-        cache = self._cache("text", role)
-        batch = self._text_batch(role)
-        return cache.encode(list(texts), keys, batch, self.batch_size, desc="texts")
-
-    def encode_images(
-        self, loaders: Sequence[ImageLoader], keys: Sequence[str], role: Role = "document"
-    ) -> np.ndarray:
-        """Return raw float32 image vectors, cached; loaders run only on cache misses."""
-
-        def batch(chunk: list[ImageLoader]) -> np.ndarray:
-            return self.embed_images(LazyImages(chunk), role)
-
-        cache = self._cache("image", role)
-        return cache.encode(loaders, keys, batch, self.batch_size, desc="images")
-
-    def encode_joint(
-        self, texts: Sequence[str], images: Sequence[Image.Image | None], role: Role
-    ) -> np.ndarray:
-        """Return raw joint vectors of (text, image) inputs (``joint`` rule), cached."""
-        embedder = self.embedder
-        assert isinstance(embedder, JointEmbedder)  # checked when built
-        items = list(zip(texts, images, strict=True))
-        keys = [
-            content_key(f"{content_key(t)}:{'none' if im is None else image_key(im)}")
-            for t, im in items
-        ]
-
-        def batch(chunk: list[tuple[str, Image.Image | None]]) -> np.ndarray:
-            pairs = list(zip(*chunk, strict=True))
-            out = embedder.encode_joint(list(pairs[0]), list(pairs[1]), role)
-            return np.asarray(out, dtype=np.float32)
-
-        cache = self._cache("joint", role)
-        return cache.encode(items, keys, batch, self.batch_size, desc="joint")
-
-    # --- queries ------------------------------------------------------------------------------
-
-    def query_pictures(self, query: Query, source: ImageSource) -> QueryImages:
-        """Return the images a query's text is fused with, and the query images left out.
-
-        The image policy chooses among the images that decode; a query with none gets the
-        white image (``no_image="white"``) or none at all (``"text"``: its text alone).
-        """
-        found = query_images(source, query, self.image_policy)
-        if not found.images and self.no_image == "white":
-            found.images = [white_image()]
-        return found
-
-    def encode_queries(self, queries: tuple[Query, ...], source: ImageSource | None) -> np.ndarray:
-        """Return L2-normalised query vectors: the rule's fusion of text and image vectors.
-
-        Each query's image is chosen by the image policy (``all``: the mean of its images'
-        raw vectors); without a source (Task 1) a query is its normalised text vector.
-        """
-        if source is None or not self.fusion.images:
-            return l2_normalise(self.encode_texts([q.text for q in queries], "query"))
-        if self.fusion.name == "joint":
-            images = [self.query_pictures(q, source).images for q in queries]
-            return self._joint_queries(queries, images)
-        texts = self.encode_texts([q.text for q in queries], "query")
-        counts, loaders, keys = [], [], []
-        for query in queries:  # one query's images decoded at a time, for their keys
-            found_loaders, found_keys = self.query_image_loaders(query, source)
-            counts.append(len(found_keys))
-            loaders += found_loaders
-            keys += found_keys
-        flat_vectors = self.encode_images(loaders, keys, "query")
-        out, start = [], 0
-        for text, count in zip(texts, counts, strict=True):
-            if not count:
-                out.append(l2_normalise(text))  # no image part: the text alone
-                continue
-            image = flat_vectors[start : start + count].mean(axis=0)
-            start += count
-            out.append(self.fusion.fuse(text, image))
-        return np.stack(out)
-
-    def query_image_loaders(
-        self, query: Query, source: ImageSource
-    ) -> tuple[list[ImageLoader], list[str]]:
-        """Return a loader and a pixel key for each image a query's text is fused with.
-
-        The pictures are decoded here for their keys and then dropped; a loader decodes its
-        picture again only when the cache lacks its vector, so a domain's query images are
-        never all in memory at once (docs/safety.md, "Bounded memory").
-        """
-        found = self.query_pictures(query, source)
-        keys = [image_key(image) for image in found.images]
-        decodable = [ref.path for ref in query.images if ref.path not in found.problems]
-        if not decodable:  # the white stand-in, or nothing
-            return [white_image for _ in keys], keys
-        if self.image_policy == "concat":
-            return [partial(self._concat_picture, query, source)], keys
-        # first and all: the images are the query's decodable ones, in order.
-        domain = query.domain
-        loaders: list[ImageLoader] = [
-            partial(_decode_query_image, source, domain, path) for path in decodable[: len(keys)]
-        ]
-        return loaders, keys
-
-    def _concat_picture(self, query: Query, source: ImageSource) -> Image.Image:
-        return self.query_pictures(query, source).images[0]
-
-    def _joint_queries(
-        self, queries: tuple[Query, ...], images: list[list[Image.Image]]
-    ) -> np.ndarray:
-        # Several images (policy ``all``): the mean of the joint vectors of each.
-        slots: list[list[Image.Image | None]] = [list(found) or [None] for found in images]
-        texts = [q.text for q, slot in zip(queries, slots, strict=True) for _ in slot]
-        flat = [image for slot in slots for image in slot]
-        vectors = self.encode_joint(texts, flat, "query")
-        out, start = [], 0
-        for found in images:
-            count = max(len(found), 1)
-            out.append(l2_normalise(vectors[start : start + count].mean(axis=0)))
-            start += count
-        return np.stack(out)
-
     # --- documents ----------------------------------------------------------------------------
-
-    def document_image_vectors(
-        self, domain: str, paths: Sequence[str], source: ImageSource
-    ) -> np.ndarray:
-        """Return the raw vectors of corpus images (by path), cached by their bytes.
-
-        Raises:
-            ImageDecodeError: The source has no bytes for a path.
-        """
-        raws = [document_bytes(source, domain, path) for path in paths]
-        loaders = [partial(decode_image, raw, path) for raw, path in zip(raws, paths, strict=True)]
-        return self.encode_images(loaders, [content_key(raw) for raw in raws])
-
-    def white_vector(self) -> np.ndarray:
-        """Return the raw vector of the white image, as a ``(1, dim)`` array (cached)."""
-        return self.encode_images([white_image], [image_key(white_image())])
 
     def missing_image_vector(self, dim: int) -> np.ndarray:
         """Return what a Task 4 pair without image is fused with: white, or zeros (1, dim)."""
@@ -394,30 +179,6 @@ class DualEncoderRetriever:
             raw = [document_bytes(source, data.domain, path) for path in paths]
             jobs.append(EncodeJob("image", [content_key(r) for r in raw], raw, paths))
         return jobs
-
-    def batch_encoder(self, role: str, prefix: str = "") -> BatchEncoder | None:
-        """Return the document text or image encoder (image items are file bytes)."""
-        if role == "text":
-            batch = self._text_batch("document")
-            return CallEncoder(
-                self._cache("text", "document"),
-                self.batch_size,
-                self.text_tokens(),
-                lambda items, _: batch(list(items)),
-            )
-        if role == "image":
-            return CallEncoder(
-                self._cache("image", "document"), self.batch_size, 0, self._embed_files
-            )
-        return None
-
-    def text_tokens(self) -> int:
-        """Return a bound on the text truncation for shipping texts (0: ship them whole)."""
-        return 0
-
-    def _embed_files(self, items: Sequence[bytes], names: Sequence[str]) -> np.ndarray:
-        loaders = [partial(decode_image, raw, n) for raw, n in zip(items, names, strict=True)]
-        return self.embed_images(LazyImages(loaders))
 
     # --- ranking and attribution --------------------------------------------------------------
 

@@ -28,6 +28,7 @@ MAX_SUFFIX = 1000
 """The most ``<subdir>_<n>`` folders tried before giving up."""
 
 Guard = Callable[[Path], None]
+"""Called with each folder or file before it is read or written; raises to refuse it."""
 
 
 class OutputConflictError(InputError):

@@ -4,10 +4,10 @@ Every cut here removes the query's excluded documents *before* counting to ``k``
 Fusion rules) and orders ties by doc id descending (:mod:`mmbright_core.ranking`), including ties
 that straddle the cut. The exact (``flat``) search scores every unit with one BLAS matrix product
 per block of queries (:mod:`mmbright_core.retrieval.exact`); faiss serves the approximate
-indexes, where the search keeps asking for more until the ``k``-th kept score is strictly
-above everything it has not seen. Task 4 pairs share their passage's text embedding or BM25
-score; :class:`Groups` maps one indexed unit (a passage) to its documents (its pairs), so a
-passage is scored once and expanded afterwards.
+indexes (:mod:`mmbright_core.retrieval.approximate`), where the search keeps asking for more
+until the ``k``-th kept score is strictly above everything it has not seen. Task 4 pairs
+share their passage's text embedding or BM25 score; :class:`Groups` maps one indexed unit
+(a passage) to its documents (its pairs), so a passage is scored once and expanded afterwards.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from mmbright_core.errors import InputError
 from mmbright_core.ranking import rank_order, ranking_scores
+from mmbright_core.retrieval.approximate import faiss_index, settled_candidates
 from mmbright_core.retrieval.exact import exact_search, kept_documents, score_blocks
 from mmbright_core.types import TaskData
 
@@ -151,24 +152,9 @@ class VectorIndex:
         self._size, dim = data.shape
         # The exact search reads the vectors themselves; faiss keeps its own copy.
         self._vectors = data if kind == "flat" else np.empty((0, dim), dtype=np.float32)
-        if kind == "flat":
-            return
-        import faiss
-
-        self._index: Any
-        if kind == "hnsw":
-            self._index = faiss.IndexHNSWFlat(dim, hnsw_m, faiss.METRIC_INNER_PRODUCT)
-        elif kind == "ivf":
-            cells = nlist or max(1, min(int(4 * np.sqrt(len(data))), len(data) // 39 or 1))
-            self._quantizer = faiss.IndexFlatIP(dim)
-            self._index = faiss.IndexIVFFlat(
-                self._quantizer, dim, cells, faiss.METRIC_INNER_PRODUCT
-            )
-            self._index.train(data)
-            self._index.nprobe = nprobe
-        else:
-            raise InputError("unknown index kind", expected="flat, hnsw or ivf", found=repr(kind))
-        self._index.add(data)
+        self._index: Any = None
+        if kind != "flat":
+            self._index = faiss_index(data, kind, hnsw_m=hnsw_m, nlist=nlist, nprobe=nprobe)
 
     def __len__(self) -> int:
         return int(self._size)
@@ -210,28 +196,8 @@ def dense_top_k(
     matrix = np.ascontiguousarray(queries, dtype=np.float32)
     if index.kind == "flat":
         return _exact_top_k(index, matrix, doc_ids, k, exclude, groups, scale)
-    results: list[dict[str, float] | None] = [None] * len(matrix)
-    pending = np.arange(len(matrix))
-    # Enough for the common case; raised geometrically for queries whose cut is not settled.
-    width = min(len(index), k + max((len(e) for e in exclude), default=0) + 16)
-    while len(pending):
-        scores, positions = index.search(matrix[pending], width)
-        unsettled = []
-        for row, query in enumerate(pending):
-            found = _settle(
-                scores[row], positions[row], exclude[int(query)], groups, k, width >= len(index)
-            )
-            if found is None:
-                unsettled.append(query)
-                continue
-            docs, values = found
-            order = np.argsort(docs, kind="stable")  # corpus order, for ties at the cut
-            results[query] = top_k_array(
-                doc_ids[docs[order]], values[order].astype(np.float64) * scale, k
-            )
-        pending = np.array(unsettled, dtype=np.int64)
-        width = min(len(index), width * 4)
-    return [r if r is not None else {} for r in results]
+    found = settled_candidates(index, matrix, exclude, groups, k)
+    return [top_k_array(doc_ids[d], v.astype(np.float64) * scale, k) for d, v in found]
 
 
 def _exact_top_k(
@@ -250,32 +216,6 @@ def _exact_top_k(
             docs, values = kept_documents(scores, exclude[query], k, groups)
             results.append(top_k_array(doc_ids[docs], values.astype(np.float64) * scale, k))
     return results
-
-
-def _settle(
-    scores: npt.NDArray[np.float32],
-    positions: IntArray,
-    exclude: IntArray,
-    groups: Groups | None,
-    k: int,
-    exhaustive: bool,
-) -> tuple[IntArray, npt.NDArray[np.float32]] | None:
-    # Returns the kept candidates once no unseen unit can enter the top k, else None.
-    valid = positions >= 0
-    units, unit_scores = positions[valid], scores[valid]
-    if groups is None:
-        docs, values = units, unit_scores
-    else:
-        docs, where = groups.expand(units)
-        values = unit_scores[where]
-    keep = ~np.isin(docs, exclude)
-    docs, values = docs[keep], values[keep]
-    if exhaustive or len(unit_scores) == 0:
-        return docs, values
-    if len(values) < k:
-        return None
-    kth = np.partition(values, len(values) - k)[len(values) - k]
-    return (docs, values) if kth > unit_scores.min() else None
 
 
 def l2_normalise(vectors: npt.ArrayLike) -> npt.NDArray[np.float32]:

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from mmbright_core.retrieval.base import require
-from mmbright_core.retrieval.cache import shard_name, write_shard
 from mmbright_core.retrieval.encoders import BatchEncoder, EncoderSpec
+from mmbright_core.retrieval.shards import shard_name, write_shard
 from mmbright_core.retrieval.textcap import cap_text
 
 #: Items per shard, rounded down to whole encoder calls (the local cache's shard size).

@@ -4,9 +4,8 @@ Layout (docs/protocol.md, The official harness's files) under ``<out>/<subdir>/`
 ``<domain>/scores.json`` and ``metrics.json``, ``summary.json``; and beside them ``run.trec`` (every
 domain's run, query ids written ``<domain>/<query id>`` because ids repeat across domains) and
 ``config.json``. Each domain folder also gets a ``config.json``, written last: a domain is reused
-only when that stored configuration equals the new one (the official code reuses any existing
-``scores.json``, docs/protocol.md, What peer tools do differently), and a run killed mid-domain
-leaves no configuration there, so it re-runs.
+only when that stored configuration equals the new one (:mod:`mmbright_core.retrieval.stored`),
+and a run killed mid-domain leaves no configuration there, so it re-runs.
 
 Nothing of another configuration is ever replaced (:mod:`mmbright_core.retrieval.folders`):
 the folder's ``config.json`` claims it before any domain is written, a folder holding
@@ -20,8 +19,9 @@ reused only where they exist.
 
 No silent zeros: what the data lacked (null texts, every corpus image undecodable, no
 judgment; :mod:`mmbright_core.data.checks`) and a run in which no query got a single document
-are said in the domain's ``metrics.json`` (``"warnings"``) and in :attr:`DomainOutcome.warnings`,
-which the command line prints to stderr and the Run page shows.
+are said in the domain's ``metrics.json`` (``"warnings"``) and in the warnings of its
+:class:`~mmbright_core.retrieval.stored.DomainOutcome`, which the command line prints to
+stderr and the Run page shows.
 
 Two hooks serve a caller other than the command line (the dashboard): ``progress`` hears of
 each step, within a domain too, and ``guard`` is shown every folder and file before it is
@@ -31,13 +31,11 @@ read or written, so that a server can refuse a symlinked subfolder that leads el
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -47,12 +45,19 @@ from mmbright_core.data.tasks import negatives_for
 from mmbright_core.errors import InputError
 from mmbright_core.io.atomic import atomic_write_text
 from mmbright_core.io.official import official_subdir, write_domain_outputs, write_summary
-from mmbright_core.io.official_json import read_metrics
-from mmbright_core.io.runs import read_run, write_trec_run
+from mmbright_core.io.runs import write_trec_run
 from mmbright_core.metrics.official import official_metrics
 from mmbright_core.ranking import top_k
 from mmbright_core.retrieval.base import DEFAULT_K, Retriever, RunConfig, check_k, check_task
-from mmbright_core.retrieval.folders import CONFIG_FILE, choose_folder, held_domains
+from mmbright_core.retrieval.folders import CONFIG_FILE, Guard, choose_folder
+from mmbright_core.retrieval.stored import (
+    DOMAIN_FILES,
+    DomainOutcome,
+    claim_folder,
+    domain_config,
+    dump_json,
+    reuse_domain,
+)
 from mmbright_core.task_table import TASK_TABLE, task_info
 from mmbright_core.types import Run, TaskData
 
@@ -87,28 +92,6 @@ class Progress:
 
 
 ProgressHook = Callable[[Progress], None]
-Guard = Callable[[Path], None]
-"""Called with each folder or file before it is read or written; raises to refuse it."""
-
-
-@dataclass(frozen=True)
-class DomainOutcome:
-    """What running one domain gave.
-
-    Attributes:
-        domain: The domain.
-        reused: True when stored outputs with an equal configuration were kept.
-        run: The domain's run (top ``k``, exclusions applied).
-        metrics: The official metrics of the run.
-        warnings: What made its scores lower than they look, one sentence each (none for
-            a clean domain).
-    """
-
-    domain: str
-    reused: bool
-    run: dict[str, dict[str, float]]
-    metrics: dict[str, float]
-    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -173,6 +156,35 @@ def run_task(
         OutputConflictError: The folder holds outputs of another configuration, or with
             none recorded, and ``new_folder`` is False; nothing was written.
     """
+    config, chosen = _configure(source, task, retriever, domains, protocol, k, negatives)
+    check = guard or _no_guard
+    check(Path(out_dir))
+    subdir = official_subdir(task, retriever.label())
+    choice = choose_folder(Path(out_dir), subdir, config, new_folder=new_folder, guard=check)
+    task_dir = choice.task_dir
+    names = (*DOMAIN_FILES, *_recorded_files(retriever))
+    kept, held = claim_folder(task_dir, source.domains(), chosen, config, names, check)
+    bar = tqdm(chosen, desc=f"task {task} {retriever.name}", unit="domain", disable=None)
+    outcomes = []
+    for index, domain in enumerate(bar):
+        tell = _teller(progress, domain, index, len(chosen))
+        outcomes.append(_domain(source, retriever, task_dir, domain, config, names, tell))
+    every = sorted([*outcomes, *kept], key=lambda o: held.index(o.domain))
+    _write_task_files(task_dir, retriever.label(), config, every)
+    return RunOutcome(task_dir, config, tuple(outcomes), tuple(kept), choice.avoided)
+
+
+def _configure(
+    source: Source,
+    task: int,
+    retriever: Retriever,
+    domains: Sequence[str] | None,
+    protocol: str,
+    k: int,
+    negatives: str,
+) -> tuple[RunConfig, tuple[str, ...]]:
+    # Everything is checked before a folder is looked at; the settings a task ignores are
+    # recorded as the ones it follows (docs/protocol.md, Per-task protocol).
     check_task(retriever, task)
     check_k(k)
     if protocol not in PROTOCOLS:
@@ -183,39 +195,19 @@ def run_task(
     config = RunConfig.build(
         retriever, task=task, protocol=protocol, source=source.name, k=k, negatives=policy
     )
-    check = guard or _no_guard
-    check(Path(out_dir))
-    subdir = official_subdir(task, retriever.label())
-    choice = choose_folder(Path(out_dir), subdir, config, new_folder=new_folder, guard=check)
-    task_dir = choice.task_dir
-    names = (*_DOMAIN_FILES, *_recorded_files(retriever))
-    kept, held = _claim(task_dir, source.domains(), chosen, config, names, check)
-    outcomes = []
-    for index, domain in enumerate(
-        tqdm(chosen, desc=f"task {task} {retriever.name}", unit="domain", disable=None)
-    ):
-        tell = _teller(progress, domain, index, len(chosen))
-        outcome = _reuse(task_dir, domain, config, names)
-        if outcome is None:
-            outcome = _run_domain(source, task, retriever, task_dir, domain, config, tell)
-        tell(1.0, "reused from disk" if outcome.reused else "done")
-        outcomes.append(outcome)
-    every = sorted([*outcomes, *kept], key=lambda o: held.index(o.domain))
-    write_summary(
-        task_dir,
-        retriever.label(),
-        TASK_TABLE[task].task_type,
-        {o.domain: o.metrics for o in every},
-    )
+    return config, chosen
+
+
+def _write_task_files(
+    task_dir: Path, label: str, config: RunConfig, every: Sequence[DomainOutcome]
+) -> None:
+    # The summary and run.trec cover every domain the folder holds; config.json goes last.
+    metrics = {o.domain: o.metrics for o in every}
+    write_summary(task_dir, label, TASK_TABLE[config.task].task_type, metrics)
     combined = {f"{o.domain}/{q}": docs for o in every for q, docs in o.run.items()}
-    write_trec_run(task_dir / "run.trec", combined, tag=retriever.label())
+    write_trec_run(task_dir / "run.trec", combined, tag=label)
     summary = {"config": config.to_dict(), "domains": [o.domain for o in every]}
-    atomic_write_text(task_dir / CONFIG_FILE, _dump(summary))
-    return RunOutcome(task_dir, config, tuple(outcomes), tuple(kept), choice.avoided)
-
-
-_TASK_FILES = ("summary.json", "run.trec", CONFIG_FILE)
-_DOMAIN_FILES = (CONFIG_FILE, "scores.json", "metrics.json")
+    atomic_write_text(task_dir / CONFIG_FILE, dump_json(summary))
 
 
 _Tell = Callable[[float, str], None]
@@ -233,96 +225,31 @@ def _teller(hook: ProgressHook | None, domain: str, index: int, count: int) -> _
     return tell
 
 
-def _claim(
-    task_dir: Path,
-    every: Sequence[str],
-    chosen: Sequence[str],
-    config: RunConfig,
-    names: Sequence[str],
-    check: Guard,
-) -> tuple[list[DomainOutcome], list[str]]:
-    """Check every path, then write the folder's config.json before any domain.
-
-    A run stopped at any point then leaves a folder that says which configuration its
-    files belong to (:mod:`mmbright_core.retrieval.folders`).
-
-    Returns:
-        The folder's other domains of this configuration, and every domain it will hold
-        (in the source's order).
-    """
-    for path in (task_dir, *(task_dir / n for n in _TASK_FILES)):
-        check(path)
-    for domain in chosen:
-        for path in (task_dir / domain, *(task_dir / domain / n for n in names)):
-            check(path)
-    kept = _kept(task_dir, chosen, config, names, check)
-    held = [d for d in every if d in chosen or d in {o.domain for o in kept}]
-    atomic_write_text(task_dir / CONFIG_FILE, _dump({"config": config.to_dict(), "domains": held}))
-    return kept, held
-
-
-def _kept(
-    task_dir: Path, chosen: Sequence[str], config: RunConfig, names: Sequence[str], check: Guard
-) -> list[DomainOutcome]:
-    # The folder's other domains of this configuration stay in its summary, so that the
-    # summary's figure is the one its domains' scores give.
-    others = [d for d in held_domains(task_dir, check) if d not in chosen]
-    found = (_reuse(task_dir, d, config, names) for d in others)
-    return [o for o in found if o is not None]
-
-
-def _domain_config(config: RunConfig, domain: str) -> dict[str, Any]:
-    # Through JSON so that it compares equal to what a stored file reads back as.
-    stored: dict[str, Any] = json.loads(_dump({"config": config.to_dict(), "domain": domain}))
-    return stored
-
-
 def _recorded_files(retriever: Retriever) -> tuple[str, ...]:
     return tuple(getattr(retriever, "recorded_files", ()))
 
 
-def _reuse(
-    task_dir: Path, domain: str, config: RunConfig, names: Sequence[str]
-) -> DomainOutcome | None:
-    folder = task_dir / domain
-    paths = [folder / name for name in names]
-    if not all(p.is_file() for p in paths):
-        return None
-    try:
-        stored = json.loads(paths[0].read_text(encoding="utf-8"))
-        metrics, warnings = read_metrics(paths[2])
-        # Read back through RunConfig, so that a field added since (with the default the
-        # older run necessarily used) compares equal, and any other difference does not.
-        if _domain_config(RunConfig.from_dict(stored["config"]), stored["domain"]) != (
-            _domain_config(config, domain)
-        ):
-            return None
-        scores = read_run(paths[1], format="json")
-    except (OSError, ValueError, KeyError, TypeError):  # InputError is a ValueError
-        return None  # unreadable: run again rather than trust it
-    return DomainOutcome(domain, True, scores, metrics, warnings)
-
-
-def _run_domain(
+def _domain(
     source: Source,
-    task: int,
     retriever: Retriever,
     task_dir: Path,
     domain: str,
     config: RunConfig,
-    tell: _Tell | None = None,
+    names: Sequence[str],
+    tell: _Tell,
 ) -> DomainOutcome:
+    # One domain: its stored outputs when they match (retrieval.stored), else a new run.
+    outcome = reuse_domain(task_dir, domain, config, names)
+    if outcome is not None:
+        tell(1.0, "reused from disk")
+        return outcome
     # The old configuration goes first: outputs written under a new one must never sit
     # beside it if the run stops half-way.
     (task_dir / domain / CONFIG_FILE).unlink(missing_ok=True)
-    if tell is not None:
-        tell(0.0, "reading the domain")
-    data = source.task(task, domain, config.protocol, negatives=config.negatives)
-    if tell is None:
-        found = retriever.retrieve(data, source, config.k)
-    else:
-        found = _retrieve_in_batches(retriever, data, source, config.k, tell)
-        tell(0.95, "scoring and writing")
+    tell(0.0, "reading the domain")
+    data = source.task(config.task, domain, config.protocol, negatives=config.negatives)
+    found = _retrieve_in_batches(retriever, data, source, config.k, tell)
+    tell(0.95, "scoring and writing")
     run = _cut(found, data.excluded, config.k)
     metrics = official_metrics(data.qrels, run)
     warnings = (*data.report.warnings, *_nothing_ranked(data, run))
@@ -330,7 +257,8 @@ def _run_domain(
     records = getattr(retriever, "records", None)
     for name, text in (records(data, source) if callable(records) else {}).items():
         atomic_write_text(task_dir / domain / name, text)
-    atomic_write_text(task_dir / domain / CONFIG_FILE, _dump(_domain_config(config, domain)))
+    atomic_write_text(task_dir / domain / CONFIG_FILE, dump_json(domain_config(config, domain)))
+    tell(1.0, "done")
     return DomainOutcome(domain, False, run, metrics, warnings)
 
 
@@ -367,7 +295,3 @@ def _cut(run: Run, excluded: dict[str, frozenset[str]], k: int) -> dict[str, dic
     # Every backend cuts already; doing it again here holds any registered retriever to the
     # protocol (exclusions before the top-k cut, docs/protocol.md, Per-task protocol).
     return {q: top_k(docs, k, excluded.get(q, frozenset())) for q, docs in run.items()}
-
-
-def _dump(data: Any) -> str:
-    return json.dumps(data, indent=2, sort_keys=True) + "\n"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -207,6 +207,34 @@ def check_finite(
         hint="Check the model's weights and precision (float16 overflows past 65,504: store "
         "the cache as float32); nothing of this batch was cached",
     )
+
+
+def checked_batch(
+    answer: Any, items: Sequence[object], dtype: np.dtype[Any], settings: Mapping[str, Any]
+) -> np.ndarray:
+    """Return an encoder's answer for ``items`` cast to the stored ``dtype``, once it passes.
+
+    Args:
+        answer: What the encoder returned (array-like).
+        items: The inputs it was given, for the message.
+        dtype: The dtype the cache stores.
+        settings: The encoder's cache settings (they name the model).
+
+    Raises:
+        InputError: Not one ``(n, dim)`` row per item, or a row holding NaN or an infinity
+            after the cast (the message names the model and that row's input).
+    """
+    vectors = np.asarray(answer)
+    if vectors.ndim != 2 or vectors.shape[0] != len(items):
+        raise InputError(
+            "encoder returned a wrong number of vectors",
+            expected=f"shape ({len(items)}, dim)",
+            found=str(vectors.shape),
+        )
+    with np.errstate(over="ignore"):  # an overflow to float16 is refused below
+        stored = vectors.astype(dtype)
+    check_finite(stored, settings, lambda row: describe_item(items[row]))
+    return stored
 
 
 def model_name(settings: Mapping[str, Any]) -> str:
