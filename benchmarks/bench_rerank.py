@@ -1,6 +1,6 @@
 """Measure reranking throughput on CPU with a tiny random-weight cross-encoder (pairs/s).
 
-The model is built offline (``tests/tiny_hf.py``: a one-layer BERT relevance head over a
+The model is built offline (``tests/support/tiny_hf.py``: a one-layer BERT relevance head over a
 word-level tokenizer trained on the demo's texts). Three figures over the demo's Task 2
 BM25 run, every domain, top ``--depth`` of each query:
 
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))  # the tiny model's builder
+sys.path.insert(0, str(HERE.parent / "tests" / "support"))  # the tiny model's builder
 
 import tiny_hf  # noqa: E402
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent / "tests")]
+sys.path[:0] = [str(HERE.parent / "tests" / "support")]
 
 import serving  # noqa: E402
 

@@ -9,6 +9,7 @@ import openai_server
 import pandas as pd
 import pytest
 from apptest import add_folder, dataframe_with, fresh, goto
+from locations import SUPPORT
 
 from mmbright_core.analysis.compare import compare_runs
 from mmbright_core.analysis.rewrite_stage import is_plain_run_of, plain_config, rewrite_table
@@ -52,7 +53,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     args = [str(rewritten), "--source", "demo", "--task", "2", "--depth", str(DEPTH)]
     args += ["--reranker", "rerank_plugins:reverse", "--out", str(out / "reranked")]
     with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(Path(__file__).parent))
+        patch.syspath_prepend(str(SUPPORT))
         assert main(["rerank", *args, "--cache-dir", str(out / "cache")]) == 0
     (reranked,) = (out / "reranked").iterdir()
     return {"rewritten": rewritten, "k20": other, "reranked": reranked}

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from apptest import add_folder, dataframe_with, fresh, goto
+from locations import SUPPORT
 
 from mmbright_core.analysis.compare import compare_runs
 from mmbright_core.analysis.table import source_results_table
@@ -30,7 +31,7 @@ def reranked(tmp_path_factory: pytest.TempPathFactory) -> Path:
     args = [str(FIRST), "--source", "demo", "--task", "2", "--depth", str(DEPTH)]
     args += ["--reranker", "rerank_plugins:reverse", "--out", str(out / "runs")]
     with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(Path(__file__).parent))
+        patch.syspath_prepend(str(SUPPORT))
         assert main(["rerank", *args, "--cache-dir", str(out / "cache")]) == 0
     return out / "runs"
 

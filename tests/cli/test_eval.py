@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 import pytrec_eval
+from locations import IO_SAMPLES
 
 from mmbright_core.cli import main
 from mmbright_core.io.qrels import write_qrels
 from mmbright_core.io.runs import write_json_run, write_trec_run
 
-DATA = Path(__file__).parent / "data" / "io"
+DATA = IO_SAMPLES
 QRELS = str(DATA / "qrels.trec")
 RUN = str(DATA / "run.trec")
 

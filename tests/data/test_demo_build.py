@@ -57,7 +57,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _files(root: Path) -> dict[str, bytes]:
     # The hand-written source, the README and the shipped runs (made by retrievers from
-    # these files; tests/test_demo_runs.py checks them) are not the build's output.
+    # these files; tests/data/test_demo_runs.py checks them) are not the build's output.
     return {
         p.relative_to(root).as_posix(): p.read_bytes()
         for p in sorted(root.rglob("*"))

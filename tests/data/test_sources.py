@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from fixture_dataset import AQ2, SCHEMAS, encode
+from locations import ROOT
 
 from mmbright_core.data import image_store, sources
 from mmbright_core.data.layout import DOMAINS, PINNED_REVISION
@@ -122,12 +123,12 @@ def _as_unprivileged(argv: list[str]) -> subprocess.CompletedProcess[str]:
         if setpriv is None:
             pytest.skip("needs setpriv to drop root's right to read any folder")
         drop = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
-        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
         probe = [*drop, sys.executable, "-c", "import mmbright_core"]
         if subprocess.run(probe, capture_output=True, env=env, timeout=120).returncode:
             pytest.skip("user nobody cannot read this checkout (it lies in a private folder)")
         argv = [*drop, *argv]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
 
 
@@ -258,7 +259,7 @@ def test_text_tasks_stay_small_beside_200_mb_of_images(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         check=True,
-        cwd=Path(__file__).parents[1],
+        cwd=ROOT,
     )
     growth_mb, queries = map(int, probe.stdout.split())
     assert queries == 1

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from locations import IO_SAMPLES
 
 from mmbright_core.errors import InputError
 from mmbright_core.io.qrels import read_qrels
@@ -177,7 +178,7 @@ def test_infinite_parquet_score(tmp_path: Path) -> None:
 
 
 def test_truncated_parquet(tmp_path: Path) -> None:
-    data = (Path(__file__).parent / "data" / "io" / "run.parquet").read_bytes()
+    data = (IO_SAMPLES / "run.parquet").read_bytes()
     path = tmp_path / "cut.parquet"
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(InputError, match="corrupt or truncated parquet") as caught:

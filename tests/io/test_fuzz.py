@@ -2,19 +2,19 @@
 
 import contextlib
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from fuzzing import mutations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from locations import IO_SAMPLES
 
 from mmbright_core.errors import InputError
 from mmbright_core.io.qrels import read_qrels
 from mmbright_core.io.runs import read_run
 
-DATA = Path(__file__).parent / "data" / "io"
+DATA = IO_SAMPLES
 SEEDS = [
     (DATA / name).read_bytes()
     for name in ("run.trec", "run.json", "run.trec.gz", "run.parquet", "qrels.trec", "qrels.json")

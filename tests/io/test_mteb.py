@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from locations import ROOT
 
 from mmbright_core.cli import main
 from mmbright_core.errors import InputError, UnknownNameError
@@ -17,7 +17,7 @@ from mmbright_core.io.mteb import (
     write_mteb_predictions,
 )
 
-DEMO_RUNS = Path(__file__).parent.parent / "mmbright_core" / "data" / "demo" / "runs"
+DEMO_RUNS = ROOT / "mmbright_core" / "data" / "demo" / "runs"
 
 
 def _predictions(runs, meta=None, split="test"):

@@ -2,11 +2,12 @@ import io
 from pathlib import Path
 
 import pytest
+from locations import IO_SAMPLES
 
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.io.qrels import read_qrels, write_qrels
 
-DATA = Path(__file__).parent / "data" / "io"
+DATA = IO_SAMPLES
 
 EXPECTED = {"q1": {"d1": 1, "d3": 2, "dx": 0}, "q2": {"d4": 1}, "q3": {"d9": 1}}
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pytest
+from locations import IO_SAMPLES
 
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.io.runs import (
@@ -17,9 +18,9 @@ from mmbright_core.io.runs import (
     write_trec_run,
 )
 
-DATA = Path(__file__).parent / "data" / "io"
+DATA = IO_SAMPLES
 
-# The run every fixture file in tests/data/io holds, in its own format.
+# The run every fixture file in tests/support/samples/io holds, in its own format.
 EXPECTED = {
     "q1": {"d3": 2.5, "d1": 0.1, "d2": 0.1, "dé": -1e-300},
     "q2": {"d1": 7.0, "d4": 3.0000000000000004},

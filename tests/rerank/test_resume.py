@@ -1,6 +1,6 @@
 """A rerank job SIGKILLed mid-domain resumes to the same bytes and asks no query twice.
 
-The counting plugin (``tests/rerank_plugins.py``) logs each query it is asked; once it has
+The counting plugin (``tests/support/rerank_plugins.py``) logs each query it is asked; once it has
 answered ``HOLD_AFTER`` queries it says so through a FIFO and blocks, so the kill lands at
 a known point with no waiting for time: after those answers were cached, inside the first
 domain, before any output of it was written.
@@ -15,13 +15,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from locations import SUPPORT
 
 from mmbright_core.ui.workspace import DEMO_RUNS
 
 HOLD_AFTER = 3
 DOMAINS = ("biology", "gis")
 SUBDIR = "run_it2t_bm25+counting"
-HERE = Path(__file__).parent
+HERE = SUPPORT  # the counting plugin
 
 pytestmark = pytest.mark.slow
 

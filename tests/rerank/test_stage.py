@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from locations import ROOT, SUPPORT
 
 from mmbright_core.cli import main
 from mmbright_core.data.sources import open_source
@@ -23,7 +24,7 @@ DEPTH = 10
 
 @pytest.fixture(autouse=True)
 def _plugins_importable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    monkeypatch.syspath_prepend(str(SUPPORT))
 
 
 def rerank(tmp_path: Path, reranker: str, *extra: str, run: Path = FIRST, task: str = "2") -> Path:
@@ -186,7 +187,7 @@ def test_a_text_reranker_refuses_image_documents(tmp_path: Path, tiny_cross_enco
 
 
 def test_the_documented_reranker_plugin_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "plugins.md").read_text()
+    doc = (ROOT / "docs" / "plugins.md").read_text()
     section = doc.split("## Your own reranker", 1)[1]
     (tmp_path / "shortest_plugin.py").write_text(section.split("```python\n")[1].split("```")[0])
     monkeypatch.syspath_prepend(str(tmp_path))

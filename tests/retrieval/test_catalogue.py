@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from pathlib import Path
 
 import pytest
+from locations import ROOT
 
 from mmbright_core.analysis.leaderboard import load_reference
 from mmbright_core.cli import main
@@ -26,8 +26,6 @@ from mmbright_core.retrieval.catalogue_doc import main as write_models_page
 from mmbright_core.retrieval.catalogue_doc import models_markdown
 from mmbright_core.retrieval.instructions import INSTRUCTION_SETS, fill_domain
 from mmbright_core.retrieval.preset_run import resolve
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_at_least_twenty_open_weight_models_of_tasks_1_and_2():

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TINY_CLIP as TINY
-from conftest import TINY_CLIP_CONFIG as TINY_CONFIG
 from PIL import Image
+from tiny_clip import TINY_CLIP as TINY
+from tiny_clip import TINY_CLIP_CONFIG as TINY_CONFIG
 
 from mmbright_core.cli import main
 from mmbright_core.data.images import decode_image

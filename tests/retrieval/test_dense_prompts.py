@@ -1,7 +1,7 @@
 """Dense prompts and instructions, checked against sentence-transformers called directly.
 
 The model is a sentence-transformers wrapper (mean pooling) around the tiny random BERT of
-``tests/tiny_hf.py``, with one named prompt, so nothing is downloaded.
+``tests/support/tiny_hf.py``, with one named prompt, so nothing is downloaded.
 """
 
 from __future__ import annotations

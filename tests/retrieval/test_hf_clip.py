@@ -1,6 +1,6 @@
 """CLIP and SigLIP through their transformers processors (``hf``), run from the command line.
 
-Tiny random models of both families (``tests/tiny_hf.py``) run Task 2 on the demo (SigLIP as
+Tiny random models of both families (``tests/support/tiny_hf.py``) run Task 2 on the demo (SigLIP as
 the catalogue's ``siglip`` preset with the tiny model in place of the hub's); every
 score must be the official fusion computed here with transformers directly: 100 x the dot
 product of L2-normalise((raw text + raw first query image) / 2) and the normalised raw

@@ -23,7 +23,7 @@ transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.models]
 
-#: The tiny model of each preset's architecture (tests/tiny_hf.py).
+#: The tiny model of each preset's architecture (tests/support/tiny_hf.py).
 FAMILIES = {
     "e5": "mistral",
     "sf": "mistral",

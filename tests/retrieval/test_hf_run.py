@@ -2,7 +2,7 @@
 
 The expected score of a passage is 100 x the cosine of two vectors each computed one text at a
 time with transformers: the pooled state of the instructed query, the pooled state of the
-passage. The tiny random models come from ``tests/tiny_hf.py``.
+passage. The tiny random models come from ``tests/support/tiny_hf.py``.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from locations import ROOT
 
 from mmbright_core.cli import main
 from mmbright_core.data.sources import open_source
@@ -23,7 +24,7 @@ from mmbright_core.errors import InputError
 from mmbright_core.io.official import read_outputs
 from mmbright_core.retrieval import get_retriever
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "plugins.md"
+DOC = ROOT / "docs" / "plugins.md"
 MODULES = ("hashed_bow", "plugin_cases")
 
 

@@ -19,6 +19,8 @@ import pytest
 ray = pytest.importorskip("ray")
 open_clip = pytest.importorskip("open_clip")
 
+from locations import ROOT, SUPPORT  # noqa: E402
+
 from mmbright_core.data.sources import FolderSource, open_source  # noqa: E402
 from mmbright_core.retrieval.base import get_retriever  # noqa: E402
 from mmbright_core.retrieval.cache import EmbeddingCache, content_key  # noqa: E402
@@ -46,9 +48,6 @@ def register_tiny() -> None:
     open_clip.add_model_config(Path(os.environ["MMBRIGHT_TEST_CLIP_CONFIG"]))
 
 
-_HERE = Path(__file__).resolve().parent
-
-
 @pytest.fixture(scope="module")
 def local_ray(tmp_path_factory: pytest.TempPathFactory) -> Any:
     config = tmp_path_factory.mktemp("clip-config") / f"{TINY}.json"
@@ -58,7 +57,7 @@ def local_ray(tmp_path_factory: pytest.TempPathFactory) -> Any:
         # Workers import this module (the dying encoder) and know the tiny model; they import
         # the package of this checkout, not whichever copy is installed.
         "env_vars": {
-            "PYTHONPATH": os.pathsep.join(str(p) for p in (_HERE, _HERE.parent)),
+            "PYTHONPATH": os.pathsep.join(str(p) for p in (SUPPORT, ROOT)),
             "HF_HUB_OFFLINE": "1",
             "MMBRIGHT_TEST_CLIP_CONFIG": str(config),
         },

@@ -1,7 +1,7 @@
 """``--model-preset NAME --trust-remote-code``: the hub-code presets, on local stand-ins.
 
 Each preset runs through the CLI on the demo with its model replaced (``--model``) by a tiny
-local folder whose own code (``tests/hub_code/``, named by ``auto_map`` or ``modules.json``)
+local folder whose own code (``tests/support/hub_code/``, named by ``auto_map`` or ``modules.json``)
 offers the same calls as the hub model's code, so transformers and sentence-transformers load
 it only with ``trust_remote_code=True``. Every score must be the official recipe computed here
 with those libraries directly: Jina-CLIP's zero-image mean, Nomic's normalised mean of two

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from locations import IO_SAMPLES, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "fuzz_readers.py"
-SEEDS = Path(__file__).parent / "data" / "io"
+SEEDS = IO_SAMPLES
 
 
 @pytest.mark.slow

@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import TINY_CLIP as TINY
-from conftest import TINY_CLIP_CONFIG
+from tiny_clip import TINY_CLIP as TINY
+from tiny_clip import TINY_CLIP_CONFIG
 
 from mmbright_core.cli import main
 
@@ -186,7 +185,6 @@ def test_a_local_dir_with_text_for_weights_is_one_line(
 def bert(tmp_path_factory: pytest.TempPathFactory, demo_texts: list[str]) -> Path:
     """A tiny random bert folder that both the hf and the dense backends load."""
     pytest.importorskip("transformers")
-    sys.path.insert(0, str(Path(__file__).parent))
     import tiny_hf
 
     return tiny_hf.text_model(tmp_path_factory.mktemp("bert") / "bert", "bert", demo_texts)

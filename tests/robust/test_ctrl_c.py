@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 from blocking_retriever import STOP_ENV
+from locations import ROOT, SUPPORT
 
 from mmbright_core.cli import INTERRUPTED, main
 
-TESTS = Path(__file__).parent
 DOMAINS = ("academia", "biology")  # the fixture's domains, run in this order
 
 
@@ -30,7 +30,7 @@ def _command(fixture_dir: Path, out: Path) -> list[str]:
 
 
 def _env(cache: Path, **extra: str) -> dict[str, str]:
-    path = os.pathsep.join([str(TESTS), str(TESTS.parent), os.environ.get("PYTHONPATH", "")])
+    path = os.pathsep.join([str(SUPPORT), str(ROOT), os.environ.get("PYTHONPATH", "")])
     return {**os.environ, "PYTHONPATH": path, "MMBRIGHT_CACHE": str(cache), **extra}
 
 

@@ -19,11 +19,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from locations import ROOT
 
 from mmbright_core.errors import WriteError
 from mmbright_core.io.atomic import atomic_write_text
 
-ROOT = Path(__file__).parent.parent
 SUBDIR = "run_t2t_bm25"
 _FAULTS = {
     "full": (

@@ -16,12 +16,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from locations import IO_SAMPLES
 
 from mmbright_core.errors import InputError, UnknownNameError, show
 from mmbright_core.io import read_qrels, read_run
 from mmbright_core.io._open import DEFAULT_MAX_INPUT_BYTES, MAX_ID_CHARS, max_input_bytes
 
-QRELS = str(Path(__file__).parent / "data" / "io" / "qrels.trec")
+QRELS = str(IO_SAMPLES / "qrels.trec")
 CAP = int(1.5 * 2**30)  # address space of the command under test
 PEAK = 400 * 2**20  # its resident memory must stay under this (an import alone takes ~150 MB)
 BIG = 100 * 2**20

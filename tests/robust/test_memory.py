@@ -116,9 +116,9 @@ def test_51_images_of_4000_pixels_add_little_to_the_peak(tmp_path: Path, tiny_cl
     folder = build_large_images(tmp_path / "large", count=51, side=4000)
     assert sum(f.stat().st_size for f in folder.rglob("*.parquet")) < 400_000
     config = tmp_path / f"{tiny_clip}.json"
-    import conftest
+    import tiny_clip
 
-    config.write_text(json.dumps(conftest.TINY_CLIP_CONFIG))
+    config.write_text(json.dumps(tiny_clip.TINY_CLIP_CONFIG))
     peaks = {}
     for mode in ("lazy", "eager"):
         out = subprocess.run(

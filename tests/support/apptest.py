@@ -8,12 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import streamlit as st
+from locations import ROOT
 from streamlit.testing.v1 import AppTest
 
 from mmbright_core.data.sources import open_source
 from mmbright_core.io.runs import write_trec_run
 
-APP = Path(__file__).resolve().parent.parent / "mmbright_core" / "ui" / "app.py"
+APP = ROOT / "mmbright_core" / "ui" / "app.py"
 TASK = 2
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from locations import ROOT
 
 CHROMIUM = Path("/usr/bin/chromium")
-ROOT = Path(__file__).resolve().parent.parent
 LAUNCH_ARGS = [
     "--no-sandbox",
     "--disable-gpu",

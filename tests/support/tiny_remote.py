@@ -1,6 +1,6 @@
 """Tiny local stand-ins of hub-code models: folders that load only with trust_remote_code.
 
-Each folder holds the code files of ``tests/hub_code/`` beside a ``config.json`` whose
+Each folder holds the code files of ``tests/support/hub_code/`` beside a ``config.json`` whose
 ``auto_map`` names them (or, for GME, a ``modules.json`` naming its module), exactly the
 layout of a hub repository with its own code: transformers and sentence-transformers then
 import that code only when ``trust_remote_code=True`` is passed.

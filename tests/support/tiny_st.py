@@ -3,7 +3,7 @@
 ``mpnet`` is all-mpnet-base-v2's stack (MPNet, mean Pooling, Normalize, 384 tokens);
 ``t5`` is instructor's (T5 encoder, mean Pooling, a bias-free Dense projection, Normalize).
 The transformer inside is built from a config with tiny sizes and seeded weights, with the
-word-level tokenizer of ``tests/tiny_hf.py``, so nothing is fetched.
+word-level tokenizer of ``tests/support/tiny_hf.py``, so nothing is fetched.
 """
 
 from __future__ import annotations

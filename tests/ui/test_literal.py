@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from literal_check import active_parts, shown
+from locations import ROOT
 
 from mmbright_core.ui.literal import LINE_MARK, literal, visible
 
@@ -182,7 +182,7 @@ def _safe_call(node: ast.Call, trusted: set[str]) -> bool:
 
 
 def test_every_markdown_text_of_the_ui_is_literal():
-    ui = Path(__file__).resolve().parent.parent / "mmbright_core" / "ui"
+    ui = ROOT / "mmbright_core" / "ui"
     unsafe = []
     for path in sorted(ui.rglob("*.py")):
         tree = ast.parse(path.read_text())

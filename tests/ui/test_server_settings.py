@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 from apptest import error_messages, fresh, goto
+from locations import ROOT
 from streamlit.testing.v1 import AppTest
 
 from mmbright_core.errors import InputError
 from mmbright_core.io.runs import write_trec_run
 from mmbright_core.ui.confine import ROOT_ENV, confine, data_root
 
-ROOT = Path(__file__).resolve().parent.parent
 A1 = "academia/a1b2c3d4_101.txt"
 
 

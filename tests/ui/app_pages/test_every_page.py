@@ -119,7 +119,7 @@ def test_per_query_names_each_runs_columns():
     assert render.escape_md(B) in config["delta"]["help"]
 
     # The CSV is written when its button is clicked, which only a server can follow:
-    # tests/test_browser_download.py downloads it and checks its name, columns and texts.
+    # tests/browser/test_download.py downloads it and checks its name, columns and texts.
 
 
 def test_picking_a_per_query_row_opens_it_in_the_inspector():

@@ -415,7 +415,7 @@ def test_csv_is_written_on_click_not_on_every_rerun(
     app.selectbox(key="pq_run").set_value("multi").run()
     assert not app.exception
     assert [b.proto.label for b in app.get("download_button")] == ["Download CSV"]
-    assert written == []  # tests/test_browser_download.py downloads it
+    assert written == []  # tests/browser/test_download.py downloads it
 
 
 def test_per_query_shows_b_minus_a_text_and_b_loses_filter(
