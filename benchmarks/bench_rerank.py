@@ -15,7 +15,6 @@ Run: ``python benchmarks/bench_rerank.py [--depth 50] [--batch-size 32] [--repea
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -25,6 +24,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "support"))  # the tiny model's builder
 
 import tiny_hf  # noqa: E402
+from common import sizes  # noqa: E402
 
 from mmbright_core.data.sources import open_source  # noqa: E402
 from mmbright_core.ranking import ranked  # noqa: E402
@@ -52,11 +52,12 @@ def pairs_of(depth: int) -> list[list[str]]:
 
 def main() -> int:
     """Run the benchmark and print one line per figure."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--depth", type=int, default=50)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = sizes(
+        __doc__.splitlines()[0],
+        ("depth", int, 50),
+        ("batch-size", int, 32),
+        ("repeat", int, 3),
+    )
     import torch
     from sentence_transformers import CrossEncoder
 
