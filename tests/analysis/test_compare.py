@@ -3,6 +3,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from results_rows import results_frame
 from scipy import stats as sps
 
 from mmbright_core.analysis.compare import (
@@ -14,21 +15,6 @@ from mmbright_core.analysis.compare import (
 )
 from mmbright_core.analysis.slices import image_effect
 from mmbright_core.errors import InputError, UnknownNameError
-
-COLUMNS = [
-    "run",
-    "task",
-    "domain",
-    "query_id",
-    "nDCG@10",
-    "n_images",
-    "n_decodable_images",
-    "query_chars",
-    "n_judged",
-    "n_relevant",
-    "first_relevant_rank",
-    "covered",
-]
 
 # (domain, query, images, decodable, chars, text-only nDCG, multimodal nDCG)
 QUERIES = [
@@ -50,7 +36,7 @@ def _table():
     # A query only the text run was scored on: left out of every statistic.
     rows.append(("text", 2, "biology", "b4", 0.3, 1, 1, 100, 2, 1, 2.0, True))
     rows.append(("multi", 2, "biology", "b4", math.nan, 1, 1, 100, 2, 1, math.nan, False))
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return results_frame(rows)
 
 
 def test_paired_summary_by_hand():

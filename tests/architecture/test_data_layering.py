@@ -38,14 +38,13 @@ def test_module_does_not_import_what_builds_on_it(module: str, below: tuple[str,
 
 
 def test_the_check_sees_a_typing_only_import(tmp_path: Path) -> None:
-    source = tmp_path / "bad.py"
-    source.write_text(
+    found = layering.imports_of_text(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from mmbright_core.data.sources import Source\n"
         "def f():\n    from . import records\n",
-        encoding="utf-8",
+        tmp_path,
+        "mmbright_core.data",
     )
-    found = imported_modules(source)
     assert {"mmbright_core.data.sources.Source", "mmbright_core.data.records"} <= found
 
 

@@ -42,12 +42,11 @@ def test_io_module_imports_nothing_above_it(path: Path) -> None:
 
 
 def test_the_check_sees_a_forbidden_import(tmp_path: Path) -> None:
-    source = tmp_path / "bad.py"
-    source.write_text(
+    found = layering.imports_of_text(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from mmbright_core.metrics import evaluate\n"
         "def f():\n    import mmbright_core.ui.state\n    from ..analysis import table\n",
-        encoding="utf-8",
+        tmp_path,
+        "mmbright_core.io",
     )
-    found = imported_modules(source)
     assert {"mmbright_core.metrics", "mmbright_core.ui.state", "mmbright_core.analysis"} <= found

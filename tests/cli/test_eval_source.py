@@ -49,12 +49,17 @@ def task1_argv(fixture_dir: Path, tmp_path: Path) -> list[str]:
     ]
 
 
+def json_report(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
+    """The JSON report ``mmbright eval`` prints for ``argv`` (which must succeed)."""
+    assert main([*argv, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
 def test_eval_source_splits_a_run_file_by_domain(
     fixture_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = task1_argv(fixture_dir, tmp_path)
-    assert main([*argv, "--format", "json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = json_report(argv, capsys)
     assert out["domains"]["academia"]["aggregate"]["nDCG@10"] == pytest.approx(ACADEMIA, abs=1e-12)
     assert out["domains"]["biology"]["aggregate"]["nDCG@10"] == pytest.approx(BIOLOGY, abs=1e-12)
     assert out["macro"]["nDCG@10"] == pytest.approx((ACADEMIA + BIOLOGY) / 2, abs=1e-12)
@@ -107,8 +112,7 @@ def test_eval_source_reads_an_official_outputs_folder(
     write_domain_outputs(task_dir, "academia", {q: RUN[q] for q in ("a1", "a2")}, {})
     write_domain_outputs(task_dir, "biology", {q: RUN[q] for q in ("b1", "b2")}, {})
     argv = ["eval", "--source", str(fixture_dir), "--task", "1", "--run", str(task_dir)]
-    assert main([*argv, "--format", "json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = json_report(argv, capsys)
     assert out["macro"]["nDCG@10"] == pytest.approx((ACADEMIA + BIOLOGY) / 2, abs=1e-12)
 
 
@@ -140,8 +144,7 @@ def test_eval_source_reads_a_run_from_standard_input(
     with (tmp_path / "run.trec").open("rb") as stdin:
         monkeypatch.setattr("sys.stdin", type("Stdin", (), {"buffer": stdin})())
         argv = ["eval", "--source", str(fixture_dir), "--task", "1", "--run", "-"]
-        assert main([*argv, "--format", "json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+        out = json_report(argv, capsys)
     assert out["macro"]["nDCG@10"] == pytest.approx((ACADEMIA + BIOLOGY) / 2, abs=1e-12)
 
 

@@ -19,39 +19,17 @@ def run_cli(*args: str) -> int:
 
 
 def test_bm25_task1_writes_outputs_and_prints_scores(fixture_dir: Path, tmp_path: Path, capsys):
-    rc = run_cli(
-        "--source",
-        str(fixture_dir),
-        "--task",
-        "1",
-        "--retriever",
-        "bm25",
-        "--k",
-        "4",
-        "--out",
-        str(tmp_path),
-    )
+    argv = ["--source", str(fixture_dir), "--task", "1", "--retriever", "bm25", "--k", "4"]
+    rc = run_cli(*argv, "--out", str(tmp_path))
     out = capsys.readouterr().out
     assert rc == 0
     assert "academia\tnDCG@10" in out and "Avg.\tnDCG@10" in out
     outputs = read_outputs(tmp_path / "run_t2t_bm25")
     assert set(outputs.runs) == {"academia", "biology"}
     assert all(len(docs) <= 4 for run in outputs.runs.values() for docs in run.values())
-    rc = run_cli(
-        "--source",
-        str(fixture_dir),
-        "--task",
-        "1",
-        "--retriever",
-        "bm25",
-        "--k",
-        "4",
-        "--out",
-        str(tmp_path),
-    )
+    rc = run_cli(*argv, "--out", str(tmp_path))
     assert rc == 0 and capsys.readouterr().out.count("(reused)") == 2
     # One domain again: the other stays in the summary, and the printed average is its.
-    argv = ["--source", str(fixture_dir), "--task", "1", "--retriever", "bm25", "--k", "4"]
     assert run_cli(*argv, "--domain", "biology", "--out", str(tmp_path)) == 0
     out = capsys.readouterr().out
     assert "biology\tnDCG@10" in out and "(reused)" in out and "(kept)" in out.split("academia")[1]

@@ -3,29 +3,15 @@ import shutil
 import subprocess
 from html.parser import HTMLParser
 
-import pandas as pd
 import pytest
 from PIL import Image
+from results_rows import results_frame
 
 from mmbright_core.analysis.compare import compare_runs
 from mmbright_core.analysis.rankdiff import rank_diff
 from mmbright_core.present.report import QueryDetail, comparison_report
 
 EVIL = "<script>alert('x')</script>"
-COLUMNS = [
-    "run",
-    "task",
-    "domain",
-    "query_id",
-    "nDCG@10",
-    "n_images",
-    "n_decodable_images",
-    "query_chars",
-    "n_judged",
-    "n_relevant",
-    "first_relevant_rank",
-    "covered",
-]
 
 
 def _png(color):
@@ -40,7 +26,7 @@ def _comparison():
     for qid, text, multi in values:
         for run, value in (("text", text), (EVIL, multi)):
             rows.append((run, 2, "biology", qid, value, 2, 1, 900, 3, 1, 1.0, True))
-    return compare_runs(pd.DataFrame(rows, columns=COLUMNS), "text", EVIL, n_resamples=200)
+    return compare_runs(results_frame(rows), "text", EVIL, n_resamples=200)
 
 
 def _details():
@@ -171,7 +157,7 @@ def test_report_figures_look_the_same_inside_the_dashboard(monkeypatch):
 
 def test_report_without_losses():
     rows = [(r, 1, "a", "q", 0.5, 0, 0, 10, 1, 1, 1.0, True) for r in ("x", "y")]
-    comparison = compare_runs(pd.DataFrame(rows, columns=COLUMNS), "x", "y", n_resamples=10)
+    comparison = compare_runs(results_frame(rows), "x", "y", n_resamples=10)
     page = comparison_report(comparison)
     assert "No query lost" in page
 

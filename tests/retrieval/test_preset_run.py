@@ -1,8 +1,8 @@
 """``mmbright run --model-preset`` for sbert and instructor, on tiny models of their stacks.
 
 Each preset runs through the CLI on the demo's Task 1 with its model replaced by a tiny random
-sentence-transformers folder laid out as the hub's model is (``tests/support/tiny_st.py``); the expected
-score of a passage is 100 x the cosine of the official recipe computed here with
+sentence-transformers folder laid out as the hub's model is (``tests/support/tiny_st.py``); the
+expected score of a passage is 100 x the cosine of the official recipe computed here with
 sentence-transformers: ``encode(normalize_embeddings=True)``, and for instructor
 ``set_pooling_include_prompt(False)``, ``max_seq_length`` 2048 and the instruction as
 ``prompt=`` (src/retrievers/task1_text.py retrieval_sbert_bge, retrieval_instructor).

@@ -27,3 +27,10 @@ def imported_modules(path: Path, package: str) -> set[str]:
             names.add(module)
             names.update(f"{module}.{alias.name}" for alias in node.names)
     return names
+
+
+def imports_of_text(text: str, folder: Path, package: str) -> set[str]:
+    """What a module of ``package`` holding ``text`` imports (written to ``folder/bad.py``)."""
+    path = folder / "bad.py"
+    path.write_text(text, encoding="utf-8")
+    return imported_modules(path, package)
