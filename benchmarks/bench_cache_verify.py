@@ -59,12 +59,7 @@ def _measure(name: str, build: Callable[[], None], read: Callable[[], object]) -
 
 def main() -> None:
     """Run the measurements and print them."""
-    args = sizes(
-        __doc__,
-        ("passages", int, 100_000),
-        ("vectors", int, 100_000),
-        ("dim", int, 384),
-    )
+    args = sizes(__doc__, passages=100_000, vectors=100_000, dim=384)
     rng = np.random.default_rng(0)
     root = Path(tempfile.mkdtemp(prefix="bench-cache-verify-"))
     index = BM25Index.build(_corpus(args.passages, rng), 0.9, 0.4)

@@ -52,12 +52,7 @@ def pairs_of(depth: int) -> list[list[str]]:
 
 def main() -> int:
     """Run the benchmark and print one line per figure."""
-    args = sizes(
-        __doc__.splitlines()[0],
-        ("depth", int, 50),
-        ("batch-size", int, 32),
-        ("repeat", int, 3),
-    )
+    args = sizes(__doc__.splitlines()[0], depth=50, batch_size=32, repeat=3)
     import torch
     from sentence_transformers import CrossEncoder
 

@@ -81,12 +81,7 @@ def baseline(tasks: list[TaskData], run: dict[str, pa.Table]) -> float:
 
 
 def main() -> None:
-    args = sizes(
-        __doc__,
-        ("queries", int, 2_803),
-        ("docs", int, 1_000),
-        ("runs", int, 10),
-    )
+    args = sizes(__doc__, queries=2_803, docs=1_000, runs=10)
     rng = np.random.default_rng(0)
     tasks = build_tasks(args.queries, rng)
     runs = {f"run{i}": build_run(tasks, args.docs, rng) for i in range(args.runs)}

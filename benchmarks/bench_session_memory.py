@@ -56,12 +56,7 @@ def run_file(path: Path, megabytes: int, tag: str) -> Path:
 
 def main() -> int:
     """Measure and print the figures."""
-    args = sizes(
-        __doc__.splitlines()[0],
-        ("files", int, 3),
-        ("mb", int, 181),
-        ("wait", float, 180),
-    )
+    args = sizes(__doc__.splitlines()[0], files=3, mb=181, wait=180.0)
     from playwright.sync_api import sync_playwright
 
     figures: dict[str, object] = {}

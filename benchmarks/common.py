@@ -20,9 +20,10 @@ def best(repeat: int, work: Callable[[], object]) -> float:
     return min(times)
 
 
-def sizes(description: str, *options: tuple[str, type, object]) -> argparse.Namespace:
-    """Parse the command line: one ``--NAME`` per ``(NAME, type, default)``, in order."""
+def sizes(description: str, **defaults: float) -> argparse.Namespace:
+    """Parse the command line: one ``--NAME`` per keyword (``_`` read as ``-``), typed as its
+    default (an ``int`` default takes whole numbers, a ``float`` one any number)."""
     parser = argparse.ArgumentParser(description=description)
-    for name, kind, default in options:
-        parser.add_argument(f"--{name}", type=kind, default=default)
+    for name, default in defaults.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", type=type(default), default=default)
     return parser.parse_args()

@@ -13,30 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from serving import (
-    BROWSER_MARKS,
-    CHROMIUM,
-    LAUNCH_ARGS,
-    LOOPBACK,
-    ROOT,
-    Traffic,
-    choose,
-    go_to,
-    new_page,
-    no_exception,
-    open_app,
-    open_runs_panel,
-    rerun,
-    streamlit_server,
-    wait_run,
-)
+import serving
 
 from mmbright_core.data.sources import open_source
 from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.runner import run_task
 from mmbright_core.ui.navigation import PAGE_DIR
 
-SHOTS = ROOT / "test-artifacts" / "screenshots"
+SHOTS = serving.ROOT / "test-artifacts" / "screenshots"
 TASK_LABEL = "Task 2: text+image → text"
 PAGES = {  # sidebar link -> text that appears once the page has finished drawing
     "Per query": "queries shown",
@@ -46,12 +30,12 @@ PAGES = {  # sidebar link -> text that appears once the page has finished drawin
     "Home": "Published: Task",
 }
 
-pytestmark = BROWSER_MARKS
+pytestmark = serving.BROWSER_MARKS
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with streamlit_server(tmp_path_factory.mktemp("streamlit")) as (url, _):
+    with serving.streamlit_server(tmp_path_factory.mktemp("streamlit")) as (url, _):
         yield url
 
 
@@ -69,29 +53,24 @@ def test_every_page_in_chromium(server: str, demo_runs: Path):
     sync_api = pytest.importorskip("playwright.sync_api")
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        page = new_page(browser, viewport={"width": 1500, "height": 1000})
-        open_app(page, server)
+        browser = serving.launch(p)
+        page = serving.new_page(browser, viewport={"width": 1500, "height": 1000})
+        serving.open_app(page, server)
         page.get_by_text("MM-BRIGHT failure analysis").wait_for()
-        no_exception(page)
+        serving.no_exception(page)
         page.screenshot(path=str(SHOTS / "home-empty.png"), full_page=True)
 
-        choose(page, "task", TASK_LABEL)
-        open_runs_panel(page)  # the demo's own runs of the task keep it collapsed
-        page.get_by_role("tab", name="Folder").click()
-        field = page.get_by_label("Folder: official outputs")
-        field.fill(str(demo_runs))  # holds run_it2t_bm25/ and run_it2t_random/: both are added
-        with rerun(page):
-            field.press("Enter")
-        with rerun(page):
-            page.get_by_role("button", name="Add runs from folder").click()
+        serving.choose(page, "task", TASK_LABEL)
+        # The demo's own runs of the task keep the panel collapsed; the folder holds
+        # run_it2t_bm25/ and run_it2t_random/: both are added.
+        serving.add_runs_from_folder(page, str(demo_runs))
         page.get_by_text("Headline numbers").wait_for()
-        no_exception(page)
+        serving.no_exception(page)
 
         for title, marker in PAGES.items():
-            go_to(page, title)
+            serving.go_to(page, title)
             page.get_by_text(marker).first.wait_for()
-            no_exception(page)
+            serving.no_exception(page)
             slug = title.lower().replace(" ", "-")
             page.screenshot(path=str(SHOTS / f"{slug}.png"), full_page=True)
             if title == "Inspector":
@@ -129,17 +108,19 @@ def test_no_request_leaves_loopback_and_nothing_fails(server: str) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     slugs = ["", *sorted({p.stem for p in PAGE_DIR.glob("[!_]*.py")} - {"home"})]  # Home: /
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        page = new_page(browser, viewport={"width": 1400, "height": 1000})
-        traffic = Traffic(page)
+        browser = serving.launch(p)
+        page = serving.new_page(browser, viewport={"width": 1400, "height": 1000})
+        traffic = serving.Traffic(page)
         for slug in slugs:
-            open_app(page, f"{server}/{slug}")
-            no_exception(page)
+            serving.open_app(page, f"{server}/{slug}")
+            serving.no_exception(page)
             page.reload()
-            wait_run(page)
-            no_exception(page)
+            serving.wait_run(page)
+            serving.no_exception(page)
         browser.close()
-    assert traffic.hosts() <= LOOPBACK, sorted(u for u in traffic.urls if "127.0.0.1" not in u)
+    assert traffic.hosts() <= serving.LOOPBACK, sorted(
+        u for u in traffic.urls if "127.0.0.1" not in u
+    )
     probes = _probes(server, slugs)
     assert [f for f in traffic.failed if f.removeprefix("404 ") not in probes] == []
     errors = [c for c in traffic.console if c[0] == "error"]

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from serving import BROWSER_MARKS, CHROMIUM, LAUNCH_ARGS, streamlit_server
+from serving import BROWSER_MARKS, launch, streamlit_server
 
 from mmbright_core.data.sources import open_source
 
@@ -32,7 +32,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_per_query_csv_holds_the_rows_shown(server: str) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        browser = launch(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(120_000)
         page.goto(server)

@@ -14,14 +14,13 @@ from collections.abc import Iterator
 import pytest
 from serving import (
     BROWSER_MARKS,
-    CHROMIUM,
-    LAUNCH_ARGS,
     ROOT,
     go_to,
+    launch,
     no_exception,
     open_task,
     rerun,
-    streamlit_server,
+    server_with_own_notes,
 )
 
 SHOTS = ROOT / "test-artifacts" / "screenshots"
@@ -71,9 +70,7 @@ SIZES = """e => [e.naturalWidth, e.naturalHeight,
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    notes = tmp_path_factory.mktemp("notes") / "notes.sqlite3"
-    env = {"MMBRIGHT_NOTES": str(notes)}
-    with streamlit_server(tmp_path_factory.mktemp("streamlit"), env=env) as (url, _):
+    with server_with_own_notes(tmp_path_factory) as url:
         yield url
 
 
@@ -81,7 +78,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def browser() -> Iterator[object]:
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        launched = launch(p)
         yield launched
         launched.close()
 

@@ -12,37 +12,24 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from serving import (
-    BROWSER_MARKS,
-    CHROMIUM,
-    LAUNCH_ARGS,
-    ROOT,
-    after_next_frame,
-    choose,
-    go_to,
-    new_page,
-    no_exception,
-    open_app,
-    rerun,
-    streamlit_server,
-)
+import serving
 
-SHOTS = ROOT / "test-artifacts" / "screenshots"
+SHOTS = serving.ROOT / "test-artifacts" / "screenshots"
 TASK_LABEL = "Task 2: text+image → text"
 CLIPPED = "e => e.scrollWidth > e.clientWidth + 1"
 TAG = "boot log words"
 NOTE = "The OCR read a <boot log>; its words match a log passage, not the answer."
 
-pytestmark = BROWSER_MARKS
+pytestmark = serving.BROWSER_MARKS
 
 
 def _inspector(browser, url: str, width: int):  # type: ignore[no-untyped-def]
-    page = new_page(browser, viewport={"width": width, "height": 1000})
-    open_app(page, url)
-    choose(page, "task", TASK_LABEL)
-    go_to(page, "Inspector")
+    page = serving.new_page(browser, viewport={"width": width, "height": 1000})
+    serving.open_app(page, url)
+    serving.choose(page, "task", TASK_LABEL)
+    serving.go_to(page, "Inspector")
     page.get_by_text("What pushed relevant items down").first.wait_for()
-    no_exception(page)
+    serving.no_exception(page)
     return page
 
 
@@ -67,7 +54,7 @@ def _check_explained(page, width: int) -> None:  # type: ignore[no-untyped-def]
 def _annotate(page) -> None:  # type: ignore[no-untyped-def]
     page.get_by_text("Add a tag to the taxonomy").click()
     page.locator(".st-key-insp_new_tag input").fill(TAG)
-    with rerun(page):
+    with serving.rerun(page):
         page.locator(".st-key-insp_add_tag button").click()
     tags = page.locator(".st-key-insp_tags")
     # Typed and chosen with Enter (inside a form: no rerun until it is sent). A click on
@@ -76,11 +63,11 @@ def _annotate(page) -> None:  # type: ignore[no-untyped-def]
     page.keyboard.press("Enter")
     chip = tags.get_by_text(TAG, exact=True)
     chip.wait_for()  # the chosen tag is drawn in the box
-    after_next_frame(page)  # and handed to the form
+    serving.after_next_frame(page)  # and handed to the form
     page.keyboard.press("Escape")  # closes the list over the note
     chip.wait_for()
     page.locator(".st-key-insp_note textarea").fill(NOTE)
-    with rerun(page):
+    with serving.rerun(page):
         page.locator(".st-key-insp_save button").click()
     page.get_by_text("Saved.").wait_for()
 
@@ -98,8 +85,8 @@ def test_inspector_explains_the_hurt_query_and_keeps_notes(
     notes: Path = tmp_path_factory.mktemp("notes") / "notes.sqlite3"
     env = {"MMBRIGHT_NOTES": str(notes)}
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        with streamlit_server(tmp_path_factory.mktemp("server"), env=env) as (url, _):
+        browser = serving.launch(p)
+        with serving.streamlit_server(tmp_path_factory.mktemp("server"), env=env) as (url, _):
             for width in (1400, 1000):
                 page = _inspector(browser, url, width)
                 _check_explained(page, width)
@@ -114,7 +101,7 @@ def test_inspector_explains_the_hurt_query_and_keeps_notes(
             page = _inspector(browser, url, 1400)  # a new context: no shared session
             _check_annotated(page)
             page.close()
-        with streamlit_server(tmp_path_factory.mktemp("restart"), env=env) as (url, _):
+        with serving.streamlit_server(tmp_path_factory.mktemp("restart"), env=env) as (url, _):
             page = _inspector(browser, url, 1400)
             _check_annotated(page)
             page.locator(".st-key-insp_note").scroll_into_view_if_needed()

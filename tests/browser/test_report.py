@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from serving import BROWSER_MARKS, CHROMIUM, LAUNCH_ARGS, ROOT
+from serving import BROWSER_MARKS, ROOT, launch
 
 SHOTS = ROOT / "test-artifacts" / "screenshots"
 RUNS = ROOT / "mmbright_core" / "data" / "demo" / "runs"
@@ -95,7 +95,7 @@ def test_report_reads_like_the_page(report: Path, request: pytest.FixtureRequest
     SHOTS.mkdir(parents=True, exist_ok=True)
     fetched: list[str] = []
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        browser = launch(p)
         page = browser.new_page(viewport={"width": WIDTH, "height": 1000})
         page.route("http*://**", lambda route: (fetched.append(route.request.url), route.abort()))
         page.goto(report.as_uri())

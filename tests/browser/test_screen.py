@@ -8,26 +8,16 @@ are kept under ``test-artifacts/screenshots/screen/``.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
-from serving import (
-    BROWSER_MARKS,
-    CHROMIUM,
-    LAUNCH_ARGS,
-    ROOT,
-    choose,
-    go_to,
-    new_page,
-    no_exception,
-    open_app,
-    rerun,
-    streamlit_server,
-)
+import serving
 
-SHOTS = ROOT / "test-artifacts" / "screenshots" / "screen"
+SHOTS = serving.ROOT / "test-artifacts" / "screenshots" / "screen"
 TASK_LABEL = "Task 2: text+image → text"
 
-pytestmark = BROWSER_MARKS
+pytestmark = serving.BROWSER_MARKS
 
 CLIPPED = "e => e.scrollWidth > e.clientWidth + 1"
 FRAMES = '[data-testid="stDataFrame"]'
@@ -39,25 +29,34 @@ CHARTS = '[data-testid="stPlotlyChart"]'
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     # A notes file of its own: tags other tests gave the demo's queries would add a tags
     # column to the tables measured here.
-    notes = tmp_path_factory.mktemp("screen-notes") / "notes.sqlite3"
-    env = {"MMBRIGHT_NOTES": str(notes)}
-    with streamlit_server(tmp_path_factory.mktemp("streamlit"), env=env) as (url, _):
+    with serving.server_with_own_notes(tmp_path_factory, "screen-notes") as url:
         yield url
 
 
 def _open(browser, server: str, width: int, scheme: str):  # type: ignore[no-untyped-def]
-    page = new_page(browser, viewport={"width": width, "height": 1000}, color_scheme=scheme)
-    open_app(page, server)
-    choose(page, "task", TASK_LABEL)
+    page = serving.new_page(browser, viewport={"width": width, "height": 1000}, color_scheme=scheme)
+    serving.open_app(page, server)
+    serving.choose(page, "task", TASK_LABEL)
     page.get_by_text("Headline numbers").wait_for()
-    no_exception(page)
+    serving.no_exception(page)
     return page
 
 
+@contextmanager
+def _screen(server: str, width: int, scheme: str) -> Iterator[Any]:
+    """A page of a new chromium, ``width`` px wide in ``scheme``, open on Task 2's Home."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = serving.launch(p)
+        yield _open(browser, server, width, scheme)
+        browser.close()
+
+
 def _goto(page, title: str, marker: str) -> None:  # type: ignore[no-untyped-def]
-    go_to(page, title)
+    serving.go_to(page, title)
     page.get_by_text(marker).first.wait_for()
-    no_exception(page)
+    serving.no_exception(page)
 
 
 def _tab(page, name: str, *, reruns: bool = True):  # type: ignore[no-untyped-def]
@@ -68,7 +67,7 @@ def _tab(page, name: str, *, reruns: bool = True):  # type: ignore[no-untyped-de
     """
     tab = page.get_by_role("tab", name=name)
     if reruns:
-        with rerun(page):
+        with serving.rerun(page):
             tab.click()
     else:
         tab.click()
@@ -95,11 +94,7 @@ def _clipped_texts(page, selector: str) -> list[str]:  # type: ignore[no-untyped
 
 @pytest.mark.parametrize(("width", "scheme"), [(1000, "light"), (1000, "dark"), (1400, "light")])
 def test_pages_fit_and_keep_every_group(server: str, width: int, scheme: str) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        page = _open(browser, server, width, scheme)
+    with _screen(server, width, scheme) as page:
         # Home: neither the headline table nor the published one scrolls sideways.
         assert page.get_by_text("Published: Task 2").count() == 1
         page.screenshot(path=str(SHOTS / f"home-{width}-{scheme}.png"), full_page=True)
@@ -123,30 +118,24 @@ def test_pages_fit_and_keep_every_group(server: str, width: int, scheme: str) ->
 
         _goto(page, "Per query", "queries shown")
         page.screenshot(path=str(SHOTS / f"per-query-{width}-{scheme}.png"), full_page=True)
-        browser.close()
 
 
 def test_a_scatter_point_opens_the_inspector(server: str) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        page = _open(browser, server, 1400, "light")
+    with _screen(server, 1400, "light") as page:
         _goto(page, "Compare", "Image effect by slice")
         point = _tab(page, "Query by query").locator(CHARTS).first
         point = point.locator(".scatterlayer .point").first
         point.scroll_into_view_if_needed()
         label = point.evaluate("e => e.__data__.tx")  # the hover label: "domain / query id"
-        with rerun(page):  # the click opens the inspector on that query
+        with serving.rerun(page):  # the click opens the inspector on that query
             point.click(force=True)
         page.get_by_text("Query inspector").first.wait_for()
-        no_exception(page)
+        serving.no_exception(page)
         domain, query_id = label.split(" / ")
         heading = page.get_by_role("heading", name=f"{domain} / {query_id}")
         heading.first.wait_for()
         assert heading.count() == 1
         page.screenshot(path=str(SHOTS / "inspector-from-scatter.png"), full_page=True)
-        browser.close()
 
 
 RUN_LABELS = (  # Streamlit cuts a toggle's or a button's label in its "MarkdownEllipsis" element
@@ -158,11 +147,7 @@ RUN_LABELS = (  # Streamlit cuts a toggle's or a button's label in its "Markdown
 def test_per_query_names_a_and_b_and_fits_1000_px(server: str) -> None:
     # Per query's headers read A, B, B − A, J@10 A, J@10 B (the run names in their
     # tooltips): every column fits beside the sidebar, and no label is cut.
-    sync_api = pytest.importorskip("playwright.sync_api")
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        page = _open(browser, server, 1000, "light")
+    with _screen(server, 1000, "light") as page:
         _goto(page, "Per query", "queries shown")
         page.locator(f"{FRAMES} canvas").first.wait_for()
         page.screenshot(path=str(SHOTS / "per-query-runs-1000.png"), full_page=True)
@@ -174,4 +159,3 @@ def test_per_query_names_a_and_b_and_fits_1000_px(server: str) -> None:
         picker = page.locator('[data-testid="stSelectbox"]').filter(has_text="Compared with (B)")
         chosen = picker.get_by_role("combobox").input_value()
         assert chosen == "ocr-bm25"  # B starts as Compare's B, not "(none)"
-        browser.close()

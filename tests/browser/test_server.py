@@ -20,34 +20,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import serving
 from hostile import A1, HOSTILE_NAME, HOSTILE_QUERY, SCRIPT, replace_cell
-from serving import (
-    BROWSER_MARKS,
-    CHROMIUM,
-    LAUNCH_ARGS,
-    ROOT,
-    RUN_FINISHED,
-    choose,
-    go_to,
-    new_page,
-    no_exception,
-    open_app,
-    open_runs_panel,
-    rerun,
-    streamlit_server,
-)
 
 from mmbright_core.data.sources import open_source
 from mmbright_core.ui.confine import ROOT_ENV
 
-ARTIFACTS = ROOT / "test-artifacts"
+ARTIFACTS = serving.ROOT / "test-artifacts"
 SESSIONS = 20
 HEADLINE = "MM-BRIGHT failure analysis"
 QUERY_CAPTION = re.compile(r"\d+ image\(s\) · \d+ relevant")  # drawn once the query is shown
 # Per wave of 20 sessions, after the first: what the server may keep (caches are bounded).
 GROWTH_LIMIT_MB = 150
 
-pytestmark = BROWSER_MARKS
+pytestmark = serving.BROWSER_MARKS
 
 
 def rss_mb(pid: int) -> float:
@@ -72,7 +58,7 @@ def served(fixture_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def server(served: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
     options = ("--server.maxUploadSize", "1", "--client.showErrorDetails", "type")
     log_dir = tmp_path_factory.mktemp("streamlit")
-    with streamlit_server(log_dir, *options, env={ROOT_ENV: str(served)}) as (url, process):
+    with serving.streamlit_server(log_dir, *options, env={ROOT_ENV: str(served)}) as (url, process):
         yield url, process.pid
 
 
@@ -89,7 +75,7 @@ async def _session(browser, url: str, page_index: int) -> str:  # type: ignore[n
     wait = {"timeout": 300_000}
     try:
         await page.goto(f"{url}/{path}", **wait)
-        await page.wait_for_function(RUN_FINISHED, arg=0, **wait)
+        await page.wait_for_function(serving.RUN_FINISHED, arg=0, **wait)
         await page.get_by_text(marker).first.wait_for(**wait)
         boxes = await page.locator('[data-testid="stException"]').count()
         return f"{boxes} exception box(es)" if boxes else ""
@@ -109,7 +95,7 @@ async def _waves(url: str, pid: int) -> dict[str, float | list[str]]:
 
     figures: dict[str, float | list[str]] = {"start_mb": round(rss_mb(pid), 1)}
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        browser = await serving.launch(p)
         warm_up = [await _session(browser, url, i) for i in range(len(PAGES))]
         figures["warm_up_problems"] = [e for e in warm_up if e]
         figures["warm_mb"] = round(rss_mb(pid), 1)
@@ -150,7 +136,7 @@ def _demo_run() -> bytes:
 
 def _upload(page, name: str, data: bytes) -> None:  # type: ignore[no-untyped-def]
     """Choose one file in the runs panel's uploader: the app reruns with it."""
-    with rerun(page):
+    with serving.rerun(page):
         _choose_file(page, name, data)
 
 
@@ -159,9 +145,9 @@ def _home(url: str, width: int = 1400) -> Iterator:  # type: ignore[type-arg]
     """A chromium page on the app's home page, drawn; the browser closes after the block."""
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        page = new_page(browser, viewport={"width": width, "height": 1000})
-        open_app(page, url)
+        browser = serving.launch(p)
+        page = serving.new_page(browser, viewport={"width": width, "height": 1000})
+        serving.open_app(page, url)
         page.get_by_text(HEADLINE).wait_for()
         yield page
         browser.close()
@@ -170,18 +156,8 @@ def _home(url: str, width: int = 1400) -> Iterator:  # type: ignore[type-arg]
 def _add_upload(page, name: str, data: bytes) -> None:  # type: ignore[no-untyped-def]
     """Upload one file and add it with "Add uploaded runs"."""
     _upload(page, name, data)
-    with rerun(page):
+    with serving.rerun(page):
         page.get_by_role("button", name="Add uploaded runs").click()
-
-
-def _local_folder(page, folder: str) -> None:  # type: ignore[no-untyped-def]
-    """Type a dataset folder into the sidebar (a local source) and press Enter."""
-    sidebar = page.locator('[data-testid="stSidebar"]')
-    with rerun(page):
-        sidebar.get_by_text("Local folder").click()
-    sidebar.get_by_label("Folder with").fill(folder)
-    with rerun(page):
-        sidebar.get_by_label("Folder with").press("Enter")
 
 
 def _choose_file(page, name: str, data: bytes) -> None:  # type: ignore[no-untyped-def]
@@ -193,15 +169,15 @@ def _choose_file(page, name: str, data: bytes) -> None:  # type: ignore[no-untyp
 def test_oversized_upload_is_refused_and_the_session_goes_on(server: tuple[str, int]):
     url, _ = server
     with _home(url) as page:
-        open_runs_panel(page)  # the demo's own runs of the task keep it collapsed
+        serving.open_runs_panel(page)  # the demo's own runs of the task keep it collapsed
         # 1.5 MB over a 1 MB limit: the browser refuses it, and the app does not rerun
         _choose_file(page, "huge.trec", b"x" * (3 * 2**20 // 2))
         page.get_by_text("must be 1.0MB or smaller").wait_for()
         _upload(page, "good.trec", _demo_run())
-        with rerun(page):
+        with serving.rerun(page):
             page.get_by_role("button", name="Add uploaded runs").click()
         page.get_by_text("Added run 'good'").wait_for()
-        no_exception(page)
+        serving.no_exception(page)
         page.get_by_text("Headline numbers").wait_for()
 
 
@@ -210,35 +186,31 @@ def test_hostile_text_stays_text_in_the_browser(server: tuple[str, int]):
     url, _ = server
     dialogs: list[str] = []
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        page = new_page(browser, viewport={"width": 1500, "height": 1000})
+        browser = serving.launch(p)
+        page = serving.new_page(browser, viewport={"width": 1500, "height": 1000})
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-        open_app(page, url)
+        serving.open_app(page, url)
         page.get_by_text(HEADLINE).wait_for()
+        serving.local_folder(page, "/etc")
         sidebar = page.locator('[data-testid="stSidebar"]')
-        with rerun(page):
-            sidebar.get_by_text("Local folder").click()
-        sidebar.get_by_label("Folder with").fill("/etc")
-        with rerun(page):
-            sidebar.get_by_label("Folder with").press("Enter")
         sidebar.get_by_text("outside the folder this server may read").wait_for()
         sidebar.get_by_label("Folder with").fill("hostile")  # inside the root
-        with rerun(page):
+        with serving.rerun(page):
             sidebar.get_by_label("Folder with").press("Enter")
-        choose(page, "task", "Task 2: text+image → text")
+        serving.choose(page, "task", "Task 2: text+image → text")
         _upload(page, "<img src=x onerror=alert(5)>.trec", b"academia/a1 Q0 broken\n")
-        with rerun(page):
+        with serving.rerun(page):
             page.get_by_role("button", name="Add uploaded runs").click()
         page.get_by_text("wrong number of columns").wait_for()
         run = f"academia/a1 Q0 {A1} 1 2.0 t\n".encode()
         _upload(page, f"{HOSTILE_NAME}.trec", run)
-        with rerun(page):
+        with serving.rerun(page):
             page.get_by_role("button", name="Add uploaded runs").click()
-        go_to(page, "Inspector")
+        serving.go_to(page, "Inspector")
         page.get_by_text("Query inspector").wait_for()
         page.get_by_text(HOSTILE_QUERY, exact=True).wait_for()
         page.get_by_role("heading", name=HOSTILE_NAME).wait_for()
-        no_exception(page)
+        serving.no_exception(page)
         assert page.locator("script", has_text="alert(1)").count() == 0
         assert page.locator("img[src='x']").count() == 0
         ARTIFACTS.mkdir(exist_ok=True)
@@ -255,16 +227,16 @@ MARKDOWN_NAME = "A [lnk](lnk.html) ![t](t.png)"
 def test_markdown_in_names_makes_no_link_image_or_heading(server: tuple[str, int]):
     url, _ = server
     with _home(url, 1500) as page:
-        _local_folder(page, "hostile")
-        choose(page, "task", "Task 2: text+image → text")
+        serving.local_folder(page, "hostile")
+        serving.choose(page, "task", "Task 2: text+image → text")
         # A file name opens the error: at the start of its Markdown, a heading and a link.
         _add_upload(page, "# BIG www.evil.example.trec", b"academia/a1 Q0 broken\n")
         page.get_by_text("wrong number of columns").wait_for()
         assert page.get_by_role("heading", name="BIG").count() == 0
         assert page.locator('a[href*="evil.example"]').count() == 0
         _add_upload(page, f"{MARKDOWN_NAME}.trec", f"academia/a1 Q0 {A1} 1 2.0 t\n".encode())
-        go_to(page, "Inspector")
+        serving.go_to(page, "Inspector")
         page.get_by_role("heading", name=MARKDOWN_NAME).wait_for()  # the run's name, literal
-        no_exception(page)
+        serving.no_exception(page)
         assert page.locator('a[href*="lnk.html"]').count() == 0
         assert page.locator('img[src*="t.png"]').count() == 0

@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 from serving import (
     BROWSER_MARKS,
-    CHROMIUM,
-    LAUNCH_ARGS,
     free_port,
+    launch,
     new_page,
     open_app,
     open_runs_panel,
@@ -136,7 +135,7 @@ def test_a_closed_sessions_uploaded_runs_are_no_longer_reachable(tmp_path: Path)
         tmp_path, script=tmp_path / "release_app.py", env={"PROBE_PORT": str(port)}
     )
     with served as (url, _), sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        browser = launch(p)
         page = new_page(browser, viewport={"width": 1400, "height": 1000})
         open_app(page, url)
         open_runs_panel(page)

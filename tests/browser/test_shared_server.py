@@ -13,26 +13,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from serving import (
-    BROWSER_MARKS,
-    CHROMIUM,
-    LAUNCH_ARGS,
-    ROOT,
-    choose,
-    go_to,
-    new_page,
-    no_exception,
-    open_app,
-    open_runs_panel,
-    rerun,
-    streamlit_server,
-)
+import serving
 
 from mmbright_core.io.official import write_domain_outputs, write_summary
 from mmbright_core.ui.confine import ROOT_ENV
 
-pytestmark = BROWSER_MARKS
-SHOTS = ROOT / "test-artifacts" / "screenshots"
+pytestmark = serving.BROWSER_MARKS
+SHOTS = serving.ROOT / "test-artifacts" / "screenshots"
 RECIPE = (
     "--client.showErrorDetails",
     "type",
@@ -74,40 +61,28 @@ def test_shared_server_refuses_deep_symlinks_and_keeps_a_quiet_log(
     log_dir = tmp_path / "log"
     log_dir.mkdir()
     with (
-        streamlit_server(log_dir, *RECIPE, env={ROOT_ENV: str(root)}) as (url, _),
+        serving.streamlit_server(log_dir, *RECIPE, env={ROOT_ENV: str(root)}) as (url, _),
         sync_api.sync_playwright() as p,
     ):
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        page = new_page(browser, viewport={"width": 1400, "height": 1000})
-        open_app(page, url)
-        sidebar = page.locator('[data-testid="stSidebar"]')
-        with rerun(page):
-            sidebar.get_by_text("Local folder").click()
-        sidebar.get_by_label("Folder with").fill("data")
-        with rerun(page):
-            sidebar.get_by_label("Folder with").press("Enter")
+        browser = serving.launch(p)
+        page = serving.new_page(browser, viewport={"width": 1400, "height": 1000})
+        serving.open_app(page, url)
+        serving.local_folder(page, "data")
 
-        open_runs_panel(page)
-        page.get_by_role("tab", name="Folder").click()
-        field = page.get_by_label("Folder: official outputs")
-        field.fill("runs")
-        with rerun(page):
-            field.press("Enter")
-        with rerun(page):
-            page.get_by_role("button", name="Add runs from folder").click()
+        serving.add_runs_from_folder(page, "runs")
         page.get_by_text("runs folder entry is outside").wait_for()
-        no_exception(page)
+        serving.no_exception(page)
         page.screenshot(path=str(SHOTS / "shared-runs-symlink-refused.png"), full_page=True)
 
-        go_to(page, "Run a retriever")
+        serving.go_to(page, "Run a retriever")
         page.get_by_role("heading", name="Run a retriever").wait_for()
-        choose(page, "run_retriever", "random")
+        serving.choose(page, "run_retriever", "random")
         out = page.get_by_role("textbox", name="Output folder")
         assert out.input_value() == str(root / "outputs")  # the default is inside the root
-        with rerun(page):
+        with serving.rerun(page):
             page.get_by_role("button", name="Run", exact=True).click()
         page.get_by_text("output folder entry is outside").wait_for()
-        no_exception(page)
+        serving.no_exception(page)
         page.screenshot(path=str(SHOTS / "shared-output-symlink-refused.png"), full_page=True)
         browser.close()
     assert _listing(private) == before  # nothing written outside the root

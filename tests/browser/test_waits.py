@@ -14,15 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from serving import (
-    BROWSER_MARKS,
-    CHROMIUM,
-    LAUNCH_ARGS,
-    new_page,
-    open_app,
-    rerun,
-    streamlit_server,
-)
+from serving import BROWSER_MARKS, launch, new_page, open_app, rerun, streamlit_server
 
 pytestmark = BROWSER_MARKS
 
@@ -72,7 +64,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_the_wait_covers_a_slow_run_a_stopped_one_and_a_rerun(server: str) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        browser = launch(p)
         page = new_page(browser)
         open_app(page, server)
         for button, drawn in ACTIONS:

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from serving import (
     CHROMIUM,
-    LAUNCH_ARGS,
     LOOPBACK,
     ROOT,
     Traffic,
     choose,
     free_port,
     go_to,
+    launch,
     new_page,
     no_exception,
     open_app,
@@ -161,7 +161,7 @@ def test_installed_wheel_serves_the_dashboard(tmp_path: Path):
     try:
         wait_healthy(url, process, timeout=120)
         with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+            browser = launch(p)
             page = new_page(browser, viewport={"width": 1400, "height": 1000})
             traffic = Traffic(page)
             open_app(page, url)

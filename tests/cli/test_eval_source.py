@@ -35,9 +35,11 @@ ACADEMIA = (1 + 1 / (1 + 1 / math.log2(3))) / 2
 BIOLOGY = 1 / math.log2(3)
 
 
-def task1_argv(fixture_dir: Path, tmp_path: Path) -> list[str]:
-    """``mmbright eval`` of RUN, written as a TREC file, on Task 1 of the fixture."""
-    write_trec_run(tmp_path / "run.trec", RUN)
+def task1_argv(
+    fixture_dir: Path, tmp_path: Path, run: dict[str, dict[str, float]] = RUN
+) -> list[str]:
+    """``mmbright eval`` of ``run`` (RUN), written as a TREC file, on Task 1 of the fixture."""
+    write_trec_run(tmp_path / "run.trec", run)
     return [
         "eval",
         "--source",
@@ -119,16 +121,7 @@ def test_eval_source_reads_an_official_outputs_folder(
 def test_eval_source_rejects_a_run_of_another_task_or_missing_options(
     fixture_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    write_trec_run(tmp_path / "run.trec", {"q-unknown": {A1: 1.0}})
-    argv = [
-        "eval",
-        "--source",
-        str(fixture_dir),
-        "--task",
-        "1",
-        "--run",
-        str(tmp_path / "run.trec"),
-    ]
+    argv = task1_argv(fixture_dir, tmp_path, {"q-unknown": {A1: 1.0}})
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "no query of the run belongs to this task" in err and "run.trec" in err

@@ -34,6 +34,11 @@ BROWSER_MARKS = [
 ]
 
 
+def launch(playwright):  # type: ignore[no-untyped-def]
+    """Debian's chromium, headless with the suite's settings (a sync or an async Playwright)."""
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -84,6 +89,17 @@ def streamlit_server(
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+@contextmanager
+def server_with_own_notes(tmp: pytest.TempPathFactory, notes: str = "notes") -> Iterator[str]:
+    """The dashboard on a notes file of its own (under ``tmp``'s folder ``notes``), its URL.
+
+    Tags other tests gave the demo's queries would otherwise show on its pages.
+    """
+    env = {"MMBRIGHT_NOTES": str(tmp.mktemp(notes) / "notes.sqlite3")}
+    with streamlit_server(tmp.mktemp("streamlit"), env=env) as (url, _):
+        yield url
 
 
 # A run of the dashboard has finished when Streamlit says its script is not running and the
@@ -185,6 +201,28 @@ def open_runs_panel(page) -> None:  # type: ignore[no-untyped-def]
     if not tab.is_visible():
         page.get_by_text("Add or remove runs").click()
         tab.wait_for()
+
+
+def add_runs_from_folder(page, folder: str) -> None:  # type: ignore[no-untyped-def]
+    """Add the runs of an official outputs folder through Home's run panel (its Folder tab)."""
+    open_runs_panel(page)
+    page.get_by_role("tab", name="Folder").click()
+    field = page.get_by_label("Folder: official outputs")
+    field.fill(folder)
+    with rerun(page):
+        field.press("Enter")
+    with rerun(page):
+        page.get_by_role("button", name="Add runs from folder").click()
+
+
+def local_folder(page, folder: str) -> None:  # type: ignore[no-untyped-def]
+    """Type a dataset folder into the sidebar (a local source) and press Enter."""
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    with rerun(page):
+        sidebar.get_by_text("Local folder").click()
+    sidebar.get_by_label("Folder with").fill(folder)
+    with rerun(page):
+        sidebar.get_by_label("Folder with").press("Enter")
 
 
 def open_task(browser, url: str, width: int, task: str, scheme: str = "light"):  # type: ignore[no-untyped-def]
