@@ -15,25 +15,15 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
 
 import numpy as np
 from bench_bm25 import PHYSICS, synthetic_texts  # the script's folder is on sys.path
+from common import best
 
 from mmbright_core.analysis.attribution import LexicalAttribution, explain
 from mmbright_core.retrieval.bm25 import BM25Retriever
 from mmbright_core.retrieval.index import top_k_array
 from mmbright_core.types import Document, Query, TaskData
-
-
-def best(repeat: int, work: Callable[[], object]) -> float:
-    """Return the fastest of ``repeat`` timed calls of ``work``, in seconds."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:

@@ -26,6 +26,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -86,20 +87,11 @@ def bench_speed(passages: int, queries: int, k: int) -> dict[str, float]:
         top[np.argsort(-scores[top], kind="stable")]
     theirs_search = time.perf_counter() - start
 
-    from gensim.corpora import Dictionary
-    from gensim.models import LuceneBM25Model
-    from gensim.similarities import SparseMatrixSimilarity
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+    from gensim_bm25 import official_index  # the official recipe, as the tests build it
 
     start = time.perf_counter()
-    dictionary = Dictionary(tokens)
-    model = LuceneBM25Model(dictionary=dictionary, k1=0.9, b=0.4)
-    similarity = SparseMatrixSimilarity(
-        model[list(map(dictionary.doc2bow, tokens))],
-        num_docs=len(tokens),
-        num_terms=len(dictionary),
-        normalize_queries=False,
-        normalize_documents=False,
-    )
+    dictionary, model, similarity = official_index(tokens)
     gensim_index = time.perf_counter() - start
     start = time.perf_counter()
     gensim_scores = []

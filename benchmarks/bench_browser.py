@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "support")]
 
 import bench_app  # noqa: E402  (the full-size workspace builder)
 from serving import (  # noqa: E402

@@ -11,28 +11,18 @@ checksum (xxh3-128 where xxhash is installed, SHA-256 otherwise). Prints a JSON 
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from common import best, sizes
 
 from mmbright_core.retrieval import verify
 from mmbright_core.retrieval.bm25_index import BM25Index
 from mmbright_core.retrieval.cache import EmbeddingCache
-
-
-def _best(run: Callable[[], object], repeat: int = 3) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def _corpus(passages: int, rng: np.random.Generator) -> list[list[str]]:
@@ -54,13 +44,13 @@ def _measure(name: str, build: Callable[[], None], read: Callable[[], object]) -
         verify.ALGORITHM = algorithm
         build()
         read()  # warm the page cache and the checks
-        unchecked = _best(read)
+        unchecked = best(3, read)
 
         def checked() -> object:
             verify._VERIFIED.clear()
             return read()
 
-        seconds = _best(checked)
+        seconds = best(3, checked)
         out[f"{name}_unchecked_{algorithm}_s"] = round(unchecked, 4)
         out[f"{name}_checked_{algorithm}_s"] = round(seconds, 4)
         out[f"{name}_ratio_{algorithm}"] = round(seconds / unchecked, 2)
@@ -69,11 +59,7 @@ def _measure(name: str, build: Callable[[], None], read: Callable[[], object]) -
 
 def main() -> None:
     """Run the measurements and print them."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--passages", type=int, default=100_000)
-    parser.add_argument("--vectors", type=int, default=100_000)
-    parser.add_argument("--dim", type=int, default=384)
-    args = parser.parse_args()
+    args = sizes(__doc__, passages=100_000, vectors=100_000, dim=384)
     rng = np.random.default_rng(0)
     root = Path(tempfile.mkdtemp(prefix="bench-cache-verify-"))
     index = BM25Index.build(_corpus(args.passages, rng), 0.9, 0.4)

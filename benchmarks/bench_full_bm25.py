@@ -31,6 +31,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+from fixture_dataset import SCHEMAS
+
 LARGEST = 338_291  # physics, the largest domain (docs/protocol.md, The benchmark)
 MEAN_CHARS = 2_200
 QUERY_WORDS = 200  # Task 1 queries are long: about 1,300 characters
@@ -38,17 +41,9 @@ VOCABULARY = 40_000
 CHARS_PER_WORD = 7.0  # with its space, under the Zipf weights below
 ROW_GROUP = 16_384
 
-_SCHEMA_EXAMPLES = pa.schema(
-    [
-        ("id", pa.string()),
-        ("query", pa.string()),
-        ("gold_ids", pa.list_(pa.string())),
-        ("negative_ids", pa.list_(pa.string())),
-        ("image_paths", pa.list_(pa.string())),
-        ("gold_answers", pa.string()),
-    ]
-)
-_SCHEMA_DOCUMENTS = pa.schema([("id", pa.string()), ("content", pa.string())])
+# The published schema, as the tests' fixture dataset writes it.
+_SCHEMA_EXAMPLES = SCHEMAS["examples"]
+_SCHEMA_DOCUMENTS = SCHEMAS["documents"]
 
 
 class Words:

@@ -1,6 +1,6 @@
 """Measure the chat client's overhead against the loopback server (calls/s at 1, 8, 32).
 
-The server is the tests' OpenAI-compatible one (``tests/openai_server.py``: a Python
+The server is the tests' OpenAI-compatible one (``tests/support/openai_server.py``: a Python
 ``ThreadingHTTPServer`` answering ``/v1/chat/completions`` from a SHA-256 of the messages),
 so the figures measure the client side, not a model. For each concurrency:
 
@@ -29,7 +29,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))  # the loopback server
+sys.path.insert(0, str(HERE.parent / "tests" / "support"))  # the loopback server
 
 from openai_server import CHAT_MODEL, KEY, serving  # noqa: E402
 

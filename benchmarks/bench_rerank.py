@@ -1,6 +1,6 @@
 """Measure reranking throughput on CPU with a tiny random-weight cross-encoder (pairs/s).
 
-The model is built offline (``tests/tiny_hf.py``: a one-layer BERT relevance head over a
+The model is built offline (``tests/support/tiny_hf.py``: a one-layer BERT relevance head over a
 word-level tokenizer trained on the demo's texts). Three figures over the demo's Task 2
 BM25 run, every domain, top ``--depth`` of each query:
 
@@ -15,16 +15,16 @@ Run: ``python benchmarks/bench_rerank.py [--depth 50] [--batch-size 32] [--repea
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))  # the tiny model's builder
+sys.path.insert(0, str(HERE.parent / "tests" / "support"))  # the tiny model's builder
 
 import tiny_hf  # noqa: E402
+from common import sizes  # noqa: E402
 
 from mmbright_core.data.sources import open_source  # noqa: E402
 from mmbright_core.ranking import ranked  # noqa: E402
@@ -52,11 +52,7 @@ def pairs_of(depth: int) -> list[list[str]]:
 
 def main() -> int:
     """Run the benchmark and print one line per figure."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--depth", type=int, default=50)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = sizes(__doc__.splitlines()[0], depth=50, batch_size=32, repeat=3)
     import torch
     from sentence_transformers import CrossEncoder
 

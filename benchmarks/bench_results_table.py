@@ -11,12 +11,12 @@ and the ratio printed. ``--queries`` and ``--runs`` shrink the problem for a qui
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 
 import numpy as np
 import pyarrow as pa
+from common import sizes
 
 from mmbright_core.analysis.table import results_table
 from mmbright_core.benchmark import apply_protocol
@@ -81,11 +81,7 @@ def baseline(tasks: list[TaskData], run: dict[str, pa.Table]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--queries", type=int, default=2_803)
-    parser.add_argument("--docs", type=int, default=1_000)
-    parser.add_argument("--runs", type=int, default=10)
-    args = parser.parse_args()
+    args = sizes(__doc__, queries=2_803, docs=1_000, runs=10)
     rng = np.random.default_rng(0)
     tasks = build_tasks(args.queries, rng)
     runs = {f"run{i}": build_run(tasks, args.docs, rng) for i in range(args.runs)}

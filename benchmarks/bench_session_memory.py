@@ -12,7 +12,6 @@ Run: ``python benchmarks/bench_session_memory.py [--files 3] [--mb 181] [--wait 
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -20,9 +19,10 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent / "tests")]
+sys.path[:0] = [str(HERE.parent / "tests" / "support")]
 
 import serving  # noqa: E402
+from common import sizes  # noqa: E402
 
 from mmbright_core.cli.app import SERVER_ENV  # noqa: E402
 from mmbright_core.data.sources import open_source  # noqa: E402
@@ -56,11 +56,7 @@ def run_file(path: Path, megabytes: int, tag: str) -> Path:
 
 def main() -> int:
     """Measure and print the figures."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", type=int, default=3)
-    parser.add_argument("--mb", type=int, default=181)
-    parser.add_argument("--wait", type=float, default=180)
-    args = parser.parse_args()
+    args = sizes(__doc__.splitlines()[0], files=3, mb=181, wait=180.0)
     from playwright.sync_api import sync_playwright
 
     figures: dict[str, object] = {}

@@ -3,7 +3,7 @@
 Optional (atheris is in the ``dev`` extra on Linux only). Any exception other than
 ``InputError`` is a finding: libFuzzer stops and writes the input as ``crash-*``.
 
-    mkdir -p corpus && cp tests/data/io/* corpus/   # libFuzzer adds its finds to it
+    mkdir -p corpus && cp tests/support/samples/io/* corpus/   # libFuzzer adds its finds to it
     python benchmarks/fuzz_readers.py corpus -runs=100000
     python benchmarks/fuzz_readers.py corpus -max_total_time=600 -artifact_prefix=out/
 

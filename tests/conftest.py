@@ -13,6 +13,7 @@ import isolation
 import openai_server
 import pytest
 from fixture_dataset import build_fixture
+from tiny_clip import TINY_CLIP, TINY_CLIP_CONFIG
 
 from mmbright_core.data.sources import Source, open_source
 
@@ -41,9 +42,23 @@ def chat_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[openai_server.OpenA
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Run the whole suite in a temporary home (see ``tests/isolation.py``)."""
+    """Run the whole suite in a temporary home (see ``tests/support/isolation.py``)."""
     config.stash[_REAL_HOME] = (isolation.real_home(), isolation.snapshot(isolation.real_home()))
     config.stash[_TEST_HOME] = isolation.redirect()
+
+
+# The suites kept apart by folder carry their folder's marker, so `-m "not robust"` and a path
+# select the same tests.
+_FOLDER_MARKERS = ("browser", "scale", "robust")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test under ``tests/<suite>/`` with the suite's marker."""
+    here = Path(__file__).parent
+    for item in items:
+        folder = item.path.relative_to(here).parts[0] if item.path.is_relative_to(here) else ""
+        if folder in _FOLDER_MARKERS:
+            item.add_marker(folder)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -86,14 +101,6 @@ def no_ocr_engine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("MMBRIGHT_CACHE", str(tmp_path / "empty-cache"))
 
 
-TINY_CLIP = "mmbright-test-tiny"
-TINY_CLIP_CONFIG = {
-    "embed_dim": 32,
-    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "head_width": 16, "patch_size": 16},
-    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-}
-
-
 @pytest.fixture(scope="session")
 def tiny_clip(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The name of a tiny open_clip model (random weights) registered for this session."""
@@ -116,7 +123,7 @@ def demo_texts() -> list[str]:
 @pytest.fixture(scope="session")
 def tiny_hf(tmp_path_factory: pytest.TempPathFactory, demo_texts: list[str]) -> dict[str, Path]:
     """Folders of tiny random transformers models: bert, mistral, qwen2 (left-padded), clip,
-    siglip, each with a tokenizer trained on the demo texts (``tests/tiny_hf.py``)."""
+    siglip, each with a tokenizer trained on the demo texts (``tests/support/tiny_hf.py``)."""
     pytest.importorskip("transformers")
     import tiny_hf as build
 
@@ -133,7 +140,7 @@ def tiny_hf(tmp_path_factory: pytest.TempPathFactory, demo_texts: list[str]) -> 
 
 @pytest.fixture(scope="session")
 def tiny_remote(tmp_path_factory: pytest.TempPathFactory, demo_texts: list[str]) -> dict[str, Path]:
-    """Folders of tiny stand-ins of hub-code models (``tests/tiny_remote.py``): ``jina``,
+    """Folders of tiny stand-ins of hub-code models (``tests/support/tiny_remote.py``): ``jina``,
     ``bge``, ``gme`` (sentence-transformers), ``nomic-text`` and ``nomic-vision``."""
     pytest.importorskip("transformers")
     pytest.importorskip("sentence_transformers")

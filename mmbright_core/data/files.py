@@ -184,6 +184,18 @@ class HubFiles(ParquetFiles):
         return Path(local)
 
 
+def _column_name(path: Path, chunk: pq.ColumnChunkMetaData) -> str:
+    """The top-level column a chunk holds (a list's values: ``<name>.list.element``).
+
+    Raises:
+        InputError: The name in the file's metadata is not UTF-8 (a damaged file).
+    """
+    try:
+        return str(chunk.path_in_schema).split(".")[0]
+    except UnicodeDecodeError as err:
+        raise unreadable(path, err) from err
+
+
 def check_decoded_size(path: Path, columns: Sequence[str], limit: int | None = None) -> None:
     """Refuse a file whose ``columns`` decode past the input size limit, before reading them.
 
@@ -198,14 +210,14 @@ def check_decoded_size(path: Path, columns: Sequence[str], limit: int | None = N
     limit = max_input_bytes(limit)
     try:
         metadata = pq.read_metadata(path)
-    except (pa.ArrowException, OSError) as err:
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as err:  # a name not UTF-8
         raise unreadable(path, err) from err
     wanted, sizes, values = set(columns), dict.fromkeys(columns, 0), dict.fromkeys(columns, 0)
     for group in range(metadata.num_row_groups):
         row_group = metadata.row_group(group)
         for index in range(row_group.num_columns):
             chunk = row_group.column(index)
-            name = chunk.path_in_schema.split(".")[0]  # a list's values: "<name>.list.element"
+            name = _column_name(path, chunk)
             if name in wanted:
                 sizes[name] += chunk.total_uncompressed_size + PY_VALUE_BYTES * chunk.num_values
                 values[name] += chunk.num_values

@@ -35,7 +35,7 @@ _STAND_IN = "the tests run this path on a local stand-in whose own code offers t
 _HUB_CODE: dict[str, tuple[str, str]] = {
     "hf": (
         "transformers' AutoModel loaded with trust_remote_code, its last_hidden_state pooled "
-        "and normalised by this package (tests/test_cli_remote_presets.py, a causal stand-in)",
+        "and normalised by this package (tests/retrieval/test_remote.py, a causal stand-in)",
         "the model's forward pass",
     ),
     "dense": (

@@ -6,7 +6,7 @@ progress texts of widgets. A dataset's image path, a run or file name, a note's 
 an error quoting any of them would turn there into a link, an image the viewer's browser
 fetches, a heading, a list or HTML, and a bidi control would show the text in another
 order than it has. :func:`literal` is the one helper that makes such text literal; every
-such call of the dashboard goes through it (``tests/test_ui_literal.py`` walks the code).
+such call of the dashboard goes through it (``tests/ui/test_literal.py`` walks the code).
 Plain-text places (``st.text``, table cells, the options of a selectbox, input values)
 show text as it is and take :func:`visible` alone, where controls matter.
 """

@@ -1,0 +1,66 @@
+"""A table's CSV, downloaded in chromium: written when the button is clicked, whole and right.
+
+The dashboard writes a CSV only when its button is clicked (not on every rerun), which
+AppTest cannot follow: it has no server to serve the file. Here the real server does. The
+per-query CSV is named after both runs, every run's column carries the run's name, and the
+query texts are whole (the table on the page cuts them).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterator
+
+import pytest
+from serving import BROWSER_MARKS, launch, streamlit_server
+
+from mmbright_core.data.sources import open_source
+
+TASK_LABEL = "Task 2: text+image → text"
+
+pytestmark = BROWSER_MARKS
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with streamlit_server(tmp_path_factory.mktemp("streamlit")) as (url, _):
+        yield url
+
+
+def test_per_query_csv_holds_the_rows_shown(server: str) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(120_000)
+        page.goto(server)
+        page.locator(".st-key-task input[role=combobox]").click()
+        page.get_by_role("option", name=TASK_LABEL, exact=True).click()
+        page.locator('[data-testid="stMain"]').get_by_text(f"· {TASK_LABEL} ·").wait_for()
+        page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Per query").click()
+        caption = page.get_by_text("queries shown").first
+        caption.wait_for()
+        shown = int(re.match(r"(\d+) of", caption.inner_text()).group(1))  # type: ignore[union-attr]
+        run = page.locator(".st-key-pq_run input[role=combobox]").input_value().strip()
+        run_b = page.locator(".st-key-pq_run_b input[role=combobox]").input_value().strip()
+        with page.expect_download() as info:
+            page.locator(".st-key-pq_csv button").click()
+        download = info.value
+        text = download.path().read_text(encoding="utf-8")
+        browser.close()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert download.suggested_filename == f"per_query_{run}_vs_{run_b}.csv"
+    assert len(rows) == shown > 0
+    named = {f"nDCG@10 ({run})", f"nDCG@10 ({run_b})", f"delta ({run_b} − {run})"}
+    assert {"domain", "query_id", "query", f"Judged@10 ({run_b})", *named} <= set(rows[0])
+    source = open_source("demo")
+    texts = {
+        (d, q.query_id): " ".join(q.text.split())
+        for d in source.domains()
+        for q in source.task(2, d).queries
+    }
+    assert max(len(row["query"]) for row in rows) > 160  # the demo has long queries
+    for row in rows:
+        assert row["query"] == texts[(row["domain"], row["query_id"])]
