@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ from large_images import TASK3_CHILD, build_large_images
 from PIL import Image
 
 import mmbright_core.retrieval.dual as dual
+import mmbright_core.retrieval.dual_queries as dual_queries
+import mmbright_core.retrieval.dual_vectors as dual_vectors
 from mmbright_core.data.image_batches import LazyImages, each_preprocessed
 from mmbright_core.data.sources import open_source
 from mmbright_core.errors import InputTooLargeError
@@ -55,6 +58,15 @@ def many_images(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_large_images(tmp_path_factory.mktemp("many-images"), count=40, side=64)
 
 
+# The dual encoder's modules that decode images: its documents, queries and cached vectors.
+DECODING = (dual, dual_queries, dual_vectors)
+
+
+def _decode_with(monkeypatch: pytest.MonkeyPatch, decode: Callable[..., Any]) -> None:
+    for module in DECODING:
+        monkeypatch.setattr(module, "decode_image", decode)
+
+
 def _retriever(kind: str, cache: Path, tiny_clip: str, tiny_hf: dict[str, Path]) -> Any:
     if kind == "clip":
         return get_retriever("clip", model=tiny_clip, pretrained="none", cache_dir=str(cache))
@@ -71,7 +83,7 @@ def test_task3_decodes_one_image_at_a_time(
     tiny_hf: dict[str, Path],
 ) -> None:
     live = LiveImages(dual.decode_image)
-    monkeypatch.setattr(dual, "decode_image", live)
+    _decode_with(monkeypatch, live)
     source = open_source(str(many_images))
     data = source.task(3, "academia")
     retriever = _retriever(kind, tmp_path, tiny_clip, tiny_hf)
@@ -156,7 +168,7 @@ def test_out_of_memory_in_a_run_says_what_ran_out(
     def no_memory(data: bytes | None, path: str) -> Image.Image:
         raise MemoryError  # what Pillow raises when an image's pixels cannot be allocated
 
-    monkeypatch.setattr(dual, "decode_image", no_memory)
+    _decode_with(monkeypatch, no_memory)
     args = ["run", "--source", str(many_images), "--task", "3", "--retriever", "clip"]
     model = ["--model", tiny_clip, "--pretrained", "none", "--out", str(tmp_path / "out")]
     assert main([*args, *model, "--cache-dir", str(tmp_path / "cache")]) == 2

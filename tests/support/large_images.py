@@ -89,9 +89,9 @@ import open_clip
 if model.endswith(".json"):
     open_clip.add_model_config(model)
     model = Path(model).stem
-import mmbright_core.retrieval.dual as dual
+import mmbright_core.retrieval.dual_vectors as dual_vectors
 if mode == "eager":
-    dual.LazyImages = lambda loaders: [load() for load in loaders]
+    dual_vectors.LazyImages = lambda loaders: [load() for load in loaders]
 from mmbright_core.data.sources import open_source
 from mmbright_core.retrieval.clip import ClipRetriever
 def status(field):
