@@ -30,7 +30,7 @@ from mmbright_core.types import Protocol4, Run
 
 # The reader's warnings about an upload are caught for the page (a server's log is not where
 # its user looks). ``catch_warnings`` swaps process-wide state, so uploads are read one at a
-# time: another session's warning can never land on this page. Reading is bound by the
+# time: another session's upload warning never lands on this page. Reading is bound by the
 # interpreter's lock anyway, so little is lost.
 _CATCHING = threading.Lock()
 
