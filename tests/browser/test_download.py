@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from serving import BROWSER_MARKS, launch, streamlit_server
+from serving import BROWSER_MARKS, choose, go_to, launch, open_app, selected, streamlit_server
 
 from mmbright_core.data.sources import open_source
 
@@ -35,16 +35,16 @@ def test_per_query_csv_holds_the_rows_shown(server: str) -> None:
         browser = launch(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(120_000)
-        page.goto(server)
-        page.locator(".st-key-task input[role=combobox]").click()
-        page.get_by_role("option", name=TASK_LABEL, exact=True).click()
+        # Each step waits for the run it started to finish: a click on the button of a run
+        # still drawing the page can land on an element the run then replaces.
+        open_app(page, server)
+        choose(page, "task", TASK_LABEL)
         page.locator('[data-testid="stMain"]').get_by_text(f"· {TASK_LABEL} ·").wait_for()
-        page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Per query").click()
+        go_to(page, "Per query")
         caption = page.get_by_text("queries shown").first
         caption.wait_for()
         shown = int(re.match(r"(\d+) of", caption.inner_text()).group(1))  # type: ignore[union-attr]
-        run = page.locator(".st-key-pq_run input[role=combobox]").input_value().strip()
-        run_b = page.locator(".st-key-pq_run_b input[role=combobox]").input_value().strip()
+        run, run_b = selected(page, "pq_run"), selected(page, "pq_run_b")
         with page.expect_download() as info:
             page.locator(".st-key-pq_csv button").click()
         download = info.value
