@@ -5,11 +5,25 @@ encoder: an open_clip model named (``ViT-L-14``) or in a ``local-dir:`` folder, 
 weights, a local checkpoint file or seeded random ones, its files checked before open_clip
 reads them. Its vectors are the raw outputs of ``encode_text`` / ``encode_image`` (projected,
 not normalised), which the ``raw-mean`` fusion needs (docs/protocol.md, "Dual-encoder fusion").
+
+The activation is the one the weights were trained with. open_clip's built-in configs use
+GELU (``ViT-L-14``) or QuickGELU (``ViT-L-14-quickgelu``), and its pretrained registry says per
+tag which one the weights need (``quick_gelu`` in ``open_clip.pretrained``: True for every
+``openai`` tag, OpenAI's CLIP having been trained with QuickGELU, as Hugging Face's
+``openai/clip-vit-large-patch14`` config says, ``hidden_act: quick_gelu``). open_clip itself
+only warns when a tag is loaded into the other activation; here every tag marked
+``quick_gelu`` is built with ``force_quick_gelu``, and any mismatch open_clip still reports is
+said as an :class:`~mmbright_core.errors.InputWarning`. A checkpoint file or a ``local-dir:``
+folder runs its config's activation (OpenAI weights from a file: name the ``-quickgelu``
+config). The activation is recorded in ``config.json`` and keys the embedding cache.
 """
 
 from __future__ import annotations
 
+import json
+import warnings
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +31,7 @@ import numpy as np
 from PIL import Image
 
 from mmbright_core.data.image_batches import each_preprocessed
-from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.errors import InputError, InputWarning, UnknownNameError
 from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.cache import path_sha256
 from mmbright_core.retrieval.embedder import Modality, Role
@@ -64,6 +78,26 @@ class OpenClipEmbedder:
         self.name = _label(model, pretrained)
         self._loaded: tuple[Any, Any, Any] | None = None
 
+    @cached_property
+    def activation(self) -> str:
+        """Return the activation the model is built with: ``quick_gelu`` or ``gelu``.
+
+        A pretrained tag that open_clip's registry marks ``quick_gelu`` gets QuickGELU whatever
+        its config builds; any other weights get their config's activation.
+        """
+        if self.model.startswith(_LOCAL_DIR):
+            config = Path(self.model[len(_LOCAL_DIR) :], "open_clip_config.json").expanduser()
+            if not config.is_file():
+                return "gelu"  # refused by the folder check when loaded
+            model_cfg = json.loads(config.read_text(encoding="utf-8")).get("model_cfg", {})
+            return _ACTIVATIONS[bool(model_cfg.get("quick_gelu", False))]
+        open_clip = require("open_clip", "the clip retriever", "clip")
+        config = open_clip.get_model_config(self.model)
+        if config is None:
+            raise UnknownNameError("open_clip model", self.model, open_clip.list_models())
+        tag = open_clip.get_pretrained_cfg(self.model, self.pretrained) if self.pretrained else {}
+        return _ACTIVATIONS[bool(tag.get("quick_gelu", False) or config.get("quick_gelu", False))]
+
     def checkpoint(self) -> str | None:
         """Return the sha256 of local weights (a local-dir: folder or checkpoint file)."""
         if self.model.startswith(_LOCAL_DIR):
@@ -92,6 +126,7 @@ class OpenClipEmbedder:
             "checkpoint_sha256": self.checkpoint(),
             "weights": self.weights(),
             "truncation": self.context_length(),
+            "activation": self.activation,
         }
 
     def cache_settings(self, modality: str, role: Role) -> dict[str, Any]:
@@ -102,6 +137,8 @@ class OpenClipEmbedder:
             "weights": self.weights(),
             "role": modality,
             "output": "raw",  # projected features, not normalised: the fusion needs their norm
+            # Vectors cached before the activation was the tag's (GELU for openai) never match.
+            "activation": self.activation,
         }
         if modality == "text":
             settings["truncation"] = self.context_length()
@@ -129,9 +166,15 @@ class OpenClipEmbedder:
             source, hint = self._check_files()
             with model_files(_WHAT, source, hint), torch.random.fork_rng(devices=[]):
                 torch.manual_seed(self.seed)  # random weights reproduce across runs
-                model, _, preprocess = open_clip.create_model_and_transforms(
-                    self.model, pretrained=self.pretrained, device=self.device
-                )
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    model, _, preprocess = open_clip.create_model_and_transforms(
+                        self.model,
+                        pretrained=self.pretrained,
+                        device=self.device,
+                        force_quick_gelu=self.activation == "quick_gelu",
+                    )
+            _pass_on(caught, self.activation)
             model.eval()
             self._loaded = (model, preprocess, open_clip.get_tokenizer(self.model))
         return self._loaded
@@ -170,6 +213,31 @@ class OpenClipEmbedder:
         with torch.no_grad():
             vectors = model.encode_image(pixels)
         return as_float32(vectors)
+
+
+#: quick_gelu flag of an open_clip config -> the recorded activation.
+_ACTIVATIONS = {True: "quick_gelu", False: "gelu"}
+
+
+def _pass_on(caught: list[warnings.WarningMessage], activation: str) -> None:
+    """Pass open_clip's warnings on; a mismatch it reports becomes a loud :class:`InputWarning`.
+
+    After QuickGELU is forced for every tag trained with it, open_clip reports a mismatch only
+    for a config that builds QuickGELU with a tag its registry does not mark so
+    (``roberta-ViT-B-32`` / ``laion2b_s12b_b32k``): the model runs as its config says.
+    """
+    for warning in caught:
+        if "mismatch" in str(warning.message).lower():
+            warnings.warn(
+                f"open_clip: {warning.message} The model runs with its config's activation "
+                f"({activation}), recorded in config.json; check that the weights need it.",
+                InputWarning,
+                stacklevel=3,
+            )
+        else:
+            warnings.warn_explicit(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
 
 
 def _label(model: str, pretrained: str | None) -> str:
