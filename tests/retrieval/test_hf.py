@@ -144,7 +144,7 @@ def test_siglip_pads_texts_to_max_length_and_reads_no_attention_mask(tiny_hf):
     with torch.inference_mode():
         padded = model.get_text_features(input_ids=ids["input_ids"]).pooler_output[0]
         short = model.get_text_features(**tokenizer(TEXTS[2], return_tensors="pt"))
-    got = embedder.encode_texts(TEXTS[2:], "document")[0]
+    got = embedder.encode_texts(TEXTS[2:], "query")[0]  # Task 2's queries: no mask
     np.testing.assert_allclose(got, padded, atol=1e-5)
     assert not np.allclose(got, short.pooler_output[0], atol=1e-3)
 
