@@ -32,9 +32,13 @@ backend's options. Its fusion is ``raw-mean``
 ``mean-raw-then-l2`` so that runs made before keep their configuration.
 
 Known departures: the official code runs Hugging Face's ``CLIPModel``/``CLIPProcessor``, here
-open_clip runs the same checkpoint (its ``encode_text``/``encode_image`` are the projected
-features ``get_text_features``/``get_image_features`` return; preprocessing may differ in the
-last bits of resizing). The official Task 4 retriever also applies ``ImageOps.exif_transpose``
+open_clip runs the same checkpoint with the same activation (QuickGELU for ``openai`` tags,
+:class:`~mmbright_core.retrieval.open_clip_model.OpenClipEmbedder`; its ``encode_text`` /
+``encode_image`` are the projected features ``get_text_features`` / ``get_image_features``
+return; preprocessing may differ in the last bits of resizing). The ``clip`` preset therefore
+runs ``openai/clip-vit-large-patch14`` on the ``hf`` backend, the official path itself
+(:mod:`~mmbright_core.retrieval.hf_clip`); this backend is for open_clip's own models. The
+official Task 4 retriever also applies ``ImageOps.exif_transpose``
 to pair and query images (``task4_pair.py`` ``_safe_open_image``), which tasks 2-3 do not; here
 no task rotates by EXIF orientation.
 """

@@ -84,17 +84,22 @@ def test_instructions_for_a_dense_model_without_a_preset(tmp_path: Path, capsys)
     assert _config(tmp_path / "run_t2t_all-MiniLM-L6-v2")["instructions"] == "none"
 
 
-def test_clip_preset_on_a_tiny_model_is_the_official_fusion_run(tmp_path: Path, tiny_clip: str):
-    common = [*DEMO, "--task", "2", "--model", tiny_clip, "--pretrained", "none"]
+def test_clip_preset_runs_transformers_clip_as_the_official_retrieval_clip(
+    tmp_path: Path, tiny_hf: dict[str, Path]
+):
+    # The official retrieval_clip's own path: CLIPModel + CLIPProcessor, on the hf backend.
+    common = [*DEMO, "--task", "2", "--model", str(tiny_hf["clip"]), "--device", "cpu"]
     assert main(["run", *common, "--model-preset", "clip", "--out", str(tmp_path / "p")]) == 0
-    assert main(["run", *common, "--retriever", "clip", "--out", str(tmp_path / "r")]) == 0
-    name = f"run_it2t_{tiny_clip}-random"
-    assert read_outputs(tmp_path / "p" / name).runs == read_outputs(tmp_path / "r" / name).runs
-    config = _config(tmp_path / "p" / name)
-    assert (config["preset"], config["image_policy"], config["fusion"]) == (
+    assert main(["run", *common, "--retriever", "hf", "--out", str(tmp_path / "r")]) == 0
+    (preset_run,) = [p for p in (tmp_path / "p").iterdir() if p.is_dir()]
+    (plain_run,) = [p for p in (tmp_path / "r").iterdir() if p.is_dir()]
+    assert read_outputs(preset_run).runs == read_outputs(plain_run).runs
+    config = _config(preset_run)
+    assert (config["preset"], config["retriever"], config["image_policy"], config["fusion"]) == (
         "clip",
+        "hf",
         "first",
-        "mean-raw-then-l2",
+        "raw-mean",
     )
 
 

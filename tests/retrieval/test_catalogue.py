@@ -24,7 +24,7 @@ from mmbright_core.retrieval.catalogue import (
 from mmbright_core.retrieval.catalogue_doc import main as write_models_page
 from mmbright_core.retrieval.catalogue_doc import models_markdown
 from mmbright_core.retrieval.instructions import INSTRUCTION_SETS, fill_domain
-from mmbright_core.retrieval.preset_run import resolve
+from mmbright_core.retrieval.preset_run import Resolved, resolve
 from mmbright_core.retrieval.registry import _accepted_options, _factory
 
 
@@ -179,11 +179,19 @@ def test_resolution_gives_the_official_texts():
         "Instruct: Given a biology post, retrieve relevant passages that help answer the post"
         "\nQuery: "
     )
-    assert resolve(get_preset("clip"), 2).options == {
-        "model": "ViT-L-14",
-        "pretrained": "openai",
-        "image_policy": "first",
-    }
+    # CLIP runs as the official retrieval_clip: transformers' CLIPModel, QuickGELU.
+    assert resolve(get_preset("clip"), 2) == Resolved(
+        "hf",
+        {
+            "model": "openai/clip-vit-large-patch14",
+            "max_length": 77,
+            "query_instruction": "",
+            "document_instruction": "",
+            "image_policy": "first",
+        },
+        "clip",
+        "official",
+    )
     assert resolve(get_preset("bm25"), 1).options == {}
 
 
