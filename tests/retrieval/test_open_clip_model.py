@@ -86,21 +86,32 @@ def test_every_tag_trained_with_quick_gelu_runs_it_and_others_their_configs():
 def test_openai_tagged_weights_found_offline_rank_task2_as_the_quick_gelu_model(
     tiny_clip: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    """Weights registered as a model's ``openai`` tag (a file open_clip finds offline) run
-    with QuickGELU, as the official ``retrieval_clip`` runs OpenAI's CLIP (``hidden_act:
-    quick_gelu``); the model open_clip's config builds (GELU) ranks otherwise."""
+    """Weights placed where open_clip finds ViT-L-14's OpenAI weights offline (the hub cache
+    entry its registry names) run with QuickGELU, as the official ``retrieval_clip`` runs
+    OpenAI's CLIP (``hidden_act: quick_gelu``); the model open_clip's config builds (GELU)
+    ranks otherwise."""
     open_clip = pytest.importorskip("open_clip")
     torch = pytest.importorskip("torch")
+    constants = pytest.importorskip("huggingface_hub.constants")
     from mmbright_core.data.images import query_images
     from mmbright_core.data.sources import open_source
     from mmbright_core.retrieval import get_retriever
 
-    torch.manual_seed(0)
-    weights = tmp_path / "openai.pt"
-    torch.save(open_clip.create_model(tiny_clip).state_dict(), weights)
-    # The tag as the registry lists ViT-L-14's OpenAI weights, found in a local file.
-    tag = {**open_clip.get_pretrained_cfg("ViT-L-14", "openai"), "file": str(weights)}
+    # The tag as the registry lists ViT-L-14's OpenAI weights, for the tiny architecture.
+    tag = open_clip.get_pretrained_cfg("ViT-L-14", "openai")
     monkeypatch.setitem(open_clip.pretrained._PRETRAINED, tiny_clip, {"openai": tag})
+    repo = tag["hf_hub"].rstrip("/")  # timm/vit_large_patch14_clip_224.openai
+    cache = tmp_path / "hub"
+    entry = cache / f"models--{repo.replace('/', '--')}"
+    snapshot = entry / "snapshots" / ("0" * 40)
+    snapshot.mkdir(parents=True)
+    (entry / "refs").mkdir()
+    (entry / "refs" / "main").write_text("0" * 40)
+    torch.manual_seed(0)
+    weights = snapshot / "open_clip_pytorch_model.bin"
+    torch.save(open_clip.create_model(tiny_clip).state_dict(), weights)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
 
     def reference(quick_gelu: bool) -> dict[str, list[str]]:
         # task2_multimodal.py retrieval_clip: L2((raw text + raw first image) / 2) against
