@@ -213,6 +213,13 @@ def test_resolution_gives_the_official_texts():
     assert resolve(get_preset("bm25"), 1).options == {}
 
 
+def test_diver_runs_in_the_dtype_vllms_auto_picks():
+    # retrieval_qwen3_ft_diver runs vLLM's LLM(...) without a dtype: vLLM's "auto" keeps a
+    # bfloat16 checkpoint in bfloat16 (MTEB's registry: 7,670 MB for 4.02 B parameters, two
+    # bytes each); the hf backend's own default is float32.
+    assert resolve(get_preset("diver-retriever"), 1).options["dtype"] == "bfloat16"
+
+
 def test_resolution_refuses_what_the_preset_lacks():
     with pytest.raises(InputError, match="not run on task 2"):
         resolve(get_preset("bm25"), 2)

@@ -39,6 +39,7 @@ BRIGHT_INSTRUCT = (
 FAMILIES = {
     "e5": "mistral",
     "sf": "mistral",
+    "qwen": "qwen2",
     "qwen2": "qwen2",
     "contriever": "bert",
     "rader": "qwen2",
@@ -134,7 +135,9 @@ def _diver(folder, queries, docs, instruction):
 CASES = {
     ("e5", "official"): (_sf_qwen_e5, ""),
     ("e5", "bright"): (_sf_qwen_e5, BRIGHT_INSTRUCT),
+    ("sf", "official"): (_sf_qwen_e5, ""),
     ("sf", "bright"): (_sf_qwen_e5, BRIGHT_INSTRUCT),
+    ("qwen", "bright"): (_sf_qwen_e5, BRIGHT_INSTRUCT),
     ("qwen2", "official"): (_sf_qwen_e5, ""),
     ("qwen2", "bright"): (_sf_qwen_e5, BRIGHT_INSTRUCT),
     ("contriever", "official"): (_contriever, ""),
