@@ -1,7 +1,7 @@
 """The sentence-transformers presets against the official recipes, on tiny random stacks.
 
-``mmbright run --model-preset`` runs sbert, bge, inst-l and inst-xl on the demo with the model
-replaced by a tiny random sentence-transformers folder (``tests/support/tiny_st.py``; bge: the
+``mmbright run --model-preset`` runs sbert, bge, nomic, inst-l and inst-xl on the demo with the
+model replaced by a tiny random sentence-transformers folder (``tests/support/tiny_st.py``; bge: the
 tiny BERT of ``tests/support/tiny_hf.py`` under sentence-transformers' own pooling). The
 reference is sentence-transformers called as ``src/retrievers/task1_text.py`` calls it, with
 the instruction texts transcribed from xlang-ai/BRIGHT's ``configs/<model>/biology.json`` (not
@@ -10,6 +10,8 @@ read from the catalogue):
 - ``retrieval_sbert_bge``: bge's queries get ``add_instruct_concatenate`` (the instruction
   glued before the text), sbert's nothing; ``encode(..., batch_size=8,
   normalize_embeddings=True)``, sklearn's cosine;
+- ``retrieval_nomic``: ``encode(..., batch_size=8, normalize_embeddings=True)`` with no
+  prefix (the model's hub code is NomicBERT's; the stand-in is the tiny MPNet stack);
 - ``retrieval_instructor``: ``set_pooling_include_prompt(False)``, ``max_seq_length = 2048``,
   the instructions as ``prompt=`` (``.format(task=domain)``), normalised.
 """
@@ -47,14 +49,16 @@ def stacks(tmp_path_factory, demo_texts, tiny_hf) -> dict[str, Path]:
     t5 = sentence_model(root / "t5", "t5", demo_texts)
     bert = root / "bert-st"
     st.SentenceTransformer(str(tiny_hf["bert"]), device="cpu").save(str(bert))
-    return {"sbert": sentence_model(root / "mpnet", "mpnet", demo_texts), "bge": bert} | {
+    mpnet = sentence_model(root / "mpnet", "mpnet", demo_texts)
+    return {"sbert": mpnet, "nomic": mpnet, "bge": bert} | {
         "inst-l": t5,
         "inst-xl": t5,
     }
 
 
 def _sbert_bge(folder, queries, docs, name, instruction):
-    # retrieval_sbert_bge: only bge's queries take the instruction.
+    # retrieval_sbert_bge: only bge's queries take the instruction; retrieval_nomic encodes
+    # as sbert does (batch_size 8, normalised, no prefix).
     model = st.SentenceTransformer(str(folder), device="cpu")
     if name == "bge":
         queries = [instruction["query"].format(task=DOMAIN) + q for q in queries]
@@ -80,6 +84,7 @@ CASES = {
     ("sbert", "bright"): (_sbert_bge, NONE),
     ("bge", "official"): (_sbert_bge, NONE),
     ("bge", "bright"): (_sbert_bge, {"query": BGE_QUERY, "document": ""}),
+    ("nomic", "official"): (_sbert_bge, NONE),
     ("inst-l", "official"): (_instructor, NONE),
     ("inst-l", "bright"): (_instructor, INSTRUCTOR),
     ("inst-xl", "bright"): (_instructor, INSTRUCTOR),
@@ -89,7 +94,15 @@ CASES = {
 def _run(name, instructions, folder, tmp_path):
     args = ["run", "--source", "demo", "--task", "1", "--domain", DOMAIN, "--k", "10"]
     args += ["--model-preset", name, "--instructions", instructions, "--model", str(folder)]
-    args += ["--device", "cpu", "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path)]
+    args += [
+        "--device",
+        "cpu",
+        "--trust-remote-code",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--out",
+        str(tmp_path),
+    ]
     assert main(args) == 0
     (run_file,) = tmp_path.glob(f"*/{DOMAIN}/scores.json")
     return json.loads(run_file.read_text())
