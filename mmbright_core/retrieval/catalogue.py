@@ -23,9 +23,11 @@ from typing import Any
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.task_table import TASKS
 
-BACKENDS = ("bm25", "dense", "clip", "hf", "mteb", "api", "remote")
-"""The retriever names a preset may be run by (``hf``, ``mteb``, ``api``: the model zoo's;
-``remote``: a model whose own hub code encodes, through one of :data:`INTERFACES`)."""
+BACKENDS = ("bm25", "dense", "clip", "hf", "api", "remote", "gritlm")
+"""The retriever names a preset may be run by (``hf``, ``api``: the model zoo's;
+``remote``: a model whose own hub code encodes, through one of :data:`INTERFACES`;
+``gritlm``: the ``gritlm`` package, as the official GritLM retriever runs). MTEB's
+implementation of a model is its ``mteb`` instruction set, not a backend of its own."""
 INTERFACES = (
     "encode-text-image",
     "text-vision-pair",
@@ -43,7 +45,7 @@ FUSIONS = ("raw-mean", "zero-image", "normalised-mean", "joint", "text")
 """The named fusion rules of text and image vectors (``text``: a text-only model)."""
 POOLINGS = ("last-token", "mean", "cls")
 """Poolings a preset may name; none means the model's own code pools."""
-OFFLINE = ("tested", "untested", "hub-code", "mteb", "api")
+OFFLINE = ("tested", "untested", "hub-code", "api")
 """How far a preset's code path runs offline (see :attr:`Preset.offline`)."""
 STORED_SETS = ("official", "bright")
 """The instruction sets the catalogue stores the texts of (``none`` is empty; MTEB has its own)."""
@@ -97,7 +99,7 @@ class Preset:
         offline: ``tested`` (its code path runs offline in the tests, on tiny random weights
             of the same architecture), ``untested`` (runs offline, but no test runs it on
             such weights), ``hub-code`` (needs the hub's code: checkable offline
-            only up to loading), ``mteb`` (MTEB's implementation) or ``api`` (an endpoint).
+            only up to loading) or ``api`` (an endpoint).
         architecture: What runs, in words.
         parameters: Parameter count, for time estimates (None: unknown or remote).
         passage_tokens: Estimated tokens per passage at its truncation, or ``"long"``.
@@ -136,9 +138,7 @@ class Preset:
     def instruction_sets(self) -> tuple[str, ...]:
         """Return the instruction sets a run of this preset can name."""
         stored = [s for s in STORED_SETS if s in self.instructions]
-        # MTEB's implementations apply their own prompts: they have no instruction-free run.
-        none = () if self.backend == "mteb" else ("none",)
-        return (*stored, *(("mteb",) if self.mteb_model else ()), *none)
+        return (*stored, *(("mteb",) if self.mteb_model else ()), "none")
 
     def instructions_for(self, name: str) -> Instructions:
         """Return the texts of instruction set ``name`` (``none``: empty).

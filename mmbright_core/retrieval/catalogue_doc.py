@@ -26,7 +26,6 @@ _OFFLINE = {
     "tested": "exercised offline by the tests: tiny random weights of the same architecture",
     "untested": "runs offline, but no test runs this preset on tiny weights of its architecture",
     "hub-code": "runs the model's own code from the hub: only with --trust-remote-code",
-    "mteb": "runs MTEB's implementation: offline only for MTEB's baseline-random-encoder",
     "api": "an embeddings endpoint: tested against a loopback server speaking the API",
 }
 
@@ -42,6 +41,12 @@ _HUB_CODE: dict[str, tuple[str, str]] = {
         "SentenceTransformer loaded with trust_remote_code, encode(strings, "
         "normalize_embeddings=True)",
         "the model's modules (NomicBERT)",
+    ),
+    "gritlm": (
+        "gritlm.GritLM(mode='embedding') loading AutoModel with trust_remote_code, "
+        "encode(texts, instruction=, batch_size=1, max_length=) as retrieval_grit calls it "
+        "(tests/retrieval/test_gritlm_model.py, a tiny transformers Mistral)",
+        "the bidirectional attention (is_causal=False) of GritLM-7B's modeling code",
     ),
     "encode-text-image": (
         "AutoModel with trust_remote_code, encode_text(texts) and encode_image(images), the "

@@ -91,6 +91,8 @@ class HFTextEmbedder(HFModel):
             recipe, ``retrieval_rader``: its last token, which is pooled, is then EOS).
         document_char_limit: Cut every passage to this many characters before tokenising
             (RaDeR's 8,192); queries are not cut.
+        whole_queries: Tokenise queries whole, untruncated, as ``retrieval_rader`` does
+            (passages are still cut at ``max_length``).
         layer_norm: Layer-normalise the pooled vector (Nomic's recipe,
             ``retrieval_nomic_vision``: ``F.layer_norm`` before the L2 norm).
         trust_remote_code: Run the model's own code from the hub (gte-Qwen, Nomic).
@@ -110,6 +112,7 @@ class HFTextEmbedder(HFModel):
         document_instruction: str = "",
         append_eos: bool = False,
         document_char_limit: int | None = None,
+        whole_queries: bool = False,
         layer_norm: bool = False,
         trust_remote_code: bool = False,
         **common: Any,
@@ -127,6 +130,7 @@ class HFTextEmbedder(HFModel):
         self.tokenizer = self.pretrained("AutoTokenizer")
         self.suffix = str(self.tokenizer.eos_token or "") if append_eos else ""
         self.document_char_limit = document_char_limit
+        self.whole_queries = whole_queries
         self.max_length = int(max_length or min(self.tokenizer.model_max_length, 10**6))
 
     def bind(self, task: int | None, domain: str | None) -> None:
@@ -147,6 +151,8 @@ class HFTextEmbedder(HFModel):
             out["append_eos"] = True
         if self.document_char_limit is not None:
             out["document_char_limit"] = self.document_char_limit
+        if self.whole_queries:
+            out["whole_queries"] = True
         if self.layer_norm:
             out["layer_norm"] = True
         out.update(self.trust)
@@ -160,8 +166,11 @@ class HFTextEmbedder(HFModel):
         Texts are capped first (:func:`cap_text`: no token the truncation keeps is lost).
         """
         prefix = fill_domain(self.instructions[role], self.domain)
-        bound = min(self.max_length, DEFAULT_TOKEN_BOUND * 4)
         limit = self.document_char_limit if role == "document" else None
+        if role == "query" and self.whole_queries:
+            inputs = [prefix + text + self.suffix for text in texts]
+            return in_batches(inputs, self.batch_size, self._encode_whole)
+        bound = min(self.max_length, DEFAULT_TOKEN_BOUND * 4)
         inputs = [prefix + cap_text(text[:limit], bound) + self.suffix for text in texts]
         return in_batches(inputs, self.batch_size, self._encode_batch)
 
@@ -169,10 +178,17 @@ class HFTextEmbedder(HFModel):
         """Refuse: a text model has no image tower."""
         raise InputError("the hf text model encodes no images", found=self.model_id)
 
-    def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
+    def _encode_whole(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode_batch(texts, truncate=False)
+
+    def _encode_batch(self, texts: Sequence[str], truncate: bool = True) -> np.ndarray:
         torch = load_torch()
         model = self._load()
-        batch = tokenize(self.tokenizer, texts, self.max_length, model.device)
+        if truncate:
+            batch = tokenize(self.tokenizer, texts, self.max_length, model.device)
+        else:
+            batch = self.tokenizer(list(texts), padding=True, return_tensors="pt")
+            batch = batch.to(model.device)
         with torch.inference_mode():
             hidden = model(**batch).last_hidden_state
             vectors = pool(hidden, batch["attention_mask"], self.pooling)
@@ -214,6 +230,7 @@ def hf_retriever(
     device: str | None = None,
     append_eos: bool = False,
     document_char_limit: int | None = None,
+    whole_queries: bool = False,
     layer_norm: bool = False,
     trust_remote_code: bool = False,
     image_policy: str = "first",
@@ -242,6 +259,7 @@ def hf_retriever(
     text: dict[str, Any] = {"pooling": pooling, "query_instruction": query_instruction}
     text |= {"document_instruction": document_instruction, "append_eos": append_eos}
     text |= {"document_char_limit": document_char_limit, "layer_norm": layer_norm}
+    text |= {"whole_queries": whole_queries}
     text |= {"trust_remote_code": trust_remote_code}
     embedder: Any
     if family in FAMILIES:
@@ -275,4 +293,5 @@ def rebuild(config: RunConfig, options: dict[str, Any], context: RebuildContext)
         "document_instruction": options["document_instruction"],
         "append_eos": options.get("append_eos", False),
         "document_char_limit": options.get("document_char_limit"),
+        "whole_queries": options.get("whole_queries", False),
     }

@@ -4,10 +4,11 @@
 takes. The options follow each backend's names: ``dense`` takes the instructions as
 ``query_prefix`` / ``document_prefix``, or as ``query_prompt`` / ``document_prompt`` where the
 recipe pools without the prompt's tokens (``pooling_include_prompt: false``, instructor);
-``hf``, ``mteb`` and ``api`` take ``model``, ``revision``, ``pooling``, ``max_length``,
+``hf``, ``mteb``, ``api`` and ``gritlm`` take ``model``, ``revision``, ``pooling``, ``max_length``,
 ``query_instruction``, ``document_instruction``, ``fusion`` and their recipe's further options.
 ``--instructions mteb`` runs the preset's model through the ``mteb`` backend, which resolves
-MTEB's own prompts. A multimodal preset gets the
+MTEB's own prompts; the model's registry entry is checked then, so a set the backend would
+refuse is refused at resolution. A multimodal preset gets the
 ``first`` image policy, the released code's ``images[0]``, which made the published runs.
 A preset whose model runs its own hub code resolves only with ``trust_remote_code=True``
 (``--trust-remote-code``; :mod:`.remote_code`), and then to options that pass it on; the
@@ -27,10 +28,11 @@ from mmbright_core.errors import InputError
 from mmbright_core.retrieval.base import Retriever
 from mmbright_core.retrieval.catalogue import Instructions, Preset, preset_for_model
 from mmbright_core.retrieval.instructions import DEFAULT_INSTRUCTIONS, INSTRUCTION_SETS
+from mmbright_core.retrieval.mteb_registry import model_meta
 from mmbright_core.retrieval.remote_code import check_remote_code, needs_opt_in
 from mmbright_core.types import TaskData
 
-_MODEL_ZOO = ("hf", "mteb", "api", "remote")
+_MODEL_ZOO = ("hf", "mteb", "api", "remote", "gritlm")
 
 
 @dataclass(frozen=True)
@@ -82,8 +84,8 @@ def resolve(
 
     Raises:
         InputError: A task the official harness does not run the preset on, an instruction
-            set the preset does not have, or a preset needing hub code without the opt-in
-            (or where the operator forbids it).
+            set the preset does not have (``mteb``: a model MTEB's backend refuses), or a
+            preset needing hub code without the opt-in (or where the operator forbids it).
     """
     check_instruction_set(instructions)
     if task not in preset.tasks:
@@ -97,8 +99,6 @@ def resolve(
         return Resolved("mteb", _mteb_options(preset), preset.name, instructions)
     if preset.trust_remote_code:
         _check_hub_code(preset, trust_remote_code)
-    if preset.backend == "mteb":
-        return _mteb_preset(preset, instructions)
     texts = preset.instructions_for(instructions)
     options = _backend_options(preset, texts)
     if preset.trust_remote_code:
@@ -114,18 +114,6 @@ def _check_hub_code(preset: Preset, trusted: bool) -> None:
     check_remote_code(str(preset.model))
 
 
-def _mteb_preset(preset: Preset, instructions: str) -> Resolved:
-    # MTEB's implementation applies its own prompts: only the official set (which is what
-    # the harness's own package does for this model, docs/models.md) names that run.
-    if instructions not in preset.instruction_sets():
-        raise InputError(
-            f"preset {preset.name!r} runs MTEB's implementation, which applies its own prompts",
-            expected=f"--instructions {' or '.join(preset.instruction_sets())}",
-            found=f"--instructions {instructions}",
-        )
-    return Resolved("mteb", _mteb_options(preset), preset.name, instructions)
-
-
 def _mteb_options(preset: Preset) -> dict[str, Any]:
     if preset.mteb_model is None:
         raise InputError(
@@ -133,6 +121,9 @@ def _mteb_options(preset: Preset) -> dict[str, Any]:
             expected=f"one of instruction sets {', '.join(preset.instruction_sets())}",
             found="--instructions mteb",
         )
+    # The registry entry is read (not the weights): a model the mteb backend cannot score as
+    # MTEB does (dot product, no dense type) is refused here, before any run starts.
+    model_meta(preset.mteb_model, None)
     options: dict[str, Any] = {"model": preset.mteb_model}
     if preset.multimodal:
         options["image_policy"] = "first"

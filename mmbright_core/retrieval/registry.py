@@ -35,6 +35,7 @@ _BUILTIN: dict[str, tuple[str, str, str | None]] = {
     "random": ("mmbright_core.retrieval.random_rank", "RandomRetriever", "rebuild"),
     "api": ("mmbright_core.retrieval.api", "ApiRetriever", None),
     "remote": ("mmbright_core.retrieval.remote", "remote_retriever", None),
+    "gritlm": ("mmbright_core.retrieval.gritlm_model", "gritlm_retriever", None),
 }
 #: Built-in retrievers without a rebuild recipe, and why: their runs are explained only by
 #: passing the retriever itself.
@@ -42,6 +43,7 @@ NOT_REBUILDABLE: dict[str, str] = {
     "mteb": "its model loads through MTEB's registry; its settings map back to no options",
     "api": "its vectors come from a remote endpoint, with a key and request budget of its own",
     "remote": "its models run their own hub code, which is not run again to explain a run",
+    "gritlm": "gritlm loads its model with the hub's code, which is not run again to explain",
 }
 _EXTRA: dict[str, Callable[..., Retriever]] = {}
 _EXTRA_REBUILD: dict[str, Rebuild] = {}

@@ -26,7 +26,7 @@ from mmbright_core.ui.confine import Confinement
 # Retrievers the page does not offer (see the module's docstring).
 COMMAND_LINE_ONLY = frozenset({"api"})
 # Offered through their presets only, with the opt-in to hub code beside them.
-PRESETS_ONLY = frozenset({"remote"})
+PRESETS_ONLY = frozenset({"remote", "gritlm"})
 
 # The model options each retriever takes, shown as fields on the page (``mmbright run
 # --model / --pretrained``); a checkpoint file is open_clip's ``pretrained`` given as a path.

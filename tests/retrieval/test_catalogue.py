@@ -105,7 +105,11 @@ def _runs(preset, task, name):
 
 
 def _resolutions():
-    """Every preset, task and instruction set it has, with what it resolves to."""
+    """Every preset, task and instruction set it has, with what it resolves to.
+
+    Each listed set is resolved as a run resolves it (``mteb``: MTEB's registry entry read and
+    checked), so a set ``mmbright models`` offers but no run can take fails here.
+    """
     for preset in load_catalogue():
         for task in preset.tasks:
             for name in preset.instruction_sets():
@@ -115,7 +119,7 @@ def _resolutions():
 def test_every_preset_resolves_for_every_task_and_instruction_set():
     for preset, _task, name, chosen in _resolutions():
         assert (chosen.preset, chosen.instructions) == (preset.name, name)
-        if name == "mteb" or preset.backend == "mteb":
+        if name == "mteb":
             assert chosen.retriever == "mteb"
             assert chosen.options["model"] == preset.mteb_model
             continue
@@ -128,13 +132,13 @@ def test_every_preset_resolves_for_every_task_and_instruction_set():
             assert options[f"query_{kind}"] == texts.query
             assert options[f"document_{kind}"] == texts.document
             assert options["model"] == preset.model
-        elif preset.backend in ("hf", "api", "remote"):
+        elif preset.backend in ("hf", "api", "remote", "gritlm"):
             assert options["query_instruction"] == texts.query
             assert options["document_instruction"] == texts.document
             assert options["model"] == preset.model
         if preset.backend == "remote":
             assert options["interface"] == preset.interface
-        if preset.backend in ("hf", "remote"):
+        if preset.backend in ("hf", "remote", "gritlm"):
             assert options.get("pooling") == preset.pooling
             assert options.get("max_length") == preset.max_length
         assert ("image_policy" in options) == preset.multimodal
@@ -159,10 +163,32 @@ def test_a_preset_in_the_hubs_code_is_refused_in_one_line(capsys):
     assert "--trust-remote-code" in err and "--instructions mteb" in err and err.count("\n") == 1
 
 
-def test_an_mteb_preset_takes_only_its_own_prompts():
-    assert resolve(get_preset("grit"), 1).options == {"model": "GritLM/GritLM-7B"}
-    with pytest.raises(InputError, match="applies its own prompts"):
-        resolve(get_preset("grit"), 1, "bright")
+def test_grit_runs_the_gritlm_package_and_mtebs_implementation_on_request():
+    grit = get_preset("grit")
+    official = resolve(grit, 1, trust_remote_code=True)
+    assert official.retriever == "gritlm"
+    assert official.options == {
+        "model": "GritLM/GritLM-7B",
+        "max_length": 2048,
+        "query_max_length": 256,
+        "query_instruction": "",
+        "document_instruction": "",
+        "dtype": "auto",
+        "batch_size": 1,
+        "trust_remote_code": True,
+    }
+    assert resolve(grit, 1, "mteb").options == {"model": "GritLM/GritLM-7B"}
+
+
+def test_a_listed_mteb_set_that_mtebs_backend_refuses_fails_resolution():
+    # MTEB registers contriever-msmarco with dot-product similarity: the mteb backend
+    # refuses it, so offering the set would offer a run that cannot start.
+    scored_by_dot = dataclasses.replace(
+        get_preset("contriever"), mteb_model="facebook/contriever-msmarco"
+    )
+    assert "mteb" in scored_by_dot.instruction_sets()
+    with pytest.raises(InputError, match="not a dense encoder scored by cosine"):
+        resolve(scored_by_dot, 1, "mteb")
 
 
 def test_resolution_gives_the_official_texts():
@@ -193,6 +219,13 @@ def test_resolution_gives_the_official_texts():
         "official",
     )
     assert resolve(get_preset("bm25"), 1).options == {}
+
+
+def test_diver_runs_in_the_dtype_vllms_auto_picks():
+    # retrieval_qwen3_ft_diver runs vLLM's LLM(...) without a dtype: vLLM's "auto" keeps a
+    # bfloat16 checkpoint in bfloat16 (MTEB's registry: 7,670 MB for 4.02 B parameters, two
+    # bytes each); the hf backend's own default is float32.
+    assert resolve(get_preset("diver-retriever"), 1).options["dtype"] == "bfloat16"
 
 
 def test_resolution_refuses_what_the_preset_lacks():
