@@ -124,7 +124,9 @@ def test_a_jpeg_reaches_the_model_with_the_pixels_of_its_own_decode(embedder, mo
     corpus = embedder.encode_images([decoded(data)], "document")
     embedder.bind(2, "gis")
     query = embedder.encode_joint(["a question"], [decoded(data)], "query")
-    assert len(seen) == 2
+    embedder.bind(4, "gis")  # a pair's passage goes through MTEB's corpus formatting (a map)
+    pair = embedder.encode_joint(["a passage"], [decoded(data)], "document")
+    assert len(seen) == 3
     for image in seen:
         assert (image.mode, image.size) == ("RGB", original.size)
         np.testing.assert_array_equal(np.asarray(image), np.asarray(original))
@@ -132,6 +134,8 @@ def test_a_jpeg_reaches_the_model_with_the_pixels_of_its_own_decode(embedder, mo
     np.testing.assert_array_equal(corpus, direct(embedder, image=[data]))
     text = direct(embedder, text=["a question"])
     np.testing.assert_allclose(query[0], (text[0] + direct(embedder, image=[data])[0]) / 2)
+    joint = direct(embedder, text=["a passage"], image=[data])
+    np.testing.assert_allclose(pair, joint, rtol=1e-6)
 
 
 def test_a_rotated_photo_reaches_the_model_upright_as_mtebs_image_feature_decodes_it(embedder):
