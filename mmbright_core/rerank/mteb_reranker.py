@@ -7,7 +7,9 @@ and the candidate), under the ``TaskMetadata`` of MTEB's MM-BRIGHT task of the r
 and domain (:mod:`mmbright_core.retrieval.mteb_tasks`), so the model reads its prompt and
 modalities from it. A query of tasks 2-4 carries its first decodable image; a Task 3
 candidate is its image; a Task 4 pair its passage and image (a text-only pair its passage,
-in a batch of its own: MTEB batches cannot hold a missing image).
+in a batch of its own: MTEB batches cannot hold a missing image); each image with the
+pixels this package decoded, never re-compressed
+(:func:`~mmbright_core.retrieval.mteb_tasks.task_rows`).
 ``mteb/baseline-random-cross-encoder`` runs offline.
 """
 
@@ -23,7 +25,7 @@ from mmbright_core.errors import InputError
 from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, RerankQuery
 from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.mteb_registry import load_model, split_name
-from mmbright_core.retrieval.mteb_tasks import TASK_NAMES, task_metadata
+from mmbright_core.retrieval.mteb_tasks import IMAGE_ROWS, TASK_NAMES, task_metadata, task_rows
 from mmbright_core.task_table import TASK_TABLE
 
 _WHAT = "the mteb reranker"
@@ -90,6 +92,7 @@ class MtebReranker:
             "backend": "mteb",
             "mteb_version": require("mteb", _WHAT, "mteb").__version__,
             "mteb_tasks": TASK_NAMES,
+            "images": IMAGE_ROWS,
         }
 
     def load(self) -> Any:
@@ -118,7 +121,6 @@ class MtebReranker:
         return Reranked.from_scores(scores)
 
     def _predict(self, query: RerankQuery, asked: list[Row], docs: list[Row]) -> list[float]:
-        datasets = require("datasets", _WHAT, "mteb")
         loaders = require("mteb._create_dataloaders", _WHAT, "mteb")
         types = require("mteb.types", _WHAT, "mteb")
         metadata = task_metadata(query.task, query.domain)
@@ -126,7 +128,7 @@ class MtebReranker:
         def loader(rows: list[Row], prompt: Any) -> Any:
             ids = {"id": [str(i) for i in range(len(rows))]}
             columns = {key: [r[key] for r in rows] for key in rows[0]}
-            table = datasets.Dataset.from_dict({**ids, **columns})
+            table = task_rows({**ids, **columns}, _WHAT)
             return loaders.create_dataloader(
                 table, task_metadata=metadata, prompt_type=prompt, batch_size=self.batch_size
             )

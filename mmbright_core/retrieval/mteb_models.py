@@ -3,9 +3,11 @@
 ``mteb.get_model(name, revision)`` loads the model as MTEB evaluates it; this module hands
 it what MTEB's retrieval evaluation hands it: ``DataLoader`` batches made by MTEB's own
 ``create_dataloader`` (``text`` and/or ``image`` columns; a document's text stripped, as
-MTEB's corpus formatting does), the ``TaskMetadata`` of MTEB's MM-BRIGHT task of the run's
-task and domain (:mod:`mmbright_core.retrieval.mteb_tasks`: the model resolves its prompt
-from it) and the prompt type ``query`` or ``document``.
+MTEB's corpus formatting does; each image with the pixels this package decoded, never
+re-compressed: :func:`~mmbright_core.retrieval.mteb_tasks.task_rows`), the
+``TaskMetadata`` of MTEB's MM-BRIGHT task of the run's task and domain
+(:mod:`mmbright_core.retrieval.mteb_tasks`: the model resolves its prompt from it) and the
+prompt type ``query`` or ``document``.
 
 A query with an image goes to MTEB as ONE input with both columns, MTEB's own way: every
 MTEB multimodal model fuses a text and its image itself (CLIP, SigLIP and Jina-CLIP add
@@ -18,7 +20,7 @@ a dot product or by MaxSim (ColPali and its kin) are refused rather than scored 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,10 +34,12 @@ from mmbright_core.retrieval.embedder import Modality, Role
 from mmbright_core.retrieval.index import IndexKind
 from mmbright_core.retrieval.mteb_registry import WHAT, load_model, model_meta, split_name
 from mmbright_core.retrieval.mteb_tasks import (
+    IMAGE_ROWS,
     QUERY_PROMPTS,
     TASK_NAMES,
     task_metadata,
     task_name,
+    task_rows,
 )
 
 
@@ -90,6 +94,7 @@ class MtebEmbedder:
             "mteb_version": require("mteb", WHAT, "mteb").__version__,
             "similarity": str(getattr(similarity, "value", similarity or "cosine")),
             "mteb_tasks": TASK_NAMES,
+            "images": IMAGE_ROWS,
             "task_prompts": {str(task): {"query": p} for task, p in QUERY_PROMPTS.items()},
             "model_prompts": self._model_prompts(),
             "batch_size": self.batch_size,
@@ -119,7 +124,7 @@ class MtebEmbedder:
 
     def encode_images(self, images: Sequence[Image.Image], role: Role) -> np.ndarray:
         """Return MTEB's vector of each image for ``role``."""
-        return self._encode({"image": list(images)}, role)
+        return self._encode({"image": images}, role)
 
     def encode_joint(
         self, texts: Sequence[str], images: Sequence[Image.Image | None], role: Role
@@ -150,11 +155,10 @@ class MtebEmbedder:
             out[rows] = vectors
         return out
 
-    def _encode(self, columns: dict[str, list[Any]], role: Role) -> np.ndarray:
+    def _encode(self, columns: Mapping[str, Sequence[Any]], role: Role) -> np.ndarray:
         size = len(next(iter(columns.values())))
         if size == 0:
             return np.zeros((0, 0), dtype=np.float32)
-        datasets = require("datasets", WHAT, "mteb")
         loaders = require("mteb._create_dataloaders", WHAT, "mteb")
         types = require("mteb.types", WHAT, "mteb")
         prompt_type = types.PromptType.query if role == "query" else types.PromptType.document
@@ -166,7 +170,7 @@ class MtebEmbedder:
                 expected=f"{role} inputs of {'+'.join(allowed)}",
                 found="+".join(sorted(columns)),
             )
-        rows = datasets.Dataset.from_dict({"id": [str(i) for i in range(size)], **columns})
+        rows = task_rows({"id": [str(i) for i in range(size)], **columns}, WHAT)
         loader = loaders.create_dataloader(
             rows, task_metadata=metadata, prompt_type=prompt_type, batch_size=self.batch_size
         )

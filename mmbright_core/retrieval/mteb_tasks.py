@@ -10,12 +10,29 @@ documents; the PyPI release does not ship them yet. This module builds the same
 ``TaskMetadata`` (name, type, category, modalities, prompt, dataset), so a model run here
 sees what it would see there. Task 4, which MTEB does not define, gets this package's own
 ``MMBright<Domain>IT2ITRetrieval`` (category ``it2it``, the IT2T query prompt).
+
+:func:`task_rows` builds the ``datasets.Dataset`` MTEB's data loaders read, with the images
+MTEB's tasks give a model: MTEB's MM-BRIGHT loader stores each image as its file's bytes
+under ``datasets.Image(mode="RGB")`` (``_load_image_data``, ``_load_multimodal_queries``), so
+the model gets the file's own decode. A ``Dataset`` built from decoded PIL images would not:
+``datasets`` stores such an image by encoding it again, in its own format where Pillow can
+write it (``datasets/features/image.py``, ``image_to_bytes``), and a JPEG comes back
+re-compressed, its pixels changed. Here each image is stored losslessly, as a PNG of the
+pixels this package decoded (with its rules for undecodable and truncated images,
+docs/protocol.md), under the same feature: the model gets those pixels, bit for bit, turned
+upright by the file's EXIF orientation as that feature's decode turns MTEB's images
+(``Image.decode_example``: ``ImageOps.exif_transpose`` when the tag is set).
 """
 
 from __future__ import annotations
 
+import io
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from PIL import Image, ImageOps
+
+from mmbright_core.data.image_batches import each_preprocessed
 from mmbright_core.io.mteb import mteb_task_name
 from mmbright_core.retrieval.base import require
 
@@ -112,3 +129,48 @@ def task_metadata(task: int, domain: str) -> Any:
         sample_creation="found",
         bibtex_citation="",
     )
+
+
+#: How the images reach an MTEB model (recorded; it keys the embedding and answer caches).
+IMAGE_ROWS = "decoded pixels, EXIF-upright, as lossless PNG under datasets.Image(mode='RGB')"
+
+
+def task_rows(columns: Mapping[str, Sequence[Any]], what: str) -> Any:
+    """Return the ``datasets.Dataset`` of ``columns`` (string columns; ``image``: PIL images).
+
+    Images are read one at a time (a :class:`~mmbright_core.data.image_batches.LazyImages`
+    decodes each as it is read) and stored as lossless PNG under MTEB's image feature, so
+    that reading a row gives back each image's pixels exactly (module docstring).
+
+    Args:
+        columns: Column name -> values, all of one length.
+        what: The backend, for the error of a missing dependency.
+
+    Raises:
+        MissingDependencyError: datasets (the mteb extra) is not installed.
+    """
+    datasets = require("datasets", what, "mteb")
+    features = datasets.Features(
+        {
+            name: datasets.Image(mode="RGB") if name == "image" else datasets.Value("string")
+            for name in columns
+        }
+    )
+    stored = {
+        name: each_preprocessed(values, _lossless) if name == "image" else list(values)
+        for name, values in columns.items()
+    }
+    return datasets.Dataset.from_dict(stored, features=features)
+
+
+def _lossless(image: Image.Image) -> dict[str, bytes | None]:
+    # Upright and RGB, as MTEB's feature decodes a file (no copy for an upright RGB image,
+    # this package's usual one); zlib's fastest level: the bytes live for one batch, and
+    # PNG is lossless at every level. The PNG carries no EXIF, so it is not turned twice.
+    if image.getexif().get(Image.ExifTags.Base.Orientation) is not None:
+        image = ImageOps.exif_transpose(image)
+    buffer = io.BytesIO()
+    (image if image.mode == "RGB" else image.convert("RGB")).save(
+        buffer, format="PNG", compress_level=1
+    )
+    return {"bytes": buffer.getvalue(), "path": None}

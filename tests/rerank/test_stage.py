@@ -204,8 +204,6 @@ def test_mteb_reranker_gives_a_task_2_query_its_first_image(tmp_path: Path):
     import mteb
     from mteb_direct import predict_directly
 
-    from mmbright_core.data.images import decode_image
-
     folder = rerank(tmp_path, "mteb:mteb/baseline-random-cross-encoder")
     reranked, first = read_outputs(folder).runs[DOMAIN], first_stage()
     source = open_source("demo")
@@ -216,7 +214,7 @@ def test_mteb_reranker_gives_a_task_2_query_its_first_image(tmp_path: Path):
     for query in data.queries:
         top = order(first[query.query_id])[:DEPTH]
         path = query.images[0].path  # the demo's first query images all decode
-        image = decode_image(source.query_image_bytes(DOMAIN, path), path)
+        image = source.query_image_bytes(DOMAIN, path)
         queries, docs = [query.text] * len(top), [texts[d] for d in top]
         direct = predict_directly(model, queries, docs, [image] * len(top))
         best = [top[i] for i in sorted(range(len(top)), key=lambda i: -direct[i])]

@@ -3,19 +3,27 @@
 ``mteb/baseline-random-encoder`` is MTEB's own model with MTEB's real encoder protocol: each
 text's or image's vector comes from a SHA-256 of its content, and a text given with an image
 gets the mean of the two vectors. The expected vectors below come from calling that model's
-``encode`` directly on plain data loaders, never from the backend.
+``encode`` directly on plain data loaders of the images' file bytes, never from the backend.
 """
 
 from __future__ import annotations
 
+import io
 import sys
 
 import numpy as np
 import pytest
+from fixture_dataset import changed_by_a_second_jpeg, encode, photo
 from PIL import Image
 
+from mmbright_core.data.images import decode_image
 from mmbright_core.errors import InputError, MissingDependencyError
-from mmbright_core.retrieval.mteb_tasks import QUERY_PROMPTS, task_metadata, task_name
+from mmbright_core.retrieval.mteb_tasks import (
+    IMAGE_ROWS,
+    QUERY_PROMPTS,
+    task_metadata,
+    task_name,
+)
 
 pytest.importorskip("mteb")
 
@@ -34,6 +42,11 @@ def embedder() -> MtebEmbedder:
 def direct(embedder: MtebEmbedder, **columns: list) -> np.ndarray:
     """The model's own output for one plain batch of ``columns``."""
     return encode_directly(embedder.load(), **columns)
+
+
+def decoded(data: bytes) -> Image.Image:
+    """An image file decoded as the package hands it to an embedder."""
+    return decode_image(data, "image")
 
 
 def test_task_names_mirror_mtebs_tasks():
@@ -74,9 +87,9 @@ def test_texts_are_the_models_own_vectors_documents_stripped_as_mteb_does(embedd
 
 def test_a_query_with_an_image_is_one_input_the_model_fuses(embedder):
     embedder.bind(2, "gis")
-    red, blue = Image.new("RGB", (8, 6), "red"), Image.new("RGB", (5, 5), "blue")
+    red, blue = encode((8, 6), "red"), encode((5, 5), "blue")
     texts = ["first", "second", "third"]
-    joint = embedder.encode_joint(texts, [red, None, blue], "query")
+    joint = embedder.encode_joint(texts, [decoded(red), None, decoded(blue)], "query")
     text = direct(embedder, text=texts)
     image = direct(embedder, image=[red, blue])
     np.testing.assert_allclose(joint[0], (text[0] + image[0]) / 2, rtol=1e-6)
@@ -86,12 +99,64 @@ def test_a_query_with_an_image_is_one_input_the_model_fuses(embedder):
 
 def test_corpus_images_are_encoded_under_the_image_task(embedder):
     embedder.bind(3, "gis")
-    red = Image.new("RGB", (8, 6), "red")
+    red = encode((8, 6), "red")
     np.testing.assert_array_equal(
-        embedder.encode_images([red], "document"), direct(embedder, image=[red])
+        embedder.encode_images([decoded(red)], "document"), direct(embedder, image=[red])
     )
     with pytest.raises(InputError, match="MMBrightGISIT2IRetrieval takes no text documents"):
         embedder.encode_texts(["a passage"], "document")
+
+
+def test_a_jpeg_reaches_the_model_with_the_pixels_of_its_own_decode(embedder, monkeypatch):
+    data = photo((24, 16), 7)
+    assert changed_by_a_second_jpeg(data)  # the case: datasets would store other pixels
+    original = Image.open(io.BytesIO(data)).convert("RGB")
+    model = embedder.load()
+    seen: list[Image.Image] = []
+    real = model.encode
+
+    def recording(inputs, **kwargs):
+        seen.extend(image for batch in inputs for image in batch["image"])
+        return real(inputs, **kwargs)
+
+    monkeypatch.setattr(model, "encode", recording)
+    embedder.bind(3, "gis")
+    corpus = embedder.encode_images([decoded(data)], "document")
+    embedder.bind(2, "gis")
+    query = embedder.encode_joint(["a question"], [decoded(data)], "query")
+    embedder.bind(4, "gis")  # a pair's passage goes through MTEB's corpus formatting (a map)
+    pair = embedder.encode_joint(["a passage"], [decoded(data)], "document")
+    assert len(seen) == 3
+    for image in seen:
+        assert (image.mode, image.size) == ("RGB", original.size)
+        np.testing.assert_array_equal(np.asarray(image), np.asarray(original))
+    monkeypatch.undo()
+    np.testing.assert_array_equal(corpus, direct(embedder, image=[data]))
+    text = direct(embedder, text=["a question"])
+    np.testing.assert_allclose(query[0], (text[0] + direct(embedder, image=[data])[0]) / 2)
+    joint = direct(embedder, text=["a passage"], image=[data])
+    np.testing.assert_allclose(pair, joint, rtol=1e-6)
+
+
+def test_a_rotated_photo_reaches_the_model_upright_as_mtebs_image_feature_decodes_it(embedder):
+    from datasets import Dataset, Features
+    from datasets import Image as ImageFeature
+
+    exif = Image.Exif()
+    exif[Image.ExifTags.Base.Orientation] = 6  # stored turned: shown rotated 90 degrees
+    buffer = io.BytesIO()
+    Image.open(io.BytesIO(photo((24, 16), 8))).save(buffer, format="JPEG", exif=exif)
+    data = buffer.getvalue()
+    # MTEB's own task stores the file under Image(mode="RGB"); reading it turns it upright.
+    stored = Dataset.from_dict(
+        {"image": [{"bytes": data, "path": None}]},
+        features=Features({"image": ImageFeature(mode="RGB")}),
+    )
+    assert stored[0]["image"].size == (16, 24) and decoded(data).size == (24, 16)
+    embedder.bind(3, "gis")
+    np.testing.assert_array_equal(
+        embedder.encode_images([decoded(data)], "document"), direct(embedder, image=[data])
+    )
 
 
 def test_the_model_is_told_mtebs_task_and_prompt_type(embedder, monkeypatch):
@@ -125,6 +190,7 @@ def test_settings_record_model_revision_prompts_and_the_scoped_task(embedder):
     settings = embedder.settings()
     assert settings["model"] == RANDOM and settings["revision"] == "2"
     assert settings["similarity"] == "cosine" and settings["backend"] == "mteb"
+    assert settings["images"] == IMAGE_ROWS
     assert settings["task_prompts"]["3"] == {"query": QUERY_PROMPTS[3]}
     assert "mteb_task" not in settings
     embedder.bind(1, "biology")

@@ -2,20 +2,23 @@
 
 Every query's top 10 must be the one MTEB's encoder gives when called directly: query
 vectors from the query text (Task 1) or from the text with its first decodable image as one
-input (Task 2), passages from their stripped text (MTEB's corpus formatting), cosine
-similarity, each query's ``negative_ids`` removed, ties by doc id descending.
+input (Task 2: the image file's bytes, decoded as MTEB's own MM-BRIGHT task decodes them),
+passages from their stripped text (MTEB's corpus formatting), cosine similarity, each
+query's ``negative_ids`` removed, ties by doc id descending.
 """
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from fixture_dataset import build_fixture, changed_by_a_second_jpeg
+from PIL import Image, ImageFile
 
 from mmbright_core.cli import main
-from mmbright_core.data.images import query_images
 from mmbright_core.data.sources import open_source
 from mmbright_core.data.tasks import build_task
 from mmbright_core.io.official import read_outputs
@@ -38,13 +41,34 @@ def normalised(vectors: np.ndarray) -> np.ndarray:
     return wide / np.linalg.norm(wide, axis=1, keepdims=True)
 
 
+def first_decodable(source, domain: str, query) -> list[bytes]:
+    """The file of the query's first image that decodes as the official loader decodes it.
+
+    ``src/data.py``, ``DataLoader._load_images_parquet``: ``Image.open(...).convert("RGB")``
+    under ``LOAD_TRUNCATED_IMAGES = True``, an image that raises dropped.
+    """
+    for image in query.images:
+        data = source.query_image_bytes(domain, image.path)
+        if data is None:
+            continue
+        before, ImageFile.LOAD_TRUNCATED_IMAGES = ImageFile.LOAD_TRUNCATED_IMAGES, True
+        try:
+            Image.open(io.BytesIO(data)).convert("RGB")
+        except (OSError, ValueError):
+            continue
+        finally:
+            ImageFile.LOAD_TRUNCATED_IMAGES = before
+        return [data]
+    return []
+
+
 def query_vectors(model, source, data) -> np.ndarray:
     if data.task == 1:
         return encode_directly(model, text=[q.text for q in data.queries])
     out = []
     for query in data.queries:
-        images = query_images(source, query, "first").images
-        columns = {"text": [query.text], **({"image": images[:1]} if images else {})}
+        images = first_decodable(source, data.domain, query)
+        columns = {"text": [query.text], **({"image": images} if images else {})}
         out.append(encode_directly(model, **columns)[0])
     return np.stack(out)
 
@@ -77,6 +101,26 @@ def test_every_top10_is_mtebs_own(fixture_dir: Path, tmp_path: Path, model, task
         expected = expected_top10(model, source, task, domain)
         got = {qid: [doc for doc, _ in ranked(docs)[:10]] for qid, docs in run.items()}
         assert got == expected, domain
+
+
+def test_task_2_with_jpeg_query_images_ranks_as_mtebs_encoder_on_the_originals(
+    tmp_path: Path, model
+):
+    root = build_fixture(tmp_path / "data", photos=True)
+    source = open_source(str(root))
+    photos = 0
+    for domain in ("academia", "biology"):
+        for query in build_task(source, 2, domain).queries:
+            first = first_decodable(source, domain, query)
+            # The case: datasets would store other pixels for the first image's decode.
+            photos += bool(first) and changed_by_a_second_jpeg(first[0])
+    assert photos == 4  # a1, a2, b1 and b2
+    task_dir = run_mteb(str(root), 2, tmp_path / "out", "--cache-dir", str(tmp_path / "c"))
+    runs = read_outputs(task_dir).runs
+    assert set(runs) == {"academia", "biology"}
+    for domain, run in runs.items():
+        got = {qid: [doc for doc, _ in ranked(docs)[:10]] for qid, docs in run.items()}
+        assert got == expected_top10(model, source, 2, domain), domain
 
 
 def test_the_demo_runs_and_config_records_model_revision_and_prompts(tmp_path: Path, model):

@@ -8,6 +8,7 @@ time. The comments name the case each row covers; the tests spell out the judgme
 from __future__ import annotations
 
 import io
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,34 @@ def encode(size: tuple[int, int], color: str, fmt: str = "PNG") -> bytes:
     buffer = io.BytesIO()
     Image.new("RGB", size, color).save(buffer, format=fmt)
     return buffer.getvalue()
+
+
+def photo(size: tuple[int, int], seed: int) -> bytes:
+    """Return JPEG file bytes of random noise, whose pixels a second JPEG encoding changes.
+
+    A plain colour, as :func:`encode` draws, survives a second encoding unchanged; a photo's
+    detail does not.
+    """
+    pixels = np.random.default_rng(seed).integers(0, 256, (size[1], size[0], 3), dtype=np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="JPEG", quality=90)
+    return buffer.getvalue()
+
+
+def changed_by_a_second_jpeg(data: bytes) -> bool:
+    """Whether a JPEG file's decode, stored as ``datasets`` stores a decoded image, changes.
+
+    ``datasets`` encodes a PIL image in its own format where Pillow writes it
+    (``datasets.features.image.image_to_bytes``): a JPEG's decode becomes a new JPEG.
+    """
+    from datasets.features.image import image_to_bytes
+
+    with Image.open(io.BytesIO(data)) as image:
+        image.load()
+        again = Image.open(io.BytesIO(image_to_bytes(image)))
+        return image.format == again.format == "JPEG" and not np.array_equal(
+            np.asarray(again), np.asarray(image)
+        )
 
 
 SVG = b'<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>'
@@ -174,6 +203,19 @@ BIOLOGY_IMAGE_JUDGMENTS = {
 }
 
 
+#: The query images ``build_fixture(root, photos=True)`` stores as photos (every one that
+#: decodes, bar the 1x1): under the ``first`` policy, queries a1, a2, b1 and b2 get a photo.
+PHOTO_QUERY_IMAGES = frozenset({AQ1, AQ2, AQ3, BQ1, BQ2})
+
+
+def _photos(items: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    return [
+        (path, photo((24, 16), zlib.crc32(path.encode())) if slash in PHOTO_QUERY_IMAGES else blob)
+        for path, blob in items
+        for slash in [path.replace("\\", "/")]
+    ]
+
+
 def _write(
     root: Path, config: str, domain: str, table: pa.Table, row_group_size: int = 1024
 ) -> None:
@@ -229,15 +271,20 @@ def _write_domain(
     )
 
 
-def build_fixture(root: Path) -> Path:
-    """Write the fixture dataset under ``root`` (created if needed) and return ``root``."""
+def build_fixture(root: Path, photos: bool = False) -> Path:
+    """Write the fixture dataset under ``root`` (created if needed) and return ``root``.
+
+    ``photos``: the query images of :data:`PHOTO_QUERY_IMAGES` are JPEG photos
+    (:func:`photo`) instead of plain colours.
+    """
     root.mkdir(parents=True, exist_ok=True)
+    query_images = _photos if photos else list
     _write_domain(
         root,
         "academia",
         ACADEMIA_DOCUMENTS,
         ACADEMIA_DOCUMENT_IMAGES,
-        ACADEMIA_QUERY_IMAGES,
+        query_images(ACADEMIA_QUERY_IMAGES),
         ACADEMIA_QUERIES,
         ACADEMIA_IMAGE_JUDGMENTS,
     )
@@ -246,7 +293,7 @@ def build_fixture(root: Path) -> Path:
         "biology",
         BIOLOGY_DOCUMENTS,
         BIOLOGY_DOCUMENT_IMAGES,
-        BIOLOGY_QUERY_IMAGES,
+        query_images(BIOLOGY_QUERY_IMAGES),
         BIOLOGY_QUERIES,
         BIOLOGY_IMAGE_JUDGMENTS,
     )
