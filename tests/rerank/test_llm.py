@@ -234,6 +234,13 @@ def test_bright_sends_exactly_what_rerank_py_sends_and_scores_k_minus_rank(
             assert order(reranked[domain][query_id])[: len(top)] == head + rest, query_id
     key = lambda body: json.dumps(body, sort_keys=True)  # noqa: E731
     assert sorted(chat_server.requests, key=key) == sorted(want, key=key)
+    again = bright_rerank(chat_server, tmp_path, first_dir, str(root), 1, out="again")
+    assert len(chat_server.requests) == len(want)  # every answer came from the cache
+    for domain in source.domains():
+        assert (again / domain / "rerank.json").read_bytes() == (
+            folder / domain / "rerank.json"
+        ).read_bytes()
+        assert read_outputs(again).runs[domain] == reranked[domain]
     settings = json.loads((folder / "config.json").read_text())["config"]["options"]
     settings = settings["reranker_settings"]
     assert (settings["mode"], settings["topk"], settings["max_chars"]) == ("bright", TOPK, None)
