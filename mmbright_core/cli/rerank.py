@@ -40,7 +40,8 @@ def register(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="another reranker option, e.g. max_length=512 or mode=listwise",
+        help="another reranker option, e.g. max_length=512, mode=listwise, or mode=bright "
+        "(BRIGHT's rerank.py) with topk=N (its --k)",
     )
     parser.add_argument(
         "--cache-dir", help="answer cache root (default: $MMBRIGHT_CACHE or ~/.cache/mmbright)"

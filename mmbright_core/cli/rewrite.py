@@ -32,8 +32,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--prompt",
         default="reason",
-        help="reason (BRIGHT's recipe; the answer replaces the query), caption (the images "
-        "described; appended) or a template file with {query} and {domain} (appended)",
+        help="reason (BRIGHT's reason.py: its system message, prompt and sampling; the "
+        "answer replaces the query), reason-images (the package's own wording, told to look "
+        "at the images; replaces), caption (the images described; appended) or a template "
+        "file with {query} and {domain} (appended)",
     )
     parser.add_argument("--combine", choices=("append", "replace"), help="override the prompt's")
     parser.add_argument(
@@ -47,7 +49,8 @@ def register(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="temperature, top_p, max_tokens, seed (sent; they key the cache); concurrency, "
+        help="temperature, top_p, max_tokens, seed (sent, over the prompt's own; they key "
+        "the cache); concurrency, "
         "timeout, retries, backoff, max_requests, token_budget, api_key_env, image_side",
     )
     parser.add_argument(
@@ -70,7 +73,7 @@ def handle(args: argparse.Namespace) -> int:
 
     options = parse_options(args.option)
     prompt = get_prompt(args.prompt, args.combine)
-    client = chat_client(args.llm, args.endpoint, options, args.cache_dir)
+    client = chat_client(args.llm, args.endpoint, options, args.cache_dir, prompt.parameters)
     side = int(options.get("image_side", DEFAULT_SIDE))
     records = rewrite_task(
         open_source(args.source),

@@ -6,9 +6,9 @@ A record holds everything that made its query text, so that it can be checked an
     {"format": "mmbright-rewrites/1", "key": "<sha256 of the rest of the record>",
      "source": "demo", "task": 2, "domain": "biology", "query_id": "3",
      "original": "<the query text>", "images": [{"path": "...", "sha256": "..."}],
-     "prompt": {"name": "reason", "template": "...", "combine": "replace",
-                "image_policy": "all", "image_side": 1024},
-     "llm": {"model": "...", "endpoint": "http://...", "parameters": {"temperature": 0}},
+     "prompt": {"name": "reason", "template": "...", "system": "...", "query_newlines": " ",
+                "combine": "replace", "image_policy": "all", "image_side": 1024},
+     "llm": {"model": "...", "endpoint": "http://...", "parameters": {"temperature": 0.8, ...}},
      "answer": "<the LLM's text>" or null, "problem": null or "<why there is none>",
      "tokens": {"prompt": 120, "completion": 300},
      "query": "<the text retrievers are given>"}

@@ -10,7 +10,8 @@ stops cleanly once a token budget is spent (the answers in flight are kept), sho
 with counts and tokens, and answers from the content-keyed cache
 (:mod:`mmbright_core.llm.cache`) whatever it was asked before.
 
-An answer that is not what the API promises (no choice, no text) is not an error of the
+An answer that is not what the API promises (no choice, no text), or one its caller cannot
+use (``check``: a reranker's answer that names no usable ranking), is not an error of the
 whole job: it comes back with its ``problem`` said, is not cached (a rerun asks again), and
 the caller records it (a rewrite keeps the original query; a reranker keeps the first-stage
 order).
@@ -32,6 +33,9 @@ from mmbright_core.retrieval.api_client import DEFAULT_KEY_ENV, EndpointClient, 
 
 Message = Mapping[str, Any]
 """One chat message as the API takes it: ``{"role": ..., "content": str | [parts]}``."""
+
+Check = Callable[[str], str | None]
+"""What a caller finds wrong with an answer's text (a one-line problem), or None."""
 
 #: Sampling parameters sent unless others are given: greedy decoding, so reruns agree.
 DEFAULT_PARAMETERS: Mapping[str, Any] = {"temperature": 0}
@@ -99,8 +103,13 @@ class ChatClient(EndpointClient):
         """Return the cache key of a request of these messages."""
         return request_key(self.endpoint, self.model, self.parameters, messages)
 
-    def complete(self, messages: Sequence[Message]) -> Reply:
+    def complete(self, messages: Sequence[Message], check: Check | None = None) -> Reply:
         """Answer one request, from the cache when it was asked before.
+
+        Args:
+            messages: The request's messages.
+            check: What the caller finds wrong with an answer's text (None: nothing); an
+                answer it finds wrong comes back with that problem and is not cached.
 
         Raises:
             EndpointError: The endpoint cannot be used (unreachable, refused key, unknown
@@ -109,30 +118,37 @@ class ChatClient(EndpointClient):
         """
         key = self.key(messages)
         found = self.cache.get(key, self.model)
-        if found is not None:
+        if found is not None and (check is None or check(found.text) is None):
             with self._lock:
                 self.from_cache += 1
             return Reply(found)
         reply = self.call(lambda: self._reply(self._create(messages)))
-        if reply.answer is not None:
-            self.cache.put(key, self.model, reply.answer)
         with self._lock:
             self.answered += 1
             self.tokens += 0 if reply.answer is None else reply.answer.tokens
+        if reply.answer is None:
+            return reply
+        problem = None if check is None else check(reply.answer.text)
+        if problem is not None:
+            return Reply(None, problem)
+        self.cache.put(key, self.model, reply.answer)
         return reply
 
-    def complete_all(self, requests: Sequence[Sequence[Message]], desc: str = "llm") -> list[Reply]:
+    def complete_all(
+        self, requests: Sequence[Sequence[Message]], desc: str = "llm", check: Check | None = None
+    ) -> list[Reply]:
         """Answer every request, ``concurrency`` at a time, in the order given.
 
-        When one request fails for good (or a budget is spent), no further request is sent;
-        those in flight finish and their answers are cached, then the error is raised.
+        ``check`` is :meth:`complete`'s. When one request fails for good (or a budget is
+        spent), no further request is sent; those in flight finish and their answers are
+        cached, then the error is raised.
         """
         replies: list[Reply | None] = [None] * len(requests)
         bar = tqdm(total=len(requests), desc=desc, unit="call", leave=False, disable=None)
         workers = max(1, int(self.limits.concurrency))
         try:
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                futures = {pool.submit(self.complete, r): i for i, r in enumerate(requests)}
+                futures = {pool.submit(self.complete, r, check): i for i, r in enumerate(requests)}
                 self._collect(futures, replies, bar)
         finally:
             bar.close()

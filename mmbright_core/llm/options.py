@@ -1,12 +1,14 @@
 """The ``--option NAME=VALUE`` settings of an LLM job: sampling, limits, the rest.
 
 ``mmbright rewrite`` and the ``llm:`` reranker take the same options: sampling parameters
-(sent with every request; they key the answer cache), the client's limits (concurrency,
-timeout, retries, backoff, the request and token budgets) and ``api_key_env``.
+(sent with every request, over the recipe's own where it has them: BRIGHT's ``reason``
+prompt and ``bright`` reranking; they key the answer cache), the client's limits
+(concurrency, timeout, retries, backoff, the request and token budgets) and ``api_key_env``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from mmbright_core.errors import InputError
@@ -26,13 +28,20 @@ LIMIT_OPTIONS = {
 }
 
 
-def split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+def split_options(
+    options: dict[str, Any], defaults: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Split ``--option`` values into sampling parameters, client limits and the rest.
+
+    Args:
+        options: The ``--option`` values.
+        defaults: The sampling parameters the options override (None: the client's default,
+            temperature 0).
 
     Raises:
         InputError: An option no part takes.
     """
-    parameters = dict(DEFAULT_PARAMETERS)
+    parameters = dict(DEFAULT_PARAMETERS if defaults is None else defaults)
     limits: dict[str, Any] = {}
     rest: dict[str, Any] = {}
     for name, value in options.items():
@@ -51,10 +60,18 @@ def split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
 
 
 def chat_client(
-    model: str, endpoint: str | None, options: dict[str, Any], cache_dir: str | None
+    model: str,
+    endpoint: str | None,
+    options: dict[str, Any],
+    cache_dir: str | None,
+    defaults: Mapping[str, Any] | None = None,
 ) -> ChatClient:
-    """The chat client the options describe, caching under ``cache_dir``."""
-    parameters, limits, rest = split_options(options)
+    """The chat client the options describe, caching under ``cache_dir``.
+
+    ``defaults``: the sampling parameters of the recipe (a prompt's, a reranking mode's)
+    that the options override; None: the client's default.
+    """
+    parameters, limits, rest = split_options(options, defaults)
     return ChatClient(
         model,
         endpoint,

@@ -1,7 +1,8 @@
 """``mmbright rewrite``: one LLM answer per query, written as a rewritten query set.
 
-Each query of the chosen domains is rendered into the prompt (:mod:`.prompts`), sent with
-its images on tasks 2-4 (:mod:`.images`; ``first`` or ``all`` of those that decode), and
+Each query of the chosen domains is rendered into the prompt (:mod:`.prompts`), sent after
+the prompt's system message (if it has one) with the query's images after the text on
+tasks 2-4 (:mod:`.images`; ``first`` or ``all`` of those that decode), and
 the answers are gathered by the chat client: concurrent, retried, budgeted and cached, so
 a rerun (after a kill, a spent budget, a network failure) asks only what is not cached and
 writes the same bytes. A query whose answer was unusable keeps its original text and says
@@ -56,6 +57,8 @@ def rewrite_settings(
         "prompt": {
             "name": prompt.name,
             "template": prompt.template,
+            "system": prompt.system,
+            "query_newlines": prompt.query_newlines,
             "combine": prompt.combine,
             "image_policy": image_policy,
             "image_side": side,
@@ -122,7 +125,8 @@ def ask(
         return Asked(domain, query, images, None)
     text = prompt.render(query.text, domain)
     message = user_message(text, [data_url(image, side) for _, image in taken])
-    return Asked(domain, query, images, (message,))
+    system = () if prompt.system is None else ({"role": "system", "content": prompt.system},)
+    return Asked(domain, query, images, (*system, message))
 
 
 def _record(

@@ -3,7 +3,8 @@
 docs/protocol.md, "Two-stage runs": the top ``depth`` of the first stage is reordered by
 the answer and everything below keeps its first-stage order beneath it. An answer that is
 not usable (an order that is no permutation of the candidates, scores of the wrong number
-or not finite, a reranker's own ``problem``) leaves the query in its first-stage order,
+or not finite, ranked positions out of range, twice or with a score that is not finite, a
+reranker's own ``problem``) leaves the query in its first-stage order,
 and the problem is recorded: never a silent reordering. Scores are written as ranks
 (``n`` for the first of ``n`` documents down to 1), exact in float32, so the package's one
 ranking rule (:mod:`mmbright_core.ranking`) gives back exactly this order.
@@ -46,7 +47,24 @@ def checked_order(answer: Reranked, size: int) -> tuple[tuple[int, ...], str | N
             return keep, f"scores that are not finite numbers: {_cut(scores)}"
         # Ties keep the first-stage order (a stable sort on the negated score).
         return tuple(sorted(keep, key=lambda i: -scores[i])), None
+    if answer.ranked is not None:
+        return _ranked_order(answer.ranked, size)
     return keep, None
+
+
+def _ranked_order(
+    ranked: Sequence[tuple[int, float]], size: int
+) -> tuple[tuple[int, ...], str | None]:
+    keep = tuple(range(size))
+    positions = [i for i, _ in ranked]
+    if len(set(positions)) != len(positions) or not all(0 <= i < size for i in positions):
+        return keep, f"ranked positions that are not distinct candidates: {_cut(positions)}"
+    if not all(math.isfinite(s) for _, s in ranked):
+        return keep, f"scores that are not finite numbers: {_cut([s for _, s in ranked])}"
+    # The ranked lead by score (ties in first-stage order); the rest follow in that order.
+    head = [i for i, _ in sorted(ranked, key=lambda pair: (-pair[1], pair[0]))]
+    chosen = set(head)
+    return (*head, *(i for i in keep if i not in chosen)), None
 
 
 def reranked_run(ranking: Sequence[str], order: Sequence[int]) -> dict[str, float]:

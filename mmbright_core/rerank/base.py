@@ -2,7 +2,8 @@
 
 A reranker re-scores the top ``depth`` candidates of one query of a first-stage run
 (docs/protocol.md, "Two-stage runs"). It answers with a :class:`Reranked`: a best-first
-permutation of the candidates, per-candidate scores (a pointwise reranker), or a
+permutation of the candidates, per-candidate scores (a pointwise reranker), scores of the
+candidates it chose to rank (the others following in first-stage order), or a
 ``problem`` saying why its answer was unusable, in which case the query keeps its
 first-stage order: a malformed answer is recorded, never turned into a silent reordering.
 Candidates below the depth keep their first-stage order below the reranked ones.
@@ -10,7 +11,7 @@ Candidates below the depth keep their first-stage order below the reranked ones.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -63,12 +64,15 @@ class Reranked:
         order: A permutation of ``range(len(candidates))``, best first; None keeps the
             first-stage order (or follows ``scores`` where they are given).
         scores: One score per candidate (higher is better) when the reranker is pointwise.
+        ranked: ``(position, score)`` of the candidates the reranker ranked (higher is
+            better); the others follow them in first-stage order.
         problem: Why the answer was unusable; the query then keeps its first-stage order
             and the problem is recorded beside the run.
     """
 
     order: tuple[int, ...] | None = None
     scores: tuple[float, ...] | None = None
+    ranked: tuple[tuple[int, float], ...] | None = None
     problem: str | None = None
 
     @classmethod
@@ -80,6 +84,11 @@ class Reranked:
     def from_order(cls, order: Sequence[int]) -> Reranked:
         """Answer with a best-first permutation of the candidates' positions."""
         return cls(order=tuple(int(i) for i in order))
+
+    @classmethod
+    def from_ranked(cls, scores: Mapping[int, float]) -> Reranked:
+        """Answer with scores of some candidates, by position; the rest keep their order below."""
+        return cls(ranked=tuple((int(i), float(s)) for i, s in scores.items()))
 
     @classmethod
     def failed(cls, problem: str) -> Reranked:

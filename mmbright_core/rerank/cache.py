@@ -59,6 +59,9 @@ class AnswerCache:
             return Reranked(
                 order=None if data["order"] is None else tuple(int(i) for i in data["order"]),
                 scores=None if data["scores"] is None else tuple(map(float, data["scores"])),
+                ranked=None
+                if data.get("ranked") is None
+                else tuple((int(i), float(v)) for i, v in data["ranked"]),
                 problem=None if data["problem"] is None else str(data["problem"]),
             )
         except (OSError, ValueError, KeyError, TypeError):
@@ -69,6 +72,7 @@ class AnswerCache:
         data = {
             "order": None if answer.order is None else list(answer.order),
             "scores": None if answer.scores is None else list(answer.scores),
+            "ranked": None if answer.ranked is None else [list(pair) for pair in answer.ranked],
             "problem": answer.problem,
         }
         atomic_write_text(self.path(key), json.dumps(data) + "\n")

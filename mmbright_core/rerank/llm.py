@@ -1,6 +1,6 @@
 """``llm:MODEL``: an LLM behind an OpenAI-compatible chat endpoint as a reranker.
 
-Two modes (docs/commands.md, "Rerankers"):
+Three modes (docs/commands.md, "Rerankers"):
 
 - ``pointwise``: one request per candidate asks for a relevance grade 0-3; the grades are
   the scores (ties keep the first-stage order). Candidates are asked ``concurrency`` at a
@@ -8,31 +8,47 @@ Two modes (docs/commands.md, "Rerankers"):
 - ``listwise``: RankGPT's sliding window. The last ``window`` candidates are ranked in one
   request (``[2] > [1] > [3]``), then the window moves ``step`` places towards the top,
   and again, until it covers the first candidate; each window's winners travel upwards.
+- ``bright``: BRIGHT's listwise reranker as xlang-ai/BRIGHT ``rerank.py`` runs it on its
+  OpenAI path (``OpenAIModel.rerank`` and the ``__main__`` loop): every candidate (the
+  first stage's top ``--depth``, its ``--input_k``) in one request after the system message
+  ``You are a helpful assistant``, the query's newlines made two spaces each, each document
+  whole with every run of newlines made one space, numbered ``[1].`` on; sampled at
+  temperature 0.8 and top_p 0.8 with at most 2048 new tokens; the answer's last fenced
+  ``json`` block read as a list of those numbers, the first listed scoring ``topk`` (its
+  ``--k``), the next ``topk - 1``, and so on (a number listed twice keeps its later
+  score). The listed candidates lead, by that score; the others keep their first-stage
+  order beneath (rerank.py drops them from its run, so only cut-offs beyond the listed ids
+  can differ). Documents are read as text, so tasks 1, 2 and 4 (a pair by its passage); on
+  tasks 2 and 4 the query's images follow the text.
 
-On tasks 2-4 the query's images go with every request, and on tasks 3-4 each candidate's
-image goes beside its number, as PNG data URLs (:mod:`mmbright_core.llm.images`). Every
-answer is cached by its whole request (:mod:`mmbright_core.llm.cache`). An answer that is
-unusable (no text, a grade that is not 0-3, a window answer that is not a permutation of
-its numbers) makes the query keep its first-stage order, with the problem recorded:
-never a silent reordering.
+In ``pointwise`` and ``listwise`` mode, on tasks 2-4 the query's images go with every
+request, and on tasks 3-4 each candidate's image goes beside its number, as PNG data URLs
+(:mod:`mmbright_core.llm.images`). Every answer is cached by its whole request
+(:mod:`mmbright_core.llm.cache`). An answer that is unusable (no text, a grade that is not
+0-3, a window answer that is not a permutation of its numbers, a ``bright`` answer with no
+fenced ``json`` list naming one of its numbers) makes the query keep its first-stage order,
+with the problem recorded, and is not cached: never a silent reordering.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from mmbright_core.data.images import ImageDecodeError, decode_image
 from mmbright_core.errors import InputError, show
 from mmbright_core.llm.chat import ChatClient, Message
-from mmbright_core.llm.images import DEFAULT_SIDE, data_url
+from mmbright_core.llm.images import DEFAULT_SIDE, data_url, user_message
 from mmbright_core.llm.options import chat_client, option_number
+from mmbright_core.llm.prompts import BRIGHT_PARAMETERS, BRIGHT_SYSTEM
 from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, RerankQuery
-from mmbright_core.task_table import task_info
+from mmbright_core.task_table import TASK_TABLE, task_info
 
-MODES = ("pointwise", "listwise")
+MODES = ("pointwise", "listwise", "bright")
 
 POINTWISE = """Here is a question posted on the {domain} StackExchange site{images}.
 
@@ -58,21 +74,49 @@ Question: {query}
 Rank the {n} documents by how much they help answer the question, most helpful first. \
 Answer only with the ranking of all {n} numbers, like [2] > [1] > [3], and no other text."""
 
+# xlang-ai/BRIGHT rerank.py, OpenAIModel.rerank: ``prompt = (f'The following passages are
+# related to query: {cur_query}\n\n' f'{doc_string}' ...)``, each passage of ``doc_string``
+# written by ``"[{}]. {}\n\n".format(...)``.
+BRIGHT_HEAD = "The following passages are related to query: {query}\n\n"
+BRIGHT_PASSAGE = "[{number}]. {text}\n\n"
+BRIGHT_END = (
+    "First identify the essential problem in the query.\n"
+    "Think step by step to reason about why each document is relevant or irrelevant.\n"
+    "Rank these passages based on their relevance to the query.\n"
+    "Please output the ranking result of passages as a list, where the first element is the "
+    "id of the most relevant passage, the second element is the id of the second most "
+    "element, etc.\n"
+    "Please strictly follow the format to output a list of {topk} ids corresponding to the "
+    "most relevant {topk} passages, sorted from the most to least relevant passage. First "
+    "think step by step and write the reasoning process, then output the ranking results as "
+    "a list of ids in a json format."
+)
+#: The tasks whose documents ``bright`` reads: those with a text.
+BRIGHT_TASKS = frozenset(t for t, info in TASK_TABLE.items() if info.corpus_text)
+#: ``rerank.py``'s ``parse_json``: from the first fence opening ``json`` to the last fence
+#: (greedy), of which the last match is read.
+_JSON_BLOCK = re.compile(r"(?:```json\s*)(.+)(?:```)", re.DOTALL)
+_NEWLINES = re.compile("\n+")
 _GRADE = re.compile(r"\b([0-3])\b")
 _NUMBER = re.compile(r"\[(\d+)\]")
 
 
 class LlmReranker:
-    """Reranks with a chat model, pointwise or by sliding windows.
+    """Reranks with a chat model: pointwise, by sliding windows, or as BRIGHT does.
 
     Args:
         client: The chat client (model, endpoint, parameters, limits, cache).
-        mode: ``pointwise`` or ``listwise``.
+        mode: ``pointwise``, ``listwise`` or ``bright``.
         window: Candidates ranked in one listwise request.
         step: Places a listwise window moves towards the top each time.
-        max_chars: Each document's text is cut to this many characters.
+        topk: How many ids a ``bright`` answer is asked for, and the score of the first.
+        max_chars: Each document's text is cut to this many characters (None: 2000, and in
+            ``bright`` mode no cut, as rerank.py sends whole documents).
         query_images: ``all`` or ``first`` of the query's images that decode (tasks 2-4).
         side: Images' longest side in pixels.
+
+    Attributes:
+        tasks: The tasks it reranks (``bright``: those whose documents have a text).
     """
 
     def __init__(
@@ -82,7 +126,8 @@ class LlmReranker:
         mode: str = "listwise",
         window: int = 20,
         step: int = 10,
-        max_chars: int = 2000,
+        topk: int = 10,
+        max_chars: int | None = None,
         query_images: str = "all",
         side: int = DEFAULT_SIDE,
     ) -> None:
@@ -90,10 +135,19 @@ class LlmReranker:
         _check(query_images in ("all", "first"), "query_images", "all or first", query_images)
         _check(window >= 2, "window", "an integer of at least 2", window)
         _check(1 <= step < window, "step", f"an integer from 1 to {window - 1}", step)
-        _check(max_chars >= 1, "max_chars", "a positive integer", max_chars)
+        _check(topk >= 1, "topk", "a positive integer", topk)
+        _check(max_chars is None or max_chars >= 1, "max_chars", "a positive integer", max_chars)
+        if max_chars is None and mode != "bright":
+            max_chars = 2000
         self.client, self.mode, self.window, self.step = client, mode, window, step
-        self.max_chars, self.query_images, self.side = max_chars, query_images, side
+        self.topk, self.max_chars, self.query_images, self.side = (
+            topk,
+            max_chars,
+            query_images,
+            side,
+        )
         self.name = f"llm:{client.model}"
+        self.tasks = BRIGHT_TASKS if mode == "bright" else frozenset(TASK_TABLE)
 
     def label(self) -> str:
         """Return ``llm-<model>-<mode>``."""
@@ -101,28 +155,38 @@ class LlmReranker:
 
     def settings(self) -> dict[str, Any]:
         """Return the model, endpoint, mode and everything that shapes a request."""
-        prompts = (POINTWISE if self.mode == "pointwise" else LISTWISE + LISTWISE_END).encode()
-        windows = {"window": self.window, "step": self.step} if self.mode == "listwise" else {}
+        prompts = {
+            "pointwise": POINTWISE,
+            "listwise": LISTWISE + LISTWISE_END,
+            "bright": BRIGHT_HEAD + BRIGHT_PASSAGE + BRIGHT_END,
+        }[self.mode]
+        own: dict[str, Any] = {}
+        if self.mode == "listwise":
+            own = {"window": self.window, "step": self.step}
+        elif self.mode == "bright":
+            own = {"topk": self.topk, "system": BRIGHT_SYSTEM}
         return {
             "model": self.client.model,
             "endpoint": self.client.endpoint,
             "mode": self.mode,
-            **windows,
+            **own,
             "max_chars": self.max_chars,
             "query_images": self.query_images,
             "image_side": self.side,
             "parameters": dict(self.client.parameters),
-            "prompt_sha256": hashlib.sha256(prompts).hexdigest(),
+            "prompt_sha256": hashlib.sha256(prompts.encode()).hexdigest(),
         }
 
     def rerank(
         self, query: RerankQuery, candidates: Sequence[Candidate], images: ImageStore | None
     ) -> Reranked:
-        """Order ``candidates`` for ``query`` (see the module)."""
+        """Order ``candidates`` for ``query`` (see the module); fewer than two are not asked."""
         if len(candidates) < 2:
             return Reranked.from_order(range(len(candidates)))
         if self.mode == "pointwise":
             return self._pointwise(query, candidates, images)
+        if self.mode == "bright":
+            return self._bright(query, candidates, images)
         return self._listwise(query, candidates, images)
 
     def _pointwise(
@@ -130,17 +194,39 @@ class LlmReranker:
     ) -> Reranked:
         shown = self._query_urls(query, images)
         requests = [self._grade_request(query, shown, c, images) for c in candidates]
+        replies = self.client.complete_all(requests, check=_grade_problem)
         grades: list[float] = []
-        for candidate, reply in zip(candidates, self.client.complete_all(requests), strict=True):
+        for candidate, reply in zip(candidates, replies, strict=True):
             if reply.text is None:
                 return Reranked.failed(f"{candidate.doc_id}: {reply.problem}")
             found = _GRADE.search(reply.text)
-            if found is None:
-                return Reranked.failed(
-                    f"{candidate.doc_id}: the answer {show(reply.text)} is no grade 0-3"
-                )
+            assert found is not None  # the check let only grades through
             grades.append(float(found.group(1)))
         return Reranked.from_scores(grades)
+
+    def _bright(
+        self, query: RerankQuery, candidates: Sequence[Candidate], images: ImageStore | None
+    ) -> Reranked:
+        size = len(candidates)
+        text = bright_prompt(query.text, [self._text(c) for c in candidates], self.topk)
+        system = {"role": "system", "content": BRIGHT_SYSTEM}
+        request = [system, user_message(text, self._query_urls(query, images))]
+
+        def problem(answer: str) -> str | None:
+            found = bright_ranking(answer, size)
+            return found if isinstance(found, str) else None
+
+        reply = self.client.complete(request, check=problem)
+        if reply.text is None:
+            return Reranked.failed(f"all {size} candidates: {reply.problem}")
+        listed = bright_ranking(reply.text, size)
+        assert not isinstance(listed, str)  # the check let only rankings through
+        # rerank.py ``__main__``: ``for rank_id, r in enumerate(new_rank): cur_score[r] =
+        # args.k - rank_id``, a dict, so an id listed twice keeps its later score.
+        scores: dict[int, float] = {}
+        for rank, index in enumerate(listed):
+            scores[index] = float(self.topk - rank)
+        return Reranked.from_ranked(scores)
 
     def _listwise(
         self, query: RerankQuery, candidates: Sequence[Candidate], images: ImageStore | None
@@ -150,12 +236,12 @@ class LlmReranker:
         for start, end in windows(len(candidates), self.window, self.step):
             placed = order[start:end]
             request = self._window_request(query, shown, [candidates[i] for i in placed], images)
-            reply = self.client.complete(request)
+            size = len(placed)
+            reply = self.client.complete(request, check=partial(_permutation_problem, size=size))
             if reply.text is None:
                 return Reranked.failed(f"window {start + 1}-{end}: {reply.problem}")
-            permutation = parse_permutation(reply.text, len(placed))
-            if isinstance(permutation, str):
-                return Reranked.failed(f"window {start + 1}-{end}: {permutation}")
+            permutation = parse_permutation(reply.text, size)
+            assert not isinstance(permutation, str)  # the check let only permutations through
             order[start:end] = [placed[i] for i in permutation]
         return Reranked.from_order(order)
 
@@ -198,7 +284,7 @@ class LlmReranker:
     def _text(self, candidate: Candidate) -> str:
         if candidate.text is None:
             return "(an image, shown after this line)" if candidate.image_paths else "(empty)"
-        return candidate.text[: self.max_chars]
+        return candidate.text[: self.max_chars]  # None: whole
 
     def _query_urls(self, query: RerankQuery, images: ImageStore | None) -> list[str]:
         if task_info(query.task).text_only or images is None:
@@ -245,6 +331,56 @@ def parse_permutation(text: str, size: int) -> tuple[int, ...] | str:
     return tuple(n - 1 for n in numbers)
 
 
+def bright_prompt(query: str, documents: Sequence[str], topk: int) -> str:
+    r"""The user message of a ``bright`` request, as rerank.py's ``OpenAIModel.rerank`` writes it.
+
+    The query's newlines become two spaces each (``query.replace('\n','  ')``), and every
+    run of newlines of a document one space (``re.sub('\n+', ' ', doc[1])``).
+    """
+    passages = "".join(
+        BRIGHT_PASSAGE.format(number=number, text=_NEWLINES.sub(" ", text))
+        for number, text in enumerate(documents, start=1)
+    )
+    head = BRIGHT_HEAD.format(query=query.replace("\n", "  "))
+    return head + passages + BRIGHT_END.format(topk=topk)
+
+
+def bright_ranking(text: str, size: int) -> list[int] | str:
+    """The 0-based candidates a ``bright`` answer lists, in its order, or what is wrong with it.
+
+    As rerank.py's ``parse_json`` and ``OpenAIModel.rerank`` read an answer: the last match
+    of a fenced ``json`` block is loaded as JSON and its items kept where they are one of the
+    ids ``1..size`` (``[indices_map[r] for r in response if r in indices_map]``: ``2.0``
+    and ``true`` name ids 2 and 1, a string names none). Where rerank.py falls back to the
+    first-stage order (no such block, JSON that does not load) and where it would fail or
+    rank nothing (JSON that is no list of ids, one that names no id), this says why.
+    """
+    blocks = _JSON_BLOCK.findall(text)
+    if not blocks:
+        return f"the answer {show(text)} holds no ```json block"
+    try:
+        response = json.loads(blocks[-1].strip())
+    except ValueError:
+        return f"the answer's ```json block {show(blocks[-1].strip())} is not JSON"
+    indices = {number: number - 1 for number in range(1, size + 1)}  # rerank.py's indices_map
+    try:
+        listed = [indices[r] for r in response if r in indices]
+    except TypeError:  # not iterable, or an item that is a list or an object
+        listed = []
+    if not listed:
+        return f"the answer's ```json block {show(blocks[-1].strip())} lists none of ids 1..{size}"
+    return listed
+
+
+def _grade_problem(text: str) -> str | None:
+    return None if _GRADE.search(text) else f"the answer {show(text)} is no grade 0-3"
+
+
+def _permutation_problem(text: str, size: int) -> str | None:
+    found = parse_permutation(text, size)
+    return found if isinstance(found, str) else None
+
+
 def _url(data: bytes | None, path: str, side: int) -> str | None:
     try:
         return data_url(decode_image(data, path), side)
@@ -271,7 +407,7 @@ def _check(ok: bool, name: str, expected: str, found: object) -> None:
 
 #: The reranker's own numeric options, with their types; ``mode`` and ``query_images`` are
 #: taken as given, and every other option configures the chat client.
-_NUMBERS = {"window": int, "step": int, "max_chars": int, "image_side": int}
+_NUMBERS = {"window": int, "step": int, "topk": int, "max_chars": int, "image_side": int}
 
 
 def llm_reranker(
@@ -279,9 +415,10 @@ def llm_reranker(
 ) -> LlmReranker:
     """Build ``llm:MODEL`` (the registry's factory).
 
-    ``options``: the reranker's own (``mode``, ``window``, ``step``, ``max_chars``,
-    ``query_images``, ``image_side``, as :class:`LlmReranker` takes them), sampling
-    parameters (``temperature``, ``top_p``, ``max_tokens``, ``seed``, ``stop``), limits
+    ``options``: the reranker's own (``mode``, ``window``, ``step``, ``topk``,
+    ``max_chars``, ``query_images``, ``image_side``, as :class:`LlmReranker` takes them),
+    sampling parameters (``temperature``, ``top_p``, ``max_tokens``, ``seed``, ``stop``;
+    in ``bright`` mode over rerank.py's own: temperature 0.8, top_p 0.8, 2048), limits
     (``concurrency``, ``timeout``, ``retries``, ``backoff``, ``max_requests``,
     ``token_budget``) and ``api_key_env``, as ``mmbright rewrite`` takes.
 
@@ -293,4 +430,6 @@ def llm_reranker(
         if name in options:
             own[name] = option_number(name, options.pop(name), kind)
     side = own.pop("image_side", DEFAULT_SIDE)
-    return LlmReranker(chat_client(model, endpoint, options, cache_dir), side=side, **own)
+    defaults = BRIGHT_PARAMETERS if own.get("mode") == "bright" else None
+    client = chat_client(model, endpoint, options, cache_dir, defaults)
+    return LlmReranker(client, side=side, **own)

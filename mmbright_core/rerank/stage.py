@@ -7,8 +7,10 @@ domains it had not finished), the folder never shared with another configuration
 metrics and ``run.trec``. Its configuration records the reranker, its settings, the depth
 and the first stage (:mod:`mmbright_core.rerank.first_stage`). Within a domain every
 answer is cached as soon as it is given (:mod:`mmbright_core.rerank.cache`), so a resumed
-job asks nothing twice. Each domain also gets ``rerank.json``: the reranker's own scores
-and the problem of every query whose answer was unusable (kept in first-stage order).
+job asks nothing twice; an unusable answer is not kept, so a rerun asks that query again.
+Each domain also gets ``rerank.json``: the reranker's own scores (of the candidates it
+ranked) and the problem of every query whose answer was unusable (kept in first-stage
+order).
 """
 
 from __future__ import annotations
@@ -129,7 +131,8 @@ class RerankStage:
         answer = self.cache.get(key)
         if answer is None:
             answer = self.reranker.rerank(query, candidates, images)
-            self.cache.put(key, answer)
+            if checked_order(answer, len(candidates))[1] is None:
+                self.cache.put(key, answer)  # a failed answer is asked again on a rerun
         return answer
 
     def _query_key(self, query: RerankQuery, images: ImageStore | None) -> dict[str, Any]:
@@ -165,6 +168,8 @@ def _recorded(answer: Reranked, problem: str | None, candidates: Sequence[Candid
     scores = None
     if problem is None and answer.scores is not None:
         scores = {c.doc_id: s for c, s in zip(candidates, answer.scores, strict=True)}
+    if problem is None and answer.ranked is not None:
+        scores = {candidates[i].doc_id: s for i, s in answer.ranked}
     return {"problem": problem, "scores": scores}
 
 

@@ -171,6 +171,8 @@ def set_record(queries: QuerySet) -> dict[str, Any]:
         "rewrite_parameters": json.dumps(llm["parameters"], sort_keys=True),
         "rewrite_prompt": prompt["name"],
         "rewrite_prompt_sha256": hashlib.sha256(template).hexdigest(),
+        "rewrite_system": prompt.get("system"),
+        "rewrite_query_newlines": prompt.get("query_newlines"),
         "rewrite_combine": prompt["combine"],
         "rewrite_image_policy": prompt["image_policy"],
     }

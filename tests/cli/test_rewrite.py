@@ -10,7 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
+from bright_code import openai_body, reason_prompt
+from fixture_dataset import with_newlines
 from openai_server import CHAT_MODEL, OpenAIServer, kill_when_held, message_text, reply_of
 from PIL import Image
 
@@ -25,7 +28,7 @@ from mmbright_core.data.images import decode_image
 from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import read_outputs
 from mmbright_core.io.rewrites import read_query_set
-from mmbright_core.llm.prompts import REASON
+from mmbright_core.llm.prompts import REASON_IMAGES
 from mmbright_core.ranking import top_k
 from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.analyzer import EnglishAnalyzer
@@ -45,6 +48,38 @@ def records(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+def test_reason_on_task_1_sends_exactly_what_bright_reason_py_sends(
+    chat_server: OpenAIServer, tmp_path: Path, fixture_dir: Path
+) -> None:
+    root = with_newlines(fixture_dir, tmp_path / "data")
+    command = ["rewrite", "--source", str(root), "--task", "1", "--llm", CHAT_MODEL]
+    command += ["--endpoint", chat_server.url, "--cache-dir", str(tmp_path / "cache")]
+    assert main([*command, "--out", str(tmp_path / "q.jsonl")]) == 0
+    posts = {}  # reason.py reads e["query"] of BRIGHT's examples: here the examples' parquet
+    for path in sorted((root / "examples").glob("*.parquet")):
+        posts |= {(path.stem, row["id"]): row["query"] for row in pq.read_table(path).to_pylist()}
+    assert all("\n\n\n" in post for post in posts.values())
+    want = {key: openai_body(CHAT_MODEL, reason_prompt(post)) for key, post in posts.items()}
+    sent = sorted(chat_server.requests, key=lambda body: json.dumps(body, sort_keys=True))
+    assert sent == sorted(want.values(), key=lambda body: json.dumps(body, sort_keys=True))
+    got = records(tmp_path / "q.jsonl")
+    assert len(got) == len(posts)
+    for record in got:
+        body = want[(str(record["domain"]), str(record["query_id"]))]
+        assert record["answer"] == record["query"] == reply_of(body)  # the answer replaces it
+    shared = read_query_set(tmp_path / "q.jsonl").settings
+    assert shared["prompt"]["system"] == "You are a helpful assistant"
+    assert shared["prompt"]["query_newlines"] == " "
+    assert shared["llm"]["parameters"] == {"temperature": 0.8, "top_p": 0.8, "max_tokens": 2048}
+    # An option overrides the recipe's sampling, and is recorded.
+    extra = ["--option", "temperature=0", "--domain", "biology", "--out", str(tmp_path / "t")]
+    assert main([*command, *extra]) == 0
+    assert chat_server.requests[-1]["temperature"] == 0
+    assert chat_server.requests[-1]["top_p"] == 0.8
+    parameters = read_query_set(tmp_path / "t").settings["llm"]["parameters"]
+    assert parameters == {"temperature": 0, "top_p": 0.8, "max_tokens": 2048}
+
+
 def test_reason_replaces_each_query_with_the_answer_to_its_text_and_images(
     chat_server: OpenAIServer, tmp_path: Path
 ) -> None:
@@ -52,12 +87,20 @@ def test_reason_replaces_each_query_with_the_answer_to_its_text_and_images(
     got = records(tmp_path / "q.jsonl")
     queries = DEMO.judgments(2, "biology").queries
     assert [r["query_id"] for r in got] == [q.query_id for q in queries]
-    by_text = {message_text(body): body for body in chat_server.requests}
+    by_text = {body["messages"][1]["content"][0]["text"]: body for body in chat_server.requests}
     for record, query in zip(got, queries, strict=True):
-        body = by_text[REASON.format(query=query.text, domain="biology")]
+        body = by_text[reason_prompt(query.text)]
+        system, user = body["messages"]
+        assert system == {"role": "system", "content": "You are a helpful assistant"}
+        assert {k: body[k] for k in ("temperature", "top_p", "max_tokens")} == {
+            "temperature": 0.8,
+            "top_p": 0.8,
+            "max_tokens": 2048,
+        }
         assert record["answer"] == record["query"] == reply_of(body)
         assert record["original"] == query.text and record["problem"] is None
-        sent = [p["image_url"]["url"] for p in body["messages"][0]["content"][1:]]
+        assert user["content"][0]["type"] == "text"  # the images follow the text
+        sent = [p["image_url"]["url"] for p in user["content"][1:]]
         paths = [image["path"] for image in record["images"]]  # type: ignore[union-attr]
         assert paths and len(sent) == len(paths)
         for path, url, image in zip(paths, sent, record["images"], strict=True):  # type: ignore[arg-type]
@@ -67,7 +110,20 @@ def test_reason_replaces_each_query_with_the_answer_to_its_text_and_images(
             assert png.format == "PNG"
             assert png.convert("RGB").tobytes() == decode_image(data, path).tobytes()
         assert record["tokens"] == {"prompt": len(message_text(body).split()), "completion": 3}
-    assert chat_server.requests[0]["temperature"] == 0
+
+
+def test_reason_images_is_the_packages_own_wording_without_a_system_message(
+    chat_server: OpenAIServer, tmp_path: Path
+) -> None:
+    extra = ["--domain", "gis", "--prompt", "reason-images"]
+    assert rewrite(chat_server, tmp_path, 2, *extra) == 0
+    texts = {message_text(body) for body in chat_server.requests}
+    queries = DEMO.judgments(2, "gis").queries
+    assert texts == {REASON_IMAGES.format(query=q.text, domain="gis") for q in queries}
+    assert all(len(body["messages"]) == 1 for body in chat_server.requests)
+    assert all(body["temperature"] == 0 and "top_p" not in body for body in chat_server.requests)
+    for record in records(tmp_path / "q.jsonl"):
+        assert record["query"] == record["answer"]
 
 
 def test_caption_appends_and_a_template_file_fills_its_fields(

@@ -7,7 +7,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
+from bright_code import openai_body, rerank_new_rank, rerank_prompt, rerank_scores
+from fixture_dataset import with_newlines
 from openai_server import CHAT_MODEL, OpenAIServer, message_text
 
 from mmbright_core.cli import main
@@ -15,7 +18,7 @@ from mmbright_core.data.images import image_problem
 from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import read_outputs
 from mmbright_core.ranking import ranked
-from mmbright_core.rerank.llm import parse_permutation, windows
+from mmbright_core.rerank.llm import bright_ranking, parse_permutation, windows
 from mmbright_core.ui.workspace import DEMO_RUNS
 
 FIRST = DEMO_RUNS / "run_it2t_bm25"
@@ -23,15 +26,16 @@ DOMAIN, DEPTH = "gis", 8
 DEMO = open_source("demo")
 
 
-def rerank(server: OpenAIServer, tmp_path: Path, *options: str) -> Path:
-    out = tmp_path / "out"
+def rerank(server: OpenAIServer, tmp_path: Path, *options: str, out: str = "out") -> Path:
+    """Rerank the demo's first stage into ``tmp_path / out``, caching in ``tmp_path``."""
+    out_dir = tmp_path / out
     args = [str(FIRST), "--source", "demo", "--task", "2", "--domain", DOMAIN]
     args += ["--reranker", f"llm:{CHAT_MODEL}", "--endpoint", server.url]
-    args += ["--depth", str(DEPTH), "--cache-dir", str(tmp_path / "cache"), "--out", str(out)]
+    args += ["--depth", str(DEPTH), "--cache-dir", str(tmp_path / "cache"), "--out", str(out_dir)]
     for option in options:
         args += ["--option", option]
     assert main(["rerank", *args]) == 0
-    (folder,) = [p for p in out.iterdir() if p.is_dir()]
+    (folder,) = [p for p in out_dir.iterdir() if p.is_dir()]
     return folder
 
 
@@ -98,6 +102,8 @@ def test_a_listwise_answer_that_is_no_permutation_keeps_the_first_stage_order(
         problem = recorded[query_id]["problem"]
         assert problem.startswith("window 5-8: the answer '[1] > [1] > [2]' is not a permutation")
     assert len(chat_server.requests) == len(first)  # the first bad window ends the query
+    rerank(chat_server, tmp_path, "mode=listwise", "window=4", "step=2", out="again")
+    assert len(chat_server.requests) == 2 * len(first)  # nothing failed was cached
 
 
 def grade_by_length(body: dict[str, Any]) -> str:
@@ -167,4 +173,169 @@ def test_a_window_that_is_no_number_is_one_line(
     assert main(["rerank", *args, "--option", "window=wide"]) == 2
     err = capsys.readouterr().err
     assert "option window is not a number; expected int; found 'wide'" in err
+    assert not chat_server.requests
+
+
+# --- BRIGHT's listwise reranker (``mode=bright``) ---------------------------------------------
+
+
+#: An answer whose list holds an id twice, one out of range, a string and a float.
+BRIGHT_ANSWER = 'The post asks about X.\n```json\n[3, 1, "2", 99, 3, 5.0]\n```\nThat is all.'
+TOPK = 4
+
+
+def bright_rerank(
+    server: OpenAIServer, tmp_path: Path, first: Path, source: str, task: int, out: str = "out"
+) -> Path:
+    """Rerank ``first`` with ``mode=bright`` into ``tmp_path / out``, caching in ``tmp_path``."""
+    out_dir = tmp_path / out
+    args = [str(first), "--source", source, "--task", str(task), "--depth", str(DEPTH)]
+    args += ["--reranker", f"llm:{CHAT_MODEL}", "--endpoint", server.url]
+    args += ["--option", "mode=bright", "--option", f"topk={TOPK}"]
+    args += ["--domain", DOMAIN] if source == "demo" else []
+    args += ["--cache-dir", str(tmp_path / "cache"), "--out", str(out_dir)]
+    assert main(["rerank", *args]) == 0
+    (folder,) = [p for p in out_dir.iterdir() if p.is_dir()]
+    return folder
+
+
+def test_bright_sends_exactly_what_rerank_py_sends_and_scores_k_minus_rank(
+    chat_server: OpenAIServer, tmp_path: Path, fixture_dir: Path
+) -> None:
+    chat_server.reply = lambda body: BRIGHT_ANSWER
+    root = with_newlines(fixture_dir, tmp_path / "data")
+    run = ["run", "--source", str(root), "--task", "1", "--retriever", "bm25", "--k", "20"]
+    assert main([*run, "--out", str(tmp_path / "first")]) == 0
+    (first_dir,) = (tmp_path / "first").iterdir()
+    folder = bright_rerank(chat_server, tmp_path, first_dir, str(root), 1)
+    source = open_source(str(root))
+    first, reranked = read_outputs(first_dir).runs, read_outputs(folder).runs
+    want = []
+    for domain in source.domains():
+        # rerank.py's documents[d['id']] = d['content'] and examples[qid]['query'].
+        table = pq.read_table(root / "documents" / f"{domain}.parquet").to_pylist()
+        documents = {row["id"]: row["content"] for row in table}
+        table = pq.read_table(root / "examples" / f"{domain}.parquet").to_pylist()
+        posts = {row["id"]: row["query"] for row in table}
+        assert all(
+            "\n\n\n" in text for text in [*posts.values(), *documents.values()] if text.strip()
+        )
+        data = source.task(1, domain)
+        recorded = json.loads((folder / domain / "rerank.json").read_text())["queries"]
+        for query_id, docs in first[domain].items():
+            excluded = data.excluded.get(query_id, frozenset())
+            top = [d for d in order(docs) if d not in excluded]
+            pairs = [[did, documents[did]] for did in top[:DEPTH]]
+            want.append(openai_body(CHAT_MODEL, rerank_prompt(posts[query_id], pairs, TOPK)))
+            scores = rerank_scores(rerank_new_rank(BRIGHT_ANSWER, pairs), top, TOPK)
+            assert recorded[query_id] == {"problem": None, "scores": scores}
+            head = sorted(scores, key=lambda d: -scores[d])
+            rest = [d for d in top if d not in scores]
+            assert order(reranked[domain][query_id])[: len(top)] == head + rest, query_id
+    key = lambda body: json.dumps(body, sort_keys=True)  # noqa: E731
+    assert sorted(chat_server.requests, key=key) == sorted(want, key=key)
+    again = bright_rerank(chat_server, tmp_path, first_dir, str(root), 1, out="again")
+    assert len(chat_server.requests) == len(want)  # every answer came from the cache
+    for domain in source.domains():
+        assert (again / domain / "rerank.json").read_bytes() == (
+            folder / domain / "rerank.json"
+        ).read_bytes()
+        assert read_outputs(again).runs[domain] == reranked[domain]
+    settings = json.loads((folder / "config.json").read_text())["config"]["options"]
+    settings = settings["reranker_settings"]
+    assert (settings["mode"], settings["topk"], settings["max_chars"]) == ("bright", TOPK, None)
+    assert settings["system"] == "You are a helpful assistant"
+    assert settings["parameters"] == {"temperature": 0.8, "top_p": 0.8, "max_tokens": 2048}
+
+
+def test_bright_on_task_2_puts_the_query_images_after_rerank_pys_text(
+    chat_server: OpenAIServer, tmp_path: Path
+) -> None:
+    chat_server.reply = lambda body: BRIGHT_ANSWER
+    folder = bright_rerank(chat_server, tmp_path, FIRST, "demo", 2)
+    assert folder.name == f"run_it2t_bm25+llm-{CHAT_MODEL}-bright"
+    data, first = DEMO.task(2, DOMAIN), read_outputs(FIRST).runs[DOMAIN]
+    documents = {d.doc_id: d.text for d in data.corpus}
+    queries = {q.query_id: q for q in data.queries}
+    bodies = []
+    for query_id, docs in first.items():
+        excluded = data.excluded.get(query_id, frozenset())
+        pairs = [[d, documents[d]] for d in order(docs) if d not in excluded][:DEPTH]
+        bodies.append(openai_body(CHAT_MODEL, rerank_prompt(queries[query_id].text, pairs, TOPK)))
+    by_text = {body["messages"][1]["content"]: body for body in bodies}
+    assert len(chat_server.requests) == len(first)
+    for sent in chat_server.requests:
+        system, user = sent["messages"]
+        text, *images = user["content"]
+        want = by_text[text["text"]]
+        assert system == want["messages"][0] and text["type"] == "text"
+        assert {k: sent[k] for k in ("temperature", "top_p", "max_tokens")} == {
+            k: want[k] for k in ("temperature", "top_p", "max_tokens")
+        }
+        query = next(q for q in queries.values() if f"query: {q.text}\n\n" in text["text"])
+        usable = [r for r in query.images if image_problem(
+            DEMO.query_image_bytes(DOMAIN, r.path), r.path) is None]  # fmt: skip
+        assert len(images) == len(usable) and all(p["type"] == "image_url" for p in images)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "[1, 2, 3]",  # no fenced json block: rerank.py falls back to the first stage
+        "```json\n[1, 2,\n```",  # not JSON: falls back
+        "```json\n7\n```",  # not a list: rerank.py stops with a TypeError
+        "```json\n[[1], 2]\n```",  # an unhashable item: a TypeError too
+        '```json\n["1", "2"]\n```',  # no id: rerank.py ranks nothing for the query
+    ],
+)
+def test_a_bright_answer_without_a_usable_list_keeps_the_first_stage_and_is_asked_again(
+    chat_server: OpenAIServer, tmp_path: Path, answer: str
+) -> None:
+    docs = [[f"d{i}", "text"] for i in range(DEPTH)]
+    try:
+        fallback = rerank_new_rank(answer, docs) in (None, [])
+    except TypeError:
+        fallback = True
+    assert fallback
+    chat_server.reply = lambda body: answer
+    folder = bright_rerank(chat_server, tmp_path, FIRST, "demo", 2)
+    first, reranked = read_outputs(FIRST).runs[DOMAIN], read_outputs(folder).runs[DOMAIN]
+    recorded = json.loads((folder / DOMAIN / "rerank.json").read_text())["queries"]
+    for query_id, docs_ in first.items():
+        assert order(reranked[query_id])[:DEPTH] == order(docs_)[:DEPTH]
+        problem = recorded[query_id]["problem"]
+        assert problem.startswith(f"all {DEPTH} candidates: the answer") and "\n" not in problem
+    asked = len(chat_server.requests)
+    assert asked == len(first)
+    bright_rerank(chat_server, tmp_path, FIRST, "demo", 2, out="again")  # nothing failed kept
+    assert len(chat_server.requests) == 2 * asked
+
+
+def test_bright_reads_answers_as_rerank_py_does() -> None:
+    docs = [[f"d{i}", "text"] for i in range(5)]
+    answers = [
+        BRIGHT_ANSWER,
+        "```json\n[2, true, 4.0, 4.5, null]\n```",
+        "first ```json\n[1]\n``` then ```json\n[5, 4]\n```",  # greedy: one match, not JSON
+        "```json [5, 4]```",
+        "```json\n[1, 2]\n``` and a stray ``` after",  # greedy to the last fence: not JSON
+    ]
+    for answer in answers:
+        listed = bright_ranking(answer, len(docs))
+        want = rerank_new_rank(answer, docs)
+        if want:
+            assert [docs[i][0] for i in listed] == want, answer
+        else:
+            assert isinstance(listed, str), answer
+
+
+def test_bright_refuses_task_3_and_a_bad_topk_in_one_line(
+    chat_server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [str(FIRST), "--source", "demo", "--reranker", f"llm:{CHAT_MODEL}"]
+    args += ["--endpoint", chat_server.url, "--out", str(tmp_path / "x"), "--option", "mode=bright"]
+    assert main(["rerank", *args, "--task", "3"]) == 2
+    assert "cannot rerank task 3; expected one of tasks 1, 2, 4" in capsys.readouterr().err
+    assert main(["rerank", *args, "--task", "2", "--option", "topk=0"]) == 2
+    assert "bad llm reranker option topk; expected a positive integer" in capsys.readouterr().err
     assert not chat_server.requests

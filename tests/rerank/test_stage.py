@@ -49,7 +49,12 @@ def test_an_answer_is_checked_before_it_reorders_anything():
     assert checked_order(Reranked.from_order([2, 0, 1]), 3) == ((2, 0, 1), None)
     # Ties keep the first-stage order: positions 0 and 2 tie, 0 stays first.
     assert checked_order(Reranked.from_scores([0.5, 0.1, 0.5]), 3) == ((0, 2, 1), None)
+    # Scores of some candidates: they lead by score, the others follow in first-stage order.
+    assert checked_order(Reranked.from_ranked({2: 3.0, 0: 4.0}), 4) == ((0, 2, 1, 3), None)
     for bad, said in [
+        (Reranked(ranked=((0, 1.0), (0, 2.0))), "not distinct candidates"),
+        (Reranked(ranked=((3, 1.0),)), "not distinct candidates"),
+        (Reranked(ranked=((1, float("inf")),)), "not finite"),
         (Reranked.from_order([0, 0, 1]), "not a permutation"),
         (Reranked.from_order([0, 1]), "not a permutation"),
         (Reranked.from_scores([1.0, 2.0]), "2 scores for 3 candidates"),
@@ -100,6 +105,7 @@ def test_a_malformed_answer_is_recorded_and_keeps_the_first_stage_order(tmp_path
     recorded = json.loads((folder / DOMAIN / "rerank.json").read_text())["queries"]
     assert recorded.keys() == first.keys()
     assert all("not a permutation" in answer["problem"] for answer in recorded.values())
+    assert not list((tmp_path / "cache" / "rerank").rglob("*.json"))  # a rerun asks again
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ time. The comments name the case each row covers; the tests spell out the judgme
 from __future__ import annotations
 
 import io
+import shutil
 import zlib
 from pathlib import Path
 
@@ -298,3 +299,27 @@ def build_fixture(root: Path, photos: bool = False) -> Path:
         BIOLOGY_IMAGE_JUDGMENTS,
     )
     return root
+
+
+def with_newlines(fixture: Path, root: Path) -> Path:
+    """Copy the dataset folder ``fixture`` to ``root`` with newlines in its texts; return ``root``.
+
+    Every query text and passage becomes ``first\\nmiddle words\\n\\n\\nlast\\n`` (one newline,
+    a run of three and a trailing one), so a test sees how a recipe treats each.
+    """
+    shutil.copytree(fixture, root)
+    columns = {"examples": "query", "examples_multimodal": "query", "documents": "content"}
+    for config, column in columns.items():
+        for path in sorted((root / config).glob("*.parquet")):
+            table = pq.read_table(path)
+            texts = [_newlined(text) for text in table.column(column).to_pylist()]
+            index = table.schema.get_field_index(column)
+            pq.write_table(table.set_column(index, column, pa.array(texts, pa.string())), path)
+    return root
+
+
+def _newlined(text: str) -> str:
+    words = text.split(" ")
+    if len(words) < 3:
+        return f"{text}\n"
+    return f"{words[0]}\n{' '.join(words[1:-1])}\n\n\n{words[-1]}\n"
