@@ -32,11 +32,14 @@ NONE_MARKER = "N/A"
 """The string ``negative_ids`` uses for "no negatives" (docs/protocol.md, The data as published)."""
 
 # docs/protocol.md, Per-task protocol: the paper's key is the hex run right after the domain folder;
-# the January 2026 release required exactly one numeric segment, so Biology's chunked ids never
-# matched.
+# the January 2026 release required exactly one numeric segment (``base_key_from_passage_id`` in
+# src/utils.py of mm-bright/MM-BRIGHT), so Biology's chunked ids never matched. ``legacy`` grades
+# with that key; ``release`` builds its pairs with it too, and scores them as the release does.
+_RELEASED_KEY = re.compile(r"/([0-9a-f]+)_\d+\.txt$")
 _PASSAGE_KEY = {
     "paper": re.compile(r"/([0-9a-f]+)_"),
-    "legacy": re.compile(r"/([0-9a-f]+)_\d+\.txt$"),
+    "legacy": _RELEASED_KEY,
+    "release": _RELEASED_KEY,
 }
 
 
@@ -57,8 +60,8 @@ def passage_key(passage_id: str, protocol: Protocol4 = "paper") -> str | None:
 
     Args:
         passage_id: e.g. ``"biology/fec40b40_1635_4.txt"``.
-        protocol: ``"paper"`` (key after the domain folder) or ``"legacy"`` (the released
-            code's pattern, which gives chunked Biology ids no key).
+        protocol: ``"paper"`` (key after the domain folder), or ``"legacy"`` and
+            ``"release"`` (the released code's pattern, which gives chunked Biology ids no key).
 
     Returns:
         The hex key, e.g. ``"fec40b40"``, or None.

@@ -188,7 +188,7 @@ def _configure(
     check_task(retriever, task)
     check_k(k)
     if protocol not in PROTOCOLS:
-        raise InputError("unknown protocol", expected="paper or legacy", found=repr(protocol))
+        raise InputError("unknown protocol", expected=" or ".join(PROTOCOLS), found=repr(protocol))
     protocol = protocol if task_info(task).protocols else "paper"
     policy = negatives_for(task, negatives)
     chosen = tuple(source.check_domain(d) for d in domains) if domains else source.domains()
