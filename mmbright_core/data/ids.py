@@ -43,6 +43,15 @@ _PASSAGE_KEY = {
 }
 
 
+def domain_query_id(domain: str, query_id: str) -> str:
+    """Return a query's id in a file over several domains: ``<domain>/<query id>``.
+
+    Query ids repeat across domains. ``run.trec`` and ``mmbright qrels`` write this form; the
+    per-domain ``scores.json`` keeps the bare id, as the official harness writes it.
+    """
+    return f"{domain}/{query_id}"
+
+
 def normalise_path(path: object) -> str:
     """Return an image path as a string with Windows backslashes turned into ``/``."""
     return str(path).replace("\\", "/")
