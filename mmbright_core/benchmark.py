@@ -183,7 +183,7 @@ def score_task(
         runs: domain -> run (query_id -> doc_id -> score).
         domains: The domains to score (default: those in ``runs``); a domain without a run
             is scored as an empty run, which counts only under ``missing="zero"``.
-        protocol: The Task 4 protocol, ``"paper"`` or ``"legacy"``.
+        protocol: The Task 4 protocol, ``"paper"``, ``"legacy"`` or ``"release"``.
         measures: Measure names such as ``"nDCG@10"``.
         missing: ``"skip"`` averages over queries in both run and qrels (the official
             harness); ``"zero"`` counts judged queries absent from the run as 0.

@@ -109,8 +109,9 @@ class EvalResult:
 Task = Literal[1, 2, 3, 4]
 """1 text->text, 2 (text+image)->text, 3 (text+image)->image, 4 (text+image)->(text+image)."""
 
-Protocol4 = Literal["paper", "legacy"]
-"""Task 4 judgment protocol: ``paper`` (fixed passage key, the default) or ``legacy``."""
+Protocol4 = Literal["paper", "legacy", "release"]
+"""Task 4 judgment protocol: ``paper`` (fixed passage key, the default), ``legacy`` (the
+released key, graded) or ``release`` (the January 2026 release's scoring, binary)."""
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """``mmbright stats`` and ``mmbright qrels``: look into a copy of MM-BRIGHT.
 
 ``stats`` counts queries, corpus items, judgments and images per domain and task (docs/protocol.md,
-The benchmark); ``qrels`` writes one task's judgments for one domain as TREC qrels, the protocol
-named.
+The benchmark); ``qrels`` writes one task's judgments for some domains as TREC qrels, the protocol
+named, with query ids ``<domain>/<query id>`` as ``mmbright run`` writes them in ``run.trec``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from mmbright_core.cli.options import (
     add_source,
     add_task,
 )
-from mmbright_core.errors import InputError
 
 STATS_COMMAND = Command(
     "stats",
@@ -33,9 +32,11 @@ STATS_COMMAND = Command(
 
 QRELS_COMMAND = Command(
     "qrels",
-    "write one task's judgments for one domain as TREC qrels",
-    """Build a task's qrels under its protocol and write them as TREC qrels. Queries with no
-    judgment cannot appear in TREC qrels; their count goes to stderr.""",
+    "write one task's judgments for some domains as TREC qrels",
+    """Build a task's qrels under its protocol and write them as TREC qrels, query ids written
+    <domain>/<query id> as in the run.trec of mmbright run, so the two score together with
+    mmbright eval --qrels --run. Queries with no judgment cannot appear in TREC qrels; their
+    count goes to stderr.""",
 )
 
 
@@ -57,7 +58,7 @@ def register(subparsers: Any) -> None:
     qrels = add_command(subparsers, QRELS_COMMAND)
     add_source(qrels)
     add_task(qrels)
-    add_domains(qrels, required=True, help="the domain to write (one)")
+    add_domains(qrels, required=True)
     add_protocol(qrels)
     qrels.add_argument("--out", metavar="FILE", help="destination (default: standard output)")
     qrels.set_defaults(handler=run_qrels)
@@ -88,25 +89,25 @@ def run_stats(args: argparse.Namespace) -> int:
 
 def run_qrels(args: argparse.Namespace) -> int:
     """Write the qrels of ``mmbright qrels``."""
+    from mmbright_core.data.ids import domain_query_id
     from mmbright_core.data.sources import open_source
     from mmbright_core.io.qrels import write_qrels
 
-    if len(args.domains) != 1:
-        # TREC qrels carry no domain: two domains' query ids could not be told apart.
-        raise InputError(
-            "qrels are written for one domain at a time",
-            expected="one --domain",
-            found=f"--domain {' '.join(args.domains)}",
-        )
-    data = open_source(args.source).judgments(args.task, args.domains[0], args.protocol)
+    source = open_source(args.source)
+    qrels: dict[str, dict[str, int]] = {}
+    empty = 0
+    chosen = [source.check_domain(d) for d in dict.fromkeys(args.domains)]  # each once
+    for domain in chosen:
+        data = source.judgments(args.task, domain, args.protocol)
+        qrels.update((domain_query_id(domain, q), docs) for q, docs in data.qrels.items())
+        empty += len(data.report.empty_qrels)
     if args.out:
-        write_qrels(args.out, data.qrels, format="trec")
+        write_qrels(args.out, qrels, format="trec")
     else:
         # write_qrels owns the TREC format and its checks; stream its file to stdout.
         with tempfile.TemporaryDirectory() as folder:
-            written = write_qrels(Path(folder) / "qrels.txt", data.qrels, format="trec")
+            written = write_qrels(Path(folder) / "qrels.txt", qrels, format="trec")
             sys.stdout.write(written.read_text(encoding="utf-8"))
-    empty = len(data.report.empty_qrels)
     if empty:
         print(f"{empty} queries have no judgment and are not in the qrels", file=sys.stderr)
     return 0

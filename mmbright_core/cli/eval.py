@@ -205,13 +205,27 @@ def run_eval(args: argparse.Namespace) -> int:
             "no query can be evaluated",
             expected="judged queries that the run ranks",
             found=", ".join(f"{k} {v}" for k, v in dataclasses.asdict(result.counts).items()),
-            hint="Check that the run and the qrels use the same query ids",
+            hint=_query_id_hint(qrels, run),
         )
     if args.format == "json":
         sys.stdout.write(format_json(result))
     else:
         sys.stdout.write(format_tsv(result, per_query=args.per_query))
     return 0
+
+
+def _query_id_hint(qrels: Qrels, run: Run) -> str:
+    # mmbright qrels and run.trec write <domain>/<query id>; a domain's scores.json the bare id.
+    def qualified(ids: Any) -> bool:
+        return bool(ids) and all("/" in i for i in ids)
+
+    if qualified(qrels) != qualified(run):
+        return (
+            "The qrels and the run write query ids in different forms (<domain>/<query id> in "
+            "mmbright qrels and run.trec, bare in a domain's scores.json); score an outputs "
+            "folder with --source S --task N --run FOLDER"
+        )
+    return "Check that the run and the qrels use the same query ids"
 
 
 def format_tsv(result: EvalResult, per_query: bool = False) -> str:

@@ -155,7 +155,8 @@ def add_protocol(parser: argparse.ArgumentParser | Any) -> None:
         "--protocol",
         choices=PROTOCOLS,
         default="paper",
-        help="Task 4 judgment protocol (default: paper)",
+        help="Task 4 judgment protocol: paper (default), legacy (the released passage key), "
+        "release (scored as the released code scores it)",
     )
 
 

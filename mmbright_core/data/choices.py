@@ -14,9 +14,9 @@ from typing import Literal
 from mmbright_core.task_table import TASKS as TASKS
 from mmbright_core.types import Protocol4
 
-PROTOCOLS: tuple[Protocol4, ...] = ("paper", "legacy")
-"""Task 4's judgment protocols: the paper's passage key, or the released code's (docs/protocol.md,
-Per-task protocol)."""
+PROTOCOLS: tuple[Protocol4, ...] = ("paper", "legacy", "release")
+"""Task 4's judgment protocols: graded with the paper's passage key or the released code's, or
+scored as the released code scores it (docs/protocol.md, Per-task protocol)."""
 
 Negatives = Literal["exclude", "keep"]
 """What tasks 1-2 do with each query's ``negative_ids`` (docs/protocol.md, Per-task protocol)."""

@@ -32,12 +32,24 @@ NONE_MARKER = "N/A"
 """The string ``negative_ids`` uses for "no negatives" (docs/protocol.md, The data as published)."""
 
 # docs/protocol.md, Per-task protocol: the paper's key is the hex run right after the domain folder;
-# the January 2026 release required exactly one numeric segment, so Biology's chunked ids never
-# matched.
+# the January 2026 release required exactly one numeric segment (``base_key_from_passage_id`` in
+# src/utils.py of mm-bright/MM-BRIGHT), so Biology's chunked ids never matched. ``legacy`` grades
+# with that key; ``release`` builds its pairs with it too, and scores them as the release does.
+_RELEASED_KEY = re.compile(r"/([0-9a-f]+)_\d+\.txt$")
 _PASSAGE_KEY = {
     "paper": re.compile(r"/([0-9a-f]+)_"),
-    "legacy": re.compile(r"/([0-9a-f]+)_\d+\.txt$"),
+    "legacy": _RELEASED_KEY,
+    "release": _RELEASED_KEY,
 }
+
+
+def domain_query_id(domain: str, query_id: str) -> str:
+    """Return a query's id in a file over several domains: ``<domain>/<query id>``.
+
+    Query ids repeat across domains. ``run.trec`` and ``mmbright qrels`` write this form; the
+    per-domain ``scores.json`` keeps the bare id, as the official harness writes it.
+    """
+    return f"{domain}/{query_id}"
 
 
 def normalise_path(path: object) -> str:
@@ -57,8 +69,8 @@ def passage_key(passage_id: str, protocol: Protocol4 = "paper") -> str | None:
 
     Args:
         passage_id: e.g. ``"biology/fec40b40_1635_4.txt"``.
-        protocol: ``"paper"`` (key after the domain folder) or ``"legacy"`` (the released
-            code's pattern, which gives chunked Biology ids no key).
+        protocol: ``"paper"`` (key after the domain folder), or ``"legacy"`` and
+            ``"release"`` (the released code's pattern, which gives chunked Biology ids no key).
 
     Returns:
         The hex key, e.g. ``"fec40b40"``, or None.

@@ -1,8 +1,10 @@
-"""Task 4's items: the (passage, image) pairs of a domain and their graded judgments.
+"""Task 4's items: the (passage, image) pairs of a domain and their judgments.
 
 A passage stands alone (its text-only pair) and with each corpus image of its source key;
 a query's gold passage with one of its positive images is graded 2, a gold passage alone 1,
-and its negative images' pairs are excluded (docs/protocol.md, Per-task protocol).
+and its negative images' pairs are excluded (docs/protocol.md, Per-task protocol). The
+``release`` protocol instead judges every pair of a gold passage 1 and excludes nothing, as
+the January 2026 release scores Task 4.
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ class PairJudgments:
     """Task 4 judgments and what building them counted.
 
     Attributes:
-        qrels: query_id -> pair id -> 2 (gold passage with a positive image) or 1 (text-only).
+        qrels: query_id -> pair id -> 2 (gold passage with a positive image) or 1 (text-only;
+            under ``release``, every pair of a gold passage).
         excluded: query_id -> pair ids made from its negative images, judged ones kept.
         added: Judged pairs that the pair corpus lacked, to append to it before retrieval.
         orphan_positives: Positive images with no gold passage of the same key (skipped).
@@ -120,3 +123,27 @@ def judge_pairs(
             for pid in by_key.get(image_key(image, domain) or "", ())
         ).difference(qrels[qid])
     return PairJudgments(qrels, excluded, tuple(added), orphans, unavailable)
+
+
+def release_judgments(records: Sequence[QueryRecord], pairs: Sequence[Pair]) -> PairJudgments:
+    """Judge Task 4 as the January 2026 release scores it: every pair of a gold passage is 1.
+
+    ``EvaluationRunner._evaluate_domain`` in ``src/eval_runner.py`` of mm-bright/MM-BRIGHT
+    (2d37a4d) maps each gold id to every doc id of the pair corpus whose passage part is that
+    id, with relevance 1: positive images play no part, a gold passage absent from the corpus
+    is not judged, and nothing is added to the corpus. Its exclusions are the query's
+    ``negative_ids``, passage ids that no pair id equals, so nothing is excluded.
+
+    Args:
+        records: The multimodal queries.
+        pairs: The pair corpus (:func:`pair_corpus` with the released passage key).
+    """
+    by_passage: dict[str, list[str]] = {}
+    for pid, image in pairs:
+        by_passage.setdefault(pid, []).append(pair_id(pid, image))
+    qrels = {
+        r.query.query_id: {doc: 1 for gold in r.gold_ids for doc in by_passage.get(gold, ())}
+        for r in records
+    }
+    excluded = {r.query.query_id: frozenset[str]() for r in records}
+    return PairJudgments(qrels, excluded, (), 0, 0)

@@ -75,7 +75,8 @@ class Source(RecordReader, ImageStore):
         Args:
             task: 1, 2, 3 or 4.
             domain: A domain of :meth:`domains`.
-            protocol: The Task 4 protocol, ``"paper"`` or ``"legacy"``; ignored by tasks 1-3.
+            protocol: The Task 4 protocol, ``"paper"``, ``"legacy"`` or ``"release"``; ignored
+                by tasks 1-3.
             negatives: ``"exclude"`` (official) or ``"keep"`` each query's ``negative_ids``;
                 ignored by tasks 3-4 (:func:`~mmbright_core.data.tasks.negatives_for`).
         """

@@ -71,7 +71,7 @@ def task_stats(
         source: The dataset copy.
         task: 1, 2, 3 or 4.
         domain: The domain.
-        protocol: The Task 4 protocol (``"paper"`` or ``"legacy"``).
+        protocol: The Task 4 protocol (``"paper"``, ``"legacy"`` or ``"release"``).
         padded: domain -> padded image count, filled and reused across calls (tasks 3 and 4
             share a domain's images, and telling padded ones apart decodes them again).
     """

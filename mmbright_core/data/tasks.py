@@ -19,7 +19,7 @@ from mmbright_core.data.checks import check_corpus_ids, undecodable_warning
 from mmbright_core.data.choices import NEGATIVES as NEGATIVES
 from mmbright_core.data.choices import Negatives as Negatives
 from mmbright_core.data.ids import pair_id
-from mmbright_core.data.pairs import Pair, judge_pairs, pair_corpus
+from mmbright_core.data.pairs import Pair, judge_pairs, pair_corpus, release_judgments
 from mmbright_core.data.task_inputs import (
     QueryRecord,
     TaskSource,
@@ -178,7 +178,10 @@ def _pair_task(
     images, problems = decodable_images(source, domain)
     say(warnings, undecodable_warning(problems, len(images), 4, domain))
     pairs = pair_corpus(ids, images, domain, protocol)
-    judged = judge_pairs(records, ids, images, {pair_id(*p) for p in pairs}, domain, protocol)
+    if protocol == "release":
+        judged = release_judgments(records, pairs)
+    else:
+        judged = judge_pairs(records, ids, images, {pair_id(*p) for p in pairs}, domain, protocol)
     corpus: tuple[Document, ...] = ()
     if with_corpus:
         corpus = _pair_documents([*pairs, *judged.added], dict(zip(ids, texts, strict=True)))

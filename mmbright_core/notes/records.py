@@ -24,7 +24,8 @@ class QueryKey(NamedTuple):
         source: The data source as the dashboard and CLI name it (``"demo"``,
             ``"hf@<revision>"``, a folder).
         task: The task number (1-4).
-        protocol: The protocol the query was judged under (``"paper"``, ``"legacy"``).
+        protocol: The protocol the query was judged under (``"paper"``, ``"legacy"``,
+            ``"release"``).
         domain: The StackExchange domain.
         query_id: The query's id.
     """

@@ -40,6 +40,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from mmbright_core.data.choices import PROTOCOLS
+from mmbright_core.data.ids import domain_query_id
 from mmbright_core.data.sources import Source
 from mmbright_core.data.tasks import negatives_for
 from mmbright_core.errors import InputError
@@ -188,7 +189,7 @@ def _configure(
     check_task(retriever, task)
     check_k(k)
     if protocol not in PROTOCOLS:
-        raise InputError("unknown protocol", expected="paper or legacy", found=repr(protocol))
+        raise InputError("unknown protocol", expected=" or ".join(PROTOCOLS), found=repr(protocol))
     protocol = protocol if task_info(task).protocols else "paper"
     policy = negatives_for(task, negatives)
     chosen = tuple(source.check_domain(d) for d in domains) if domains else source.domains()
@@ -204,7 +205,7 @@ def _write_task_files(
     # The summary and run.trec cover every domain the folder holds; config.json goes last.
     metrics = {o.domain: o.metrics for o in every}
     write_summary(task_dir, label, TASK_TABLE[config.task].task_type, metrics)
-    combined = {f"{o.domain}/{q}": docs for o in every for q, docs in o.run.items()}
+    combined = {domain_query_id(o.domain, q): docs for o in every for q, docs in o.run.items()}
     write_trec_run(task_dir / "run.trec", combined, tag=label)
     summary = {"config": config.to_dict(), "domains": [o.domain for o in every]}
     atomic_write_text(task_dir / CONFIG_FILE, dump_json(summary))

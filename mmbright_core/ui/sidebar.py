@@ -78,7 +78,9 @@ def render_sidebar() -> None:
         PROTOCOLS,
         **widgets.sticky(state.PROTOCOL_KEY, state.DEFAULT_PROTOCOL),
         disabled=not TASK_TABLE[state.current_task()].protocols,
-        help="paper: fixed passage key (default); legacy: the key of the published Tables 5-6",
+        help="paper: fixed passage key (default); legacy: the key of the published Tables 5-6; "
+        "release: scored as the January 2026 release code scores it (every pair of a gold "
+        "passage relevant, nothing excluded)",
     )
     names = tuple(state.task_runs())
     st.sidebar.header("Runs")

@@ -152,3 +152,61 @@ def test_nothing_in_common_is_an_error(capsys: pytest.CaptureFixture[str], tmp_p
     run = write_trec_run(tmp_path / "run.trec", {"other": {"d1": 1.0}})
     assert main(["eval", "--qrels", QRELS, "--run", str(run)]) == 2
     assert "no query can be evaluated" in capsys.readouterr().err
+
+
+def _json_out(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
+    capsys.readouterr()
+    assert main([*argv, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("task", [1, 2, 4])
+def test_qrels_run_and_eval_fit_together_on_the_demo(
+    task: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # mmbright qrels writes query ids as mmbright run's run.trec does, so --qrels --run scores
+    # the run as --source scores it, query for query.
+    chosen = ["--source", "demo", "--task", str(task), "--domain", "biology", "gis"]
+    argv = ["run", *chosen, "--retriever", "bm25", "--out", str(tmp_path / "out")]
+    assert main(argv) == 0
+    (run,) = (tmp_path / "out").glob("*/run.trec")
+    qrels = tmp_path / "qrels.trec"
+    assert main(["qrels", *chosen, "--out", str(qrels)]) == 0
+    pooled = _json_out(["eval", "--qrels", str(qrels), "--run", str(run)], capsys)
+    bench = _json_out(["eval", *chosen, "--run", str(run)], capsys)
+    per_query = {
+        f"{domain}/{query}": value
+        for domain, result in bench["domains"].items()
+        for query, value in result["per_query"]["nDCG@10"].items()
+    }
+    assert len(per_query) > 2
+    assert pooled["per_query"]["nDCG@10"] == pytest.approx(per_query, abs=1e-12)
+    assert pooled["counts"]["evaluated"] == len(per_query)
+    assert pooled["counts"]["extra_in_run"] == 0
+    # One domain's qrels score the combined run as that domain's score.
+    gis = tmp_path / "gis.trec"
+    assert (
+        main(
+            ["qrels", "--source", "demo", "--task", str(task), "--domain", "gis", "--out", str(gis)]
+        )
+        == 0
+    )
+    one = _json_out(["eval", "--qrels", str(gis), "--run", str(run)], capsys)
+    assert one["aggregate"]["nDCG@10"] == pytest.approx(
+        bench["domains"]["gis"]["aggregate"]["nDCG@10"], abs=1e-12
+    )
+
+
+def test_a_domains_scores_json_against_qrels_says_how_to_score_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    qrels = tmp_path / "qrels.trec"
+    assert (
+        main(["qrels", "--source", "demo", "--task", "1", "--domain", "gis", "--out", str(qrels)])
+        == 0
+    )
+    scores = tmp_path / "scores.json"
+    write_json_run(scores, {"gis_0": {"gis/d": 1.0}})
+    capsys.readouterr()
+    assert main(["eval", "--qrels", str(qrels), "--run", str(scores)]) == 2
+    assert "--source S --task N --run FOLDER" in capsys.readouterr().err

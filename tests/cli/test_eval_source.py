@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from pathlib import Path
 
 import pytest
 import pytrec_eval
+from release_task4 import release_task4
 
 from mmbright_core.cli import main
+from mmbright_core.data.ids import normalise_path
 from mmbright_core.io.official import write_domain_outputs
 from mmbright_core.io.runs import write_trec_run
 
@@ -149,3 +152,37 @@ def test_an_unwritable_output_path_is_one_error_line(
     err = capsys.readouterr().err
     assert err.startswith("mmbright qrels: error:") and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []  # no temporary file left behind
+
+
+def test_eval_source_release_protocol_scores_task4_as_the_release_code(
+    fixture_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A run ranking every release pair of both domains; pytrec_eval (what the release's
+    # calculate_retrieval_metrics calls) scores it on the release's own judgments.
+    run, expected = {}, {}
+    for domain in ("academia", "biology"):
+        pair_ids, qrels, _ = release_task4(fixture_dir, domain)
+        draw = random.Random(domain)
+        scores = {q: {normalise_path(d): draw.random() for d in pair_ids} for q in qrels}
+        run.update({f"{domain}/{q}": docs for q, docs in scores.items()})
+        judged = {q: {normalise_path(d): r for d, r in j.items()} for q, j in qrels.items()}
+        evaluated = pytrec_eval.RelevanceEvaluator(judged, {"ndcg_cut.10"}).evaluate(scores)
+        expected[domain] = {q: v["ndcg_cut_10"] for q, v in evaluated.items()}
+    write_trec_run(tmp_path / "run.trec", run)
+    argv = [
+        "eval",
+        "--source",
+        str(fixture_dir),
+        "--task",
+        "4",
+        "--run",
+        str(tmp_path / "run.trec"),
+    ]
+    out = json_report([*argv, "--protocol", "release"], capsys)
+    assert out["protocol"] == "release"
+    for domain, values in expected.items():
+        ours = out["domains"][domain]["per_query"]["nDCG@10"]
+        assert ours == pytest.approx(values, abs=1e-9)
+    macro = sum(sum(v.values()) / len(v) for v in expected.values()) / len(expected)
+    assert out["macro"]["nDCG@10"] == pytest.approx(macro, abs=1e-9)
+    assert json_report(argv, capsys)["macro"]["nDCG@10"] != pytest.approx(macro)  # paper grades

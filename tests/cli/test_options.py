@@ -47,7 +47,7 @@ def test_domain_repeated_or_listed_means_the_same(command):
     assert mixed.domains == ["academia", "biology", "chemistry"]
 
 
-@pytest.mark.parametrize("command", sorted(set(REQUIRED) - {"qrels"}))  # qrels needs one
+@pytest.mark.parametrize("command", sorted(set(REQUIRED) - {"qrels"}))  # qrels needs its domains
 def test_no_domain_means_none(command):
     assert build_parser().parse_args([command, *REQUIRED[command]]).domains is None
 
@@ -73,11 +73,14 @@ def test_the_owners_re_export_the_choices():
     assert images.POLICIES is POLICIES and stats.TASKS is TASKS
 
 
-def test_qrels_takes_one_domain(capsys):
+def test_qrels_takes_several_domains(capsys):
     from mmbright_core.cli import main
 
-    assert main(["qrels", "--source", "demo", "--task", "1", "--domain", "a", "b"]) == 2
-    assert "one --domain" in capsys.readouterr().err
+    assert main(["qrels", "--source", "demo", "--task", "1", "--domain", "gis", "biology"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert {line.split("/")[0] for line in lines} == {"gis", "biology"}
+    assert main(["qrels", "--source", "demo", "--task", "1", "--domain", "gis", "biologi"]) == 2
+    assert "unknown domain 'biologi'" in capsys.readouterr().err
 
 
 def test_help_imports_no_backend():

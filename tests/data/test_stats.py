@@ -99,19 +99,19 @@ def test_qrels_cli_writes_trec(
     args = ["qrels", "--source", str(fixture_dir), "--task", "4", "--domain", "biology"]
     assert main([*args, "--out", str(out)]) == 0
     assert read_qrels(out) == {
-        "b1": {
+        "biology/b1": {
             "biology/fec40b40_1635_0.txt|||__NO_IMAGE__": 1,
             "biology/fec40b40_1635_0.txt|||biology/biology_fec40b40_0001/image_1.png": 2,
         },
-        "b2": {
+        "biology/b2": {
             "biology/abcdef12_77_0.txt|||__NO_IMAGE__": 1,
             "biology/abcdef12_77_0.txt|||biology/biology_abcdef12_0002/image_1.jpg": 2,
         },
     }
     assert main([*args, "--protocol", "legacy"]) == 0
     assert capsys.readouterr().out == (
-        "b1 0 biology/fec40b40_1635_0.txt|||__NO_IMAGE__ 1\n"
-        "b2 0 biology/abcdef12_77_0.txt|||__NO_IMAGE__ 1\n"
+        "biology/b1 0 biology/fec40b40_1635_0.txt|||__NO_IMAGE__ 1\n"
+        "biology/b2 0 biology/abcdef12_77_0.txt|||__NO_IMAGE__ 1\n"
     )
 
 
@@ -120,7 +120,7 @@ def test_qrels_cli_reports_empty_queries_and_bad_input(
 ) -> None:
     assert main(["qrels", "--source", str(fixture_dir), "--task", "3", "--domain", "academia"]) == 0
     captured = capsys.readouterr()
-    assert captured.out.count("\n") == 6 and captured.out.startswith("a1 0 academia/")
+    assert captured.out.count("\n") == 6 and captured.out.startswith("academia/a1 0 academia/")
     assert captured.err == "1 queries have no judgment and are not in the qrels\n"
     assert main(["qrels", "--source", str(fixture_dir), "--task", "1", "--domain", "gis"]) == 2
     assert "unknown domain 'gis'" in capsys.readouterr().err

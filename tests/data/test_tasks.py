@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from release_task4 import release_task4
 
+from mmbright_core.data.ids import normalise_path
 from mmbright_core.data.pairs import judge_pairs, pair_corpus
 from mmbright_core.data.sources import FolderSource, Source
 from mmbright_core.data.task_inputs import QueryRecord
@@ -145,6 +147,35 @@ def test_task4_legacy_protocol_gives_biology_no_image_pairs(source: Source) -> N
     assert data.report.orphan_positives == 2  # no gold passage has a legacy key
     # Academia's ids have one numeric segment: both protocols agree there.
     assert source.task(4, "academia", "legacy").qrels == source.task(4, "academia").qrels
+
+
+@pytest.mark.parametrize("domain", ["academia", "biology"])
+def test_task4_release_protocol_is_the_release_codes_pairs_and_judgments(
+    source: Source, fixture_dir: Path, domain: str
+) -> None:
+    pair_ids, qrels, masked = release_task4(fixture_dir, domain)
+    data = source.task(4, domain, "release")
+    assert data.protocol == "release"
+    # The release keeps image paths as stored; this package writes them with "/" (as everywhere).
+    assert [d.doc_id for d in data.corpus] == [normalise_path(d) for d in pair_ids]
+    assert data.qrels == {q: {normalise_path(d): r for d, r in j.items()} for q, j in qrels.items()}
+    assert all(not ids for ids in masked.values())  # negative_ids never equal a pair id
+    assert data.excluded == {q: frozenset() for q in qrels}
+    assert data.report.added_judged_pairs == 0
+    assert source.judgments(4, domain, "release").qrels == data.qrels
+
+
+def test_task4_release_protocol_judges_every_pair_of_a_gold_passage_1(source: Source) -> None:
+    data = source.task(4, "academia", "release")
+    assert data.qrels == {
+        "a1": {A1 + NO: 1, f"{A1}|||{AI1}": 1, f"{A1}|||{AI2}": 1},
+        "a2": {A3 + NO: 1, f"{A3}|||{AI3}": 1, A_EMPTY + NO: 1, f"{A_EMPTY}|||{AI_TINY}": 1},
+        "a4": {A3 + NO: 1, f"{A3}|||{AI3}": 1},
+    }
+    # Biology's chunked ids have no released key: text-only pairs alone, as under legacy.
+    biology = source.task(4, "biology", "release")
+    assert [d.doc_id for d in biology.corpus] == [B1 + NO, B2 + NO, B3 + NO, B_HARD + NO]
+    assert biology.qrels == {"b1": {B1 + NO: 1}, "b2": {B3 + NO: 1}}
 
 
 def test_judged_pairs_missing_from_the_corpus_are_added_once() -> None:

@@ -135,7 +135,10 @@ WRONGLY_TYPED = [
         "bad task; expected one of the tasks 1, 2, 3, 4 (a number); found the string '2'",
     ),
     ([{**GOOD, "task": True}], "found true (a boolean)"),
-    ([{**GOOD, "protocol": "papr"}], "bad protocol; expected paper or legacy; found 'papr'"),
+    (
+        [{**GOOD, "protocol": "papr"}],
+        "bad protocol; expected paper or legacy or release; found 'papr'",
+    ),
     ([{**GOOD, "tags": "OCR noise"}], 'bad tags; expected a "tags" list; found the string'),
     ([{**GOOD, "tags": [1]}], "bad tag in tags; expected a list of tag names (strings)"),
     ([{**GOOD, "author": 7}], "bad author; expected a string or null; found the number 7"),

@@ -2,18 +2,24 @@
 
 AppTest on the demo, which ships ``bm25`` and ``ocr-bm25`` runs of tasks 2 and 4 (and none of
 Task 3): the pair of runs and the filters chosen on one page are those of every page, a task
-switch keeps the inspector's runs, and no view shows a Task 4 pair id as the file writes it.
+switch keeps the inspector's runs, no view shows a Task 4 pair id as the file writes it, and the
+sidebar's Task 4 protocol is the one every score is judged by.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from apptest import chart_traces, fresh, goto, open_tab
 from streamlit.testing.v1 import AppTest
 
+import mmbright_core.data
+from mmbright_core.benchmark import score_task
+from mmbright_core.data.sources import open_source
 from mmbright_core.present import palette
+from mmbright_core.task_runs import Scope, load_task_runs
 from mmbright_core.ui import render, state
 from mmbright_core.ui.state import InspectTarget
 
@@ -131,3 +137,29 @@ def test_picking_a_per_query_row_opens_it_in_the_inspector():
     assert at.title[0].value == "Query inspector"
     target = at.session_state["inspect_query"]
     assert (target.domain, target.query_id) == tuple(table.iloc[2][["domain", "query_id"]])
+
+
+def test_the_sidebars_release_protocol_scores_task4_as_the_release_code():
+    at = fresh(timeout=120)
+    at.selectbox(key="task").set_value(4).run()
+    assert "release" in at.selectbox(key="protocol").options
+    at.selectbox(key="protocol").set_value("release").run()
+    goto(at, "per_query")
+    assert not at.exception, at.exception
+    table = at.dataframe[0].value
+    keys = zip(table["domain"], table["query_id"], strict=True)
+    shown = dict(zip(keys, table["nDCG@10"], strict=True))
+    demo = open_source("demo")
+    folder = Path(mmbright_core.data.__file__).parent / "demo" / "runs" / f"it2it_{A}"
+    for protocol in ("release", "paper"):
+        runs = load_task_runs(demo, Scope(4, None, protocol, "exclude"), str(folder))
+        scores = score_task(demo, 4, runs, protocol=protocol)
+        expected = {
+            (domain, query): value
+            for domain, result in scores.per_domain.items()
+            for query, value in result.per_query["nDCG@10"].items()
+        }
+        if protocol == "release":
+            assert shown == pytest.approx(expected, abs=1e-9)
+        else:
+            assert shown != pytest.approx(expected, abs=1e-9)  # the choice changes the scores
