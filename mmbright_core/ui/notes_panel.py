@@ -43,20 +43,23 @@ def query_key(domain: str, query_id: str) -> QueryKey:
 
 
 def _load(key: QueryKey, notes: QueryNotes) -> None:
-    """Put the stored notes into the boxes unless the user is editing the same query's."""
+    """Put the stored notes into the boxes unless the user is editing the same query's.
+
+    The boxes hold the user's own values only while they are drawn: Streamlit drops a
+    widget's state on a run that does not draw it (another page, a stop above the panel),
+    so boxes that are gone are filled from the store again, whatever was shown before.
+    A save then sends back only what the boxes showed.
+    """
     shown = st.session_state.get(SHOWN_KEY)
-    edited = (
-        shown is not None
-        and shown[0] == key
-        and (
-            st.session_state.get(NOTE_KEY) != shown[2]
-            or list(st.session_state.get(TAGS_KEY, [])) != list(shown[3])
-        )
-    )
-    if shown is None or shown[0] != key or (shown[1] != notes.updated_at and not edited):
-        st.session_state[NOTE_KEY] = notes.note
-        st.session_state[TAGS_KEY] = list(notes.tags)
-        st.session_state[SHOWN_KEY] = (key, notes.updated_at, notes.note, notes.tags)
+    drawn = NOTE_KEY in st.session_state and TAGS_KEY in st.session_state
+    if drawn and shown is not None and shown[0] == key:
+        note, tags = st.session_state[NOTE_KEY], list(st.session_state[TAGS_KEY])
+        edited = note != shown[2] or tags != list(shown[3])
+        if edited or shown[1] == notes.updated_at:
+            return
+    st.session_state[NOTE_KEY] = notes.note
+    st.session_state[TAGS_KEY] = list(notes.tags)
+    st.session_state[SHOWN_KEY] = (key, notes.updated_at, notes.note, notes.tags)
 
 
 def _save(key: QueryKey) -> None:

@@ -303,3 +303,16 @@ def test_a_fusion_run_shows_the_text_and_image_split_of_every_hit(tiny_clip, tmp
         assert total == pytest.approx(ranked[int(key.rsplit("_", 1)[1]) - 1][1], abs=1e-3)
     policy = " ".join(c.value for c in at.caption)
     assert "image policy concat" in policy
+
+
+def test_saved_notes_are_back_in_their_boxes_after_another_page(hurt):
+    at = _inspect(fresh(timeout=120), 2, hurt[-1])
+    _annotate(at, "boot log", "Seen in the OCR words.")
+    at.switch_page("app_pages/home.py").run()
+    at.switch_page("app_pages/inspector.py").run()
+    assert at.multiselect(key="insp_tags").value == ["boot log"]
+    assert at.text_area(key="insp_note").value == "Seen in the OCR words."
+    at.button(key="insp_save").click().run()  # a save stores what the boxes show
+    with NotesStore() as store:
+        saved = store.get(("demo", 2, "paper", hurt[-1].domain, hurt[-1].query_id))
+    assert saved.tags == ("boot log",) and saved.note == "Seen in the OCR words."
