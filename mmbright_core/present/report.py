@@ -28,7 +28,7 @@ from mmbright_core.analysis.two_stage import TwoStage
 from mmbright_core.data.images import ImageDecodeError, decode_image
 from mmbright_core.errors import MissingDependencyError
 from mmbright_core.present.report_tables import escape as _e
-from mmbright_core.present.report_tables import format_value, html_table
+from mmbright_core.present.report_tables import format_value, html_table, with_documents
 
 THUMBNAIL = (320, 320)
 FIGURE_TEMPLATE = "plotly_white"
@@ -223,7 +223,7 @@ def _query_section(row: Any, detail: QueryDetail) -> str:
             f"<p>Top {diff.k}: Kendall tau {_e(format_value('tau', diff.kendall_tau))}, "
             f"RBO {_e(format_value('rbo', diff.rbo))}</p>"
         )
-        parts.append(html_table(diff.docs))
+        parts.append(html_table(with_documents(diff.docs)))
     parts.append("</section>")
     return "".join(parts)
 

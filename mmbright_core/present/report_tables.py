@@ -15,6 +15,8 @@ import numbers
 import numpy as np
 import pandas as pd
 
+from mmbright_core.data.ids import display_id
+
 _COUNTS = ("task", "queries", "wins", "ties", "losses", "n_judged", "n_relevant", "query_chars")
 _IMAGES = ("n_images", "n_decodable_images")
 _RANKS = ("relevance", "rank_a", "rank_b", "first_relevant_rank")
@@ -82,6 +84,22 @@ def format_value(column: str, value: object) -> str:
     ):
         return str(int(float(value)))
     return f"{value:+.{DECIMALS}f}" if column in _SIGNED else f"{value:.{DECIMALS}f}"
+
+
+def with_documents(frame: pd.DataFrame) -> pd.DataFrame:
+    """Put a ``document`` column, the doc id as the pages show it, before ``doc_id``.
+
+    A Task 4 pair reads ``passage + image_1.png`` or ``passage (text only)``
+    (:func:`~mmbright_core.data.ids.display_id`); the raw id stays in its own column, so an
+    export still joins with the run and qrels files.
+    """
+    if "doc_id" not in frame.columns or "document" in frame.columns:
+        return frame
+    out = frame.copy()
+    out.insert(
+        list(out.columns).index("doc_id"), "document", [display_id(str(d)) for d in out["doc_id"]]
+    )
+    return out
 
 
 def html_table(frame: pd.DataFrame) -> str:

@@ -241,11 +241,15 @@ def _judgment(relevance: float) -> str:
 
 
 def aligned(docs: pd.DataFrame) -> pd.DataFrame:
-    """The rank-diff table as shown: one row per document, its rank in each run, its move."""
+    """The rank-diff table as shown: one row per document, its rank in each run, its move.
+
+    One column says the move ("moved down 12", "not in A"): with the judgment and both
+    ranks beside it, whether a document entered or left the top 10 is read from the row.
+    """
     out = docs.assign(
         document=[display_id(str(d)) for d in docs["doc_id"]],
         judgment=[_judgment(r) for r in docs["relevance"]],
     )
-    return out[["document", "judgment", "rank_a", "rank_b", "move", "change"]].rename(
+    return out[["document", "judgment", "rank_a", "rank_b", "move"]].rename(
         columns={"rank_a": "rank in A", "rank_b": "rank in B"}
     )

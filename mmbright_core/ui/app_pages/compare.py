@@ -80,7 +80,9 @@ if domain_tab.open:
         st.plotly_chart(comparison_figures.domain_deltas(comparison), key="cmp_domains")
         st.dataframe(comparison.summary, hide_index=True, key="cmp_summary")
         render.csv_download(
-            comparison.summary, f"compare_{run_a}_vs_{run_b}.csv", key="cmp_summary_csv"
+            views.named_columns(comparison.summary, run_a, run_b, comparison.measure),
+            f"compare_{run_a}_vs_{run_b}.csv",
+            key="cmp_summary_csv",
         )
 
 if pair_tab.open:
@@ -160,7 +162,11 @@ if hurt_tab.open:
         )
         st.caption(f"{len(hurt)} of {len(losing)} losing queries listed (the worst first).")
         inspect.open_query(hurt, rows.selection.rows if rows is not None else [])
-        render.csv_download(hurt, f"most_hurt_{run_a}_vs_{run_b}.csv", key="cmp_hurt_csv")
+        render.csv_download(
+            views.named_columns(hurt, run_a, run_b, comparison.measure),
+            f"most_hurt_{run_a}_vs_{run_b}.csv",
+            key="cmp_hurt_csv",
+        )
         if len(hurt) and st.button("Inspect the most hurt query", key="cmp_inspect"):
             inspect.open_query(hurt, [0])
 

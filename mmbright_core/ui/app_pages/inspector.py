@@ -187,5 +187,7 @@ if aligned_tab.open:
             if (diff.docs["relevance"] > 0).any():
                 st.plotly_chart(rank_slope(diff.docs, a, b, TOP), key="insp_slope")
             render.csv_download(
-                diff.docs, f"rank_diff_{target.domain}_{target.query_id}.csv", key="insp_csv"
+                views.named_columns(diff.docs.drop(columns="change"), a, b),
+                f"rank_diff_{target.domain}_{target.query_id}.csv",
+                key="insp_csv",
             )

@@ -216,7 +216,7 @@ def test_inspector_shows_images_rankings_and_walks_hurt_queries(app: AppTest, fi
     assert "relevant" in badges and "#1" in badges
     app.session_state[state.INSPECT_SECTION_KEY] = state.INSPECT_SECTIONS[2]  # the two runs aligned
     app.run()
-    assert dataframe_with(app, "change")["change"].notna().all()
+    assert dataframe_with(app, "move")["move"].notna().all()
     app.button(key="insp_next").click().run()
     assert app.session_state["inspect_query"] != first
     app.button(key="insp_prev").click().run()
