@@ -10,6 +10,7 @@ server restarts and after a visit to another page. Screenshots are kept as
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -132,7 +133,17 @@ def test_saved_notes_stay_in_their_boxes_and_in_the_store_after_another_page(
             page.get_by_text("Saved.").wait_for()
             _check_annotated(page)
             key = page.locator("h3").first.inner_text().split(" / ")
+            exported = {}
+            for kind in ("csv", "json"):  # every note, as the command exports them
+                with page.expect_download() as info:
+                    page.locator(f".st-key-insp_notes_{kind} button").click()
+                exported[kind] = info.value.path().read_bytes().decode("utf-8")
         browser.close()
     with NotesStore(notes) as store:
         saved = store.get(("demo", 2, "paper", key[0].strip(), key[1].strip()))
+        assert exported["csv"] == store.export("csv")
+        written = json.loads(store.export("json"))
     assert saved.note == NOTE and saved.tags == (TAG,)
+    downloaded = json.loads(exported["json"])
+    assert downloaded["queries"] == written["queries"] and downloaded["tags"] == written["tags"]
+    assert [q["note"] for q in downloaded["queries"]] == [NOTE]

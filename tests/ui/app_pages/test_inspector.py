@@ -317,3 +317,19 @@ def test_saved_notes_are_back_in_their_boxes_after_another_page(hurt):
     with NotesStore() as store:
         saved = store.get(("demo", 2, "paper", hurt[-1].domain, hurt[-1].query_id))
     assert saved.tags == ("boot log",) and saved.note == "Seen in the OCR words."
+
+
+def test_a_tag_is_renamed_in_the_inspector_and_its_labels_follow(hurt):
+    at = _inspect(fresh(timeout=120), 2, hurt[1])
+    _annotate(at, "ocr words", "The words read from the image.")
+    at.text_input(key="insp_new_tag").input("ocr words")
+    at.button(key="insp_add_tag").click().run()
+    assert any("Rename" in e.value for e in at.error), [e.value for e in at.error]
+    at.selectbox(key="insp_rename_from").set_value("ocr words")
+    at.text_input(key="insp_rename_to").input("ocr read words")
+    at.button(key="insp_rename").click().run()
+    assert not at.error, [e.value for e in at.error]
+    assert at.multiselect(key="insp_tags").value == ["ocr read words"]
+    with NotesStore() as store:
+        saved = store.get(("demo", 2, "paper", hurt[1].domain, hurt[1].query_id))
+    assert saved.tags == ("ocr read words",)
