@@ -125,6 +125,7 @@ def _exports() -> None:
             mime=mime,
             key=f"insp_notes_{kind}",
             icon=":material/download:",
+            on_click="ignore",  # a download changes nothing on the page: no rerun
         )
 
 

@@ -107,11 +107,16 @@ def test_every_csv_download_analyses_with_pandas(server: str) -> None:
         files.update([_download(page, "cmp_summary_csv")])
         _tab(page, "Where B loses most")
         files.update([_download(page, "cmp_hurt_csv")])
+        _tab(page, "Export")
+        with page.expect_download() as info:
+            page.locator(".st-key-cmp_report button").click()
+        report = info.value.suggested_filename
         go_to(page, "Inspector")
         _tab(page, "The two runs aligned")
         files.update([_download(page, "insp_csv")])
         browser.close()
     assert len(files) == 5
+    assert report == f"compare_task2_{run}_vs_{run_b}.html"  # the task in the report's name
     for name, frame in files.items():
         numeric = frame.select_dtypes("number")
         means = numeric.mean()

@@ -210,8 +210,9 @@ if export_tab.open:
                 functools.partial(
                     reports.comparison_html, source, task, protocol, entries, comparison
                 ),
-                file_name=f"compare_{run_a}_vs_{run_b}.html",
+                file_name=f"compare_task{task}_{run_a}_vs_{run_b}.html",
                 mime="text/html",
                 key="cmp_report",
                 icon=":material/download:",
+                on_click="ignore",  # a download changes nothing on the page: no rerun
             )

@@ -178,6 +178,10 @@ def test_attribution_table_adds_up_and_aligned_rows_say_the_move(hurt):
     parts = table[["from text", "from image", "from both"]].sum(axis=1)
     assert (parts - table["score"]).abs().max() < 1e-3
     assert set(table["run"]) == {A, B} and len(table) == 20
+    # Neither run ran on rewritten queries: no LLM column, no LLM highlight in the legend.
+    assert "from LLM" not in table.columns
+    legend = next(body for body in _html(at.main) if body.startswith("<small>Matched words"))
+    assert "from the image" in legend and "added by the LLM" not in legend
     at.session_state[state.INSPECT_SECTION_KEY] = state.INSPECT_SECTIONS[2]
     at.run()
     aligned = next(f.value for f in at.dataframe if "move" in f.value.columns)
