@@ -17,6 +17,7 @@ from mmbright_core.analysis.attribution import (
     FusionAttribution,
     LexicalAttribution,
 )
+from mmbright_core.task_table import task_info
 from mmbright_core.ui.literal import visible
 
 # Black text on light marks reads on both themes; the image's words also get an underline,
@@ -83,7 +84,7 @@ def origins(task: int, rewritten: bool) -> tuple[str, ...]:
     The image's (and text-and-image) only where the task's queries have images (not
     Task 1), the LLM's only for a run on rewritten queries.
     """
-    left_out = {"image", "both"} if task == 1 else set()
+    left_out = {"image", "both"} if task_info(task).text_only else set()
     left_out |= set() if rewritten else {"llm"}
     return tuple(origin for origin in ORIGIN_WORDS if origin not in left_out)
 

@@ -116,10 +116,13 @@ def _rename_tag() -> None:
 
 def _exports() -> None:
     """Every note of the notes database, as the command's export writes it (CSV or JSON)."""
-    formats: tuple[tuple[Format, str], ...] = (("csv", "text/csv"), ("json", "application/json"))
-    for column, (kind, mime) in zip(st.columns(len(formats)), formats, strict=True):
+    formats: tuple[tuple[Format, str, str], ...] = (
+        ("csv", "text/csv", "Export notes (CSV)"),
+        ("json", "application/json", "Export notes (JSON)"),
+    )
+    for column, (kind, mime, label) in zip(st.columns(len(formats)), formats, strict=True):
         column.download_button(
-            f"Export notes ({kind.upper()})",
+            literal(label),
             functools.partial(store().export, kind),
             file_name=f"notes.{kind}",
             mime=mime,

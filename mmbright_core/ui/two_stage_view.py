@@ -185,7 +185,7 @@ def _show_rewrite(found: RewriteStage) -> None:
         {"label": "Queries helped", "value": int(every["helped"])},
         {"label": "Queries hurt", "value": int(every["hurt"])},
     )
-    st.table(shown_table(found.table), hide_index=True)
+    st.dataframe(found.table, hide_index=True, key="cmp_rewrite")
 
 
 def _metrics(*cells: dict[str, Any]) -> None:

@@ -68,10 +68,12 @@ losses.metric("B loses", int(pooled["losses"]))
 delta.metric(
     "Mean B − A",
     format_value("delta", pooled["delta"]),
-    help=f"95% CI [{format_value('ci_low', pooled['ci_low'])}, "
-    f"{format_value('ci_high', pooled['ci_high'])}], "
-    f"permutation p {_p(format_value('p_perm', pooled['p_perm']))}, "
-    f"{int(pooled['queries'])} paired queries",
+    help=literal(
+        f"95% CI [{format_value('ci_low', pooled['ci_low'])}, "
+        f"{format_value('ci_high', pooled['ci_high'])}], "
+        f"permutation p {_p(format_value('p_perm', pooled['p_perm']))}, "
+        f"{int(pooled['queries'])} paired queries"
+    ),
 )
 if comparison.unpaired:
     st.caption(f"{comparison.unpaired:,} queries scored in one run only are left out.")
