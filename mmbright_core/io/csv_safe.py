@@ -3,8 +3,9 @@
 A spreadsheet that opens a CSV runs a cell starting with ``=``, ``+``, ``-`` or ``@`` as
 a formula (``=HYPERLINK(...)`` sends data away, ``+cmd|...`` starts a program), and some
 also after a tab or a carriage return. OWASP's rule (CSV injection) is applied to every
-cell, header and numbers included: such a cell is written with a ``'`` before it, which a
-spreadsheet shows as text. A negative number thus reads ``'-0.25``.
+text cell, headers included: such a cell is written with a ``'`` before it, which a
+spreadsheet shows as text. A cell that is a number (``-0.25``, ``+3``, ``-1e-05``) is
+not a formula, and is written as it is, so that it stays a number where the file is read.
 
 So that reading a file back gives exactly what was written, a cell that already starts
 with one or more ``'`` followed by one of those characters gets one more ``'`` too;
@@ -34,10 +35,17 @@ _PREFIX = "'"
 _EOL = "\r\n"
 _GUARDED = re.compile(r"'*[=+\-@\t\r]")
 _PROTECTED = re.compile(r"'+[=+\-@\t\r]")
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+"""A decimal number, as pandas writes one (no ``inf``: a spreadsheet reads ``-inf`` as a name)."""
 
 
 def protect(cell: str) -> str:
-    """Return ``cell`` as written to a CSV file: ``'`` put before a formula's start."""
+    """Return ``cell`` as written to a CSV file: ``'`` put before a formula's start.
+
+    A number keeps its sign: it is not a formula.
+    """
+    if _NUMBER.fullmatch(cell):
+        return cell
     return _PREFIX + cell if _GUARDED.match(cell) else cell
 
 

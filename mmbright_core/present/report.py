@@ -28,17 +28,18 @@ from mmbright_core.analysis.two_stage import TwoStage
 from mmbright_core.data.images import ImageDecodeError, decode_image
 from mmbright_core.errors import MissingDependencyError
 from mmbright_core.present.report_tables import escape as _e
-from mmbright_core.present.report_tables import format_value, html_table
+from mmbright_core.present.report_tables import (
+    format_value,
+    html_table,
+    summary_tables,
+    with_documents,
+)
 
 THUMBNAIL = (320, 320)
 FIGURE_TEMPLATE = "plotly_white"
 """The report's own Plotly theme, whatever the process's default (see :func:`_laid_out`)."""
 _FIGURE_MARGIN = {"l": 70, "r": 20, "t": 30, "b": 50, "pad": 4}
 TEXT_EXCERPT = 600
-_DELTA_COLUMNS = ["scope", "queries", "mean_a", "mean_b", "delta", "ci_low", "ci_high"]
-_DELTA_COLUMNS += ["wins", "ties", "losses"]
-_TEST_COLUMNS = ["scope", "t", "p_t", "p_t_holm", "p_perm", "p_perm_holm", "perm_exact"]
-_TEST_COLUMNS += ["cohens_d"]
 # The page is read at 1,000 px and up: headings wrap at their spaces, a table too wide
 # scrolls in its own box, and the body keeps a margin from the window's edge.
 _STYLE = """
@@ -102,7 +103,7 @@ def comparison_report(
         *_two_stage(two_stage),
         *_rewrite(rewrite),
         "<h2>By domain and pooled</h2>",
-        *_summary_tables(comparison.summary),
+        *_summary_tables(comparison),
         figures.domain_deltas(comparison),
         "<h2>Per-query deltas</h2>",
         figures.histogram(comparison),
@@ -148,15 +149,14 @@ def _rewrite(found: RewriteStage | None) -> list[str]:
     return [*parts, html_table(found.table)]
 
 
-def _summary_tables(summary: pd.DataFrame) -> list[str]:
+def _summary_tables(comparison: Comparison) -> list[str]:
     """The summary as two tables, the deltas then their tests, so each fits a 1,000 px page."""
-    deltas = [c for c in _DELTA_COLUMNS if c in summary.columns]
-    tests = [c for c in _TEST_COLUMNS if c in summary.columns]
-    tests += [c for c in summary.columns if c not in deltas + tests]
+    deltas, tests = summary_tables(comparison.summary)
+    runs = (comparison.run_a, comparison.run_b)
     return [
-        html_table(summary[deltas]),
+        html_table(deltas, runs),
         "<h3>Tests: raw p, and Holm over the domains</h3>",
-        html_table(summary[tests]),
+        html_table(tests, runs),
     ]
 
 
@@ -223,7 +223,7 @@ def _query_section(row: Any, detail: QueryDetail) -> str:
             f"<p>Top {diff.k}: Kendall tau {_e(format_value('tau', diff.kendall_tau))}, "
             f"RBO {_e(format_value('rbo', diff.rbo))}</p>"
         )
-        parts.append(html_table(diff.docs))
+        parts.append(html_table(with_documents(diff.docs)))
     parts.append("</section>")
     return "".join(parts)
 

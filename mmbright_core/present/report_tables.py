@@ -15,6 +15,8 @@ import numbers
 import numpy as np
 import pandas as pd
 
+from mmbright_core.data.ids import display_id
+
 _COUNTS = ("task", "queries", "wins", "ties", "losses", "n_judged", "n_relevant", "query_chars")
 _IMAGES = ("n_images", "n_decodable_images")
 _RANKS = ("relevance", "rank_a", "rank_b", "first_relevant_rank")
@@ -25,7 +27,17 @@ INTEGER_COLUMNS = frozenset(
 
 DECIMALS = 3
 """Decimals of a measure value, as on the dashboard's pages."""
-_SIGNED = frozenset({"delta", "ci_low", "ci_high"})  # differences B - A carry their sign
+_SIGNED = frozenset({"delta", "ci_low", "ci_high", "gain"})  # differences carry their sign
+P_VALUES = frozenset({"p_t", "p_t_holm", "p_perm", "p_perm_holm"})
+P_FLOOR = 1e-4
+"""A p-value below this is written ``< 1e-4``; others have four decimals."""
+_PERCENTS = frozenset({"taken"})  # a share, shown as its metric on the page shows it
+DELTA_COLUMNS = (
+    *("scope", "queries", "mean_a", "mean_b", "delta", "ci_low", "ci_high"),
+    *("wins", "ties", "losses"),
+)
+TEST_COLUMNS = ("scope", "t", "p_t", "p_t_holm", "p_perm", "p_perm_holm", "perm_exact", "cohens_d")
+"""The summary's columns in its two tables (:func:`summary_tables`)."""
 MISSING = "–"
 LABELS = {
     "query_id": "query id",
@@ -54,10 +66,13 @@ LABELS = {
     "rank_b": "rank B",
 }
 """Column -> heading; any other column is headed by its name with spaces for underscores."""
+_RUN_SIDES = {"a": 0, "mean_a": 0, "b": 1, "mean_b": 1}
 
 
-def label(column: str) -> str:
-    """The heading of ``column`` in the report."""
+def label(column: str, runs: tuple[str, str] | None = None) -> str:
+    """The heading of ``column`` in the report; run A's and B's values named after ``runs``."""
+    if runs is not None and column in _RUN_SIDES:
+        return f"{runs[_RUN_SIDES[column]]} ({LABELS[column]})"
     return LABELS.get(column, column.replace("_", " "))
 
 
@@ -81,24 +96,65 @@ def format_value(column: str, value: object) -> str:
         column in INTEGER_COLUMNS and float(value).is_integer()
     ):
         return str(int(float(value)))
+    if column in P_VALUES:
+        return f"< {P_FLOOR:.0e}".replace("e-0", "e-") if value < P_FLOOR else f"{value:.4f}"
+    if column in _PERCENTS:
+        return f"{value:.0%}"
     return f"{value:+.{DECIMALS}f}" if column in _SIGNED else f"{value:.{DECIMALS}f}"
 
 
-def html_table(frame: pd.DataFrame) -> str:
+def summary_tables(summary: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A comparison's summary as two tables, its deltas then their tests, each narrow.
+
+    Split so that every column, the Holm-corrected p-values included, fits a 1,000 px page.
+    """
+    deltas = [c for c in DELTA_COLUMNS if c in summary.columns]
+    tests = [c for c in TEST_COLUMNS if c in summary.columns]
+    tests += [c for c in summary.columns if c not in deltas + tests]
+    return summary[deltas], summary[tests]
+
+
+def shown_table(frame: pd.DataFrame, runs: tuple[str, str] | None = None) -> pd.DataFrame:
+    """A table as the report and the dashboard show it: readable headings, each cell as text.
+
+    Args:
+        frame: The table, with the core's column names (``mean_a``, ``p_t_holm``).
+        runs: Runs A and B, to name their columns after (``bm25 (A)``).
+    """
+    cells = {
+        label(str(c), runs): [format_value(str(c), v) for v in frame[c]] for c in frame.columns
+    }
+    return pd.DataFrame(cells, index=range(len(frame)))
+
+
+def with_documents(frame: pd.DataFrame) -> pd.DataFrame:
+    """Put a ``document`` column, the doc id as the pages show it, before ``doc_id``.
+
+    A Task 4 pair reads ``passage + image_1.png`` or ``passage (text only)``
+    (:func:`~mmbright_core.data.ids.display_id`); the raw id stays in its own column, so an
+    export still joins with the run and qrels files.
+    """
+    if "doc_id" not in frame.columns or "document" in frame.columns:
+        return frame
+    out = frame.copy()
+    out.insert(
+        list(out.columns).index("doc_id"), "document", [display_id(str(d)) for d in out["doc_id"]]
+    )
+    return out
+
+
+def html_table(frame: pd.DataFrame, runs: tuple[str, str] | None = None) -> str:
     """Render a table with readable headings; numbers right-aligned, text free to wrap."""
-    columns = [str(c) for c in frame.columns]
+    shown = shown_table(frame, runs)
     kinds = [_kind(frame[c]) for c in frame.columns]
     head = "".join(
-        f'<th class="{k}">{escape(label(c))}</th>' for c, k in zip(columns, kinds, strict=True)
+        f'<th class="{k}">{escape(c)}</th>' for c, k in zip(shown.columns, kinds, strict=True)
     )
     body = "".join(
         "<tr>"
-        + "".join(
-            f'<td class="{k}">{escape(format_value(c, v))}</td>'
-            for c, k, v in zip(columns, kinds, row, strict=True)
-        )
+        + "".join(f'<td class="{k}">{escape(v)}</td>' for k, v in zip(kinds, row, strict=True))
         + "</tr>"
-        for row in frame.itertuples(index=False)
+        for row in shown.itertuples(index=False)
     )
     table = f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
     # An id too long to fit scrolls inside its own box instead of widening the whole page.

@@ -17,6 +17,7 @@ from mmbright_core.analysis.attribution import (
     FusionAttribution,
     LexicalAttribution,
 )
+from mmbright_core.task_table import task_info
 from mmbright_core.ui.literal import visible
 
 # Black text on light marks reads on both themes; the image's words also get an underline,
@@ -77,9 +78,20 @@ def snippet_html(found: LexicalAttribution) -> str:
     return f'<div style="line-height:1.6">{before}{highlight(found.snippet, spans)}…</div>'
 
 
-def legend_html() -> str:
-    """One line naming the highlight of each origin."""
-    parts = [mark(words, origin) for origin, words in ORIGIN_WORDS.items()]
+def origins(task: int, rewritten: bool) -> tuple[str, ...]:
+    """The origins a query's words can have, in legend order.
+
+    The image's (and text-and-image) only where the task's queries have images (not
+    Task 1), the LLM's only for a run on rewritten queries.
+    """
+    left_out = {"image", "both"} if task_info(task).text_only else set()
+    left_out |= set() if rewritten else {"llm"}
+    return tuple(origin for origin in ORIGIN_WORDS if origin not in left_out)
+
+
+def legend_html(shown: Sequence[str] = tuple(ORIGIN_WORDS)) -> str:
+    """One line naming the highlight of each origin in ``shown`` (:func:`origins`)."""
+    parts = [mark(ORIGIN_WORDS[origin], origin) for origin in shown]
     return "<small>Matched words: " + " ".join(parts) + "</small>"
 
 

@@ -202,14 +202,22 @@ def fusions(found: Mapping[str, Mapping[str, Attribution]]) -> dict[str, FusionA
     }
 
 
+def origins(task: Task, entries: Mapping[str, RunEntry]) -> tuple[str, ...]:
+    """The origins of words the shown runs can have (:func:`attribution_html.origins`)."""
+    return attribution_html.origins(task, any(entry.rewrites for entry in entries.values()))
+
+
 def attribution_table(
     tops: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]],
     found: Mapping[str, Mapping[str, Attribution]],
+    shown: Sequence[str] = tuple(attribution_html.ORIGIN_WORDS),
 ) -> pd.DataFrame:
     """The top 10 of every shown run, one row per hit, with its score taken apart.
 
-    The ``from text``, ``from image`` and ``from both`` columns add up to ``score`` where
-    the run's retriever could be rebuilt; ``explained`` says what else is known, or why not.
+    The ``from text``, ``from image``, ``from both`` and ``from LLM`` columns add up to
+    ``score`` where the run's retriever could be rebuilt; only those of the origins in
+    ``shown`` are kept (:func:`origins`: no image column on Task 1, no LLM column without
+    rewritten queries). ``explained`` says what else is known, or why not.
     """
     rows = []
     for name, (top, _) in tops.items():
@@ -226,11 +234,17 @@ def attribution_table(
                     **part,
                 }
             )
-    columns = ["run", "rank", "document", "judgment", "score", *_PART_COLUMNS, "explained"]
+    parts = [column for origin, column in _PART_COLUMNS.items() if origin in shown]
+    columns = ["run", "rank", "document", "judgment", "score", *parts, "explained"]
     return pd.DataFrame(rows).reindex(columns=columns)
 
 
-_PART_COLUMNS = ("from text", "from image", "from both", "from LLM")
+_PART_COLUMNS = {
+    "text": "from text",
+    "image": "from image",
+    "both": "from both",
+    "llm": "from LLM",
+}
 _NO_ATTRIBUTION = Unavailable("not explained")
 
 
@@ -241,11 +255,15 @@ def _judgment(relevance: float) -> str:
 
 
 def aligned(docs: pd.DataFrame) -> pd.DataFrame:
-    """The rank-diff table as shown: one row per document, its rank in each run, its move."""
+    """The rank-diff table as shown: one row per document, its rank in each run, its move.
+
+    One column says the move ("moved down 12", "not in A"): with the judgment and both
+    ranks beside it, whether a document entered or left the top 10 is read from the row.
+    """
     out = docs.assign(
         document=[display_id(str(d)) for d in docs["doc_id"]],
         judgment=[_judgment(r) for r in docs["relevance"]],
     )
-    return out[["document", "judgment", "rank_a", "rank_b", "move", "change"]].rename(
+    return out[["document", "judgment", "rank_a", "rank_b", "move"]].rename(
         columns={"rank_a": "rank in A", "rank_b": "rank in B"}
     )

@@ -72,6 +72,7 @@ def csv_download(
         mime="text/csv",
         key=key,
         icon=":material/download:",
+        on_click="ignore",  # a download changes nothing on the page: no rerun
     )
 
 

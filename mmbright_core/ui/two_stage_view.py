@@ -23,6 +23,7 @@ from mmbright_core.analysis.table import source_results_table
 from mmbright_core.analysis.two_stage import MEASURE, TwoStage, find_first_stage
 from mmbright_core.data.ids import check_protocol
 from mmbright_core.data.sources import Source
+from mmbright_core.present.report_tables import shown_table
 from mmbright_core.rerank.first_stage import first_stage_record, runs_fingerprint
 from mmbright_core.types import Task
 from mmbright_core.ui import loaders, render
@@ -159,7 +160,7 @@ def _show_rerank(found: TwoStage) -> None:
             "help": taken,
         },
     )
-    st.dataframe(found.table, hide_index=True, key="cmp_two_stage")
+    st.table(shown_table(found.table), hide_index=True)
 
 
 def _show_rewrite(found: RewriteStage) -> None:

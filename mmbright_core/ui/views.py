@@ -15,6 +15,7 @@ import pandas as pd
 from mmbright_core.analysis.compare import JUDGED
 from mmbright_core.benchmark import apply_protocol
 from mmbright_core.data.ids import display_id
+from mmbright_core.present.report_tables import INTEGER_COLUMNS, with_documents
 from mmbright_core.ranking import ranked
 
 PER_QUERY_COLUMNS = (
@@ -180,11 +181,17 @@ def cut_query(text: str, limit: int | None = QUERY_CHARS) -> str:
     return flat if limit is None or len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def named_columns(rows: pd.DataFrame, measure: str, run_a: str, run_b: str | None) -> pd.DataFrame:
-    """Per query rows with every column of a run named after it, for a file read elsewhere.
+def named_columns(
+    rows: pd.DataFrame, run_a: str, run_b: str | None, measure: str = "nDCG@10"
+) -> pd.DataFrame:
+    """A table as a CSV download has it: each run's column named after the run.
 
-    A CSV has no header tooltips: ``nDCG@10`` and ``nDCG@10 (B)`` become ``nDCG@10 (bm25)``
-    and ``nDCG@10 (ocr-bm25)``, ``delta`` ``delta (ocr-bm25 − bm25)``.
+    A CSV has no header tooltips: ``nDCG@10`` and ``nDCG@10 (B)`` (or ``a`` and ``b``,
+    ``mean_a`` and ``mean_b``) become ``nDCG@10 (bm25)`` and ``nDCG@10 (ocr-bm25)``,
+    ``delta`` ``delta (ocr-bm25 − bm25)``, ``rank_a`` ``rank (bm25)``: every download names
+    the two runs the same way. Ranks and counts are whole numbers (blank where missing), and
+    a ``doc_id`` column is preceded by the document as the pages show it (a Task 4 pair as
+    its passage and image), the raw id kept beside it.
     """
     names = {
         measure: f"{measure} ({run_a})",
@@ -192,13 +199,30 @@ def named_columns(rows: pd.DataFrame, measure: str, run_a: str, run_b: str | Non
         "first_relevant_rank": f"first_relevant_rank ({run_a})",
         "covered": f"covered ({run_a})",
     }
+    for side, run in (("a", run_a), ("b", run_b)):
+        if run is None:
+            continue
+        names |= {
+            side: f"{measure} ({run})",
+            f"mean_{side}": f"{measure} ({run})",
+            f"judged_{side}": f"{JUDGED} ({run})",
+            f"rank_{side}": f"rank ({run})",
+            f"first_relevant_rank_{side}": f"first_relevant_rank ({run})",
+        }
     if run_b is not None:
         names |= {
             f"{measure} (B)": f"{measure} ({run_b})",
             f"{JUDGED} (B)": f"{JUDGED} ({run_b})",
             "delta": f"delta ({run_b} − {run_a})",
         }
-    return rows.rename(columns=names)
+    whole = {
+        column: rows[column].astype("Int64")
+        for column in rows.columns
+        if column in INTEGER_COLUMNS | {"rank", "raw_rank"}
+        and pd.api.types.is_numeric_dtype(rows[column])
+        and not pd.api.types.is_bool_dtype(rows[column])
+    }
+    return with_documents(rows.assign(**whole)).rename(columns=names)
 
 
 def with_pair(rows: pd.DataFrame, deltas: pd.DataFrame, measure: str) -> pd.DataFrame:

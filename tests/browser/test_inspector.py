@@ -3,16 +3,20 @@
 Headless chromium against ``streamlit run app.py`` on the demo: the inspector opens on the
 query the OCR run loses most on; the words read from its image and the highlighted passage
 that displaced a relevant one are on screen without a click, and Previous/Next are whole.
-A tag and a note saved there are found again from a new browser context and after the
-server restarts. Screenshots are kept as ``test-artifacts/screenshots/inspector-*.png``.
+A tag and a note saved there are found again from a new browser context, after the
+server restarts and after a visit to another page. Screenshots are kept as
+``test-artifacts/screenshots/inspector-*.png``.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import serving
+
+from mmbright_core.notes import NotesStore
 
 SHOTS = serving.ROOT / "test-artifacts" / "screenshots"
 TASK_LABEL = "Task 2: text+image → text"
@@ -107,3 +111,39 @@ def test_inspector_explains_the_hurt_query_and_keeps_notes(
             page.locator(".st-key-insp_note").scroll_into_view_if_needed()
             page.screenshot(path=SHOTS / "inspector-notes-after-restart.png")
         browser.close()
+
+
+def test_saved_notes_stay_in_their_boxes_and_in_the_store_after_another_page(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    notes: Path = tmp_path_factory.mktemp("notes") / "notes.sqlite3"
+    with sync_api.sync_playwright() as p:
+        browser = serving.launch(p)
+        env = {"MMBRIGHT_NOTES": str(notes)}
+        with serving.streamlit_server(tmp_path_factory.mktemp("server"), env=env) as (url, _):
+            page = _inspector(browser, url, 1400)
+            _annotate(page)
+            serving.go_to(page, "Home")
+            serving.go_to(page, "Inspector")
+            page.get_by_text("What pushed relevant items down").first.wait_for()
+            _check_annotated(page)  # the stored note is in its box, not an empty one
+            with serving.rerun(page):
+                page.locator(".st-key-insp_save button").click()
+            page.get_by_text("Saved.").wait_for()
+            _check_annotated(page)
+            key = page.locator("h3").first.inner_text().split(" / ")
+            exported = {}
+            for kind in ("csv", "json"):  # every note, as the command exports them
+                with page.expect_download() as info:
+                    page.locator(f".st-key-insp_notes_{kind} button").click()
+                exported[kind] = info.value.path().read_bytes().decode("utf-8")
+        browser.close()
+    with NotesStore(notes) as store:
+        saved = store.get(("demo", 2, "paper", key[0].strip(), key[1].strip()))
+        assert exported["csv"] == store.export("csv")
+        written = json.loads(store.export("json"))
+    assert saved.note == NOTE and saved.tags == (TAG,)
+    downloaded = json.loads(exported["json"])
+    assert downloaded["queries"] == written["queries"] and downloaded["tags"] == written["tags"]
+    assert [q["note"] for q in downloaded["queries"]] == [NOTE]

@@ -159,3 +159,28 @@ def test_per_query_names_a_and_b_and_fits_1000_px(server: str) -> None:
         picker = page.locator('[data-testid="stSelectbox"]').filter(has_text="Compared with (B)")
         chosen = picker.get_by_role("combobox").input_value()
         assert chosen == "ocr-bm25"  # B starts as Compare's B, not "(none)"
+
+
+# The right edge of an element, and that of every box above it that clips what overflows.
+SHOWN_RIGHT = """e => {
+  let right = e.getBoundingClientRect().right, edge = window.innerWidth;
+  for (let box = e.parentElement; box; box = box.parentElement) {
+    if (getComputedStyle(box).overflowX !== "visible") {
+      edge = Math.min(edge, box.getBoundingClientRect().right);
+    }
+  }
+  return [right, edge];
+}"""
+
+
+def test_compare_tables_show_the_holm_column_at_1000_px(server: str) -> None:
+    with _screen(server, 1000, "light") as page:
+        _goto(page, "Compare", "Image effect by slice")
+        tables = page.locator('[data-testid="stTable"]')
+        tables.first.wait_for()
+        for heading in ("p (t) Holm", "p (perm.) Holm", "ocr-bm25 (B)", "95% CI high"):
+            cell = tables.locator("th", has_text=heading).first
+            cell.scroll_into_view_if_needed()
+            right, edge = cell.evaluate(SHOWN_RIGHT)
+            assert right <= edge + 1, f"{heading!r} is cut at 1000 px ({right} > {edge})"
+        page.screenshot(path=str(SHOTS / "compare-summary-1000.png"), full_page=True)

@@ -1,15 +1,17 @@
 """Spreadsheet-safe CSV: no cell of a file the package writes starts a formula.
 
 Every CSV the package writes (the notes export, the dashboard's table downloads) goes
-through ``mmbright_core.io.csv_safe``: a cell starting with ``=``, ``+``, ``-``, ``@``, a
-tab or a carriage return gets a ``'`` before it, and reading a notes export back takes it
-off again, so hostile and ordinary notes alike round-trip exactly.
+through ``mmbright_core.io.csv_safe``: a text cell starting with ``=``, ``+``, ``-``, ``@``,
+a tab or a carriage return gets a ``'`` before it, and reading a notes export back takes it
+off again, so hostile and ordinary notes alike round-trip exactly. A number (``-0.25``) is
+not a formula: it is written as it is, and reads back as a number.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -38,23 +40,41 @@ HOSTILE = [
 KEYS = [QueryKey("demo", 1, "paper", "biology", f"q{i}") for i in range(len(HOSTILE))]
 
 
+def is_number(cell: str) -> bool:
+    try:
+        return math.isfinite(float(cell)) and cell == cell.strip() and "_" not in cell
+    except ValueError:
+        return False
+
+
 def dangerous_cells(text: str) -> list[str]:
-    """The cells of CSV text that a spreadsheet would run as a formula."""
+    """The cells of CSV text that a spreadsheet would run as a formula (a number is none)."""
     rows = csv.reader(io.StringIO(text, newline=""))
-    return [cell for row in rows for cell in row if cell.startswith(FORMULA_STARTS)]
+    return [
+        cell
+        for row in rows
+        for cell in row
+        if cell.startswith(FORMULA_STARTS) and not is_number(cell)
+    ]
 
 
 @given(st.text(alphabet=st.sampled_from("'=+-@\t\rab1 "), max_size=12))
 def test_unprotect_undoes_protect_and_protect_leaves_no_formula(text: str) -> None:
     assert unprotect(protect(text)) == text
-    assert not protect(text).startswith(FORMULA_STARTS)
+    assert not protect(text).startswith(FORMULA_STARTS) or is_number(text)
+    assert protect(text) == text or not is_number(text)
 
 
 def test_one_quote_is_added_and_taken_off() -> None:
-    assert [protect(t) for t in ("=1", "'=1", "-0.25", "'x", "x=1")] == [
+    cells = ("=1", "'=1", "-0.25", "+3", "-1e-05", "-inf", "-1+1", "'x", "x=1")
+    assert [protect(t) for t in cells] == [
         "'=1",
         "''=1",
-        "'-0.25",
+        "-0.25",
+        "+3",
+        "-1e-05",
+        "'-inf",
+        "'-1+1",
         "'x",
         "x=1",
     ]
@@ -111,3 +131,6 @@ def test_dashboard_table_download_has_no_formula_cell() -> None:
     back = [[unprotect(cell) for cell in row] for row in csv.reader(io.StringIO(text))]
     assert back == list(csv.reader(io.StringIO(frame.to_csv(index=False))))
     assert frame_csv(frame) == text
+    back_frame = pd.read_csv(io.StringIO(text))
+    assert back_frame["'-delta (=run − bm25)"].tolist() == [-0.25, 0.0, -1e-20]
+    assert back_frame["'-delta (=run − bm25)"].mean() == pytest.approx(-0.25 / 3)

@@ -190,3 +190,16 @@ def test_report_renders_in_chromium(tmp_path):
         end = dom.find('id="figure-', start + 1)
         assert '<svg class="main-svg"' in dom[start : end if end > 0 else len(dom)]
     assert dom.count('<img src="data:image/png;base64,') == 2
+
+
+def test_report_rank_tables_show_task4_pairs_as_the_pages_do():
+    pair = "biology/p1.txt|||biology/biology_p1_0001/image_1.png"
+    text_only = "biology/p1.txt|||__NO_IMAGE__"
+    diff = rank_diff({pair: 1}, {pair: 2.0, text_only: 1.0}, {text_only: 2.0, pair: 1.0}, k=1)
+    details = {("biology", "q1"): QueryDetail(rank_diff=diff)}
+    tables = _tables(comparison_report(_comparison(), details=details, top=5))
+    rows = next(rows for head, rows in tables.items() if "rank A" in head)
+    assert {(r["document"], r["doc id"]) for r in rows} == {
+        ("biology/p1.txt + image_1.png", pair),
+        ("biology/p1.txt (text only)", text_only),
+    }

@@ -98,6 +98,14 @@ def dataframe_with(at: AppTest, *columns: str):
     raise AssertionError(f"no dataframe with columns {columns}")
 
 
+def table_with(at: AppTest, *columns: str):
+    # A static table (st.table) shows each cell as text under readable headings.
+    for table in at.table:
+        if set(columns) <= set(table.value.columns):
+            return table.value
+    raise AssertionError(f"no table with columns {columns}")
+
+
 def plotly_values(data: object) -> list:
     # Plotly writes numpy arrays as {"dtype": ..., "bdata": base64}; lists stay lists.
     if isinstance(data, dict) and "bdata" in data:

@@ -13,6 +13,7 @@ from apptest import (
     fresh,
     goto,
     open_tab,
+    table_with,
     use_folder,
 )
 from streamlit.testing.v1 import AppTest
@@ -137,7 +138,9 @@ def test_compare_slices_keep_their_group_order(app: AppTest, by: str):
     open_tab(app, state.COMPARE_SECTION_KEY, "Image effect by slice")
     app.selectbox(key="cmp_slice").set_value(by).run()
     assert not app.exception
-    table = dataframe_with(app, "group", "queries", "ci_low", "ci_high", "wins", "ties", "losses")
+    table = table_with(
+        app, "group", "queries", "95% CI low", "95% CI high", "wins", "ties", "losses"
+    )
     bars = chart_traces(app, "cmp_images")
     # Every group in the table's order, escaped once for Plotly (``<500`` is ``&lt;500``).
     assert list(bars[0]["x"]) == [plain(g) for g in table["group"]]
@@ -152,8 +155,8 @@ def test_demo_ocr_words_slice_reads_the_words_the_run_recorded(no_ocr_engine, no
     open_tab(at, state.COMPARE_SECTION_KEY, "Image effect by slice")
     at.selectbox(key="cmp_slice").set_value("ocr-words").run()
     assert not at.exception
-    table = dataframe_with(at, "group", "queries")
-    read = table.loc[~table["group"].isin(["not read", "no image"]), "queries"].sum()
+    table = table_with(at, "group", "queries")
+    read = table.loc[~table["group"].isin(["not read", "no image"]), "queries"].astype(int).sum()
     shipped = Path(mmbright_core.data.__file__).parent / "demo" / "runs" / "run_it2t_ocr-bm25"
     words = read_outputs(shipped).ocr_words
     assert words is not None

@@ -51,3 +51,45 @@ def test_walk_wraps_and_enters_the_list():
     assert views.walk(order, ("a", "1"), -1) == ("b", "3")
     assert views.walk(order, ("z", "9"), 1) == ("a", "1")
     assert views.walk([], None, 1) is None
+
+
+PAIR = "physics/ab12_3.txt|||physics/physics_ab12_0001/image_1.png"
+TEXT_ONLY = "physics/ab12_3.txt|||__NO_IMAGE__"
+
+
+def test_named_columns_names_both_runs_keeps_ranks_whole_and_pairs_readable():
+    docs = pd.DataFrame(
+        {
+            "doc_id": [PAIR, TEXT_ONLY],
+            "relevance": [2.0, math.nan],
+            "rank_a": [3.0, math.nan],
+            "rank_b": [1.0, 2.0],
+            "move": ["moved up 2", "not in A"],
+        }
+    )
+    out = views.named_columns(docs, "bm25", "ocr-bm25")
+    assert list(out.columns) == [
+        "document",
+        "doc_id",
+        "relevance",
+        "rank (bm25)",
+        "rank (ocr-bm25)",
+        "move",
+    ]
+    assert list(out["document"]) == [
+        "physics/ab12_3.txt + image_1.png",
+        "physics/ab12_3.txt (text only)",
+    ]
+    assert list(out["doc_id"]) == [PAIR, TEXT_ONLY]
+    text = out.to_csv(index=False)
+    assert "3.0" not in text and "1.0" not in text and ",3," in text
+    summary = pd.DataFrame(
+        {"scope": ["pooled"], "mean_a": [0.5], "mean_b": [0.25], "delta": [-0.25]}
+    )
+    named = views.named_columns(summary, "bm25", "ocr-bm25", "nDCG@10")
+    assert list(named.columns) == [
+        "scope",
+        "nDCG@10 (bm25)",
+        "nDCG@10 (ocr-bm25)",
+        "delta (ocr-bm25 − bm25)",
+    ]

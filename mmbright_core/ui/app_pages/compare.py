@@ -9,6 +9,7 @@ import streamlit as st
 from mmbright_core.analysis.compare import POOLED, most_hurt
 from mmbright_core.analysis.slices import SLICES, tagged, with_tags
 from mmbright_core.present import comparison_figures
+from mmbright_core.present.report_tables import format_value, shown_table, summary_tables
 from mmbright_core.ui import (
     inspect,
     loaders,
@@ -27,6 +28,12 @@ GAP = "judgment_gap"
 HURT_COLUMNS = ["domain", "query_id", "query", "delta", "judged_a", "judged_b", GAP, "tags"]
 """The most-hurt table's columns: enough to recognise the query; the CSV has them all."""
 HURT_ROWS = 20
+
+
+def _p(text: str) -> str:
+    """A p-value as written in the tables, after its name: "= 0.0123" or "< 1e-4"."""
+    return text if text.startswith("<") else f"= {text}"
+
 
 st.title("Compare two runs")
 spec, task, protocol = state.source_spec(), state.current_task(), state.current_protocol()
@@ -60,9 +67,13 @@ ties.metric("Ties", int(pooled["ties"]))
 losses.metric("B loses", int(pooled["losses"]))
 delta.metric(
     "Mean B − A",
-    f"{pooled['delta']:+.4f}",
-    help=f"95% CI [{pooled['ci_low']:+.4f}, {pooled['ci_high']:+.4f}], "
-    f"permutation p = {pooled['p_perm']:.3g}, {int(pooled['queries'])} paired queries",
+    format_value("delta", pooled["delta"]),
+    help=literal(
+        f"95% CI [{format_value('ci_low', pooled['ci_low'])}, "
+        f"{format_value('ci_high', pooled['ci_high'])}], "
+        f"permutation p {_p(format_value('p_perm', pooled['p_perm']))}, "
+        f"{int(pooled['queries'])} paired queries"
+    ),
 )
 if comparison.unpaired:
     st.caption(f"{comparison.unpaired:,} queries scored in one run only are left out.")
@@ -76,11 +87,17 @@ domain_tab, pair_tab, hurt_tab, slice_tab, export_tab = st.tabs(
 )
 if domain_tab.open:
     with domain_tab:
-        st.caption("Holm-corrected over domains.")
+        st.caption(
+            "Per domain and pooled; the Holm columns correct the p-values over the domains "
+            "(the pooled test is raw)."
+        )
         st.plotly_chart(comparison_figures.domain_deltas(comparison), key="cmp_domains")
-        st.dataframe(comparison.summary, hide_index=True, key="cmp_summary")
+        for part in summary_tables(comparison.summary):
+            st.table(shown_table(part, (run_a, run_b)), hide_index=True)
         render.csv_download(
-            comparison.summary, f"compare_{run_a}_vs_{run_b}.csv", key="cmp_summary_csv"
+            views.named_columns(comparison.summary, run_a, run_b, comparison.measure),
+            f"compare_{run_a}_vs_{run_b}.csv",
+            key="cmp_summary_csv",
         )
 
 if pair_tab.open:
@@ -160,7 +177,11 @@ if hurt_tab.open:
         )
         st.caption(f"{len(hurt)} of {len(losing)} losing queries listed (the worst first).")
         inspect.open_query(hurt, rows.selection.rows if rows is not None else [])
-        render.csv_download(hurt, f"most_hurt_{run_a}_vs_{run_b}.csv", key="cmp_hurt_csv")
+        render.csv_download(
+            views.named_columns(hurt, run_a, run_b, comparison.measure),
+            f"most_hurt_{run_a}_vs_{run_b}.csv",
+            key="cmp_hurt_csv",
+        )
         if len(hurt) and st.button("Inspect the most hurt query", key="cmp_inspect"):
             inspect.open_query(hurt, [0])
 
@@ -180,7 +201,7 @@ if slice_tab.open:
             st.plotly_chart(
                 comparison_figures.slice_deltas(sliced, comparison, by), key="cmp_images"
             )
-            st.dataframe(sliced, hide_index=True, key="cmp_images_table")
+            st.table(shown_table(sliced, (run_a, run_b)), hide_index=True)
 
 if export_tab.open:
     with export_tab:
@@ -191,8 +212,9 @@ if export_tab.open:
                 functools.partial(
                     reports.comparison_html, source, task, protocol, entries, comparison
                 ),
-                file_name=f"compare_{run_a}_vs_{run_b}.html",
+                file_name=f"compare_task{task}_{run_a}_vs_{run_b}.html",
                 mime="text/html",
                 key="cmp_report",
                 icon=":material/download:",
+                on_click="ignore",  # a download changes nothing on the page: no rerun
             )

@@ -105,6 +105,7 @@ words = inspect.image_words(spec, task, protocol, target, {n: runs[n] for n in r
 wanted = {doc for top, _ in tops.values() for doc in top["doc_id"]} | set(qrels)
 documents = loaders.shown_documents(spec, task, target.domain, protocol, wanted)
 items = explain_view.Items(source, target.domain, documents)
+origins = inspect.origins(task, {name: runs[name] for name in shown})  # those words can have
 
 st.subheader(f"{literal(target.domain)} / {literal(target.query_id)}")
 st.caption(f"{len(query.images)} image(s) · {sum(v > 0 for v in qrels.values())} relevant")
@@ -122,7 +123,7 @@ with notes_col:
 with st.expander(f"Relevant items ({sum(v > 0 for v in qrels.values())})", expanded=not tops):
     explain_view.show_relevant(items, qrels, key="insp_rel")
 if any(isinstance(f, LexicalAttribution) for a in found.values() for f in a.values()):
-    st.html(attribution_html.legend_html())
+    st.html(attribution_html.legend_html(origins))
 
 if len(tops) >= 2:
     a, b = list(tops)[:2]
@@ -172,7 +173,9 @@ if missed_tab.open:
                     )
 if attribution_tab.open:
     attribution_tab.dataframe(
-        inspect.attribution_table(tops, found), hide_index=True, key="insp_attribution"
+        inspect.attribution_table(tops, found, origins),
+        hide_index=True,
+        key="insp_attribution",
     )
 if aligned_tab.open:
     with aligned_tab:
@@ -187,5 +190,7 @@ if aligned_tab.open:
             if (diff.docs["relevance"] > 0).any():
                 st.plotly_chart(rank_slope(diff.docs, a, b, TOP), key="insp_slope")
             render.csv_download(
-                diff.docs, f"rank_diff_{target.domain}_{target.query_id}.csv", key="insp_csv"
+                views.named_columns(diff.docs.drop(columns="change"), a, b),
+                f"rank_diff_{target.domain}_{target.query_id}.csv",
+                key="insp_csv",
             )

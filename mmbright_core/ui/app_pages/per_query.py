@@ -166,7 +166,7 @@ with table_tab:
         },
     )
     render.csv_download(
-        views.named_columns(shown, MEASURE, run, run_b if paired else None),
+        views.named_columns(shown, run, run_b if paired else None, MEASURE),
         f"per_query_{run}_vs_{run_b}.csv" if paired else f"per_query_{run}.csv",
         key="pq_csv",
     )

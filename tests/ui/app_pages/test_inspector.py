@@ -178,10 +178,15 @@ def test_attribution_table_adds_up_and_aligned_rows_say_the_move(hurt):
     parts = table[["from text", "from image", "from both"]].sum(axis=1)
     assert (parts - table["score"]).abs().max() < 1e-3
     assert set(table["run"]) == {A, B} and len(table) == 20
+    # Neither run ran on rewritten queries: no LLM column, no LLM highlight in the legend.
+    assert "from LLM" not in table.columns
+    legend = next(body for body in _html(at.main) if body.startswith("<small>Matched words"))
+    assert "from the image" in legend and "added by the LLM" not in legend
     at.session_state[state.INSPECT_SECTION_KEY] = state.INSPECT_SECTIONS[2]
     at.run()
     aligned = next(f.value for f in at.dataframe if "move" in f.value.columns)
-    assert "kept" not in set(aligned["change"])
+    assert "change" not in aligned.columns  # one column says the move
+    assert "kept" not in set(aligned["move"]) and aligned["move"].notna().all()
     for row in aligned.itertuples(index=False):
         a, b = row[2], row[3]
         if not math.isnan(a) and not math.isnan(b) and a != b:
@@ -303,3 +308,32 @@ def test_a_fusion_run_shows_the_text_and_image_split_of_every_hit(tiny_clip, tmp
         assert total == pytest.approx(ranked[int(key.rsplit("_", 1)[1]) - 1][1], abs=1e-3)
     policy = " ".join(c.value for c in at.caption)
     assert "image policy concat" in policy
+
+
+def test_saved_notes_are_back_in_their_boxes_after_another_page(hurt):
+    at = _inspect(fresh(timeout=120), 2, hurt[-1])
+    _annotate(at, "boot log", "Seen in the OCR words.")
+    at.switch_page("app_pages/home.py").run()
+    at.switch_page("app_pages/inspector.py").run()
+    assert at.multiselect(key="insp_tags").value == ["boot log"]
+    assert at.text_area(key="insp_note").value == "Seen in the OCR words."
+    at.button(key="insp_save").click().run()  # a save stores what the boxes show
+    with NotesStore() as store:
+        saved = store.get(("demo", 2, "paper", hurt[-1].domain, hurt[-1].query_id))
+    assert saved.tags == ("boot log",) and saved.note == "Seen in the OCR words."
+
+
+def test_a_tag_is_renamed_in_the_inspector_and_its_labels_follow(hurt):
+    at = _inspect(fresh(timeout=120), 2, hurt[1])
+    _annotate(at, "ocr words", "The words read from the image.")
+    at.text_input(key="insp_new_tag").input("ocr words")
+    at.button(key="insp_add_tag").click().run()
+    assert any("Rename" in e.value for e in at.error), [e.value for e in at.error]
+    at.selectbox(key="insp_rename_from").set_value("ocr words")
+    at.text_input(key="insp_rename_to").input("ocr read words")
+    at.button(key="insp_rename").click().run()
+    assert not at.error, [e.value for e in at.error]
+    assert at.multiselect(key="insp_tags").value == ["ocr read words"]
+    with NotesStore() as store:
+        saved = store.get(("demo", 2, "paper", hurt[1].domain, hurt[1].query_id))
+    assert saved.tags == ("ocr read words",)

@@ -28,6 +28,7 @@ from apptest import (
     open_tab,
     plotly_values,
     stay,
+    table_with,
     use_folder,
 )
 from streamlit.testing.v1 import AppTest
@@ -178,6 +179,22 @@ def test_compare_numbers_come_from_the_core(app: AppTest, fixture_dir: Path, run
     hurt = dataframe_with(app, "query_id", "delta")
     assert len(hurt) == int(pooled["losses"])
     assert (hurt["delta"] < 0).all()
+
+
+def test_compare_tables_read_as_the_report_writes_them(app: AppTest):
+    _compare(app)
+    # The report's two tables: the runs named, three decimals, p-values of four or "< 1e-4".
+    deltas = table_with(app, "scope", "text (A)", "multi (B)", "B − A", "95% CI low")
+    tests = table_with(app, "scope", "p (t)", "p (t) Holm", "p (perm.) Holm")
+    for frame in (deltas, tests):
+        assert not {"mean_a", "mean_b", "ci_low", "p_t_holm"} & set(frame.columns)
+    assert deltas["text (A)"].str.fullmatch(r"\d\.\d{3}").all()
+    assert deltas["B − A"].str.fullmatch(r"[+-]\d\.\d{3}").all()
+    for column in ("p (t)", "p (t) Holm", "p (perm.)", "p (perm.) Holm"):
+        assert tests[column].str.fullmatch(r"< 1e-4|[01]\.\d{4}|–").all(), column
+    open_tab(app, state.COMPARE_SECTION_KEY, "Image effect by slice")
+    sliced = table_with(app, "group", "queries", "text (A)", "multi (B)", "95% CI low")
+    assert sliced["queries"].str.fullmatch(r"\d+").all()
     open_tab(app, state.COMPARE_SECTION_KEY, "Export")
     assert [b.proto.label for b in app.get("download_button")][-1].endswith("(HTML)")
 
@@ -216,7 +233,7 @@ def test_inspector_shows_images_rankings_and_walks_hurt_queries(app: AppTest, fi
     assert "relevant" in badges and "#1" in badges
     app.session_state[state.INSPECT_SECTION_KEY] = state.INSPECT_SECTIONS[2]  # the two runs aligned
     app.run()
-    assert dataframe_with(app, "change")["change"].notna().all()
+    assert dataframe_with(app, "move")["move"].notna().all()
     app.button(key="insp_next").click().run()
     assert app.session_state["inspect_query"] != first
     app.button(key="insp_prev").click().run()
@@ -325,7 +342,7 @@ def test_compare_bars_keep_every_image_group(app: AppTest, fixture_dir: Path, ru
     _compare(app)
     open_tab(app, state.COMPARE_SECTION_KEY, "Image effect by slice")
     bars = chart_traces(app, "cmp_images")
-    groups = list(dataframe_with(app, "group", "queries")["group"])
+    groups = list(table_with(app, "group", "queries")["group"])
     assert list(bars[0]["x"]) == groups
     chart = next(c for c in app.get("plotly_chart") if "cmp_images" in c.proto.id)
     axis = json.loads(chart.proto.spec)["layout"]["xaxis"]
