@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from apptest import fresh
+from apptest import add_folder, fresh
 from streamlit.testing.v1 import AppTest
 
+from mmbright_core.cli import main
 from mmbright_core.ui.confine import ROOT_ENV
 
 
@@ -133,3 +134,25 @@ def test_a_removed_upload_stays_removed(fixture_dir):
 
     _upload(at, good)  # uploaded again: read again
     assert _runs(at) == ["good"]
+
+
+def test_the_standard_outputs_folder_adds_the_tasks_run_and_names_the_others(
+    fixture_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "outputs"
+    for task in (1, 2, 4):  # as `mmbright run --out outputs` leaves them: one folder a task
+        argv = ["run", "--source", str(fixture_dir), "--task", str(task), "--retriever", "bm25"]
+        assert main([*argv, "--out", str(out)]) == 0
+    at = _home_on(str(fixture_dir))
+    at.selectbox(key="task").set_value(2).run()
+    add_folder(at, out)
+    assert not at.exception and not at.main.error
+    (added,) = [s.value for s in at.main.success]
+    assert f"folder: {out / 'run_it2t_bm25'}" in added.replace("\\", "")
+    assert len(at.multiselect(key="selected_runs_2").value) == 1
+    said = [i.value.replace("\\", "") for i in at.main.info]
+    assert [i for i in said if i.startswith("Skipped")] == [
+        f"Skipped {name}: these outputs answer task {task}, not task 2. Choose that task in "
+        "the sidebar to add it."
+        for name, task in (("it2it_bm25", 4), ("run_t2t_bm25", 1))
+    ]

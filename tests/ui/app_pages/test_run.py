@@ -171,7 +171,7 @@ def test_task1_then_task2_on_the_page_leaves_both_runs_loadable(
     folders = sorted(tmp_path.iterdir())
     assert [f.name for f in folders] == ["run_it2t_bm25", "run_t2t_bm25"]
     for task, folder in zip((2, 1), folders, strict=True):
-        (entry,) = workspace.entries_from_folder(str(folder), source, task, "paper")
+        (entry,) = workspace.entries_from_folder(str(folder), source, task, "paper").entries
         assert set(entry.runs) == set(source.domains()) and entry.task == task
 
 
