@@ -10,6 +10,7 @@ runs hub code only with the page's opt-in (off by default; :mod:`.remote_code` o
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -37,6 +38,25 @@ RETRIEVER_FIELDS: Mapping[str, tuple[str, ...]] = {
     "hf": ("model",),
     "mteb": ("model",),
 }
+# What each built-in retriever imports beyond the ``app`` extra: (extra, module) pairs, as
+# its code asks for them (``retrieval.base.require``). A preset runs its backend's, and a
+# ``remote`` preset of the sentence-transformers interface needs that package too.
+NEEDS: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "dense": (("text", "torch"), ("text", "sentence_transformers")),
+    "ocr-bm25": (("ocr", "rapidocr_onnxruntime"),),
+    "ocr-dense": (
+        ("ocr", "rapidocr_onnxruntime"),
+        ("text", "torch"),
+        ("text", "sentence_transformers"),
+    ),
+    "clip": (("clip", "torch"), ("clip", "open_clip")),
+    "hf": (("hf", "torch"), ("hf", "transformers")),
+    "mteb": (("mteb", "torch"), ("mteb", "mteb"), ("mteb", "datasets")),
+    "remote": (("hf", "torch"), ("hf", "transformers")),
+}
+_INTERFACE_NEEDS: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "st-dicts": (("text", "sentence_transformers"),),
+}
 _LOCAL_DIR = "local-dir:"
 _HUB_PREFIX = "hf-hub:"  # open_clip's model from the hub
 # A hub id or registry name, optionally at a revision: ORG/NAME, NAME, NAME@REVISION.
@@ -56,6 +76,28 @@ def runnable(names: Sequence[str], task: Task) -> list[str]:
     """
     hidden = COMMAND_LINE_ONLY | PRESETS_ONLY
     return [n for n in names if n not in hidden and _may_run(n, task)]
+
+
+def missing_extras(name: str, interface: str | None = None) -> tuple[str, ...]:
+    """The extras a retriever (or a preset's backend and interface) needs that are missing.
+
+    A module counts as installed when the import system can find it, without importing
+    it (torch takes seconds): what a run would import, it looks up the same way.
+    """
+    wanted = (*NEEDS.get(name, ()), *_INTERFACE_NEEDS.get(interface or "", ()))
+    return tuple(dict.fromkeys(extra for extra, module in wanted if not _findable(module)))
+
+
+def _findable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a finder refusing it; a module without a spec
+        return False
+
+
+def install_hint(extras: Sequence[str]) -> str:
+    """The command that installs ``extras``: ``pip install 'mmbright[clip]'``."""
+    return f"pip install 'mmbright[{','.join(extras)}]'"
 
 
 def _may_run(name: str, task: Task) -> bool:

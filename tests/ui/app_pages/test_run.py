@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval import registry
+from mmbright_core.retrieval.catalogue import presets
 from mmbright_core.ui import run_choice, running
 from mmbright_core.ui.confine import ROOT_ENV, Confinement
 
@@ -190,3 +192,40 @@ def test_a_rerun_with_other_settings_goes_to_a_new_folder(run_page: AppTest, tmp
     assert json.loads((moved / "config.json").read_text())["config"]["k"] == 5
     again = _start(run_page, tmp_path, "bm25")  # the same settings: back to their folder
     assert "0 run now, 2 reused" in again and sorted(tmp_path.iterdir()) == [first, moved]
+
+
+def test_a_retriever_whose_extra_is_missing_is_marked_and_cannot_start(
+    run_page: AppTest, monkeypatch: pytest.MonkeyPatch
+):
+    # The ``app`` install: open_clip and the OCR engine cannot be imported there.
+    for module in ("open_clip", "rapidocr_onnxruntime"):
+        monkeypatch.setitem(sys.modules, module, None)
+    run_page.run()
+    box = run_page.selectbox(key="run_retriever")
+    shown = set(box.options)  # as the page shows them
+    assert "clip · unavailable: needs pip install 'mmbright[clip]'" in shown
+    assert "ocr-bm25 · unavailable: needs pip install 'mmbright[ocr]'" in shown
+    assert {"bm25", "dense", "random"} <= shown
+    box.set_value("ocr-bm25").run()
+    (said,) = [w.value.replace("\\", "") for w in run_page.warning]
+    assert said == (
+        "ocr-bm25 cannot run on this server: it needs the optional packages of "
+        "pip install 'mmbright[ocr]', which are not installed."
+    )
+    assert run_page.button(key="run_start").disabled
+    box.set_value("bm25").run()
+    assert not run_page.warning and not run_page.button(key="run_start").disabled
+
+
+def test_a_preset_whose_extra_is_missing_is_marked_and_cannot_start(
+    run_page: AppTest, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    run_page.radio(key="run_kind").set_value("Model preset").run()
+    box = run_page.selectbox(key="run_preset")
+    offered = [p for p in presets(2) if p.backend != "api"]
+    shown = dict(zip((p.backend for p in offered), box.options, strict=True))
+    assert shown["hf"].endswith(" · unavailable: needs pip install 'mmbright[hf]'")
+    assert "unavailable" not in shown["clip"]
+    box.set_value(next(p.name for p in offered if p.backend == "hf")).run()
+    assert run_page.button(key="run_start").disabled
