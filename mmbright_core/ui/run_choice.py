@@ -15,14 +15,14 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 
-from mmbright_core.errors import InputError, MMBrightError
+from mmbright_core.errors import InputError, MMBrightError, show
 from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.catalogue import get_preset
 from mmbright_core.retrieval.instructions import DEFAULT_INSTRUCTIONS
 from mmbright_core.retrieval.preset_run import Resolved, resolve
 from mmbright_core.retrieval.registry import available_retrievers, declared_tasks
 from mmbright_core.types import Task
-from mmbright_core.ui.confine import Confinement
+from mmbright_core.ui.confine import Confinement, check_typed
 
 # Retrievers the page does not offer (see the module's docstring).
 COMMAND_LINE_ONLY = frozenset({"api"})
@@ -100,6 +100,25 @@ def install_hint(extras: Sequence[str]) -> str:
     return f"pip install 'mmbright[{','.join(extras)}]'"
 
 
+def documents_kept(typed: str, most: int) -> int:
+    """The page's "Documents kept per query" as a number: a whole number from 1 to ``most``.
+
+    A text field, read here, rather than a number field: the browser keeps a number field's
+    last valid value when what is typed is out of range, and a run would go on with it.
+
+    Raises:
+        InputError: Anything else, quoted short.
+    """
+    text = typed.strip().replace(",", "")
+    if not text.isdigit() or not 1 <= int(text) <= most:
+        raise InputError(
+            "documents kept per query must be a whole number",
+            expected=f"1 to {most:,}",
+            found=show(typed, 40),
+        )
+    return int(text)
+
+
 def _may_run(name: str, task: Task) -> bool:
     try:
         tasks = declared_tasks(name)
@@ -150,7 +169,9 @@ def retriever_options(
 
 def _model_path(model: str, confinement: Confinement) -> str:
     # A model given as a local folder is read from disk: on a shared server it must lie
-    # inside the root like any other folder. A hub name ("BAAI/bge-large-en") is not a path.
+    # inside the root like any other folder. A hub name ("BAAI/bge-large-en") is not a path,
+    # but no longer than one either.
+    check_typed(model, "model")
     if model.startswith(_LOCAL_DIR):
         folder = confinement.typed(model[len(_LOCAL_DIR) :], "model folder", strict=True)
         return _LOCAL_DIR + str(folder)

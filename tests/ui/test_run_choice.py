@@ -165,5 +165,5 @@ def test_the_page_runs_only_the_retrievers_and_presets_it_offers(served: Path):
     at = _page()
     for name in at.selectbox(key="run_retriever").options:
         at.selectbox(key="run_retriever").set_value(name).run()
-        keys = {t.key for t in at.text_input} - {"source_folder", "runs_folder", "run_out"}
+        keys = {t.key for t in at.text_input} - {"source_folder", "runs_folder", "run_out", "run_k"}
         assert keys <= {"run_model", "run_pretrained", "run_checkpoint"}, name  # no spec field

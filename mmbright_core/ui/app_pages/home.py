@@ -6,8 +6,10 @@ import pandas as pd
 import streamlit as st
 
 from mmbright_core.analysis.leaderboard import leaderboard, published_table, reproduction
+from mmbright_core.errors import cut
 from mmbright_core.present import figures
 from mmbright_core.ui import loaders, presets, queries, render, runs_panel, state
+from mmbright_core.ui.confine import SHOWN_CHARACTERS
 from mmbright_core.ui.headlines import (
     HEADLINE,
     headline_table,
@@ -24,7 +26,8 @@ task = state.current_task()
 protocol = state.current_protocol()
 if spec == state.DEFAULT_SOURCE:
     st.info(render.SYNTHETIC_NOTE, icon=":material/science:")
-st.caption(f"Source: {literal(spec)} · {TASK_LABELS[task]} · protocol {literal(protocol)}")
+shown_spec = cut(spec, SHOWN_CHARACTERS)  # a folder typed too long is refused, not shown whole
+st.caption(f"Source: {literal(shown_spec)} · {TASK_LABELS[task]} · protocol {literal(protocol)}")
 # A dataset folder that is missing, unreadable, outside the server's root or not in the
 # published layout says why here, where the user looks first: the runs panel below would
 # only say that the task has no run yet.

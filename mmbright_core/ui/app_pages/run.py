@@ -100,7 +100,13 @@ for column, field in zip(st.columns(3), fields, strict=False):
     label, help_text = FIELD_LABELS[field]
     typed[field] = column.text_input(label, "", key=f"run_{field}", help=help_text)
 left, right = st.columns(2)
-k = left.number_input("Documents kept per query", 1, DEFAULT_K, DEFAULT_K, key="run_k")
+typed_k = left.text_input(
+    "Documents kept per query",
+    str(DEFAULT_K),
+    key="run_k",
+    help=f"A whole number from 1 to {DEFAULT_K:,}",
+)
+k = render.attempt(run_choice.documents_kept, typed_k, DEFAULT_K)
 out_dir = right.text_input(
     "Output folder",
     running.default_output_folder(),
@@ -117,11 +123,15 @@ if missing:
     )
 start_col, cancel_col, _ = st.columns([1, 1, 4])
 start = start_col.button(
-    "Run", key="run_start", type="primary", icon=":material/play_arrow:", disabled=bool(missing)
+    "Run",
+    key="run_start",
+    type="primary",
+    icon=":material/play_arrow:",
+    disabled=bool(missing) or k is None,
 )
 cancel_col.button("Cancel", key="run_cancel", on_click=running.cancel, icon=":material/stop:")
 running.render_messages()
-if start and name is not None:
+if start and name is not None and k is not None:
     running.run(
         spec,
         task,

@@ -29,7 +29,7 @@ def _start(at: AppTest, out: Path, name: str = "random") -> str:
     at.text_input(key="run_out").input(str(out)).run()
     at.button(key="run_start").click().run()
     assert not at.exception and not error_messages(at), error_messages(at)
-    return " ".join(s.value for s in at.success)
+    return " ".join(s.value.replace("\\", "") for s in at.success)  # as the page reads
 
 
 def test_a_fresh_run_reuses_nothing_and_a_repeat_reuses_everything(run_page, tmp_path: Path):
@@ -38,8 +38,9 @@ def test_a_fresh_run_reuses_nothing_and_a_repeat_reuses_everything(run_page, tmp
     again = _start(run_page, tmp_path / "empty")
     assert "Updated run 'random': 2 domain(s), 0 run now, 2 reused from disk" in again
     assert run_page.multiselect(key="selected_runs_2").value == ["random"]  # no "random (2)"
-    elsewhere = _start(run_page, tmp_path / "other")  # another folder: another run
-    assert "Added run 'random (2)'" in elsewhere
+    assert f"Its files are in {tmp_path / 'empty' / 'run_it2t_random'}." in first
+    elsewhere = _start(run_page, tmp_path / "other")  # another folder: another run, so named
+    assert "Added run 'random · other/run_it2t_random'" in elsewhere
 
 
 @pytest.mark.parametrize(
@@ -181,10 +182,13 @@ def test_a_rerun_with_other_settings_goes_to_a_new_folder(run_page: AppTest, tmp
     _start(run_page, tmp_path, "bm25")
     (first,) = tmp_path.iterdir()
     written = _files(first)
-    run_page.number_input(key="run_k").set_value(5).run()
+    run_page.text_input(key="run_k").input("5").run()
     said = _start(run_page, tmp_path, "bm25")
     assert "2 run now, 0 reused" in said
     moved = tmp_path / f"{first.name}_2"
+    # Named by the setting that differs, not "bm25 (2)", and it says where its files are.
+    assert "Added run 'bm25 · k 5': 2 domain(s)" in said
+    assert f"Its files are in {moved}." in said
     warned = _warnings(run_page)
     assert f"Wrote to {moved}, not {first}, which holds another configuration" in warned
     assert "k (recorded 1000, now 5)" in warned
