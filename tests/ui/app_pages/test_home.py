@@ -156,3 +156,15 @@ def test_the_standard_outputs_folder_adds_the_tasks_run_and_names_the_others(
         "the sidebar to add it."
         for name, task in (("it2it_bm25", 4), ("run_t2t_bm25", 1))
     ]
+
+
+def test_switching_the_source_and_back_keeps_the_run_selection(fixture_dir: Path) -> None:
+    at = fresh()
+    at.selectbox(key="task").set_value(2).run()
+    assert sorted(at.multiselect(key="selected_runs_2").value) == ["bm25", "ocr-bm25"]
+    at.multiselect(key="selected_runs_2").set_value(["ocr-bm25"]).run()
+    at.radio(key="source_kind").set_value("Local folder").run()
+    at.text_input(key="source_folder").input(str(fixture_dir)).run()
+    assert list(at.multiselect(key="selected_runs_2").value) == []  # the folder has no run
+    at.radio(key="source_kind").set_value("Demo (synthetic)").run()
+    assert list(at.multiselect(key="selected_runs_2").value) == ["ocr-bm25"]
