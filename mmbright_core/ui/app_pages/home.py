@@ -93,6 +93,20 @@ else:
         )
     )
 
+if len(chosen) == 1:
+    st.info(
+        "Next: add a second run (above, or from the Run a retriever page) to compare the "
+        "two: Per query, Compare and the Inspector each set one run against another.",
+        icon=":material/arrow_forward:",
+    )
+elif len(chosen) > 1:
+    st.info(
+        "Next, in the sidebar's pages: **Per query** lists the queries one run wins or "
+        "loses against the other; **Compare** tests the difference, overall and by slice; "
+        "the **Inspector** opens one query with its images and both runs' documents.",
+        icon=":material/arrow_forward:",
+    )
+
 st.subheader("Leaderboard")
 boards = {task: board} if board is not None and len(board) else {}
 # Other tasks' runs are scored only on request: scoring is the slow part of a first visit,

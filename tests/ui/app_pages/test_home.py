@@ -168,3 +168,13 @@ def test_switching_the_source_and_back_keeps_the_run_selection(fixture_dir: Path
     assert list(at.multiselect(key="selected_runs_2").value) == []  # the folder has no run
     at.radio(key="source_kind").set_value("Demo (synthetic)").run()
     assert list(at.multiselect(key="selected_runs_2").value) == ["ocr-bm25"]
+
+
+def test_home_says_what_to_do_next() -> None:
+    at = fresh()
+    at.selectbox(key="task").set_value(2).run()
+    said = [i.value for i in at.main.info if i.value.startswith("Next")]
+    assert len(said) == 1 and "**Per query**" in said[0] and "**Inspector**" in said[0]
+    at.multiselect(key="selected_runs_2").set_value(["bm25"]).run()
+    said = [i.value for i in at.main.info if i.value.startswith("Next")]
+    assert len(said) == 1 and said[0].startswith("Next: add a second run")
