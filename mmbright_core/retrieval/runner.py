@@ -26,7 +26,8 @@ are said in the domain's ``metrics.json`` (``"warnings"``) and in the warnings o
 stderr and the Run page shows.
 
 Two hooks serve a caller other than the command line (the dashboard): ``progress`` hears of
-each step, within a domain too, and ``guard`` is shown every folder and file before it is
+each step, within a domain too (each query's images, for a retriever with ``read_ahead``),
+and ``guard`` is shown every folder and file before it is
 read or written, so that a server can refuse a symlinked subfolder that leads elsewhere.
 """
 
@@ -291,12 +292,20 @@ def _retrieve_in_batches(
 ) -> dict[str, dict[str, float]]:
     # The protocol ranks each query on its own (Retriever.retrieve), so batches of queries
     # give the same run; the corpus side is built once and kept (index, embedding cache).
+    # A retriever whose slow part is per query (ocr-*: each query image read) does it first
+    # in ``read_ahead``, saying each query, in the first half of the domain's bar.
     queries = data.queries
+    start_at, span = 0.05, 0.9
+    read_ahead = getattr(retriever, "read_ahead", None)
+    if callable(read_ahead) and queries:
+        read_ahead(data, source, lambda done, step: tell(0.05 + 0.45 * done, step))
+        start_at, span = 0.5, 0.45
     size = max(MIN_BATCH, math.ceil(len(queries) / QUERY_STEPS))
     found: dict[str, dict[str, float]] = {}
     for start in range(0, max(len(queries), 1), size):
         batch = queries[start : start + size]
-        tell(0.05 + 0.9 * start / max(len(queries), 1), _batch_step(start, len(batch), queries))
+        done = start / max(len(queries), 1)
+        tell(start_at + span * done, _batch_step(start, len(batch), queries))
         found.update(retriever.retrieve(dataclasses.replace(data, queries=batch), source, k))
     return found
 
