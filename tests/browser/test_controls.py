@@ -1,7 +1,9 @@
-"""The Run page in chromium: a number the browser would not take stops the run.
+"""Controls that behave only in a browser: a refused number, the theme switch.
 
 A number field keeps its last valid value when what is typed is out of range, and a click on
 Run then ran with that value; "Documents kept per query" must refuse what is typed instead.
+With the minimal toolbar Streamlit hides its menu, and the theme switch in it, unless the
+page sets a menu item: light and dark must stay within reach.
 """
 
 from __future__ import annotations
@@ -43,3 +45,26 @@ def test_an_out_of_range_number_of_documents_stops_the_run(server: str, tmp_path
         assert page.get_by_text("documents kept per query must be a whole number").count() == 1
         browser.close()
     assert not out.exists() or list(out.iterdir()) == []
+
+
+def test_the_theme_switch_is_reachable_with_the_minimal_toolbar(server: str):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = serving.launch(p)
+        page = serving.new_page(
+            browser, viewport={"width": 1000, "height": 800}, color_scheme="light"
+        )
+        serving.open_app(page, server)
+        app = page.locator('[data-testid="stApp"]')
+        light = app.evaluate("e => getComputedStyle(e).backgroundColor")
+        page.get_by_role("button", name="Main menu").click()
+        page.get_by_role("menuitemradio", name="Dark").click()
+        page.wait_for_function(
+            "before => getComputedStyle(document.querySelector('[data-testid=\"stApp\"]'))"
+            ".backgroundColor !== before",
+            arg=light,
+        )
+        dark = app.evaluate("e => getComputedStyle(e).backgroundColor")
+        channels = [int(c) for c in dark[dark.index("(") + 1 : dark.index(")")].split(",")[:3]]
+        assert max(channels) < 80, dark  # a dark background, chosen from the menu
+        browser.close()
