@@ -151,7 +151,7 @@ def show_picture(
     image_caption(caption)
     if min(image.size) < VISIBLE_PIXELS:  # drawn at its own size, it is a dot or nothing
         st.caption(
-            f"{image.width} × {image.height} px: too small to show anything. It is the "
+            f"{image.width:d} × {image.height:d} px: too small to show anything. It is the "
             "dataset's own image, shown at its own size; retrievers read it as it is."
         )
     if full_key is not None:
