@@ -24,6 +24,7 @@ from mmbright_core.errors import InputError, InputTooLargeError, InputWarning
 from mmbright_core.io._open import Readable
 from mmbright_core.io.mteb import looks_like_mteb, mteb_task_name, read_mteb_predictions
 from mmbright_core.io.official import OfficialOutputs, holds_outputs, read_outputs
+from mmbright_core.io.official_json import read_summary
 from mmbright_core.io.runs import read_run
 from mmbright_core.task_table import TASK_TABLE, task_of_type
 from mmbright_core.types import Protocol4, Run
@@ -60,14 +61,68 @@ def is_official(path: Path) -> bool:
     return path.is_dir() and holds_outputs(path)
 
 
+@dataclass(frozen=True)
+class TaskFolders:
+    """Official outputs folders split by the task they answer.
+
+    Attributes:
+        folders: The ones that answer the task (by their summary's ``task_type``; one with
+            no summary may answer any task, so it is kept).
+        skipped: One sentence per folder left out, naming it and the task it answers.
+    """
+
+    folders: tuple[Path, ...]
+    skipped: tuple[str, ...]
+
+
+def split_by_task(folders: Sequence[Path], task: int) -> TaskFolders:
+    """Keep the outputs folders that answer ``task``; say of each other one which task it answers.
+
+    ``mmbright run --out outputs`` leaves one folder per task side by side, so a folder of
+    outputs is read for one task by taking that task's folders.
+
+    Raises:
+        InputError: A folder's ``summary.json`` is malformed.
+    """
+    kept: list[Path] = []
+    skipped: list[str] = []
+    expected = TASK_TABLE[task].task_type
+    for folder in folders:
+        found = read_summary(folder / "summary.json").get("task_type")
+        if found is None or found == expected:
+            kept.append(folder)
+        else:
+            other = task_of_type(found) or found
+            skipped.append(f"{folder.name}: these outputs answer task {other}, not task {task}")
+    return TaskFolders(tuple(kept), tuple(skipped))
+
+
 def read_task_outputs(path: str | os.PathLike[str], task: int) -> OfficialOutputs:
     """Read an official outputs folder and refuse one whose ``task_type`` is another task's.
 
+    ``path`` may be the ``outputs`` folder above several ``<subdir>`` folders: the one that
+    answers the task is read, and each other one is named in an :class:`InputWarning`.
+
     Raises:
         InputError: As :func:`mmbright_core.io.official.read_outputs`, or the summary's
-            ``task_type`` is not the task's.
+            ``task_type`` is not the task's, or no folder under ``path`` answers the task.
     """
-    outputs = read_outputs(path)
+    folder = Path(path)
+    if folder.is_dir() and not holds_outputs(folder):
+        found = split_by_task(sorted(c for c in folder.iterdir() if is_official(c)), task)
+        if not found.folders and found.skipped:
+            raise InputError(
+                f"no outputs of task {task} here",
+                source=str(folder),
+                found="; ".join(found.skipped),
+                hint="Choose that task (--task on the command line, the sidebar's task in the "
+                "dashboard)",
+            )
+        if len(found.folders) == 1:
+            folder = found.folders[0]
+            for sentence in found.skipped:
+                warnings.warn(f"skipped {sentence}", InputWarning, stacklevel=2)
+    outputs = read_outputs(folder)
     expected = TASK_TABLE[task].task_type
     if outputs.task_type is not None and outputs.task_type != expected:
         other = task_of_type(outputs.task_type) or outputs.task_type

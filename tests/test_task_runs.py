@@ -102,3 +102,66 @@ def test_an_uploads_trailing_text_warning_is_shown_on_the_page(fixture_dir: Path
         "tail: tail.trec: 1 line has text after the run tag (line 1); "
         "ignored, as trec_eval ignores it"
     ]
+
+
+@pytest.fixture(scope="module")
+def standard_outputs(fixture_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``mmbright run --out outputs`` for tasks 1, 2 and 4: one folder per task side by side."""
+    out = tmp_path_factory.mktemp("standard") / "outputs"
+    for task in (1, 2, 4):
+        argv = ["run", "--source", str(fixture_dir), "--task", str(task), "--retriever", "bm25"]
+        assert main([*argv, "--out", str(out)]) == 0
+    return out
+
+
+@pytest.mark.parametrize(
+    ("task", "kept", "others"),
+    [(1, "run_t2t_bm25", (2, 4)), (2, "run_it2t_bm25", (1, 4)), (4, "it2it_bm25", (1, 2))],
+)
+def test_the_standard_outputs_folder_gives_each_task_its_run(
+    standard_outputs: Path, fixture_dir: Path, task: int, kept: str, others: tuple[int, ...]
+) -> None:
+    found = workspace.entries_from_folder(
+        str(standard_outputs), open_source(str(fixture_dir)), task, "paper"
+    )
+    assert [e.origin for e in found.entries] == [f"folder: {standard_outputs / kept}"]
+    names = {1: "run_t2t_bm25", 2: "run_it2t_bm25", 4: "it2it_bm25"}
+    assert sorted(found.skipped) == sorted(
+        f"{names[other]}: these outputs answer task {other}, not task {task}" for other in others
+    )
+
+
+def test_the_shipped_demo_runs_folder_gives_task_2_its_runs() -> None:
+    found = workspace.entries_from_folder(str(DEMO_RUNS), open_source("demo"), 2, "paper")
+    assert sorted(e.name for e in found.entries) == ["bm25", "ocr-bm25"]
+    assert found.skipped == tuple(
+        f"{name}: these outputs answer task 4, not task 2"
+        for name in ("it2it_bm25", "it2it_ocr-bm25")
+    )
+
+
+def test_a_folder_with_no_outputs_of_the_task_says_what_it_holds(
+    standard_outputs: Path, fixture_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(InputError) as err:
+        workspace.entries_from_folder(str(DEMO_RUNS), open_source("demo"), 1, "paper")
+    assert str(err.value).startswith(f"{DEMO_RUNS}: no outputs of task 1 in the folder")
+    assert "run_it2t_bm25: these outputs answer task 2, not task 1" in str(err.value)
+    argv = ["eval", "--source", "demo", "--task", "1", "--run", str(DEMO_RUNS)]
+    assert main(argv) == 2
+    assert f"{DEMO_RUNS}: no outputs of task 1 here" in capsys.readouterr().err
+
+
+def test_the_command_line_reads_the_tasks_folder_of_the_standard_outputs(
+    standard_outputs: Path, fixture_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = ["--source", str(fixture_dir), "--task", "2"]
+    assert main(["eval", *source, "--run", str(standard_outputs / "run_it2t_bm25")]) == 0
+    alone = capsys.readouterr().out
+    assert main(["eval", *source, "--run", str(standard_outputs)]) == 0
+    said = capsys.readouterr()
+    assert said.out == alone
+    assert said.err == (
+        "mmbright eval: warning: skipped it2it_bm25: these outputs answer task 4, not task 2\n"
+        "mmbright eval: warning: skipped run_t2t_bm25: these outputs answer task 1, not task 2\n"
+    )

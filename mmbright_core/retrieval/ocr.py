@@ -12,7 +12,7 @@ without the engine.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mmbright_core.data.images import images_taken
@@ -87,6 +87,20 @@ class OcrAugmented:
             return {}
         reads = {q.query_id: self.read_images(q, source) for q in data.queries}
         return {OCR_FILE: ocr_words_json(self.reader.settings, self.image_policy, reads)}
+
+    def read_ahead(
+        self, data: TaskData, source: ImageSource | None, tell: Callable[[float, str], None]
+    ) -> None:
+        """Read every query's images before retrieval, saying each query read (the slow part).
+
+        The words are kept by the reader, so :meth:`retrieve` finds them at once; a run's
+        progress then moves image by image instead of once per domain.
+        """
+        given = _images_given(source, "Pass the data source.")
+        count, images = len(data.queries), 0
+        for index, query in enumerate(data.queries):
+            images += len(self.read_images(query, given))
+            tell((index + 1) / count, f"OCR: {images} image(s) read, query {index + 1} of {count}")
 
     def augment(self, query: Query, source: ImageSource) -> Query:
         """Return ``query`` with the text read from its images appended to its text."""

@@ -111,7 +111,7 @@ class OcrReader:
     def _recognise(self, image: Image.Image) -> str:
         if self._engine is None:
             what = (
-                "the OCR retrievers"
+                ENGINE_USER
                 if self.recorded is None
                 else ("reading a query image whose words the run did not record")
             )
@@ -132,10 +132,14 @@ class OcrReader:
         return "\n".join(text for _, text in kept)
 
 
+ENGINE_USER = "the OCR engine of ocr-bm25 and ocr-dense"
+"""What needs the OCR engine, as the message of a missing ``ocr`` extra names it."""
+
+
 def engine_installed() -> bool:
     """Whether the OCR engine can be imported (the ``ocr`` extra is installed)."""
     try:
-        require("rapidocr_onnxruntime", "the OCR retrievers", "ocr")
+        require("rapidocr_onnxruntime", ENGINE_USER, "ocr")
     except MissingDependencyError:
         return False
     return True

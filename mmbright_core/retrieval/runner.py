@@ -8,7 +8,9 @@ only when that stored configuration equals the new one (:mod:`mmbright_core.retr
 and a run killed mid-domain leaves no configuration there, so it re-runs.
 
 Nothing of another configuration is ever replaced (:mod:`mmbright_core.retrieval.folders`):
-the folder's ``config.json`` claims it before any domain is written, a folder holding
+the folder's ``config.json`` claims it before any domain is written (and only once the first
+domain's retrieval has succeeded, so a run that cannot start, for a missing extra say,
+leaves no folder behind), a folder holding
 another configuration (or outputs with none) is refused or passed over for
 ``<subdir>_2``..., and the summary covers every domain the folder holds.
 
@@ -24,7 +26,8 @@ are said in the domain's ``metrics.json`` (``"warnings"``) and in the warnings o
 stderr and the Run page shows.
 
 Two hooks serve a caller other than the command line (the dashboard): ``progress`` hears of
-each step, within a domain too, and ``guard`` is shown every folder and file before it is
+each step, within a domain too (each query's images, for a retriever with ``read_ahead``),
+and ``guard`` is shown every folder and file before it is
 read or written, so that a server can refuse a symlinked subfolder that leads elsewhere.
 """
 
@@ -57,6 +60,7 @@ from mmbright_core.retrieval.stored import (
     claim_folder,
     domain_config,
     dump_json,
+    plan_folder,
     reuse_domain,
 )
 from mmbright_core.task_table import TASK_TABLE, task_info
@@ -164,12 +168,20 @@ def run_task(
     choice = choose_folder(Path(out_dir), subdir, config, new_folder=new_folder, guard=check)
     task_dir = choice.task_dir
     names = (*DOMAIN_FILES, *_recorded_files(retriever))
-    kept, held = claim_folder(task_dir, source.domains(), chosen, config, names, check)
+    kept, held = plan_folder(task_dir, source.domains(), chosen, config, names, check)
+    claimed = False
+
+    def claim() -> None:  # once, before the first domain's files
+        nonlocal claimed
+        if not claimed:
+            claim_folder(task_dir, config, held)
+            claimed = True
+
     bar = tqdm(chosen, desc=f"task {task} {retriever.name}", unit="domain", disable=None)
     outcomes = []
     for index, domain in enumerate(bar):
         tell = _teller(progress, domain, index, len(chosen))
-        outcomes.append(_domain(source, retriever, task_dir, domain, config, names, tell))
+        outcomes.append(_domain(source, retriever, task_dir, domain, config, names, tell, claim))
     every = sorted([*outcomes, *kept], key=lambda o: held.index(o.domain))
     _write_task_files(task_dir, retriever.label(), config, every)
     return RunOutcome(task_dir, config, tuple(outcomes), tuple(kept), choice.avoided)
@@ -238,20 +250,23 @@ def _domain(
     config: RunConfig,
     names: Sequence[str],
     tell: _Tell,
+    claim: Callable[[], None],
 ) -> DomainOutcome:
-    # One domain: its stored outputs when they match (retrieval.stored), else a new run.
+    # One domain: its stored outputs when they match (retrieval.stored), else a new run;
+    # ``claim`` writes the folder's claim, once, when there are results to write.
     outcome = reuse_domain(task_dir, domain, config, names)
     if outcome is not None:
         tell(1.0, "reused from disk")
         return outcome
-    # The old configuration goes first: outputs written under a new one must never sit
-    # beside it if the run stops half-way.
-    (task_dir / domain / CONFIG_FILE).unlink(missing_ok=True)
     tell(0.0, "reading the domain")
     data = source.task(config.task, domain, config.protocol, negatives=config.negatives)
     found = _retrieve_in_batches(retriever, data, source, config.k, tell)
     tell(0.95, "scoring and writing")
     run = _cut(found, data.excluded, config.k)
+    claim()
+    # The old configuration goes first: outputs written under a new one must never sit
+    # beside it if the run stops half-way.
+    (task_dir / domain / CONFIG_FILE).unlink(missing_ok=True)
     metrics = official_metrics(data.qrels, run)
     warnings = (*data.report.warnings, *_nothing_ranked(data, run))
     write_domain_outputs(task_dir, domain, run, metrics, warnings)
@@ -278,12 +293,20 @@ def _retrieve_in_batches(
 ) -> dict[str, dict[str, float]]:
     # The protocol ranks each query on its own (Retriever.retrieve), so batches of queries
     # give the same run; the corpus side is built once and kept (index, embedding cache).
+    # A retriever whose slow part is per query (ocr-*: each query image read) does it first
+    # in ``read_ahead``, saying each query, in the first half of the domain's bar.
     queries = data.queries
+    start_at, span = 0.05, 0.9
+    read_ahead = getattr(retriever, "read_ahead", None)
+    if callable(read_ahead) and queries:
+        read_ahead(data, source, lambda done, step: tell(0.05 + 0.45 * done, step))
+        start_at, span = 0.5, 0.45
     size = max(MIN_BATCH, math.ceil(len(queries) / QUERY_STEPS))
     found: dict[str, dict[str, float]] = {}
     for start in range(0, max(len(queries), 1), size):
         batch = queries[start : start + size]
-        tell(0.05 + 0.9 * start / max(len(queries), 1), _batch_step(start, len(batch), queries))
+        done = start / max(len(queries), 1)
+        tell(start_at + span * done, _batch_step(start, len(batch), queries))
         found.update(retriever.retrieve(dataclasses.replace(data, queries=batch), source, k))
     return found
 

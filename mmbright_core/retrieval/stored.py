@@ -50,7 +50,7 @@ class DomainOutcome:
     warnings: tuple[str, ...] = ()
 
 
-def claim_folder(
+def plan_folder(
     task_dir: Path,
     every: Sequence[str],
     chosen: Sequence[str],
@@ -58,10 +58,10 @@ def claim_folder(
     names: Sequence[str],
     check: Guard,
 ) -> tuple[list[DomainOutcome], list[str]]:
-    """Check every path, then write the folder's config.json before any domain.
+    """Check every path a run will write, and find what the folder already holds of it.
 
-    A run stopped at any point then leaves a folder that says which configuration its
-    files belong to (:mod:`mmbright_core.retrieval.folders`).
+    Nothing is written: the run claims the folder (:func:`claim_folder`) only once it has
+    a domain's results to write, so a run that cannot start leaves no folder behind.
 
     Returns:
         The folder's other domains of this configuration, and every domain it will hold
@@ -74,9 +74,17 @@ def claim_folder(
             check(path)
     kept = _kept(task_dir, chosen, config, names, check)
     held = [d for d in every if d in chosen or d in {o.domain for o in kept}]
-    claim = {"config": config.to_dict(), "domains": held}
-    atomic_write_text(task_dir / CONFIG_FILE, dump_json(claim))
     return kept, held
+
+
+def claim_folder(task_dir: Path, config: RunConfig, held: Sequence[str]) -> None:
+    """Write the folder's config.json before any domain's files.
+
+    A run stopped at any point then leaves a folder that says which configuration its
+    files belong to (:mod:`mmbright_core.retrieval.folders`).
+    """
+    claim = {"config": config.to_dict(), "domains": list(held)}
+    atomic_write_text(task_dir / CONFIG_FILE, dump_json(claim))
 
 
 def _kept(

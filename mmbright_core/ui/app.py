@@ -28,13 +28,26 @@ ICON = (
     '<path d="M5 17l4.5-5 3.5 3 6-7" fill="none" stroke="#fff" stroke-width="2.4" '
     'stroke-linecap="round" stroke-linejoin="round"/></svg>'
 )
+ABOUT = (
+    "**MM-BRIGHT failure analysis**: per-query scores, comparisons and the inspector for "
+    "runs of the MM-BRIGHT benchmark. The theme (light, dark or the system's) is chosen "
+    "in this menu."
+)
+"""The menu's About text (docs/dashboard.md)."""
 RUN_COUNT_KEY = "_run_count"
 """How many script runs this session has started (the marker's N)."""
 
 
 def main() -> None:
     """Draw the dashboard once: Streamlit calls this on every rerun of the script."""
-    st.set_page_config(page_title="MM-BRIGHT dashboard", page_icon=ICON, layout="wide")
+    # With the minimal toolbar, Streamlit shows its menu (and in it the theme switch) only
+    # when an item is set here: the About item keeps light/dark within reach.
+    st.set_page_config(
+        page_title="MM-BRIGHT dashboard",
+        page_icon=ICON,
+        layout="wide",
+        menu_items={"About": ABOUT},
+    )
     run_marked(_draw)
 
 

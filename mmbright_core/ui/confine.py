@@ -46,8 +46,47 @@ def data_root() -> Path | None:
     return root
 
 
+SHOWN_CHARACTERS = 80
+"""The most characters of an unusable typed value a message quotes."""
+
+
+def _limit(name: str, fallback: int) -> int:
+    try:
+        return int(os.pathconf("/", name))
+    except (OSError, ValueError, AttributeError):  # not POSIX, or no such limit
+        return fallback
+
+
+PATH_MAX = _limit("PC_PATH_MAX", 4096)
+NAME_MAX = _limit("PC_NAME_MAX", 255)
+
+
+def check_typed(text: str, what: str) -> None:
+    """Refuse a typed path that is empty or longer than a path can be, in one short line.
+
+    An empty value would otherwise mean the server's working folder; an overlong one fails
+    in the file system with the whole value in its message.
+
+    Raises:
+        InputError: ``text`` is blank, or longer than the system's path or name limit
+            (``PATH_MAX``, ``NAME_MAX``, in bytes); the message quotes at most
+            :data:`SHOWN_CHARACTERS` characters of it.
+    """
+    if not text.strip():
+        raise InputError(f"the {what} is empty", hint=f"Type the {what}'s path")
+    encoded = os.fsencode(text)
+    longest = max(len(part) for part in encoded.split(b"/"))
+    if len(encoded) >= PATH_MAX or longest > NAME_MAX:
+        raise InputError(
+            f"the {what} is longer than a path can be",
+            expected=f"at most {PATH_MAX - 1:,} bytes, {NAME_MAX:,} per folder name",
+            found=show(text, SHOWN_CHARACTERS),
+        )
+
+
 def _usable(path: str | os.PathLike[str], what: str) -> Path:
     text = os.fspath(path)
+    check_typed(text, what)
     if "\0" in text:  # the OS refuses it; Python says "embedded null byte" (ValueError)
         raise InputError(
             f"the {what} holds a NUL character",

@@ -39,6 +39,8 @@ SYNTHETIC_NOTE = (
 PASSAGE_CHARS = 5_000
 """Longest passage excerpt shown (one published passage has 25 M characters, docs/protocol.md, The
 benchmark)."""
+VISIBLE_PIXELS = 8
+"""An image narrower or lower than this is said to be too small to show anything."""
 
 # Older names of the one escaping helper, :func:`mmbright_core.ui.literal.literal`.
 escape_md = escape_message = literal
@@ -148,6 +150,11 @@ def show_picture(
     # would overflow a narrow column into its neighbour (the notes panel at 1000 px).
     st.image(fit_width(image, width), width="content")
     image_caption(caption)
+    if min(image.size) < VISIBLE_PIXELS:  # drawn at its own size, it is a dot or nothing
+        st.caption(
+            f"{image.width:d} × {image.height:d} px: too small to show anything. It is the "
+            "dataset's own image, shown at its own size; retrievers read it as it is."
+        )
     if full_key is not None:
         full_size_button(image, caption, full_key)
 

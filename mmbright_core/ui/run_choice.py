@@ -10,18 +10,19 @@ runs hub code only with the page's opt-in (off by default; :mod:`.remote_code` o
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from collections.abc import Mapping, Sequence
 
-from mmbright_core.errors import InputError, MMBrightError
+from mmbright_core.errors import InputError, MMBrightError, show
 from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.catalogue import get_preset
 from mmbright_core.retrieval.instructions import DEFAULT_INSTRUCTIONS
 from mmbright_core.retrieval.preset_run import Resolved, resolve
 from mmbright_core.retrieval.registry import available_retrievers, declared_tasks
 from mmbright_core.types import Task
-from mmbright_core.ui.confine import Confinement
+from mmbright_core.ui.confine import Confinement, check_typed
 
 # Retrievers the page does not offer (see the module's docstring).
 COMMAND_LINE_ONLY = frozenset({"api"})
@@ -36,6 +37,25 @@ RETRIEVER_FIELDS: Mapping[str, tuple[str, ...]] = {
     "clip": ("model", "pretrained", "checkpoint"),
     "hf": ("model",),
     "mteb": ("model",),
+}
+# What each built-in retriever imports beyond the ``app`` extra: (extra, module) pairs, as
+# its code asks for them (``retrieval.base.require``). A preset runs its backend's, and a
+# ``remote`` preset of the sentence-transformers interface needs that package too.
+NEEDS: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "dense": (("text", "torch"), ("text", "sentence_transformers")),
+    "ocr-bm25": (("ocr", "rapidocr_onnxruntime"),),
+    "ocr-dense": (
+        ("ocr", "rapidocr_onnxruntime"),
+        ("text", "torch"),
+        ("text", "sentence_transformers"),
+    ),
+    "clip": (("clip", "torch"), ("clip", "open_clip")),
+    "hf": (("hf", "torch"), ("hf", "transformers")),
+    "mteb": (("mteb", "torch"), ("mteb", "mteb"), ("mteb", "datasets")),
+    "remote": (("hf", "torch"), ("hf", "transformers")),
+}
+_INTERFACE_NEEDS: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "st-dicts": (("text", "sentence_transformers"),),
 }
 _LOCAL_DIR = "local-dir:"
 _HUB_PREFIX = "hf-hub:"  # open_clip's model from the hub
@@ -56,6 +76,47 @@ def runnable(names: Sequence[str], task: Task) -> list[str]:
     """
     hidden = COMMAND_LINE_ONLY | PRESETS_ONLY
     return [n for n in names if n not in hidden and _may_run(n, task)]
+
+
+def missing_extras(name: str, interface: str | None = None) -> tuple[str, ...]:
+    """The extras a retriever (or a preset's backend and interface) needs that are missing.
+
+    A module counts as installed when the import system can find it, without importing
+    it (torch takes seconds): what a run would import, it looks up the same way.
+    """
+    wanted = (*NEEDS.get(name, ()), *_INTERFACE_NEEDS.get(interface or "", ()))
+    return tuple(dict.fromkeys(extra for extra, module in wanted if not _findable(module)))
+
+
+def _findable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a finder refusing it; a module without a spec
+        return False
+
+
+def install_hint(extras: Sequence[str]) -> str:
+    """The command that installs ``extras``: ``pip install 'mmbright[clip]'``."""
+    return f"pip install 'mmbright[{','.join(extras)}]'"
+
+
+def documents_kept(typed: str, most: int) -> int:
+    """The page's "Documents kept per query" as a number: a whole number from 1 to ``most``.
+
+    A text field, read here, rather than a number field: the browser keeps a number field's
+    last valid value when what is typed is out of range, and a run would go on with it.
+
+    Raises:
+        InputError: Anything else, quoted short.
+    """
+    text = typed.strip().replace(",", "")
+    if not text.isdigit() or not 1 <= int(text) <= most:
+        raise InputError(
+            "documents kept per query must be a whole number",
+            expected=f"1 to {most:,}",
+            found=show(typed, 40),
+        )
+    return int(text)
 
 
 def _may_run(name: str, task: Task) -> bool:
@@ -108,7 +169,9 @@ def retriever_options(
 
 def _model_path(model: str, confinement: Confinement) -> str:
     # A model given as a local folder is read from disk: on a shared server it must lie
-    # inside the root like any other folder. A hub name ("BAAI/bge-large-en") is not a path.
+    # inside the root like any other folder. A hub name ("BAAI/bge-large-en") is not a path,
+    # but no longer than one either.
+    check_typed(model, "model")
     if model.startswith(_LOCAL_DIR):
         folder = confinement.typed(model[len(_LOCAL_DIR) :], "model folder", strict=True)
         return _LOCAL_DIR + str(folder)

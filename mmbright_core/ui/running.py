@@ -20,6 +20,7 @@ from typing import Any
 import streamlit as st
 
 from mmbright_core.errors import InputError, MMBrightError
+from mmbright_core.io.recorded import config_differences
 from mmbright_core.retrieval import Retriever, get_retriever
 from mmbright_core.retrieval.preset_run import Chosen, Resolved
 from mmbright_core.retrieval.runner import Progress, RunOutcome, run_task
@@ -144,7 +145,7 @@ def _add(outcome: RunOutcome, spec: str, task: Task, chosen: Resolved) -> None:
     done = [o.domain for o in outcome.domains]
     key = state.fingerprint(str(outcome.task_dir), outcome.config.to_json(), *done)
     same = [n for (t, n), e in state.all_runs().items() if t == task and e.fingerprint == key]
-    label = same[0] if same else state.unique_name(_built(chosen).label(), task)
+    label = same[0] if same else _run_name(_built(chosen).label(), outcome, task)
     state.add_run(
         state.RunEntry(
             name=label,
@@ -163,7 +164,7 @@ def _add(outcome: RunOutcome, spec: str, task: Task, chosen: Resolved) -> None:
     _say(
         "success",
         f"{verb} run {label!r}: {len(done)} domain(s), {len(done) - reused} run now, "
-        f"{reused} reused from disk.",
+        f"{reused} reused from disk. Its files are in {outcome.task_dir}.",
     )
     for o in outcome.domains:  # no silent zeros: what lowered a domain's score, said
         for warning in o.warnings:
@@ -175,6 +176,29 @@ def _add(outcome: RunOutcome, spec: str, task: Task, chosen: Resolved) -> None:
             f"Wrote to {outcome.task_dir}, not {folder}, which {reason}; that folder is left "
             "as it was.",
         )
+
+
+def _run_name(label: str, outcome: RunOutcome, task: Task) -> str:
+    """The retriever's label, followed where the task has a run so named by what differs.
+
+    ``bm25 · k 5``: the settings in which this run's configuration differs from the one
+    already named ``label`` (the source aside), or its folder when the settings are the
+    same (a run into another output folder); a number only if that name is taken too.
+    """
+    taken = state.all_runs().get((task, label))
+    if taken is None:
+        return label
+    now = outcome.config.to_dict()
+    # The source is the sidebar's: runs of another source are never shown beside this one.
+    differences = [d for d in config_differences(taken.config or {}, now) if d[0] != "source"]
+    said = ", ".join(f"{name} {_short(after)}" for name, _, after in differences[:2])
+    folder = f"{outcome.task_dir.parent.name}/{outcome.task_dir.name}"
+    return state.unique_name(f"{label} · {said or folder}", task)
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:23]}…"
 
 
 def _key(options: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:

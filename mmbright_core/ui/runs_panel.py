@@ -140,13 +140,15 @@ def _on_add_folder() -> None:
     folder = str(st.session_state.get(FOLDER_KEY, "")).strip()
     try:
         source = loaders.get_source(state.source_spec())
-        entries = workspace.entries_from_folder(
+        found = workspace.entries_from_folder(
             folder, source, state.current_task(), state.current_protocol()
         )
     except (MMBrightError, OSError) as err:
         _report("error", str(err))
         return
-    _add(entries)
+    _add(found.entries)
+    for sentence in found.skipped:
+        _report("info", f"Skipped {sentence}. Choose that task in the sidebar to add it.")
 
 
 def _on_add_demo() -> None:

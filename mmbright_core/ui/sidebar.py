@@ -91,10 +91,26 @@ def render_sidebar() -> None:
     chosen = [n for n in previous if n in names] if isinstance(previous, list) else list(names)
     chosen += [n for n in state.take_fresh_runs() if n in names and n not in chosen]
     st.session_state[key] = chosen
-    widgets.remember(key)
+    _keep_selection(key)
     st.sidebar.multiselect(
-        "Runs shown", names, key=key, on_change=widgets.remember, args=(key,), format_func=visible
+        "Runs shown", names, key=key, on_change=_keep_selection, args=(key,), format_func=visible
     )
+
+
+def _keep_selection(key: str) -> None:
+    """Remember the runs chosen, and those chosen on another source while it is not shown.
+
+    Runs are filed under their source; a choice made on the demo must still stand once the
+    user has looked at a local folder and come back.
+    """
+    shown, before = set(state.task_runs()), state.remembered(key)
+    held = state.all_runs()
+    elsewhere = [
+        name
+        for name in (before if isinstance(before, list) else [])
+        if name not in shown and (state.current_task(), name) in held
+    ]
+    state.keep(key, [*st.session_state[key], *elsewhere])
 
 
 def selected_runs() -> list[str]:

@@ -17,7 +17,13 @@ from mmbright_core.data.tasks import check_negatives
 from mmbright_core.errors import InputError
 from mmbright_core.io.ocr_words import OCR_FILE
 from mmbright_core.io.official import read_outputs
-from mmbright_core.task_runs import Scope, check_task_runs, is_official, read_task_outputs
+from mmbright_core.task_runs import (
+    Scope,
+    check_task_runs,
+    is_official,
+    read_task_outputs,
+    split_by_task,
+)
 from mmbright_core.task_runs import read_upload as read_upload_runs
 from mmbright_core.task_table import task_of_type
 from mmbright_core.types import Task
@@ -99,19 +105,34 @@ def read_upload(
     return Upload(entry, found.queries_in_file)
 
 
-def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) -> list[RunEntry]:
+@dataclasses.dataclass(frozen=True)
+class FolderRuns:
+    """The runs read from a folder for a task, and the outputs folders left out.
+
+    Attributes:
+        entries: The runs, their queries filed under their domains.
+        skipped: One sentence per outputs folder of another task, naming it and its task.
+    """
+
+    entries: list[RunEntry]
+    skipped: tuple[str, ...] = ()
+
+
+def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) -> FolderRuns:
     """Read every run in a folder: official outputs (docs/protocol.md) or run files.
 
     Args:
-        folder: An official ``<subdir>``, an ``outputs`` folder holding several, or a
-            folder of TREC/JSON/parquet run files.
+        folder: An official ``<subdir>``, an ``outputs`` folder holding several (those of
+            other tasks are skipped, as ``mmbright run --out outputs`` leaves one per task),
+            or a folder of TREC/JSON/parquet run files.
         source: The data source (to file queries under domains).
-        task: The current task; runs of another task are refused.
+        task: The current task; a run of another task is refused.
         protocol: The Task 4 protocol.
 
     Raises:
-        InputError: Nothing readable is there, the folder (or an entry of it) lies outside
-            the server's data root, or a run answers another task.
+        InputError: Nothing readable is there, nothing there answers the task, the folder
+            (or an entry of it) lies outside the server's data root, or a run answers
+            another task.
     """
     confinement = Confinement.from_env()
     root = confinement.typed(folder, "runs folder")
@@ -126,10 +147,23 @@ def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) 
     if official:
         for path in official:
             confinement.check_tree(path, "runs folder", depth=2)
-        entries_read = [_official_entry(path, source.name, task) for path in official]
+        # A <subdir> itself is read (and refused when it answers another task); of several
+        # side by side, the task's are read and the others named.
+        found = split_by_task(official, task) if official != [root] else None
+        if found is not None and not found.folders:
+            raise InputError(
+                f"no outputs of task {task} in the folder",
+                source=str(root),
+                found="; ".join(found.skipped),
+                hint="Choose that task in the sidebar",
+            )
+        entries_read = [
+            _official_entry(path, source.name, task)
+            for path in (found.folders if found is not None else official)
+        ]
         for entry in entries_read:
             check_task_runs(source, task, entry.runs, protocol=protocol, name=entry.origin)
-        return entries_read
+        return FolderRuns(entries_read, found.skipped if found is not None else ())
     files = [p for p in checked if p.is_file() and p.name.endswith(RUN_SUFFIXES)]
     if not files:
         raise InputError(
@@ -138,7 +172,9 @@ def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) 
             expected="official outputs (<domain>/scores.json, summary.json) or run files "
             f"ending in {', '.join(RUN_SUFFIXES)}",
         )
-    return [entry_from_bytes(p.name, p.read_bytes(), source, task, protocol) for p in files]
+    return FolderRuns(
+        [entry_from_bytes(p.name, p.read_bytes(), source, task, protocol) for p in files]
+    )
 
 
 def _official_entry(path: Path, source: str, task: Task) -> RunEntry:

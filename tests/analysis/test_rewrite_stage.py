@@ -184,7 +184,9 @@ def test_a_reranked_rewritten_run_shows_the_chain(made: dict[str, Path]):
 
 def _entries(folder: Path) -> dict:
     # The demo's runs and the run of ``folder``.
-    found = workspace.entries_from_folder(str(folder.parent), open_source("demo"), 2, "paper")
+    found = workspace.entries_from_folder(
+        str(folder.parent), open_source("demo"), 2, "paper"
+    ).entries
     return {e.name: e for e in (*workspace.demo_entries(2), *found)}
 
 

@@ -96,7 +96,9 @@ def test_compare_shows_the_first_stage_the_reranked_run_and_the_oracle(reranked:
 def test_the_report_carries_the_two_stages_and_says_when_the_first_is_missing(reranked: Path):
     source = open_source("demo")
     entries = {e.name: e for e in workspace.demo_entries(2)}
-    entries |= {e.name: e for e in workspace.entries_from_folder(str(reranked), source, 2, "paper")}
+    entries |= {
+        e.name: e for e in workspace.entries_from_folder(str(reranked), source, 2, "paper").entries
+    }
     table = source_results_table(source, 2, {n: e.runs for n, e in entries.items()})
     comparison = compare_runs(table, "bm25", RERANKED, "nDCG@10")
     html = reports.comparison_html(source, 2, "paper", entries, comparison)
@@ -113,7 +115,7 @@ def test_the_report_carries_the_two_stages_and_says_when_the_first_is_missing(re
 
 def test_the_runs_list_says_what_a_reranked_run_reranks(reranked: Path):
     source = open_source("demo")
-    (entry,) = workspace.entries_from_folder(str(reranked), source, 2, "paper")
+    (entry,) = workspace.entries_from_folder(str(reranked), source, 2, "paper").entries
     assert entry.provenance.endswith(f"· negatives exclude · reranks the top {DEPTH} of bm25")
     (first,) = [e for e in workspace.demo_entries(2) if e.name == "bm25"]
     assert "reranks" not in first.provenance

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
+from mmbright_core.errors import MissingDependencyError
 from mmbright_core.io.official import read_outputs
 from mmbright_core.io.runs import read_run
 from mmbright_core.metrics import evaluate
@@ -214,3 +216,24 @@ def test_a_corrupt_scores_file_is_rerun_not_trusted(source, tmp_path: Path):
     again = run_task(source, 1, get_retriever("bm25"), tmp_path, k=5, domains=["biology"])
     assert [(d.domain, d.reused) for d in again.domains] == [("biology", False)]
     assert again.domains[0].run == first.domains[1].run
+
+
+def test_a_run_that_cannot_start_leaves_no_folder(
+    source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # The install without the ``ocr`` extra: the engine's import fails, as it would there.
+    with monkeypatch.context() as hidden:
+        hidden.setitem(sys.modules, "rapidocr_onnxruntime", None)
+        ocr = get_retriever("ocr-bm25", cache_dir=str(tmp_path / "cache"))
+        with pytest.raises(MissingDependencyError) as err:
+            run_task(source, 2, ocr, tmp_path / "out", new_folder=True)
+    assert str(err.value) == (
+        "the OCR engine of ocr-bm25 and ocr-dense needs the optional package "
+        "'rapidocr_onnxruntime', which is not installed; install it with: pip install "
+        "'mmbright[ocr]'"
+    )
+    assert not (tmp_path / "out" / "run_it2t_ocr-bm25").exists()
+    # Installed, the run goes to the standard folder, not to a <subdir>_2 beside a claim.
+    ocr = get_retriever("ocr-bm25", cache_dir=str(tmp_path / "cache"))
+    done = run_task(source, 2, ocr, tmp_path / "out", new_folder=True)
+    assert done.task_dir == tmp_path / "out" / "run_it2t_ocr-bm25" and not done.avoided

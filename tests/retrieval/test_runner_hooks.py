@@ -55,3 +55,21 @@ def test_a_refusing_guard_stops_before_anything_is_written(source, tmp_path: Pat
     with pytest.raises(InputError, match="refused"):
         run_task(source, 1, get_retriever("random"), tmp_path, guard=refuse)
     assert not any(tmp_path.rglob("*.json"))
+
+
+def test_ocr_progress_moves_image_by_image(source, tmp_path: Path):
+    pytest.importorskip("rapidocr_onnxruntime")
+    steps: list[Progress] = []
+    ocr = get_retriever("ocr-bm25", cache_dir=str(tmp_path / "cache"))
+    run_task(source, 2, ocr, tmp_path / "out", progress=steps.append)
+    for domain in source.domains():
+        queries = len(source.task(2, domain).queries)
+        reading = [s for s in steps if s.domain == domain and s.step.startswith("OCR: ")]
+        # One step per query read (with its images counted), before the ranking: the bar
+        # moves while the images are read, not once the whole domain is done.
+        assert [s.step.rpartition("query ")[2] for s in reading] == [
+            f"{n} of {queries}" for n in range(1, queries + 1)
+        ]
+        assert all(0 < s.done < 1 for s in reading)
+    overall = [s.overall for s in steps]
+    assert overall == sorted(overall) and overall[-1] == 1.0

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from apptest import error_messages, fresh, goto, no_html_from_data
+from apptest import error_messages, fresh, goto, no_html_from_data, use_folder
 from hostile import A1, A3, HOSTILE_NAME, HOSTILE_PASSAGE, HOSTILE_QUERY, SCRIPT, hostile_copy
 from streamlit import config
 from streamlit.testing.v1 import AppTest
@@ -121,3 +121,86 @@ def test_script_html_and_markdown_in_data_are_shown_as_text(hostile: Path):
     # A run name in Markdown is escaped ("\\<img"): no tag is left unescaped.
     assert not re.search(r"(?<!\\)<(img|script)", markdown)
     no_html_from_data(at)
+
+
+LONG = "a" * 100_000  # longer than any path can be
+
+
+def _one_short_error(errors: list[str], what: str) -> None:
+    # One line, quoting at most 80 characters of the value: not the value whole.
+    assert len(errors) == 1, errors
+    said = errors[0].replace("\\", "")
+    assert said.startswith(f"the {what} is longer than a path can be"), said
+    assert f"found {'a' * 80!r}… (100,000 characters)" in said
+    assert "a" * 81 not in said and "\n" not in said
+
+
+def _run_page(fixture_dir: Path) -> AppTest:
+    at = fresh()
+    use_folder(at, fixture_dir)
+    goto(at, "run")
+    at.selectbox(key="run_retriever").set_value("random").run()
+    return at
+
+
+@pytest.mark.parametrize("typed", ["", "   "])
+def test_an_empty_output_folder_is_refused_and_nothing_is_written(
+    fixture_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, typed: str
+):
+    monkeypatch.chdir(tmp_path)  # the server's working folder, where an empty path leads
+    at = _run_page(fixture_dir)
+    at.text_input(key="run_out").input(typed).run()
+    at.button(key="run_start").click().run()
+    assert [e.replace("\\", "") for e in error_messages(at)] == [
+        "the output folder is empty. Type the output folder's path"
+    ]
+    assert list(tmp_path.iterdir()) == [] and not at.success
+
+
+def test_an_overlong_output_folder_or_model_is_refused_in_one_short_line(fixture_dir: Path):
+    at = _run_page(fixture_dir)
+    at.text_input(key="run_out").input(LONG).run()
+    at.button(key="run_start").click().run()
+    _one_short_error(error_messages(at), "output folder")
+    at.selectbox(key="run_retriever").set_value("dense").run()
+    at.text_input(key="run_model").input(LONG).run()
+    at.button(key="run_start").click().run()
+    _one_short_error(error_messages(at), "model")
+
+
+def test_an_invalid_number_of_documents_stops_the_run(fixture_dir: Path, tmp_path: Path):
+    at = _run_page(fixture_dir)
+    at.text_input(key="run_out").input(str(tmp_path)).run()
+    for typed in ("0", "1001", "ten", "5.5"):
+        at.text_input(key="run_k").input(typed).run()
+        (said,) = error_messages(at)
+        assert said.startswith("documents kept per query must be a whole number; expected 1")
+        assert at.button(key="run_start").disabled
+    assert list(tmp_path.iterdir()) == []
+    at.text_input(key="run_k").input("5").run()
+    assert not error_messages(at) and not at.button(key="run_start").disabled
+
+
+def test_an_empty_or_overlong_runs_folder_on_home_is_refused(fixture_dir: Path):
+    at = fresh()
+    use_folder(at, fixture_dir)
+    before = list(at.multiselect(key="selected_runs_2").value)
+    at.text_input(key="runs_folder").input("").run()
+    at.button(key="add_folder").click().run()
+    assert [e.replace("\\", "") for e in error_messages(at)] == [
+        "the runs folder is empty. Type the runs folder's path"
+    ]
+    at.text_input(key="runs_folder").input(LONG).run()
+    at.button(key="add_folder").click().run()
+    _one_short_error(error_messages(at), "runs folder")
+    assert list(at.multiselect(key="selected_runs_2").value) == before
+
+
+def test_an_overlong_local_folder_in_the_sidebar_is_refused_in_one_short_line():
+    at = fresh()
+    at.radio(key="source_kind").set_value("Local folder").run()
+    at.text_input(key="source_folder").input(LONG).run()
+    assert not at.exception
+    _one_short_error([e.value for e in at.sidebar.error], "dataset folder")
+    assert all(LONG[:300] not in c.value for c in at.caption)  # nor printed whole elsewhere
+    _one_short_error([e.value for e in at.main.error], "dataset folder")

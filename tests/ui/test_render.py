@@ -53,3 +53,23 @@ def test_an_image_caption_is_escaped_and_wraps_only_between_names():
     at.button(key="full").click().run()
     # The dialog names the picture's own size: it is drawn at that size (up to the window).
     assert "874 × 380 px" in [c.value for c in at.caption]
+
+
+def test_a_one_pixel_image_says_why_it_shows_nothing():
+    from streamlit.testing.v1 import AppTest
+
+    def page() -> None:
+        from mmbright_core.data.sources import open_source
+        from mmbright_core.ui import render
+
+        # The demo's Task 3 corpus holds a 1 x 1 PNG, as the dataset may.
+        path = "askubuntu/askubuntu_44962fc7_5560/image_1.png"
+        data = open_source("demo").document_image_bytes("askubuntu", path)
+        render.show_image(data, path, 360)
+
+    at = AppTest.from_function(page).run()
+    assert not at.exception
+    assert [c.value for c in at.caption] == [
+        "1 × 1 px: too small to show anything. It is the dataset's own image, shown at its "
+        "own size; retrievers read it as it is."
+    ]

@@ -8,15 +8,18 @@ root that leads out, so that a visitor learns nothing about the files outside. N
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 from apptest import error_messages, fresh, goto
+from locations import ROOT
 from streamlit.testing.v1 import AppTest
 
 from mmbright_core.errors import InputError
+from mmbright_core.retrieval import registry
 from mmbright_core.retrieval.catalogue import presets
 from mmbright_core.ui import run_choice
 from mmbright_core.ui.confine import ROOT_ENV, Confinement
@@ -165,5 +168,18 @@ def test_the_page_runs_only_the_retrievers_and_presets_it_offers(served: Path):
     at = _page()
     for name in at.selectbox(key="run_retriever").options:
         at.selectbox(key="run_retriever").set_value(name).run()
-        keys = {t.key for t in at.text_input} - {"source_folder", "runs_folder", "run_out"}
+        keys = {t.key for t in at.text_input} - {"source_folder", "runs_folder", "run_out", "run_k"}
         assert keys <= {"run_model", "run_pretrained", "run_checkpoint"}, name  # no spec field
+
+
+def test_what_each_retriever_needs_names_real_extras_and_modules() -> None:
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11 and later
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    extras = pyproject["project"]["optional-dependencies"]
+    for name, needs in run_choice.NEEDS.items():
+        assert name in registry.available_retrievers()
+        for extra, module in needs:
+            assert extra in extras, (name, extra)
+            # Installed here (every extra is): the name is one the import system finds.
+            assert importlib.util.find_spec(module) is not None, (name, module)
+    assert all(run_choice.missing_extras(name) == () for name in run_choice.NEEDS)

@@ -37,16 +37,16 @@ def test_folder_without_runs_is_an_error(tmp_path, fixture_dir):
 def test_a_folder_run_carries_its_recorded_negatives_policy(tmp_path, fixture_dir):
     source = open_source(str(fixture_dir))
     keep = run_task(source, 1, get_retriever("random"), tmp_path / "keep", negatives="keep")
-    (entry,) = workspace.entries_from_folder(str(keep.task_dir), source, 1, "paper")
+    (entry,) = workspace.entries_from_folder(str(keep.task_dir), source, 1, "paper").entries
     assert entry.negatives == "keep"
     assert entry.provenance == f"folder: {keep.task_dir} · negatives keep"
     # Older configurations, and official outputs without one, are scored by the official rule.
     config = keep.task_dir / "config.json"
     config.write_text('{"config": {"retriever": "random"}, "domains": []}')
-    (old,) = workspace.entries_from_folder(str(keep.task_dir), source, 1, "paper")
+    (old,) = workspace.entries_from_folder(str(keep.task_dir), source, 1, "paper").entries
     assert old.negatives == "exclude" and old.provenance.endswith("· negatives exclude")
     config.unlink()
-    (official,) = workspace.entries_from_folder(str(keep.task_dir), source, 1, "paper")
+    (official,) = workspace.entries_from_folder(str(keep.task_dir), source, 1, "paper").entries
     assert official.negatives == "exclude"
     upload = workspace.entry_from_bytes(
         "u.trec", f"academia/a1 Q0 {A1} 1 1.0 t\n".encode(), source, 1, "paper"

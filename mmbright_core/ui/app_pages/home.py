@@ -6,8 +6,10 @@ import pandas as pd
 import streamlit as st
 
 from mmbright_core.analysis.leaderboard import leaderboard, published_table, reproduction
+from mmbright_core.errors import cut
 from mmbright_core.present import figures
 from mmbright_core.ui import loaders, presets, queries, render, runs_panel, state
+from mmbright_core.ui.confine import SHOWN_CHARACTERS
 from mmbright_core.ui.headlines import (
     HEADLINE,
     headline_table,
@@ -24,7 +26,8 @@ task = state.current_task()
 protocol = state.current_protocol()
 if spec == state.DEFAULT_SOURCE:
     st.info(render.SYNTHETIC_NOTE, icon=":material/science:")
-st.caption(f"Source: {literal(spec)} · {TASK_LABELS[task]} · protocol {literal(protocol)}")
+shown_spec = cut(spec, SHOWN_CHARACTERS)  # a folder typed too long is refused, not shown whole
+st.caption(f"Source: {literal(shown_spec)} · {TASK_LABELS[task]} · protocol {literal(protocol)}")
 # A dataset folder that is missing, unreadable, outside the server's root or not in the
 # published layout says why here, where the user looks first: the runs panel below would
 # only say that the task has no run yet.
@@ -88,6 +91,20 @@ else:
             if counted["partial"].any()
             else ""
         )
+    )
+
+if len(chosen) == 1:
+    st.info(
+        "Next: add a second run (above, or from the Run a retriever page) to compare the "
+        "two: Per query, Compare and the Inspector each set one run against another.",
+        icon=":material/arrow_forward:",
+    )
+elif len(chosen) > 1:
+    st.info(
+        "Next, in the sidebar's pages: **Per query** lists the queries one run wins or "
+        "loses against the other; **Compare** tests the difference, overall and by slice; "
+        "the **Inspector** opens one query with its images and both runs' documents.",
+        icon=":material/arrow_forward:",
     )
 
 st.subheader("Leaderboard")

@@ -37,17 +37,28 @@ kind = st.radio("Run", KINDS, key="run_kind", horizontal=True)
 preset = instructions = None
 trusted = False
 fields: tuple[str, ...] = ()
+missing: tuple[str, ...] = ()
+
+
+def _unavailable(label: str, extras: tuple[str, ...]) -> str:
+    return f"{label} · unavailable: needs {run_choice.install_hint(extras)}" if extras else label
+
+
 if kind == KINDS[1]:
     offered = presets.offered(task, run_choice.COMMAND_LINE_ONLY)
     preset = st.selectbox(
         f"Model preset (those the official harness runs on task {task})",
         [p.name for p in offered],
-        format_func=lambda n: presets.label(get_preset(n)),
+        format_func=lambda n: _unavailable(
+            presets.label(get_preset(n)),
+            run_choice.missing_extras(get_preset(n).backend, get_preset(n).interface),
+        ),
         key="run_preset",
         help="The models of the paper's tables, run as the official harness runs them",
     )
     if preset is not None:
         chosen = get_preset(preset)
+        missing = run_choice.missing_extras(chosen.backend, chosen.interface)
         instructions = st.selectbox(
             "Instructions",
             chosen.instruction_sets(),
@@ -68,7 +79,13 @@ if kind == KINDS[1]:
     name = preset
 else:
     names = run_choice.runnable(available_retrievers(), task)
-    name = st.selectbox(f"Retriever (those that run task {task})", names, key="run_retriever")
+    name = st.selectbox(
+        f"Retriever (those that run task {task})",
+        names,
+        key="run_retriever",
+        format_func=lambda n: _unavailable(n, run_choice.missing_extras(n)),
+    )
+    missing = run_choice.missing_extras(str(name))
     plugins = running.installed_plugins()
     st.caption(
         f"Installed plugins: {', '.join(literal(p) for p in plugins)}."
@@ -83,18 +100,38 @@ for column, field in zip(st.columns(3), fields, strict=False):
     label, help_text = FIELD_LABELS[field]
     typed[field] = column.text_input(label, "", key=f"run_{field}", help=help_text)
 left, right = st.columns(2)
-k = left.number_input("Documents kept per query", 1, DEFAULT_K, DEFAULT_K, key="run_k")
+typed_k = left.text_input(
+    "Documents kept per query",
+    str(DEFAULT_K),
+    key="run_k",
+    help=f"A whole number from 1 to {DEFAULT_K:,}",
+)
+k = render.attempt(run_choice.documents_kept, typed_k, DEFAULT_K)
 out_dir = right.text_input(
     "Output folder",
     running.default_output_folder(),
     key="run_out",
     help=f"Default: ${running.OUTPUTS_ENV}, else the user's data folder",
 )
+if missing:
+    st.warning(
+        literal(
+            f"{name} cannot run on this server: it needs the optional packages of "
+            f"{run_choice.install_hint(missing)}, which are not installed."
+        ),
+        icon=":material/block:",
+    )
 start_col, cancel_col, _ = st.columns([1, 1, 4])
-start = start_col.button("Run", key="run_start", type="primary", icon=":material/play_arrow:")
+start = start_col.button(
+    "Run",
+    key="run_start",
+    type="primary",
+    icon=":material/play_arrow:",
+    disabled=bool(missing) or k is None,
+)
 cancel_col.button("Cancel", key="run_cancel", on_click=running.cancel, icon=":material/stop:")
 running.render_messages()
-if start and name is not None:
+if start and name is not None and k is not None:
     running.run(
         spec,
         task,

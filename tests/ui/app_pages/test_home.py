@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from apptest import fresh
+from apptest import add_folder, fresh
 from streamlit.testing.v1 import AppTest
 
+from mmbright_core.cli import main
 from mmbright_core.ui.confine import ROOT_ENV
 
 
@@ -133,3 +134,47 @@ def test_a_removed_upload_stays_removed(fixture_dir):
 
     _upload(at, good)  # uploaded again: read again
     assert _runs(at) == ["good"]
+
+
+def test_the_standard_outputs_folder_adds_the_tasks_run_and_names_the_others(
+    fixture_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "outputs"
+    for task in (1, 2, 4):  # as `mmbright run --out outputs` leaves them: one folder a task
+        argv = ["run", "--source", str(fixture_dir), "--task", str(task), "--retriever", "bm25"]
+        assert main([*argv, "--out", str(out)]) == 0
+    at = _home_on(str(fixture_dir))
+    at.selectbox(key="task").set_value(2).run()
+    add_folder(at, out)
+    assert not at.exception and not at.main.error
+    (added,) = [s.value for s in at.main.success]
+    assert f"folder: {out / 'run_it2t_bm25'}" in added.replace("\\", "")
+    assert len(at.multiselect(key="selected_runs_2").value) == 1
+    said = [i.value.replace("\\", "") for i in at.main.info]
+    assert [i for i in said if i.startswith("Skipped")] == [
+        f"Skipped {name}: these outputs answer task {task}, not task 2. Choose that task in "
+        "the sidebar to add it."
+        for name, task in (("it2it_bm25", 4), ("run_t2t_bm25", 1))
+    ]
+
+
+def test_switching_the_source_and_back_keeps_the_run_selection(fixture_dir: Path) -> None:
+    at = fresh()
+    at.selectbox(key="task").set_value(2).run()
+    assert sorted(at.multiselect(key="selected_runs_2").value) == ["bm25", "ocr-bm25"]
+    at.multiselect(key="selected_runs_2").set_value(["ocr-bm25"]).run()
+    at.radio(key="source_kind").set_value("Local folder").run()
+    at.text_input(key="source_folder").input(str(fixture_dir)).run()
+    assert list(at.multiselect(key="selected_runs_2").value) == []  # the folder has no run
+    at.radio(key="source_kind").set_value("Demo (synthetic)").run()
+    assert list(at.multiselect(key="selected_runs_2").value) == ["ocr-bm25"]
+
+
+def test_home_says_what_to_do_next() -> None:
+    at = fresh()
+    at.selectbox(key="task").set_value(2).run()
+    said = [i.value for i in at.main.info if i.value.startswith("Next")]
+    assert len(said) == 1 and "**Per query**" in said[0] and "**Inspector**" in said[0]
+    at.multiselect(key="selected_runs_2").set_value(["bm25"]).run()
+    said = [i.value for i in at.main.info if i.value.startswith("Next")]
+    assert len(said) == 1 and said[0].startswith("Next: add a second run")

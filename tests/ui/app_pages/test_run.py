@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval import registry
+from mmbright_core.retrieval.catalogue import presets
 from mmbright_core.ui import run_choice, running
 from mmbright_core.ui.confine import ROOT_ENV, Confinement
 
@@ -27,7 +29,7 @@ def _start(at: AppTest, out: Path, name: str = "random") -> str:
     at.text_input(key="run_out").input(str(out)).run()
     at.button(key="run_start").click().run()
     assert not at.exception and not error_messages(at), error_messages(at)
-    return " ".join(s.value for s in at.success)
+    return " ".join(s.value.replace("\\", "") for s in at.success)  # as the page reads
 
 
 def test_a_fresh_run_reuses_nothing_and_a_repeat_reuses_everything(run_page, tmp_path: Path):
@@ -36,8 +38,9 @@ def test_a_fresh_run_reuses_nothing_and_a_repeat_reuses_everything(run_page, tmp
     again = _start(run_page, tmp_path / "empty")
     assert "Updated run 'random': 2 domain(s), 0 run now, 2 reused from disk" in again
     assert run_page.multiselect(key="selected_runs_2").value == ["random"]  # no "random (2)"
-    elsewhere = _start(run_page, tmp_path / "other")  # another folder: another run
-    assert "Added run 'random (2)'" in elsewhere
+    assert f"Its files are in {tmp_path / 'empty' / 'run_it2t_random'}." in first
+    elsewhere = _start(run_page, tmp_path / "other")  # another folder: another run, so named
+    assert "Added run 'random · other/run_it2t_random'" in elsewhere
 
 
 @pytest.mark.parametrize(
@@ -171,7 +174,7 @@ def test_task1_then_task2_on_the_page_leaves_both_runs_loadable(
     folders = sorted(tmp_path.iterdir())
     assert [f.name for f in folders] == ["run_it2t_bm25", "run_t2t_bm25"]
     for task, folder in zip((2, 1), folders, strict=True):
-        (entry,) = workspace.entries_from_folder(str(folder), source, task, "paper")
+        (entry,) = workspace.entries_from_folder(str(folder), source, task, "paper").entries
         assert set(entry.runs) == set(source.domains()) and entry.task == task
 
 
@@ -179,10 +182,13 @@ def test_a_rerun_with_other_settings_goes_to_a_new_folder(run_page: AppTest, tmp
     _start(run_page, tmp_path, "bm25")
     (first,) = tmp_path.iterdir()
     written = _files(first)
-    run_page.number_input(key="run_k").set_value(5).run()
+    run_page.text_input(key="run_k").input("5").run()
     said = _start(run_page, tmp_path, "bm25")
     assert "2 run now, 0 reused" in said
     moved = tmp_path / f"{first.name}_2"
+    # Named by the setting that differs, not "bm25 (2)", and it says where its files are.
+    assert "Added run 'bm25 · k 5': 2 domain(s)" in said
+    assert f"Its files are in {moved}." in said
     warned = _warnings(run_page)
     assert f"Wrote to {moved}, not {first}, which holds another configuration" in warned
     assert "k (recorded 1000, now 5)" in warned
@@ -190,3 +196,40 @@ def test_a_rerun_with_other_settings_goes_to_a_new_folder(run_page: AppTest, tmp
     assert json.loads((moved / "config.json").read_text())["config"]["k"] == 5
     again = _start(run_page, tmp_path, "bm25")  # the same settings: back to their folder
     assert "0 run now, 2 reused" in again and sorted(tmp_path.iterdir()) == [first, moved]
+
+
+def test_a_retriever_whose_extra_is_missing_is_marked_and_cannot_start(
+    run_page: AppTest, monkeypatch: pytest.MonkeyPatch
+):
+    # The ``app`` install: open_clip and the OCR engine cannot be imported there.
+    for module in ("open_clip", "rapidocr_onnxruntime"):
+        monkeypatch.setitem(sys.modules, module, None)
+    run_page.run()
+    box = run_page.selectbox(key="run_retriever")
+    shown = set(box.options)  # as the page shows them
+    assert "clip · unavailable: needs pip install 'mmbright[clip]'" in shown
+    assert "ocr-bm25 · unavailable: needs pip install 'mmbright[ocr]'" in shown
+    assert {"bm25", "dense", "random"} <= shown
+    box.set_value("ocr-bm25").run()
+    (said,) = [w.value.replace("\\", "") for w in run_page.warning]
+    assert said == (
+        "ocr-bm25 cannot run on this server: it needs the optional packages of "
+        "pip install 'mmbright[ocr]', which are not installed."
+    )
+    assert run_page.button(key="run_start").disabled
+    box.set_value("bm25").run()
+    assert not run_page.warning and not run_page.button(key="run_start").disabled
+
+
+def test_a_preset_whose_extra_is_missing_is_marked_and_cannot_start(
+    run_page: AppTest, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    run_page.radio(key="run_kind").set_value("Model preset").run()
+    box = run_page.selectbox(key="run_preset")
+    offered = [p for p in presets(2) if p.backend != "api"]
+    shown = dict(zip((p.backend for p in offered), box.options, strict=True))
+    assert shown["hf"].endswith(" · unavailable: needs pip install 'mmbright[hf]'")
+    assert "unavailable" not in shown["clip"]
+    box.set_value(next(p.name for p in offered if p.backend == "hf")).run()
+    assert run_page.button(key="run_start").disabled
