@@ -222,14 +222,21 @@ def test_a_retriever_whose_extra_is_missing_is_marked_and_cannot_start(
 
 
 def test_a_preset_whose_extra_is_missing_is_marked_and_cannot_start(
-    run_page: AppTest, monkeypatch: pytest.MonkeyPatch
+    fixture_dir: Path, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setitem(sys.modules, "transformers", None)
+    run_page = fresh()
+    use_folder(run_page, fixture_dir)
+    run_page.selectbox(key="task").set_value(1).run()  # BM25 and hf presets side by side
+    goto(run_page, "run")
     run_page.radio(key="run_kind").set_value("Model preset").run()
     box = run_page.selectbox(key="run_preset")
-    offered = [p for p in presets(2) if p.backend != "api"]
-    shown = dict(zip((p.backend for p in offered), box.options, strict=True))
-    assert shown["hf"].endswith(" · unavailable: needs pip install 'mmbright[hf]'")
-    assert "unavailable" not in shown["clip"]
-    box.set_value(next(p.name for p in offered if p.backend == "hf")).run()
+    offered = [p for p in presets(1) if p.backend != "api"]
+    shown = {p.name: label for p, label in zip(offered, box.options, strict=True)}
+    hf_presets = [p.name for p in offered if p.backend in ("hf", "remote")]
+    assert hf_presets and all(
+        shown[n].endswith(" · unavailable: needs pip install 'mmbright[hf]'") for n in hf_presets
+    )
+    assert "unavailable" not in shown[next(p.name for p in offered if p.backend == "bm25")]
+    box.set_value(hf_presets[0]).run()
     assert run_page.button(key="run_start").disabled
