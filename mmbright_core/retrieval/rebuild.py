@@ -11,6 +11,12 @@ guess. A plugin (``MODULE:FACTORY`` or an installed name) is rebuilt by importin
 again and calling it with the recorded ``plugin_options``
 (:func:`~mmbright_core.retrieval.plugins.rebuild_plugin`).
 
+A run folder never chooses code to run: the module a ``MODULE:FACTORY`` spec names is
+imported only when the caller lists that spec in ``import_modules`` (the user said yes to
+it); otherwise :class:`ImportNotAllowed` names the module. Built-in retrievers and installed
+entry-point plugins, which the installation itself provides, need no such consent
+(docs/safety.md).
+
 The OCR retrievers also need the words read from each query image. A run records them
 (``<domain>/ocr.json``): given those, the rebuilt retriever answers from them and reports the
 engine settings they were read with, so no OCR engine is needed.
@@ -19,7 +25,7 @@ engine settings they were read with, so no OCR engine is needed.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +33,7 @@ from mmbright_core.errors import InputError, MissingDependencyError
 from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.io.rewrites import Rewrite
 from mmbright_core.retrieval.base import Retriever, RunConfig
+from mmbright_core.retrieval.plugins import is_spec
 from mmbright_core.retrieval.registry import get_retriever, rebuild_recipe
 from mmbright_core.retrieval.rewritten import is_set_setting
 
@@ -55,6 +62,31 @@ class NotRebuildable(Exception):
     """The run's retriever cannot be rebuilt faithfully; the message says why and what to do."""
 
 
+class ImportNotAllowed(NotRebuildable):
+    """The run names a plugin module (``MODULE:FACTORY``) the caller did not allow to import.
+
+    Attributes:
+        spec: The ``MODULE:FACTORY`` spec the run's configuration names.
+    """
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        super().__init__(
+            f"the run was made by the plugin {spec!r}: rebuilding it imports the module "
+            f"{spec.partition(':')[0]!r} and runs its code, which is done only when you "
+            "allow that module"
+        )
+
+
+def plugin_module(config: RunConfig | Mapping[str, Any]) -> str | None:
+    """The ``MODULE:FACTORY`` spec that rebuilding a run would import.
+
+    None when the run needs nothing outside the installed package and its entry points.
+    """
+    name = as_config(config).retriever
+    return name if is_spec(name) else None
+
+
 def rebuild_retriever(
     config: RunConfig | Mapping[str, Any],
     *,
@@ -62,6 +94,7 @@ def rebuild_retriever(
     device: str | None = None,
     ocr_words: OcrWords | None = None,
     rewrites: Mapping[tuple[str, str], Rewrite] | None = None,
+    import_modules: Collection[str] = (),
 ) -> Retriever:
     """Rebuild the retriever that made a run, exactly as configured.
 
@@ -72,6 +105,8 @@ def rebuild_retriever(
         device: Torch device for the encoders (``dense``, ``clip``, ``hf``).
         ocr_words: The words the run recorded from its query images, for ``ocr-*``.
         rewrites: The rewritten queries a run on a rewritten set recorded.
+        import_modules: The ``MODULE:FACTORY`` specs that may be imported (see
+            :func:`plugin_module`); a run naming another one is refused.
 
     Returns:
         The retriever.
@@ -81,8 +116,11 @@ def rebuild_retriever(
         NotRebuildable: An unknown retriever, settings not recorded, a model, analyzer or
             package version that now gives other settings, a missing optional package, OCR
             words neither recorded nor readable.
+        ImportNotAllowed: The run names a plugin module not in ``import_modules``.
     """
     config = as_config(config)
+    if is_spec(config.retriever) and config.retriever not in import_modules:
+        raise ImportNotAllowed(config.retriever)
     context = RebuildContext(cache_dir, device, ocr_words)
     if dict(config.options).get("trust_remote_code"):
         # Rebuilding would run the hub code a loaded folder names: never without the user's
@@ -92,7 +130,7 @@ def rebuild_retriever(
             "(trust_remote_code), which is not run again to explain it"
         )
     if any(is_set_setting(name) for name, _ in config.options):
-        return _rewritten(config, rewrites, context)
+        return _rewritten(config, rewrites, context, import_modules)
     recipe = rebuild_recipe(config.retriever)
     if recipe is None:
         raise NotRebuildable(
@@ -136,6 +174,7 @@ def _rewritten(
     config: RunConfig,
     rewrites: Mapping[tuple[str, str], Rewrite] | None,
     context: RebuildContext,
+    import_modules: Collection[str],
 ) -> Retriever:
     """A run on rewritten queries: its first retriever rebuilt, on the recorded rewrites."""
     from mmbright_core.retrieval.rewritten import Rewritten
@@ -152,6 +191,7 @@ def _rewritten(
         cache_dir=context.cache_dir,
         device=context.device,
         ocr_words=context.ocr_words,
+        import_modules=import_modules,
     )
     return Rewritten(inner, rewrites, record, config.task, "the run's rewrites.json")
 

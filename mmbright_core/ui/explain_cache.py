@@ -5,6 +5,12 @@ query's attributions and image words are computed once per run and query. Every 
 keyed by one :data:`QueryKey` (the source, task, domain, protocol, the run's name and
 fingerprint, and the query), so opening another query computes only that query; the run
 itself goes under an ``_``-prefixed argument that the cache does not hash.
+
+A run folder never chooses code to run. A run made by a ``MODULE:FACTORY`` plugin is rebuilt
+by importing that module: a shared server (``MMBRIGHT_DATA_ROOT`` set) never does, and a
+dashboard run locally does only once the user has allowed that module in this session
+(:func:`pending_import`, :func:`allow_import`); built-in retrievers and installed entry-point
+plugins need no consent (docs/safety.md).
 """
 
 from __future__ import annotations
@@ -20,19 +26,23 @@ from mmbright_core.analysis.attribution import (
     explain,
     retriever_from_config,
 )
-from mmbright_core.errors import MissingDependencyError
+from mmbright_core.errors import InputError, MissingDependencyError
 from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.io.rewrites import Rewrite
 from mmbright_core.retrieval.base import Retriever
 from mmbright_core.retrieval.cache import content_key
 from mmbright_core.retrieval.ocr import OcrAugmented
+from mmbright_core.retrieval.rebuild import ImportNotAllowed, plugin_module
 from mmbright_core.types import Task, TaskData
+from mmbright_core.ui.confine import data_root
 from mmbright_core.ui.loaders import get_source, queries
 from mmbright_core.ui.state import RunEntry
 
 QueryKey = tuple[str, Task, str, str, str, str, str]
 """What a query's cached results are keyed by: (source spec, task, domain, protocol, run
 name, run fingerprint, query id)."""
+#: Session state: the plugin specs (``MODULE:FACTORY``) the user allowed to import.
+ALLOWED_KEY = "explain_allowed_modules"
 
 
 def query_key(
@@ -54,14 +64,45 @@ def retriever_for(
     key: str = "",
     _words: OcrWords | None = None,
     _rewrites: Mapping[tuple[str, str], Rewrite] | None = None,
+    modules: tuple[str, ...] = (),
 ) -> Retriever | Unavailable:
     """The retriever a run's configuration (its ``config.json``, as text) rebuilds, or why not.
 
     ``key`` names the run's content (its fingerprint) when its recorded OCR words
     (``_words``) or rewritten queries (``_rewrites``) are handed over, which the cache does
-    not hash.
+    not hash; ``modules`` are the plugin specs the rebuild may import.
     """
-    return retriever_from_config(json.loads(config_text), ocr_words=_words, rewrites=_rewrites)
+    return retriever_from_config(
+        json.loads(config_text), ocr_words=_words, rewrites=_rewrites, import_modules=modules
+    )
+
+
+def pending_import(entry: RunEntry) -> str | None:
+    """The plugin spec a locally run dashboard must be allowed to import to explain ``entry``.
+
+    None when the run needs no import, when it was allowed already, or on a shared server,
+    which never imports one (:func:`entry_retriever` says so instead).
+    """
+    spec = _plugin_spec(entry)
+    if spec is None or data_root() is not None or _allowed(spec):
+        return None
+    return spec
+
+
+def allow_import(spec: str) -> None:
+    """Let this session's explanations import the module of plugin ``spec``."""
+    st.session_state[ALLOWED_KEY] = {*st.session_state.get(ALLOWED_KEY, ()), spec}
+
+
+def _allowed(spec: str) -> bool:
+    return spec in st.session_state.get(ALLOWED_KEY, ())
+
+
+def _plugin_spec(entry: RunEntry) -> str | None:
+    try:
+        return None if entry.config is None else plugin_module(entry.config)
+    except InputError:
+        return None  # not a run configuration: the rebuild says so
 
 
 def entry_retriever(entry: RunEntry) -> Retriever | Unavailable:
@@ -72,9 +113,21 @@ def entry_retriever(entry: RunEntry) -> Retriever | Unavailable:
             "attribution needs the retriever that made the run: load the run from its "
             "outputs folder (with its config.json), not as a run file"
         )
+    spec = _plugin_spec(entry)
+    if spec is not None and data_root() is not None:
+        return Unavailable(
+            f"{ImportNotAllowed(spec)}; this shared server never imports a module a run "
+            "folder names (built-in retrievers and installed plugins only): open the run in "
+            "a dashboard on your own machine to explain it"
+        )
+    if spec is not None and not _allowed(spec):
+        return Unavailable(f"{ImportNotAllowed(spec)}: allow it above to explain this run")
     words = entry.ocr_words
     key = "" if words is None and not entry.rewrites else entry.fingerprint
-    return retriever_for(json.dumps(config, sort_keys=True), key, words, entry.rewrites or None)
+    modules = () if spec is None else (spec,)
+    return retriever_for(
+        json.dumps(config, sort_keys=True), key, words, entry.rewrites or None, modules
+    )
 
 
 def explanations(
@@ -92,12 +145,21 @@ def explanations(
     query's top documents.
     """
     key = query_key(spec, task, domain, protocol, entry, query_id)
-    return _explanations(key, tuple(doc_ids), entry)
+    return _explanations(key, tuple(doc_ids), _consent(entry), entry)
+
+
+def _consent(entry: RunEntry) -> bool:
+    """Whether the import the run needs is allowed.
+
+    Part of each cache key, so that allowing it computes what was refused before.
+    """
+    spec = _plugin_spec(entry)
+    return spec is not None and _allowed(spec)
 
 
 @st.cache_resource(max_entries=64, show_spinner="Explaining the scores…")
 def _explanations(
-    key: QueryKey, doc_ids: tuple[str, ...], _entry: RunEntry
+    key: QueryKey, doc_ids: tuple[str, ...], allowed: bool, _entry: RunEntry
 ) -> dict[str, Attribution]:
     retriever = entry_retriever(_entry)
     if isinstance(retriever, Unavailable):
@@ -128,11 +190,12 @@ def image_words(
     retriever = entry_retriever(entry)
     if not isinstance(retriever, OcrAugmented):
         return None
-    return _image_words(query_key(spec, task, domain, protocol, entry, query_id), entry)
+    key = query_key(spec, task, domain, protocol, entry, query_id)
+    return _image_words(key, _consent(entry), entry)
 
 
 @st.cache_resource(max_entries=64, show_spinner="Reading the query images…")
-def _image_words(key: QueryKey, _entry: RunEntry) -> dict[str, str]:
+def _image_words(key: QueryKey, allowed: bool, _entry: RunEntry) -> dict[str, str]:
     retriever = entry_retriever(_entry)
     spec, task, domain, protocol, *_, query_id = key
     query = queries(spec, task, domain, protocol)[query_id]

@@ -181,7 +181,9 @@ def test_a_plugin_embedder_is_explained_after_a_rebuild_from_its_config(
         "fusion": "normalised-mean",
         "image_policy": "all",
     }
-    rebuilt = retriever_from_config(stored, cache_dir=cache)
+    refused = retriever_from_config(stored, cache_dir=cache)  # not without the user's yes
+    assert isinstance(refused, Unavailable) and "'toy_embedders'" in refused.reason
+    rebuilt = retriever_from_config(stored, cache_dir=cache, import_modules=["toy_embedders:make"])
     assert not isinstance(rebuilt, Unavailable), rebuilt
     source = open_source(str(fixture_dir))
     data = source.task(2, "academia")

@@ -19,8 +19,15 @@ from mmbright_core.retrieval import registry as retriever_registry
 from mmbright_core.retrieval.base import RunConfig
 from mmbright_core.retrieval.bm25 import BM25Retriever
 from mmbright_core.retrieval.bm25 import rebuild as rebuild_bm25
-from mmbright_core.retrieval.rebuild import NotRebuildable, RebuildContext, rebuild_retriever
+from mmbright_core.retrieval.rebuild import (
+    ImportNotAllowed,
+    NotRebuildable,
+    RebuildContext,
+    plugin_module,
+    rebuild_retriever,
+)
 from mmbright_core.retrieval.registry import NOT_REBUILDABLE, rebuild_recipe
+from mmbright_core.retrieval.rewritten import SET_KEY
 
 
 class NamedBM25(BM25Retriever):
@@ -86,3 +93,48 @@ def test_the_recipe_passes_the_context_it_is_given(tmp_path):
     context = RebuildContext(cache_dir=str(tmp_path))
     options = rebuild_bm25(config, dict(config.options), context)
     assert options["cache_dir"] == str(tmp_path) and options["scoring"] == "gensim"
+
+
+def _plugin_config(spec: str, options: dict[str, Any]) -> dict[str, Any]:
+    config = config_of(BM25Retriever())
+    config["retriever"] = spec
+    config["options"] = {"plugin_options": options}
+    return config
+
+
+def test_a_config_naming_a_module_function_runs_nothing_without_consent(tmp_path):
+    # A folder's config.json names a function of an importable module, with options that
+    # would make it run a command: rebuilding it must call nothing.
+    marker = tmp_path / "ran"
+    config = _plugin_config("subprocess:getoutput", {"cmd": f"touch {marker}"})
+    with pytest.raises(NotRebuildable, match=r"'subprocess'.*only when you allow that module"):
+        rebuild_retriever(config)
+    found = retriever_from_config(config)
+    assert isinstance(found, Unavailable) and "subprocess:getoutput" in found.reason
+    assert not marker.exists()
+
+
+def test_a_plugin_module_is_imported_only_when_allowed_and_rewritten_runs_too(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+):
+    marker = tmp_path / "imported"
+    (tmp_path / "planted_plugin.py").write_text(
+        "import pathlib\n"
+        f"pathlib.Path({str(marker)!r}).write_text('imported')\n"
+        "from mmbright_core.retrieval.bm25 import BM25Retriever\n"
+        "def make(**options):\n"
+        "    return BM25Retriever()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = _plugin_config("planted_plugin:make", {})
+    assert plugin_module(config) == "planted_plugin:make"
+    assert plugin_module(config_of(BM25Retriever())) is None
+    rewritten = {**config, "options": {**config["options"], SET_KEY: {"name": "r"}}}
+    for refused in (config, rewritten):
+        with pytest.raises(ImportNotAllowed) as err:
+            rebuild_retriever(refused, import_modules=["other:make"])
+        assert err.value.spec == "planted_plugin:make"
+    assert not marker.exists()
+    with pytest.raises(NotRebuildable):  # allowed: imported and called, then compared
+        rebuild_retriever(config, import_modules=["planted_plugin:make"])
+    assert marker.read_text() == "imported"

@@ -337,3 +337,76 @@ def test_a_tag_is_renamed_in_the_inspector_and_its_labels_follow(hurt):
     with NotesStore() as store:
         saved = store.get(("demo", 2, "paper", hurt[1].domain, hurt[1].query_id))
     assert saved.tags == ("ocr read words",)
+
+
+def _planted_plugin_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A toy plugin's run whose config.json names a module that leaves a mark when imported."""
+    from mmbright_core.cli import main
+
+    marker = tmp_path / "imported"
+    (tmp_path / "planted_toy.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('imported')\n"
+        "from toy_embedders import make\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "out"
+    args = ["run", "--source", "demo", "--task", "2", "--domain", "biology", "--out", str(out)]
+    plugin = ["--retriever", "toy_embedders:make", "--cache-dir", str(tmp_path / "cache")]
+    assert main([*args, *plugin]) == 0
+    (folder,) = [p for p in out.iterdir() if p.is_dir()]
+    for path in folder.rglob("config.json"):  # the run's, and each domain's
+        path.write_text(path.read_text().replace('"toy_embedders:make"', '"planted_toy:make"'))
+    return folder, marker
+
+
+def _open_plugin_run(folder: Path) -> AppTest:
+    at = fresh(timeout=120)
+    at.selectbox(key="task").set_value(2).run()
+    at.text_input(key="runs_folder").input(str(folder)).run()
+    at.button(key="add_folder").click().run()
+    run = read_outputs(folder)
+    choose_pair(at, A, run.model)
+    query = next(q for q, docs in run.runs["biology"].items() if docs)
+    at.session_state["inspect_query"] = InspectTarget("biology", query)
+    at.switch_page("app_pages/inspector.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _hit_reasons(at: AppTest) -> list[str]:
+    return [
+        c.value
+        for block in _blocks(at, "hit_1_").values()
+        for c in _walk(block)
+        if getattr(c, "type", "") == "caption"
+    ]
+
+
+def test_a_shared_server_never_imports_the_module_a_run_folder_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    folder, marker = _planted_plugin_run(tmp_path, monkeypatch)
+    monkeypatch.setenv("MMBRIGHT_DATA_ROOT", str(tmp_path))
+    at = _open_plugin_run(folder)
+    assert not [b for b in at.button if b.key and b.key.startswith("insp_allow")]
+    reasons = _hit_reasons(at)
+    assert reasons and all("never imports a module a run folder names" in r for r in reasons)
+    assert not marker.exists()
+
+
+def test_a_local_dashboard_asks_before_importing_the_module_a_run_folder_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    folder, marker = _planted_plugin_run(tmp_path, monkeypatch)
+    at = _open_plugin_run(folder)
+    (warning,) = [w.value for w in at.warning if "planted" in w.value]
+    assert "imports the module planted\\_toy" in warning
+    assert all("allow it above" in r for r in _hit_reasons(at)) and not marker.exists()
+    at.button(key="insp_allow_0").click().run()
+    assert not at.exception, at.exception
+    assert marker.read_text() == "imported"
+    assert not [w for w in at.warning if "planted" in w.value]
+    hits = _blocks(at, "hit_1_")
+    assert hits and all(
+        re.search(r'data-part="text"', "".join(_html(block))) for block in hits.values()
+    )
