@@ -12,12 +12,12 @@ from pathlib import Path
 import isolation
 import openai_server
 import pytest
+import write_audit
 from fixture_dataset import build_fixture
 from tiny_clip import TINY_CLIP, TINY_CLIP_CONFIG
 
 from mmbright_core.data.sources import Source, open_source
 
-_REAL_HOME = pytest.StashKey[tuple[Path, dict[str, tuple[int, int]]]]()
 _TEST_HOME = pytest.StashKey[Path]()
 
 
@@ -42,9 +42,15 @@ def chat_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[openai_server.OpenA
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Run the whole suite in a temporary home (see ``tests/support/isolation.py``)."""
-    config.stash[_REAL_HOME] = (isolation.real_home(), isolation.snapshot(isolation.real_home()))
-    config.stash[_TEST_HOME] = isolation.redirect()
+    """Run the whole suite in a temporary home (see ``tests/support/isolation.py``), and
+    record any write of its own into the real home's mmbright folders."""
+    home = config.stash[_TEST_HOME] = isolation.redirect()
+    write_audit.install(isolation.watched(isolation.real_home()), _write_log(home))
+    write_audit.enable_in_subprocesses(home / "write-audit")
+
+
+def _write_log(home: Path) -> Path:
+    return home / "writes-into-the-real-home.log"
 
 
 # The suites kept apart by folder carry their folder's marker, so `-m "not robust"` and a path
@@ -62,14 +68,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the run if anything under the real home's mmbright folders changed."""
-    home, before = session.config.stash[_REAL_HOME]
-    after = isolation.snapshot(home)
-    if after != before:
-        changed = sorted(set(after.items()) ^ set(before.items()))
-        print(f"\nthe test run changed files in the user's home: {changed[:5]}")
+    """Fail the run if it wrote anything under the real home's mmbright folders.
+
+    Only the suite's own writes count: another process (the user's dashboard) may write
+    there meanwhile (``tests/support/write_audit.py``).
+    """
+    home = session.config.stash[_TEST_HOME]
+    written = write_audit.recorded(_write_log(home))
+    if written:
+        print(f"\nthe test run wrote into the user's home: {written[:5]}")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    shutil.rmtree(session.config.stash[_TEST_HOME], ignore_errors=True)
+    shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -79,9 +88,9 @@ def test_home(pytestconfig: pytest.Config) -> Path:
 
 
 @pytest.fixture(scope="session")
-def real_home_before(pytestconfig: pytest.Config) -> tuple[Path, dict[str, tuple[int, int]]]:
-    """The user's real home, and what its mmbright folders held before the run."""
-    return pytestconfig.stash[_REAL_HOME]
+def real_home_writes(pytestconfig: pytest.Config) -> Path:
+    """The log of the suite's writes into the real home's mmbright folders."""
+    return _write_log(pytestconfig.stash[_TEST_HOME])
 
 
 class _NoOcrEngine(importlib.abc.MetaPathFinder):

@@ -38,18 +38,6 @@ def watched(home: Path) -> tuple[Path, ...]:
     return (home / ".cache" / "mmbright", home / ".local" / "share" / "mmbright")
 
 
-def snapshot(home: Path) -> dict[str, tuple[int, int]]:
-    """Every file under the watched folders of ``home``: path -> (size, mtime in ns)."""
-    found: dict[str, tuple[int, int]] = {}
-    for folder in watched(home):
-        if not folder.is_dir():
-            continue
-        for path in folder.rglob("*"):
-            info = path.lstat()
-            found[str(path)] = (info.st_size, info.st_mtime_ns)
-    return found
-
-
 def redirect() -> Path:
     """Point ``HOME``, XDG and the package's locations at a new temporary home; return it."""
     for name in [n for n in os.environ if n.startswith("MMBRIGHT_")]:
