@@ -3,7 +3,11 @@
 The data goes to a temporary file in the destination's own folder (so the final rename
 stays on one file system), is flushed and fsynced, then moved over the destination with
 ``os.replace``, which is atomic on POSIX and Windows. A crash or an error mid-write leaves
-the previous file, if any, untouched and removes the temporary file. A write that fails (a
+the previous file, if any, untouched and removes the temporary file. A cache entry that can
+be computed again is written with ``sync=False``: without the two fsyncs it still survives
+the writing process being killed at any point (the kernel holds what ``os.replace``
+published), and only a crash of the whole system may lose the newest entries, which a
+rerun then computes again; a reader still never sees half a file. A write that fails (a
 full disk, no permission, a read-only file system) raises a :class:`WriteError` naming the
 destination, which the command line prints as one line. :func:`write_file` is the text
 writer of every output: UTF-8, gzip-compressed when the name ends in ``.gz``.
@@ -25,12 +29,13 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, sync: bool = True) -> Path:
     """Write ``data`` to ``path`` atomically, creating parent folders as needed.
 
     Args:
         path: The destination file.
         data: The complete new content.
+        sync: Whether to fsync the file and its folder (see the module's docstring).
 
     Returns:
         The destination as a ``Path``.
@@ -41,41 +46,46 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """
     target = Path(path)
     try:
-        _write(target, data)
+        _write(target, data, sync)
     except OSError as err:  # the system's message names no path when the disk is full
         raise WriteError(str(target), err) from err
     return target
 
 
-def _write(target: Path, data: bytes) -> None:
+def _write(target: Path, data: bytes, sync: bool) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.chmod(tmp_name, 0o666 & ~_UMASK)
         os.replace(tmp_name, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
-    _fsync_dir(target.parent)
+    if sync:
+        _fsync_dir(target.parent)
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
+def atomic_write_text(
+    path: str | os.PathLike[str], text: str, encoding: str = "utf-8", *, sync: bool = True
+) -> Path:
     """Write ``text`` to ``path`` atomically (UTF-8 by default, newlines kept as given).
 
     Args:
         path: The destination file.
         text: The complete new content.
         encoding: The text encoding.
+        sync: Whether to fsync the file and its folder (see the module's docstring).
 
     Returns:
         The destination as a ``Path``.
     """
-    return atomic_write_bytes(path, text.encode(encoding))
+    return atomic_write_bytes(path, text.encode(encoding), sync=sync)
 
 
 def write_file(path: str | os.PathLike[str], text: str) -> Path:

@@ -4,8 +4,9 @@ An answer's key is the sha256 of the endpoint, the model, the sampling parameter
 whole message list (prompt, query text and the images' data URLs): two models, two
 prompts or two settings never share an answer, and an answer is reused for nothing but
 the very request that produced it. Each answer is one small JSON file written atomically
-(:mod:`mmbright_core.io.atomic`) as soon as it arrives, so a job killed at any point keeps
-every answer received before the kill and loses at most the requests in flight.
+(:mod:`mmbright_core.io.atomic`, without fsync: an answer can be asked again) as soon as it
+arrives, so a job killed at any point keeps every answer received before the kill and loses
+at most the requests in flight.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class AnswerCache:
             "prompt_tokens": answer.prompt_tokens,
             "completion_tokens": answer.completion_tokens,
         }
-        atomic_write_text(path, json.dumps(record, sort_keys=True) + "\n")
+        atomic_write_text(path, json.dumps(record, sort_keys=True) + "\n", sync=False)
 
     def _path(self, key: str) -> Path | None:
         return None if self.folder is None else self.folder / key[:2] / f"{key}.json"

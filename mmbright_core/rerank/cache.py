@@ -2,10 +2,11 @@
 
 Each answer is one small JSON file named by the sha256 of the reranker's settings, the
 query (task, domain, text, the sha256 of each of its images) and its candidates in order
-(doc id, text, the sha256 of each image), written atomically once the reranker has
-answered. A job killed at any point therefore resumes with every answered query read back
-and nothing asked twice, and two models, two prompts or two candidate lists never share an
-answer. An unreadable entry is asked again, never trusted.
+(doc id, text, the sha256 of each image), written atomically (without fsync: an answer
+can be asked again, :mod:`mmbright_core.io.atomic`) once the reranker has answered. A job
+killed at any point therefore resumes with every answered query read back and nothing asked
+twice, and two models, two prompts or two candidate lists never share an answer. An
+unreadable entry is asked again, never trusted.
 """
 
 from __future__ import annotations
@@ -75,4 +76,4 @@ class AnswerCache:
             "ranked": None if answer.ranked is None else [list(pair) for pair in answer.ranked],
             "problem": answer.problem,
         }
-        atomic_write_text(self.path(key), json.dumps(data) + "\n")
+        atomic_write_text(self.path(key), json.dumps(data) + "\n", sync=False)

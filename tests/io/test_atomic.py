@@ -38,3 +38,18 @@ def test_failure_leaves_old_content_and_no_temp_file(
         atomic_write_text(target, "new")
     assert target.read_text() == "old"
     assert os.listdir(tmp_path) == ["out.txt"]
+
+
+def test_an_unsynced_write_is_as_atomic_and_makes_no_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(atomic.os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    target = tmp_path / "cache" / "entry.json"
+    atomic_write_text(target, "first\n")
+    assert len(synced) == 2  # the file, then its folder
+    synced.clear()
+    atomic_write_text(target, "second\n", sync=False)
+    assert synced == [] and target.read_text() == "second\n"
+    assert os.listdir(target.parent) == ["entry.json"]  # no temporary file left

@@ -59,6 +59,7 @@ def _asked(log: Path) -> list[str]:
 @pytest.mark.timeout(600)
 def test_a_killed_rerank_resumes_byte_identical_without_asking_again(tmp_path: Path):
     reference = tmp_path / "reference"
+    reference.mkdir()  # the plugin's log goes there before the job writes anything
     _finish(_start(reference / "out", reference / "cache", reference / "log"))
     every = _asked(reference / "log")
     assert len(every) == len(set(every)) > HOLD_AFTER + 1
