@@ -131,8 +131,17 @@ def connect(path: Path, timeout: float) -> sqlite3.Connection:
 
 
 def _check_foreign(conn: sqlite3.Connection, path: Path) -> None:
-    """Refuse a database of another program or of a newer schema, before writing to it."""
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    """Refuse a database of another program or of a newer schema, before writing to it.
+
+    The version and the tables are read in one statement, so from one snapshot: read apart,
+    another process creating the schema between the two reads makes a new notes file look
+    like another program's (no version yet, then tables).
+    """
+    rows = conn.execute(
+        "SELECT (SELECT user_version FROM pragma_user_version), name FROM "
+        "(SELECT NULL AS name UNION ALL SELECT name FROM sqlite_master)"
+    ).fetchall()
+    version = rows[0][0]
     if version > SCHEMA_VERSION:
         raise NotesError(
             "the notes file was made by a newer version of mmbright",
@@ -141,7 +150,7 @@ def _check_foreign(conn: sqlite3.Connection, path: Path) -> None:
             found=f"version {version}",
             hint="Upgrade mmbright, or choose another file with --db or MMBRIGHT_NOTES",
         )
-    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    tables = {name for _, name in rows if name is not None}
     if version == 0 and tables:
         raise NotesError(
             "the file is an SQLite database, but not a notes file",

@@ -448,3 +448,30 @@ def test_malformed_csv_header_and_json(store, tmp_path):
     with pytest.raises(NotesError, match="import mode"):
         store.import_(entry, mode="overwrite")  # type: ignore[arg-type]
     assert contents(store) == []
+
+
+def test_a_notes_file_created_by_another_process_mid_check_opens(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # Another writer creates the schema while this one checks the new, empty file: the check
+    # must read the version and the tables from one snapshot, never "no version, tables".
+    from mmbright_core.notes import database
+
+    real_connect = sqlite3.connect
+    created: list[bool] = []
+
+    def connect(*args, **kwargs):
+        conn = real_connect(*args, **kwargs)
+
+        def between(statement: str) -> None:
+            if "sqlite_master" in statement and not created:
+                created.append(True)
+                with NotesStore(db) as other:  # commits the whole schema
+                    other.add_tag("made meanwhile")
+
+        conn.set_trace_callback(between)
+        return conn
+
+    monkeypatch.setattr(database.sqlite3, "connect", connect)
+    with NotesStore(db) as store:
+        assert created and "made meanwhile" in {t.name for t in store.tags()}
