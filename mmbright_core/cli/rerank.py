@@ -36,6 +36,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--device", help="torch device of model rerankers (cpu, cuda)")
     parser.add_argument("--batch-size", type=int, help="pairs per forward pass")
     parser.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="cross-encoder: and mteb: run the model's own code from the hub, which "
+        "config.json records. MMBRIGHT_ALLOW_REMOTE_CODE=0 forbids it",
+    )
+    parser.add_argument(
         "--option",
         action="append",
         default=[],
@@ -56,6 +62,7 @@ def reranker_options(args: argparse.Namespace) -> dict[str, Any]:
 
     options = parse_options(args.option)
     flags = {"endpoint": args.endpoint, "device": args.device, "batch_size": args.batch_size}
+    flags["trust_remote_code"] = True if args.trust_remote_code else None
     options.update({name: value for name, value in flags.items() if value is not None})
     if args.reranker.startswith("llm:") and args.cache_dir is not None:
         options.setdefault("cache_dir", args.cache_dir)  # the chat answers' cache too

@@ -16,6 +16,7 @@ from typing import Any
 from mmbright_core.errors import InputError
 from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, RerankQuery
 from mmbright_core.retrieval.base import model_label, require
+from mmbright_core.retrieval.remote_code import gate
 from mmbright_core.retrieval.sentence_models import cannot_load, model_identity
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
 
@@ -31,6 +32,11 @@ class CrossEncoderReranker:
         max_length: Token truncation of each (query, passage) input (default: the model's).
         batch_size: Pairs per forward pass.
         device: Torch device (default: what sentence-transformers picks).
+        trust_remote_code: The opt-in to the model's hub code (``--trust-remote-code``).
+
+    Raises:
+        InputError: The model runs hub code without the opt-in or where the operator
+            forbids it (:func:`~mmbright_core.retrieval.remote_code.gate`).
     """
 
     tasks = frozenset({1, 2, 4})
@@ -42,8 +48,10 @@ class CrossEncoderReranker:
         max_length: int | None = None,
         batch_size: int = 32,
         device: str | None = None,
+        trust_remote_code: bool = False,
     ) -> None:
         self.model, self.revision = model, revision
+        self.trust = gate(model, revision, trust_remote_code)  # refused before any pair
         self.local = Path(model).expanduser().exists()
         self.name = f"cross-encoder:{model}"
         self.max_length, self.batch_size, self.device = max_length, batch_size, device
@@ -66,12 +74,14 @@ class CrossEncoderReranker:
         """
         if self._encoder is None:
             st = require("sentence_transformers", _WHAT, "text")
+            trust = gate(self.model, self.revision, bool(self.trust))
             try:
                 self._encoder = st.CrossEncoder(
                     self.model,
                     revision=self.revision,
                     max_length=self.max_length,
                     device=self.device,
+                    **trust,
                 )
             except OSError as err:
                 raise cannot_load("the cross-encoder", self.model, err) from err

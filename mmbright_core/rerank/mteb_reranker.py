@@ -24,8 +24,9 @@ from mmbright_core.data.images import ImageDecodeError, decode_image
 from mmbright_core.errors import InputError
 from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, RerankQuery
 from mmbright_core.retrieval.base import require
-from mmbright_core.retrieval.mteb_registry import load_model, split_name
+from mmbright_core.retrieval.mteb_registry import load_model, loader_runs_code, split_name
 from mmbright_core.retrieval.mteb_tasks import IMAGE_ROWS, TASK_NAMES, task_metadata, task_rows
+from mmbright_core.retrieval.remote_code import gate
 from mmbright_core.task_table import TASK_TABLE
 
 _WHAT = "the mteb reranker"
@@ -70,12 +71,21 @@ class MtebReranker:
         model: An MTEB registry name, optionally ``@REVISION`` (the one it pins).
         device: Torch device passed to ``mteb.get_model``.
         batch_size: Pairs per batch of MTEB's data loader.
+        trust_remote_code: The opt-in to the model's hub code (``--trust-remote-code``).
     """
 
-    def __init__(self, model: str, device: str | None = None, batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        model: str,
+        device: str | None = None,
+        batch_size: int = 32,
+        trust_remote_code: bool = False,
+    ) -> None:
         self.model, revision = split_name(model)
         self.meta = cross_encoder_meta(self.model, revision)
         self.revision: str | None = self.meta.revision
+        why = loader_runs_code(self.meta)  # refused before any pair is scored
+        self.trust = bool(gate(self.model, self.revision, trust_remote_code, why))
         self.name = f"mteb:{model}"
         self.device, self.batch_size = device, batch_size
         self._model: Any = None
@@ -102,7 +112,7 @@ class MtebReranker:
             InputError: Its weights or code are not in the local cache.
         """
         if self._model is None:
-            self._model = load_model(self.model, self.revision, self.device, _WHAT)
+            self._model = load_model(self.model, self.revision, self.device, _WHAT, self.trust)
         return self._model
 
     def rerank(

@@ -36,7 +36,7 @@ from mmbright_core.retrieval.embedder import Role
 from mmbright_core.retrieval.encoders import BatchEncoder, CallEncoder, EncodeJob, passage_jobs
 from mmbright_core.retrieval.index import Groups, IndexKind, rank_vectors
 from mmbright_core.retrieval.instructions import fill_domain
-from mmbright_core.retrieval.remote_code import trusted
+from mmbright_core.retrieval.remote_code import gate
 from mmbright_core.retrieval.sentence_models import (
     default_text_model,
     load_sentence_transformer,
@@ -113,7 +113,7 @@ class DenseRetriever:
         self.cache_root = default_cache_dir(cache_dir)
         self.index = index
         self.cache_dtype = check_dtype(cache_dtype)
-        self.trust = trusted(self.model, trust_remote_code)
+        self.trust = gate(self.model, self.revision, trust_remote_code)
         self._encoder: Any = None
 
     def label(self) -> str:

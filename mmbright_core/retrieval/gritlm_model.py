@@ -30,7 +30,7 @@ from mmbright_core.retrieval.hf_model import checkpoint_of, device_of, model_lab
 from mmbright_core.retrieval.index import IndexKind
 from mmbright_core.retrieval.instructions import DOMAIN_FIELD, fill_domain
 from mmbright_core.retrieval.model_files import FOLDER_HINT, model_files
-from mmbright_core.retrieval.remote_code import FLAG, check_remote_code
+from mmbright_core.retrieval.remote_code import FLAG, gate
 from mmbright_core.retrieval.textcap import cap_text
 
 WHAT = "the gritlm retriever"
@@ -115,6 +115,7 @@ class GritLMEmbedder:
             options |= {"device": device_of(self.device)}
             if self.revision is not None:
                 options["revision"] = self.revision
+            gate(self.model, self.revision, True)  # gritlm passes trust_remote_code=True
             with model_files("the GritLM model", self.model, FOLDER_HINT):
                 self._model = gritlm.GritLM(self.model, **options)
         return self._model
@@ -169,7 +170,7 @@ def gritlm_retriever(
             found=f"--retriever gritlm --model {model} without {FLAG}",
             hint=f"Add {FLAG} to run it.",
         )
-    check_remote_code(str(model))
+    gate(str(model), revision, True)
     embedder = GritLMEmbedder(
         model,
         revision,

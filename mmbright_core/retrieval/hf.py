@@ -43,7 +43,7 @@ from mmbright_core.retrieval.hf_model import (
 )
 from mmbright_core.retrieval.index import IndexKind
 from mmbright_core.retrieval.instructions import DOMAIN_FIELD, fill_domain
-from mmbright_core.retrieval.remote_code import trusted
+from mmbright_core.retrieval.remote_code import gate
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ class HFTextEmbedder(HFModel):
         if pooling is not None and pooling not in POOLINGS:
             raise UnknownNameError("pooling", pooling, POOLINGS)
         torch_dtype(self.dtype)
-        self.trust = trusted(self.model_id, trust_remote_code)
+        self.trust = gate(self.model_id, self.revision, trust_remote_code)
         self.layer_norm = layer_norm
         self.pooling = pooling or default_pooling(str(self.pretrained("AutoConfig").model_type))
         self.instructions = {"query": query_instruction, "document": document_instruction}
@@ -252,7 +252,7 @@ def hf_retriever(
     from mmbright_core.retrieval.hf_clip import FAMILIES, HFClipEmbedder
 
     transformers = load_transformers()
-    trust = trusted(str(model), trust_remote_code)
+    trust = gate(str(model), revision, trust_remote_code)
     family = str(load_pretrained(transformers.AutoConfig, str(model), revision, **trust).model_type)
     common: dict[str, Any] = {"revision": revision, "max_length": max_length, "dtype": dtype}
     common |= {"batch_size": batch_size, "device": device}

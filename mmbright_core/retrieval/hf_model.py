@@ -19,7 +19,7 @@ from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.cache import path_sha256
 from mmbright_core.retrieval.model_files import FOLDER_HINT, model_files
-from mmbright_core.retrieval.remote_code import trusted
+from mmbright_core.retrieval.remote_code import gate
 
 DTYPES = ("float32", "bfloat16", "float16")
 
@@ -59,13 +59,24 @@ def model_label(model: str) -> str:
     return Path(model.rstrip("/")).name
 
 
-def load_pretrained(factory: Any, model: str, revision: str | None, **kwargs: Any) -> Any:
+def load_pretrained(
+    factory: Any,
+    model: str,
+    revision: str | None,
+    trust_remote_code: bool = False,
+    **kwargs: Any,
+) -> Any:
     """Call ``factory.from_pretrained`` and turn a missing model into a clear error.
 
+    Every transformers load of the package comes here, through the remote-code gate first
+    (``trust_remote_code``: the opt-in; :func:`~mmbright_core.retrieval.remote_code.gate`).
+
     Raises:
-        InputError: The model is neither a local folder nor a hub id in the local cache, or
-            a file of the local folder cannot be loaded.
+        InputError: The model runs hub code without the opt-in or where the operator forbids
+            it, it is neither a local folder nor a hub id in the local cache, or a file of
+            the local folder cannot be loaded.
     """
+    kwargs |= gate(model, revision, trust_remote_code)
     if Path(model).expanduser().is_dir():  # local files: each fault of one is one line
         with model_files("the transformers model", model, FOLDER_HINT):
             return factory.from_pretrained(model, revision=revision, **kwargs)
@@ -97,8 +108,8 @@ def load_model(
         transformers.AutoModel,
         model,
         revision,
+        trust_remote_code,
         dtype=torch_dtype(dtype),
-        **trusted(model, trust_remote_code),
     )
     return loaded.to(device_of(device)).eval()
 

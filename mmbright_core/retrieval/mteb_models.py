@@ -32,7 +32,13 @@ from mmbright_core.retrieval.dual import DualEncoderRetriever
 from mmbright_core.retrieval.dual_options import DualOptions
 from mmbright_core.retrieval.embedder import Modality, Role
 from mmbright_core.retrieval.index import IndexKind
-from mmbright_core.retrieval.mteb_registry import WHAT, load_model, model_meta, split_name
+from mmbright_core.retrieval.mteb_registry import (
+    WHAT,
+    load_model,
+    loader_runs_code,
+    model_meta,
+    split_name,
+)
 from mmbright_core.retrieval.mteb_tasks import (
     IMAGE_ROWS,
     QUERY_PROMPTS,
@@ -41,6 +47,7 @@ from mmbright_core.retrieval.mteb_tasks import (
     task_name,
     task_rows,
 )
+from mmbright_core.retrieval.remote_code import gate
 
 
 class MtebEmbedder:
@@ -51,16 +58,27 @@ class MtebEmbedder:
             registry pins).
         device: Torch device passed to ``mteb.get_model``.
         batch_size: Inputs per batch of MTEB's data loader (MTEB's default, 32).
+        trust_remote_code: The opt-in to the model's hub code, which MTEB's loader runs for
+            many models (:func:`~mmbright_core.retrieval.remote_code.gate`).
 
     The task and domain the vectors are for are set by :meth:`bind` before encoding (a
     :class:`~mmbright_core.retrieval.embedder.BoundEmbedder`): the model reads its prompt
     from that task's metadata.
     """
 
-    def __init__(self, model: str, device: str | None = None, batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        model: str,
+        device: str | None = None,
+        batch_size: int = 32,
+        trust_remote_code: bool = False,
+    ) -> None:
         self.model, revision = split_name(model)
         self.meta = model_meta(self.model, revision)
         self.revision: str | None = self.meta.revision
+        # Refused here, before a run starts, as the load would refuse it.
+        why = loader_runs_code(self.meta)
+        self.trust = bool(gate(self.model, self.revision, trust_remote_code, why))
         self.device, self.batch_size = device, batch_size
         self.name = self.model.rsplit("/", 1)[-1]
         images = "image" in (self.meta.modalities or ())
@@ -115,7 +133,7 @@ class MtebEmbedder:
             InputError: The model's weights or code cannot be loaded (not in the local cache).
         """
         if self._model is None:
-            self._model = load_model(self.model, self.revision, self.device, WHAT)
+            self._model = load_model(self.model, self.revision, self.device, WHAT, self.trust)
         return self._model
 
     def encode_texts(self, texts: Sequence[str], role: Role) -> np.ndarray:
@@ -207,6 +225,7 @@ def mteb_retriever(
     cache_dir: str | None = None,
     index: IndexKind = "flat",
     cache_dtype: str = "float32",
+    trust_remote_code: bool = False,
 ) -> DualEncoderRetriever:
     """Build the ``mteb`` retriever: ``--retriever mteb --model NAME[@REVISION]``.
 
@@ -221,9 +240,11 @@ def mteb_retriever(
         cache_dir: Embedding cache root.
         index: Vector index kind (``flat`` exact).
         cache_dtype: How cached vectors are stored (``float32``).
+        trust_remote_code: The opt-in to the model's hub code (``--trust-remote-code``).
 
     Raises:
-        InputError: No model, or one MTEB cannot provide.
+        InputError: No model, one MTEB cannot provide, or one that runs hub code without
+            the opt-in or where the operator forbids it.
         MissingDependencyError: mteb is not installed.
     """
     if model is None:
@@ -232,6 +253,6 @@ def mteb_retriever(
             expected="--model NAME[@REVISION] of MTEB's registry",
             hint="e.g. --model mteb/baseline-random-encoder (offline, random vectors).",
         )
-    embedder = MtebEmbedder(model, device=device, batch_size=batch_size)
+    embedder = MtebEmbedder(model, device, batch_size, trust_remote_code)
     store = DualOptions(image_policy, cache_dir, index, cache_dtype, batch_size, no_image)
     return store.build(embedder, "mteb")

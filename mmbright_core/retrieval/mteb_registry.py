@@ -3,8 +3,12 @@
 ``--model NAME[@REVISION]`` names an entry of ``mteb.get_model_metas()``; :func:`model_meta`
 finds it (with close matches when it is not there), checks the revision against the one the
 registry pins, and refuses a model this package cannot score as MTEB does (docs/models.md).
-:func:`load_model` loads it as MTEB evaluates it, from the local cache only. The ``mteb``
-retriever (:mod:`.mteb_models`) and reranker both go through here.
+:func:`load_model` loads it as MTEB evaluates it, from the local cache only, once the
+remote-code gate (:func:`~mmbright_core.retrieval.remote_code.gate`) has read the model's
+files: MTEB's loaders pass ``trust_remote_code=True`` for many models on their own, so a model
+whose entry or files say it runs its own code needs the opt-in, and a hub model not in the
+local cache (whose files cannot be read first) too. The ``mteb`` retriever
+(:mod:`.mteb_models`) and reranker both go through here.
 """
 
 from __future__ import annotations
@@ -14,22 +18,46 @@ from typing import Any
 
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.base import require
+from mmbright_core.retrieval.remote_code import gate, local_files
 
 WHAT = "the mteb retriever"
 
 
-def load_model(model: str, revision: str | None, device: str | None, what: str) -> Any:
+def load_model(
+    model: str,
+    revision: str | None,
+    device: str | None,
+    what: str,
+    trust_remote_code: bool = False,
+) -> Any:
     """Return ``mteb.get_model(model, revision)`` on ``device``, for ``what`` (a backend).
 
+    ``trust_remote_code`` is the opt-in to the model's hub code (:func:`gate`).
+
     Raises:
-        InputError: The model's weights or code cannot be loaded (not in the local cache).
+        InputError: The model would run hub code without the opt-in or where the operator
+            forbids it, or its weights or code cannot be loaded (not in the local cache).
         MissingDependencyError: mteb is not installed.
     """
     mteb = require("mteb", what, "mteb")
+    gate(model, revision, trust_remote_code, loader_runs_code(mteb.get_model_meta(model)))
     try:
         return mteb.get_model(model, revision, device=device)
     except (OSError, ValueError, RuntimeError) as err:
         raise unloadable(model, err) from err
+
+
+def loader_runs_code(meta: Any) -> str | None:
+    """Return why MTEB's loader of ``meta`` may run hub code whatever its files say, if so.
+
+    Its registry entry asks for ``trust_remote_code``; or it is a hub model (open weights in
+    a framework) not in the local cache, whose files cannot be read before MTEB fetches them.
+    """
+    if (meta.loader_kwargs or {}).get("trust_remote_code"):
+        return "loader in MTEB's registry passes trust_remote_code=True"
+    if meta.open_weights and meta.framework and local_files(meta.name, meta.revision) is None:
+        return "files are not in the local cache, so they cannot be checked for code of their own"
+    return None
 
 
 def unloadable(model: str, err: Exception) -> InputError:

@@ -43,9 +43,11 @@ from mmbright_core.retrieval.model_files import (
     looks_like_file,
     model_files,
 )
+from mmbright_core.retrieval.remote_code import gate
 from mmbright_core.retrieval.textcap import cap_text
 
 _LOCAL_DIR = "local-dir:"
+_HUB_PREFIX = "hf-hub:"  # open_clip's model from the hub (its open_clip_config.json)
 #: The default ``pretrained``: ``openai`` for a named model, the folder's own weights for
 #: ``local-dir:`` (whose checkpoint open_clip finds itself, ignoring ``pretrained``).
 AUTO_PRETRAINED = "auto"
@@ -74,6 +76,9 @@ class OpenClipEmbedder:
     fusion = "raw-mean"
 
     def __init__(self, model: str, pretrained: str | None, seed: int, device: str) -> None:
+        # open_clip never passes trust_remote_code: a model whose files (or whose transformers
+        # text tower's) name code of their own is refused here, before open_clip reads them.
+        gate(model.removeprefix(_LOCAL_DIR).removeprefix(_HUB_PREFIX), None, False)
         self.model, self.pretrained, self.seed, self.device = model, pretrained, seed, device
         self.name = _label(model, pretrained)
         self._loaded: tuple[Any, Any, Any] | None = None

@@ -11,8 +11,9 @@ MTEB's own prompts; the model's registry entry is checked then, so a set the bac
 refuse is refused at resolution. A multimodal preset gets the
 ``first`` image policy, the released code's ``images[0]``, which made the published runs.
 A preset whose model runs its own hub code resolves only with ``trust_remote_code=True``
-(``--trust-remote-code``; :mod:`.remote_code`), and then to options that pass it on; the
-``remote`` backend also takes the preset's ``interface``.
+(``--trust-remote-code``; :mod:`.remote_code`), and then to options that pass it on, through
+MTEB's implementation too (whose loader runs the same code); the ``remote`` backend also takes
+the preset's ``interface``.
 
 :class:`Chosen` wraps the built retriever so that ``config.json`` records the preset and the
 instruction set beside the settings they produced.
@@ -29,7 +30,7 @@ from mmbright_core.retrieval.base import Retriever
 from mmbright_core.retrieval.catalogue import Instructions, Preset, preset_for_model
 from mmbright_core.retrieval.instructions import DEFAULT_INSTRUCTIONS, INSTRUCTION_SETS
 from mmbright_core.retrieval.mteb_registry import model_meta
-from mmbright_core.retrieval.remote_code import check_remote_code, needs_opt_in
+from mmbright_core.retrieval.remote_code import gate, needs_opt_in
 from mmbright_core.types import TaskData
 
 _MODEL_ZOO = ("hf", "mteb", "api", "remote", "gritlm")
@@ -95,23 +96,24 @@ def resolve(
             found=f"task {task}",
             hint="Use --retriever with the model's backend to run it elsewhere.",
         )
-    if instructions == "mteb":
-        return Resolved("mteb", _mteb_options(preset), preset.name, instructions)
-    if preset.trust_remote_code:
-        _check_hub_code(preset, trust_remote_code)
-    texts = preset.instructions_for(instructions)
-    options = _backend_options(preset, texts)
+    via_mteb = instructions == "mteb"
+    options = _mteb_options(preset) if via_mteb else None
+    if preset.trust_remote_code:  # MTEB's loader runs the same hub code
+        _check_hub_code(preset, trust_remote_code, preset.mteb_model if via_mteb else None)
+    if options is None:
+        options = _backend_options(preset, preset.instructions_for(instructions))
+        if preset.multimodal:
+            options["image_policy"] = "first"
     if preset.trust_remote_code:
         options["trust_remote_code"] = True
-    if preset.multimodal:
-        options["image_policy"] = "first"
-    return Resolved(preset.backend, options, preset.name, instructions)
+    return Resolved("mteb" if via_mteb else preset.backend, options, preset.name, instructions)
 
 
-def _check_hub_code(preset: Preset, trusted: bool) -> None:
+def _check_hub_code(preset: Preset, trusted: bool, model: str | None) -> None:
+    # The operator's switch first, said before a run starts (the loader's gate says it again).
+    gate(model or str(preset.model), None if model else preset.revision, True)
     if not trusted:
-        raise needs_opt_in(preset.name, preset.mteb_model is not None)
-    check_remote_code(str(preset.model))
+        raise needs_opt_in(preset.name)
 
 
 def _mteb_options(preset: Preset) -> dict[str, Any]:

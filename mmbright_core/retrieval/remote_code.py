@@ -1,18 +1,31 @@
-"""Running a model's own code from the hub: an explicit opt-in, which an operator may forbid.
+"""Running a model's own code from the hub: one gate, an explicit opt-in, an operator's switch.
 
 Several models of the paper's tables (gte-Qwen, Nomic, ReasonIR, M2-BERT, Jina-CLIP,
 Nomic-Vision, BGE-VL, GME) keep part of their forward pass in Python files of their hub
 repository. transformers and sentence-transformers run such files only when asked with
-``trust_remote_code=True``; this package asks only when the user does: ``mmbright run ...
---trust-remote-code`` or the Run page's checkbox. Every loader that passes
-``trust_remote_code=True`` first calls :func:`check_remote_code`, so a shared server whose
-operator sets ``MMBRIGHT_ALLOW_REMOTE_CODE=0`` runs no hub code, whoever asks
-(docs/safety.md).
+``trust_remote_code=True``, and MTEB's loaders ask for many models on their own. Every model
+load of this package (transformers, sentence-transformers and its cross-encoders, MTEB's
+registry, open_clip's ``hf-hub:`` models, gritlm) first passes :func:`gate`, which reads the
+model's local files before any library does: a model whose files name code of their own
+(an ``auto_map``, a module of its own in ``modules.json``, or, for open_clip, a transformers
+tower that does), or whose loader runs hub code, or that is asked to run it, loads only
+
+- with the opt-in: ``mmbright run ... --trust-remote-code`` (``mmbright rerank`` too) or the
+  Run page's checkbox, and
+- where the operator has not set ``MMBRIGHT_ALLOW_REMOTE_CODE=0``, which forbids it for every
+  run, whoever asks (docs/safety.md).
+
+Otherwise the load is refused in one line, before anything of the model's repository is
+imported.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
+from pathlib import Path
+from typing import Any
 
 from mmbright_core.errors import InputError
 
@@ -20,6 +33,11 @@ ENV = "MMBRIGHT_ALLOW_REMOTE_CODE"
 """The operator's switch: ``0`` (or ``false``, ``no``, ``off``) forbids running hub code."""
 FLAG = "--trust-remote-code"
 _OFF = frozenset({"0", "false", "no", "off"})
+# A hub revision or branch name as it may appear in the cache (never a path).
+_REVISION = re.compile(r"[\w.-]+")
+# The package whose module types in modules.json are sentence-transformers' own code.
+_ST_OWN = "sentence_transformers."
+_JSON_LIMIT = 4 << 20  # a config larger than this is no config: read as naming nothing
 
 
 def remote_code_allowed() -> bool:
@@ -27,44 +45,127 @@ def remote_code_allowed() -> bool:
     return os.environ.get(ENV, "").strip().lower() not in _OFF
 
 
-def check_remote_code(model: str) -> None:
-    """Refuse to load ``model`` with its hub code where the operator forbids it.
+def local_files(model: str, revision: str | None) -> Path | None:
+    """Return the folder of ``model``'s files on this machine: a local folder or a cache snapshot.
+
+    A hub id is looked up in the Hugging Face hub cache (``HF_HUB_CACHE``) at ``revision``
+    (a commit, or a branch its ``refs/`` names; default ``main``). None: not on this machine.
+    """
+    folder = Path(model).expanduser()
+    if folder.is_dir():
+        return folder
+    wanted = revision or "main"
+    if not _REVISION.fullmatch(wanted) or set(wanted) == {"."}:
+        return None
+    from huggingface_hub import constants
+
+    entry = Path(constants.HF_HUB_CACHE) / f"models--{model.replace('/', '--')}"
+    ref = entry / "refs" / wanted
+    commit = ref.read_text(encoding="utf-8").strip() if ref.is_file() else wanted
+    snapshot = entry / "snapshots" / commit
+    return snapshot if _REVISION.fullmatch(commit) and snapshot.is_dir() else None
+
+
+def hub_code(model: str, revision: str | None) -> str | None:
+    """Return what in ``model``'s local files names code of its own (None: nothing does).
+
+    Read: every JSON file of the folder and of its module subfolders, for an ``auto_map``
+    (transformers' pointer to a module of the repository, or of another one), the module
+    types of ``modules.json`` that are not sentence-transformers' own, and the transformers
+    model an ``open_clip_config.json`` names for its text tower (checked the same way).
+    """
+    folder = local_files(model, revision)
+    if folder is None:
+        return None
+    for path in sorted([*folder.glob("*.json"), *folder.glob("*/*.json")]):
+        named = _names_code(path, model)
+        if named is not None:
+            return f"{path.relative_to(folder)} names {named}"
+    return None
+
+
+def _names_code(path: Path, model: str) -> str | None:
+    record = _read_json(path)
+    if isinstance(record, dict) and record.get("auto_map"):
+        mapped = record["auto_map"]
+        first = next(iter(mapped.values()), mapped) if isinstance(mapped, dict) else mapped
+        return f"code of its own (auto_map: {str(first)[:80]})"
+    if path.name == "modules.json" and isinstance(record, list):
+        for module in record:
+            kind = module.get("type") if isinstance(module, dict) else None
+            if isinstance(kind, str) and not kind.startswith(_ST_OWN):
+                return f"a module of its own ({kind[:80]})"
+    if path.name == "open_clip_config.json" and isinstance(record, dict):
+        text = (record.get("model_cfg") or {}).get("text_cfg") or {}
+        for key in ("hf_model_name", "hf_tokenizer_name"):
+            tower = text.get(key) if isinstance(text, dict) else None
+            if isinstance(tower, str) and tower != model:
+                found = hub_code(tower, None)
+                if found is not None:
+                    return f"the text tower {tower!r}, whose {found}"
+    return None
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        if path.stat().st_size > _JSON_LIMIT:
+            return None
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None  # an unreadable config: the loader reports it, in its own words
+
+
+def gate(
+    model: str,
+    revision: str | None,
+    trust_remote_code: bool,
+    loader_runs_code: str | None = None,
+) -> dict[str, bool]:
+    """Return the keyword that loads ``model``, once the switch and the opt-in allow it.
+
+    Every model load passes here first. A model runs hub code when it is asked to
+    (``trust_remote_code``), when its loader does on its own (``loader_runs_code``: why), or
+    when its local files name code of their own (:func:`hub_code`); it then loads only with
+    the opt-in and where the operator allows it.
+
+    Args:
+        model: A hub id or a local folder.
+        revision: The hub revision to be loaded (None: the cache's ``main``).
+        trust_remote_code: The opt-in (:data:`FLAG`, the Run page's checkbox).
+        loader_runs_code: Why the model's loader runs hub code whatever it is passed, if it does.
+
+    Returns:
+        ``{"trust_remote_code": True}`` where hub code may run, else ``{}``.
 
     Raises:
-        InputError: ``MMBRIGHT_ALLOW_REMOTE_CODE`` forbids it.
+        InputError: The operator forbids hub code (:data:`ENV`) and the model would run
+            some, or the model runs its own code and the opt-in was not given.
     """
+    why = loader_runs_code or hub_code(model, revision)
+    if not trust_remote_code and why is None:
+        return {}
     if not remote_code_allowed():
         raise InputError(
             "running a model's own code from the hub is forbidden on this installation",
-            found=f"{model} with trust_remote_code, {ENV}={os.environ.get(ENV, '')}",
-            hint="The operator set this; run a preset whose code ships with transformers, "
+            found=f"{model}{f', whose {why}' if why else ' with trust_remote_code'}, "
+            f"{ENV}={os.environ.get(ENV, '')}",
+            hint="The operator set this; run a model whose code ships with transformers, "
             "or ask the operator.",
         )
-
-
-def trusted(model: str, trust_remote_code: bool) -> dict[str, bool]:
-    """Return the ``from_pretrained`` keyword that runs ``model``'s hub code, if asked for.
-
-    Raises:
-        InputError: The operator forbids hub code (:data:`ENV`).
-    """
     if not trust_remote_code:
-        return {}
-    check_remote_code(model)
+        raise InputError(
+            f"model {model!r} runs its own code from the hub (trust_remote_code)",
+            found=f"{model}, whose {why}, without {FLAG}",
+            hint=f"Read that code, then add {FLAG} (the Run page: its checkbox) to run it.",
+        )
     return {"trust_remote_code": True}
 
 
-def needs_opt_in(preset: str, via_mteb: bool) -> InputError:
-    """Return the refusal of a hub-code preset run without :data:`FLAG`.
-
-    Args:
-        preset: The preset's name.
-        via_mteb: Whether MTEB's implementation of the model is another way to run it.
-    """
-    other = "; or run MTEB's implementation with --instructions mteb" if via_mteb else ""
+def needs_opt_in(preset: str) -> InputError:
+    """Return the refusal of a hub-code preset run without :data:`FLAG`."""
     return InputError(
         f"preset {preset!r} runs the model's own code from the hub (trust_remote_code)",
         found=f"--model-preset {preset} without {FLAG}",
         hint=f"Add {FLAG} (the Run page: its checkbox) to run it; docs/models.md says which "
-        f"code runs{other}.",
+        "code runs.",
     )

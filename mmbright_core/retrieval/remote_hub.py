@@ -20,7 +20,7 @@ from PIL import Image
 
 from mmbright_core.retrieval.embedder import Modality
 from mmbright_core.retrieval.hf_model import HFModel, load_torch
-from mmbright_core.retrieval.remote_code import trusted
+from mmbright_core.retrieval.remote_code import gate
 
 HUB_OPTIONS = ("revision", "dtype", "batch_size", "device")
 """The options of :class:`HubModel` itself; the rest of a ``remote`` run's are its recipe's."""
@@ -75,7 +75,7 @@ class HubModel(HFModel):
     def __init__(self, model: str, interface: str, **common: Any) -> None:
         super().__init__(model, **common)
         self.interface = interface
-        self.trust = trusted(self.model_id, True)
+        self.trust = gate(self.model_id, self.revision, True)
 
     def settings(self) -> dict[str, Any]:
         """Return the model's identity, the interface called and that hub code runs."""

@@ -144,9 +144,14 @@ class SentenceEmbedding(HubTextModel):
         super().__init__(model, **options)
         self.tokenizer_id = str(tokenizer or model)
         transformers = load_transformers()
-        # The tokenizer ships with transformers (BERT's): it needs no hub code.
+        # The tokenizer ships with transformers (BERT's): the opt-in, passed on, runs nothing
+        # more (the gate still reads its files, which may be the model's own folder).
         self.tokenizer = load_pretrained(
-            transformers.AutoTokenizer, self.tokenizer_id, None, model_max_length=self.max_length
+            transformers.AutoTokenizer,
+            self.tokenizer_id,
+            None,
+            model_max_length=self.max_length,
+            **self.trust,
         )
 
     def settings(self) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from mmbright_core.retrieval.hf_model import (
     load_pretrained,
     load_transformers,
 )
-from mmbright_core.retrieval.remote_code import trusted
+from mmbright_core.retrieval.remote_code import gate
 from mmbright_core.retrieval.remote_hub import HUB_OPTIONS, HubModel, inference
 
 
@@ -68,10 +68,12 @@ class TextVisionPair(HubModel):
         common = {key: options.pop(key) for key in HUB_OPTIONS if key in options}
         super().__init__(model, interface, **common)
         self.image_model = str(image_model)
-        trusted(self.image_model, True)  # the operator's switch covers the image model too
+        gate(self.image_model, None, True)  # the operator's switch covers the image model too
         self.text = HFTextEmbedder(self.model_id, trust_remote_code=True, **options, **common)
         transformers = load_transformers()
-        self.processor = load_pretrained(transformers.AutoImageProcessor, self.image_model, None)
+        self.processor = load_pretrained(
+            transformers.AutoImageProcessor, self.image_model, None, True
+        )
         self._vision: Any = None
 
     def bind(self, task: int | None, domain: str | None) -> None:

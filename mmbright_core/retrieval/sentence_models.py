@@ -14,6 +14,7 @@ from mmbright_core.errors import InputError, MissingDependencyError
 from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.cache import path_sha256
 from mmbright_core.retrieval.model_files import FOLDER_HINT, model_files
+from mmbright_core.retrieval.remote_code import gate
 
 
 def default_text_model() -> Path:
@@ -36,22 +37,25 @@ def load_sentence_transformer(
     revision: str | None,
     device: str | None,
     max_length: int | None = None,
-    **trust: bool,
+    trust_remote_code: bool = False,
 ) -> Any:
-    """Load a sentence-transformers model (``trust``: its hub code's opt-in, if given).
+    """Load a sentence-transformers model, through the remote-code gate first.
 
     Args:
         model: A hub name or a local folder.
         revision: The hub revision, if pinned.
         device: Torch device (None: what sentence-transformers picks).
         max_length: Token truncation of the inputs (None: the model's own).
-        **trust: ``trust_remote_code=True`` where the model's own code is run.
+        trust_remote_code: The opt-in to the model's own code
+            (:func:`~mmbright_core.retrieval.remote_code.gate`).
 
     Raises:
-        InputError: The model is neither a local folder nor a hub name in the local cache.
+        InputError: The model runs hub code without the opt-in or where the operator
+            forbids it, or it is neither a local folder nor a hub name in the local cache.
         MissingDependencyError: sentence-transformers is not installed.
     """
     st = require("sentence_transformers", "the dense retriever", "text")
+    trust = gate(model, revision, trust_remote_code)
     try:
         if not Path(model).expanduser().exists():
             loaded = st.SentenceTransformer(model, device=device, revision=revision, **trust)

@@ -94,8 +94,8 @@ def test_presets_of_a_task():
 
 
 def _runs(preset, task, name):
-    """The resolution of a preset (with the opt-in where it runs hub code)."""
-    if preset.trust_remote_code and name != "mteb":
+    """The resolution of a preset (with the opt-in where it runs hub code, MTEB's way too)."""
+    if preset.trust_remote_code:
         with pytest.raises(InputError, match=r"own code from the hub.*--trust-remote-code"):
             resolve(preset, task, name)
         chosen = resolve(preset, task, name, trust_remote_code=True)
@@ -160,7 +160,9 @@ def test_a_preset_in_the_hubs_code_is_refused_in_one_line(capsys):
     args = ["run", "--source", "demo", "--domain", "gis", "--task", "2", "--out", "unused"]
     assert main([*args, "--model-preset", "jina-clip"]) == 2
     err = capsys.readouterr().err
-    assert "--trust-remote-code" in err and "--instructions mteb" in err and err.count("\n") == 1
+    assert "--trust-remote-code" in err and err.count("\n") == 1
+    # MTEB's implementation runs the same hub code: it is no way around the opt-in.
+    assert "--instructions mteb" not in err
 
 
 def test_grit_runs_the_gritlm_package_and_mtebs_implementation_on_request():
@@ -177,7 +179,11 @@ def test_grit_runs_the_gritlm_package_and_mtebs_implementation_on_request():
         "batch_size": 1,
         "trust_remote_code": True,
     }
-    assert resolve(grit, 1, "mteb").options == {"model": "GritLM/GritLM-7B"}
+    # MTEB's implementation runs the model's hub code too: the same opt-in.
+    with pytest.raises(InputError, match="without --trust-remote-code"):
+        resolve(grit, 1, "mteb")
+    mtebs = resolve(grit, 1, "mteb", trust_remote_code=True)
+    assert mtebs.options == {"model": "GritLM/GritLM-7B", "trust_remote_code": True}
 
 
 def test_a_listed_mteb_set_that_mtebs_backend_refuses_fails_resolution():

@@ -1,0 +1,45 @@
+"""A model planted in a temporary Hugging Face hub cache whose own code leaves a mark.
+
+The cache has the hub's real layout (``models--ORG--NAME/snapshots/REVISION/`` with
+``refs/main`` naming the revision). The snapshot's ``config.json`` has an ``auto_map`` naming
+modules of the repository, as a model with its own code does; importing either module writes
+the marker file, so a test that finds no marker knows none of the repository's code ran.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+REVISION = "0123456789abcdef0123456789abcdef01234567"
+"""The planted snapshot's revision (a commit hash, as the hub's are)."""
+
+_CODE = '''"""Planted hub code: importing it is running code from the model's repository."""
+
+from pathlib import Path
+
+Path({marker!r}).write_text("the repository's code ran")
+'''
+
+
+def plant(cache: Path, repo: str, marker: Path, revision: str = REVISION) -> Path:
+    """Plant ``repo`` at ``revision`` in the hub cache ``cache``; return its snapshot folder.
+
+    Its ``config.json`` maps transformers' auto classes to ``configuration_planted`` and
+    ``modeling_planted``, each of which writes ``marker`` when imported.
+    """
+    entry = cache / f"models--{repo.replace('/', '--')}"
+    snapshot = entry / "snapshots" / revision
+    snapshot.mkdir(parents=True, exist_ok=True)
+    (entry / "refs").mkdir(exist_ok=True)
+    (entry / "refs" / "main").write_text(revision)
+    for module in ("configuration_planted", "modeling_planted"):
+        (snapshot / f"{module}.py").write_text(_CODE.format(marker=str(marker)))
+    auto_map = {
+        "AutoConfig": "configuration_planted.PlantedConfig",
+        "AutoModel": "modeling_planted.PlantedModel",
+        "AutoModelForSequenceClassification": "modeling_planted.PlantedModel",
+    }
+    config = {"model_type": "planted", "architectures": ["PlantedModel"], "auto_map": auto_map}
+    (snapshot / "config.json").write_text(json.dumps(config))
+    return snapshot
