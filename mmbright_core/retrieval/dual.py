@@ -32,6 +32,7 @@ from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval.base import ImageSource, check_k, check_task, passage_id
 from mmbright_core.retrieval.cache import check_dtype, content_key, default_cache_dir
 from mmbright_core.retrieval.dual_queries import FusedQueries
+from mmbright_core.retrieval.dual_vectors import asks_white
 from mmbright_core.retrieval.embedder import Embedder, JointEmbedder
 from mmbright_core.retrieval.encoders import EncodeJob, document_bytes, passage_jobs
 from mmbright_core.retrieval.fusion import Fusion, get_fusion
@@ -116,8 +117,12 @@ class DualEncoderRetriever(FusedQueries):
     # --- documents ----------------------------------------------------------------------------
 
     def missing_image_vector(self, dim: int) -> np.ndarray:
-        """Return what a Task 4 pair without image is fused with: white, or zeros (1, dim)."""
-        if self.fusion.missing == "white":
+        """Return what a Task 4 pair without image is fused with: white, or zeros (1, dim).
+
+        White where the rule says so (``raw-mean``) or the embedder's Task 4 recipe does
+        (:func:`~.dual_vectors.asks_white`).
+        """
+        if self.fusion.missing == "white" or asks_white(self.embedder):
             return self.white_vector()
         return np.zeros((1, dim), dtype=np.float32)
 

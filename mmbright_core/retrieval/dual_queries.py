@@ -19,7 +19,7 @@ from PIL import Image
 from mmbright_core.data.image_batches import ImageLoader
 from mmbright_core.data.images import QueryImages, decode_image, query_images
 from mmbright_core.retrieval.base import ImageSource
-from mmbright_core.retrieval.dual_vectors import CachedVectors, image_key, white_image
+from mmbright_core.retrieval.dual_vectors import CachedVectors, asks_white, image_key, white_image
 from mmbright_core.retrieval.fusion import Fusion
 from mmbright_core.retrieval.index import l2_normalise
 from mmbright_core.types import Query
@@ -46,10 +46,12 @@ class FusedQueries(CachedVectors):
         """Return the images a query's text is fused with, and the query images left out.
 
         The image policy chooses among the images that decode; a query with none gets the
-        white image (``no_image="white"``) or none at all (``"text"``: its text alone).
+        white image (``no_image="white"``, or where the embedder's recipe for the bound task
+        asks for it: :func:`~.dual_vectors.asks_white`) or none at all (``"text"``: its text
+        alone).
         """
         found = query_images(source, query, self.image_policy)
-        if not found.images and self.no_image == "white":
+        if not found.images and (self.no_image == "white" or asks_white(self.embedder)):
             found.images = [white_image()]
         return found
 

@@ -46,6 +46,16 @@ def white_image() -> Image.Image:
     return Image.new("RGB", (224, 224), "white")
 
 
+def asks_white(embedder: object) -> bool:
+    """Whether ``embedder``'s recipe for its bound task puts the white image for a missing one.
+
+    An embedder may say so with ``white_stand_in()`` (Jina-CLIP on Task 4,
+    ``task4_pair.py`` ``retrieval_jina_clip_it2it``), whatever its fusion's own stand-in.
+    """
+    own = getattr(embedder, "white_stand_in", None)
+    return bool(own()) if callable(own) else False
+
+
 class CachedVectors:
     """An embedder's raw vectors through the embedding cache (set by the subclass's ``__init__``).
 

@@ -278,3 +278,11 @@ def test_the_generator_writes_the_page_through_the_atomic_writer(tmp_path, monke
     monkeypatch.setattr(sys, "argv", ["catalogue_doc", str(tmp_path)])
     assert write_models_page() == 0
     assert (tmp_path / "docs" / "models.md").read_text(encoding="utf-8") == models_markdown()
+
+
+def test_a_departure_note_never_describes_the_official_behaviour() -> None:
+    """A departure always means a difference: no note says the preset does as the code does."""
+    same = ("as in the official code", "as the official code does")
+    for preset in load_catalogue():
+        for note in preset.departures:
+            assert not any(words in note for words in same), (preset.name, note)
