@@ -22,6 +22,7 @@ from mmbright_core.data.ids import check_protocol
 from mmbright_core.data.sources import Source, open_source
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Document, Query, Task
+from mmbright_core.ui import workspace
 from mmbright_core.ui.confine import Confinement
 from mmbright_core.ui.state import RunEntry
 
@@ -102,6 +103,17 @@ def shown_documents(
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _passages(spec: str, domain: str, ids: tuple[str, ...]) -> dict[str, str]:
     return get_source(spec).passages(domain, ids)
+
+
+@st.cache_resource(max_entries=1, show_spinner=False)
+def demo_runs() -> dict[Task, tuple[RunEntry, ...]]:
+    """The demo's runs by task, read once per server and shared by every session.
+
+    They ship with the package, so their content never changes while the server runs; each
+    session adds the same (frozen) entries to its own runs, and a session's later choices
+    (removing one, adding others) stay in that session's state.
+    """
+    return {task: tuple(workspace.demo_entries(task)) for task in workspace.demo_tasks()}
 
 
 def _key(entries: Mapping[str, RunEntry]) -> tuple[tuple[str, str], ...]:

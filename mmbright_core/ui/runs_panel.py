@@ -153,7 +153,7 @@ def _on_add_folder() -> None:
 
 def _on_add_demo() -> None:
     try:
-        entries = workspace.demo_entries(state.current_task())
+        entries = loaders.demo_runs().get(state.current_task(), ())
     except (MMBrightError, OSError) as err:
         _report("error", str(err))
         return
@@ -171,9 +171,10 @@ def autoload_demo_runs() -> None:
         return
     st.session_state[AUTOLOADED_KEY] = True
     try:
-        tasks = workspace.demo_tasks()
+        by_task = loaders.demo_runs()
+        tasks = tuple(by_task)
         for task in tasks:
-            for entry in workspace.demo_entries(task):
+            for entry in by_task[task]:
                 state.add_run(entry)
         if tasks and state.current_task() not in tasks:
             state.set_task(tasks[0])  # open on a task the demo has runs for

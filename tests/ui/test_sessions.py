@@ -9,13 +9,14 @@ from apptest import fresh
 from streamlit.testing.v1 import AppTest
 
 from mmbright_core.errors import InputError
-from mmbright_core.ui import loaders, sessions
+from mmbright_core.types import Task
+from mmbright_core.ui import loaders, sessions, workspace
 from mmbright_core.ui.sessions import (
     DEFAULT_SESSION_MAX_BYTES,
     SESSION_MAX_ENV,
     session_max_bytes,
 )
-from mmbright_core.ui.state import fingerprint
+from mmbright_core.ui.state import RunEntry, fingerprint
 
 A1 = "academia/a1b2c3d4_101.txt"  # a passage of the fixture's corpus, judged for query a1
 
@@ -95,3 +96,44 @@ def test_an_upload_no_open_session_holds_loses_its_cached_score_tables(
     entry = at.session_state["runs"][(1, "shared")]
     again = loaders._run_table(*args, key, entry)
     assert again is not cached and again.equals(cached)  # computed anew, the same scores
+
+
+def _chosen(at: AppTest) -> list[str]:
+    """The runs chosen in the sidebar for the session's task."""
+    return list(at.multiselect(key=f"selected_runs_{at.selectbox(key='task').value}").value)
+
+
+def test_a_second_session_shares_the_demo_runs_the_first_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    read: list[int] = []
+    real = workspace.demo_entries
+
+    def counted(task: Task) -> list[RunEntry]:
+        read.append(task)
+        return real(task)
+
+    monkeypatch.setattr(workspace, "demo_entries", counted)
+    first = fresh()
+    assert read and not first.exception
+    read_by_first = list(read)
+    second = fresh(clear=False)
+    assert read == read_by_first  # the second session read no run file
+    assert not second.exception
+    assert _chosen(second) == _chosen(first) != []
+
+
+def test_what_one_session_adds_or_removes_stays_in_that_session(fixture_dir: Path) -> None:
+    first = fresh()
+    demo = _chosen(first)
+    (remove, *_) = [b for b in first.button if str(b.key).startswith("remove_")]
+    remove.click().run()
+    assert len(_chosen(first)) == len(demo) - 1
+    second = fresh(clear=False)
+    assert _chosen(second) == demo
+
+    uploader = _on_fixture(fixture_dir)
+    _upload(uploader, "mine.trec", _run_file("mine"))
+    assert _runs(uploader) == ["mine"]
+    other = _on_fixture(fixture_dir)
+    assert _runs(other) == []

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from apptest import add_folder, fresh
+from apptest import APP, add_folder, fresh
 from streamlit.testing.v1 import AppTest
 
 from mmbright_core.cli import main
@@ -178,3 +180,20 @@ def test_home_says_what_to_do_next() -> None:
     at.multiselect(key="selected_runs_2").set_value(["bm25"]).run()
     said = [i.value for i in at.main.info if i.value.startswith("Next")]
     assert len(said) == 1 and said[0].startswith("Next: add a second run")
+
+
+MODEL_LIBRARIES = ("torch", "transformers", "sentence_transformers", "faiss", "ray", "mteb")
+"""What only a run or the inspector's rebuilt retriever needs: Home imports none of them."""
+
+
+def test_home_imports_no_model_library() -> None:
+    code = (
+        "import sys\n"
+        "from streamlit.testing.v1 import AppTest\n"
+        f"AppTest.from_file({str(APP)!r}, default_timeout=60).run()\n"
+        f"print(sorted(m for m in {MODEL_LIBRARIES!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"
