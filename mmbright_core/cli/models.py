@@ -22,6 +22,7 @@ _COLUMNS = (
     "tasks",
     "published",
     "instructions",
+    "upstream_bugs",
 )
 
 
@@ -30,8 +31,9 @@ MODELS_COMMAND = Command(
     "list the model presets: the models of the paper's tables",
     """List every preset of the model catalogue: the checkpoint and its revision, the backend
     that runs it, pooling, truncation, image fusion, the tasks the official harness runs it
-    on, its published average (nDCG@10 x100) and its instruction sets. Run one with:
-    mmbright run --model-preset NAME --task N.""",
+    on, its published average (nDCG@10 x100), its instruction sets and the tasks on which a
+    defect of the official code changes the published number (each said below the table).
+    Run one with: mmbright run --model-preset NAME --task N.""",
 )
 
 
@@ -52,6 +54,9 @@ def handle(args: argparse.Namespace) -> int:
         print(json.dumps([preset_record(p) for p in chosen], indent=2, ensure_ascii=False))
     else:
         print(table([_row(p) for p in chosen]))
+        for preset in chosen:
+            for bug in preset.upstream_bugs:
+                print(f"\n{preset.name}, Task {bug.task}: {bug.effect}")
     return 0
 
 
@@ -77,6 +82,7 @@ def _row(preset: Any) -> tuple[str, ...]:
         ",".join(str(t) for t in preset.tasks),
         published,
         ",".join(preset.instruction_sets()),
+        ",".join(f"T{b.task}" for b in preset.upstream_bugs) or "-",
     )
 
 

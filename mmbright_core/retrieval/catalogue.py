@@ -68,6 +68,19 @@ class Published:
 
 
 @dataclass(frozen=True)
+class UpstreamBug:
+    """A defect of the official code that changes a published number (not reproduced here).
+
+    Attributes:
+        task: The task whose official number it changes.
+        effect: What the official code does, and what it means for comparing with it.
+    """
+
+    task: int
+    effect: str
+
+
+@dataclass(frozen=True)
 class Instructions:
     """The instruction texts of one set: put before every query and every document."""
 
@@ -105,6 +118,8 @@ class Preset:
         passage_tokens: Estimated tokens per passage at its truncation, or ``"long"``.
         source: The official file and function it follows.
         departures: Where this preset departs from the official harness, and why.
+        upstream_bugs: Defects of the official code that change its published number and
+            that mmbright does not reproduce (it encodes what the data holds).
         options: Further backend options of its recipe.
     """
 
@@ -128,6 +143,7 @@ class Preset:
     passage_tokens: int | str | None
     source: str
     departures: tuple[str, ...]
+    upstream_bugs: tuple[UpstreamBug, ...]
     options: Mapping[str, Any]
 
     @property
@@ -260,6 +276,9 @@ def _preset(record: Mapping[str, Any]) -> Preset:
             passage_tokens=record["passage_tokens"],
             source=str(record["source"]),
             departures=tuple(record["departures"]),
+            upstream_bugs=tuple(
+                UpstreamBug(int(b["task"]), str(b["effect"])) for b in record["upstream_bugs"]
+            ),
             options=dict(record["options"]),
         )
     except (KeyError, TypeError, ValueError) as err:

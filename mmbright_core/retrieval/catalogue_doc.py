@@ -149,6 +149,7 @@ def _section(preset: Preset) -> list[str]:
             f"- recipe options: {', '.join(f'{k}={v!r}' for k, v in preset.options.items())}"
         )
     lines += [f"- departs: {d}" for d in preset.departures]
+    lines += [f"- upstream bug, Task {b.task}: {b.effect}" for b in preset.upstream_bugs]
     return [*lines, ""]
 
 
@@ -168,6 +169,12 @@ def models_markdown() -> str:
         "A `hub-code` preset runs the model's own code from the hub, so it runs only with "
         "`--trust-remote-code` (the Run page's checkbox), and nowhere the operator set "
         "`MMBRIGHT_ALLOW_REMOTE_CODE=0` (docs/safety.md).",
+        "",
+        "A *departure* is where mmbright computes something other than the official code "
+        "would, and its effect on a score. An *upstream bug* is a defect of the official code "
+        "that changes its published number and that mmbright does not reproduce: it encodes "
+        "the images the data holds, so its number for that task answers another question "
+        "than the published one.",
         "",
         "| preset | paper | backend | fusion | tasks | published | offline | 1 GPU (est.) |",
         "|---|---|---|---|---|---|---|--:|",

@@ -247,10 +247,15 @@ def test_resolution_refuses_what_the_preset_lacks():
 
 def test_models_table_lists_every_preset_with_its_published_number(capsys):
     assert main(["models"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    shown, _, notes = capsys.readouterr().out.partition("\n\n")
+    lines = shown.splitlines()
     assert lines[0].split()[:4] == ["preset", "paper", "model", "revision"]
+    assert lines[0].split()[-1] == "upstream_bugs"
     rows = {line.split()[0]: line for line in lines[1:]}
     assert set(rows) == {p.name for p in load_catalogue()}
+    assert rows["jina-clip"].endswith(" T3") and rows["gme-qwen2-vl-7b"].endswith(" T4")
+    assert rows["clip"].endswith(" -")
+    assert "jina-clip, Task 3: The official retrieval_jina_clip_it2i calls Image.open" in notes
     assert "facebook/contriever-msmarco" in rows["contriever"]
     assert "T1 20.1" in rows["contriever"] and "unpinned" in rows["contriever"]
     assert "T2 10.4 T3 33.6" in rows["clip"]
@@ -264,6 +269,23 @@ def test_models_json_of_one_task(capsys):
     assert gme["published"] == [{"task": 2, "model": "GME-7B", "value": 22.0}]
     assert gme["trust_remote_code"] is True and gme["fusion"] == "joint"
     assert gme["instruction_sets"] == ["official", "mteb", "none"]
+    (bug,) = gme["upstream_bugs"]
+    assert bug["task"] == 4 and "safe_img_path" in bug["effect"]
+
+
+def test_upstream_bugs_are_named_on_the_presets_whose_published_number_they_change():
+    affected = {(p.name, b.task) for p in load_catalogue() for b in p.upstream_bugs}
+    assert affected == {
+        ("jina-clip", 3),
+        ("nomic-vision", 3),
+        ("bge-vl-large", 4),
+        ("gme-qwen2-vl-2b", 4),
+        ("gme-qwen2-vl-7b", 4),
+    }
+    for preset in load_catalogue():
+        for bug in preset.upstream_bugs:
+            assert bug.task in preset.tasks
+            assert f"upstream bug, Task {bug.task}: {bug.effect}" in models_markdown()
 
 
 def test_docs_models_md_is_the_generated_page():
