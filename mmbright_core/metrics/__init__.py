@@ -57,7 +57,8 @@ def evaluate(
         qrels: query_id -> doc_id -> integer label.
         run: query_id -> doc_id -> score, or a pandas DataFrame / pyarrow Table with the
             columns ``query_id``, ``doc_id`` and ``score``, which is validated and scored on
-            its columns (each query's documents in row order), never turned into a mapping.
+            its columns (each query's documents in row order), never turned into a mapping;
+            or such a table already validated (``io.runs.read_run_to_score``).
         measures: Measure names or :class:`~mmbright_core.measures.Measure` values, or one.
         missing: ``"skip"`` or ``"zero"``: how judged queries absent from the run count.
 
