@@ -115,6 +115,14 @@ class RunColumns:
         start, stop = int(self.starts[i]), int(self.starts[i + 1])
         return self.doc_ids.slice(start, stop - start).to_pylist(), self.scores[start:stop]
 
+    def take(self, rows: npt.NDArray[np.int64]) -> RunColumns:
+        """The run of the rows at ``rows`` (grouped by query), every query kept, even empty."""
+        query = np.searchsorted(self.starts, rows, side="right") - 1
+        starts = np.zeros_like(self.starts)
+        np.cumsum(np.bincount(query, minlength=len(self.query_ids)), out=starts[1:])
+        doc_ids = self.doc_ids.take(pa.array(rows, pa.int64()))
+        return RunColumns(self.query_ids, starts, doc_ids, self.scores[rows])
+
 
 # Rows whose doc ids are hashed together when duplicates are looked for (whole queries, so
 # about one query of a top-1000 run): a hash table of a thousand ids stays in cache, one of

@@ -282,6 +282,7 @@ __all__ = [
     "RunFormat",
     "read_run",
     "read_run_to_score",
+    "run_columns",
     "run_from_frame",
     "run_json",
     "run_to_frame",
