@@ -6,7 +6,9 @@ by this package's BM25 (the official formula, with its Lucene English analyzer),
 ``LuceneBM25Model`` + ``SparseMatrixSimilarity`` (the official recipe) on this package's
 analysed tokens. Search covers scoring every passage and cutting the top 1,000 for each
 query. rank_bm25's whitespace split and gensim's pre-analysed input flatter both (no analysis
-cost); this package's index time is shown with and without its analysis. gensim computes the
+cost); this package's index time is that of ``BM25Index.from_texts`` (what the retriever runs:
+texts split and hashed in C, each distinct piece analysed once), and beside it the same index
+built from per-text token lists, analysis timed apart (checked equal). gensim computes the
 same scores, which the run checks; rank_bm25 uses another idf, so only its speed is compared.
 
 Memory: the peak resident memory added by indexing (Linux ``VmHWM`` after resetting it) is
@@ -15,7 +17,7 @@ benchmark's mean), fitted with a line and extrapolated to the largest domain (ph
 338,291 passages).
 
 Run: ``python benchmarks/bench_bm25.py [--passages 100000] [--queries 10]``. Exits non-zero
-when search is under 8x rank_bm25 or indexing slower than rank_bm25 or gensim.
+when search is under 8x rank_bm25, indexing under 3x rank_bm25, or slower than gensim.
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
+from mmbright_core.retrieval.analyzer import EnglishAnalyzer
 from mmbright_core.retrieval.bm25 import BM25Retriever
 from mmbright_core.retrieval.bm25_index import BM25Index
 from mmbright_core.retrieval.index import top_k_array
 
 TARGET_SEARCH = 8.0
+TARGET_INDEX = 3.0  # against rank_bm25; 1x against gensim, which is handed analysed tokens
 PHYSICS = 338_291
 VOCABULARY = 30_000
 
@@ -62,13 +66,19 @@ def bench_speed(passages: int, queries: int, k: int) -> dict[str, float]:
     ids = np.array([f"d/{i:08x}_1.txt" for i in range(passages)])
     retriever = BM25Retriever(cache_dir="none")
 
+    # What BM25Retriever.index runs on a corpus it has no index of, analyzer caches cold.
     start = time.perf_counter()
-    tokens = list(retriever.analyzer.analyze_many(corpus))
+    index = BM25Index.from_texts(corpus, retriever.analyzer, retriever.k1, retriever.b)
+    ours_index = time.perf_counter() - start
+    # The same index from token lists, analysed text by text (analysis timed apart).
+    analyzer = EnglishAnalyzer()
+    start = time.perf_counter()
+    tokens = list(analyzer.analyze_many(corpus))
     analysis = time.perf_counter() - start
     start = time.perf_counter()
-    index = BM25Index.build(tokens, retriever.k1, retriever.b)
+    from_lists = BM25Index.build(tokens, retriever.k1, retriever.b)
     ours_build = time.perf_counter() - start
-    ours_index = analysis + ours_build
+    same = from_lists.terms == index.terms and (from_lists.postings != index.postings).nnz == 0
     start = time.perf_counter()
     ours = [
         top_k_array(ids, index.scores(retriever.analyzer.analyze(q), "gensim"), k) for q in asked
@@ -105,7 +115,9 @@ def bench_speed(passages: int, queries: int, k: int) -> dict[str, float]:
     print(f"corpus: {passages:,} passages, {queries} queries, top {k}")
     _line("index", ours_index, {"rank_bm25": theirs_index, "gensim": gensim_index})
     _line("index, no anal.", ours_build, {"gensim": gensim_index})
-    print(f"{'  (analysis':<16} {analysis:7.2f} s)")
+    print(f"{'  (token lists':<16} {analysis:7.2f} s analysing text by text, then that build)")
+    print(f"index from texts == index from token lists: {same}")
+    assert same
     _line("search", ours_search, {"rank_bm25": theirs_search, "gensim": gensim_search})
     print(f"{'':<16} ({1000 * ours_search / queries:.1f} ms/query)")
     assert all(len(r) == k for r in ours)
@@ -185,7 +197,9 @@ def main() -> int:
         bench_memory(args.memory_sizes)
     failed = 0
     for what, ratio in ratios.items():
-        target = TARGET_SEARCH if what.startswith("search") else 1.0
+        target = {"search vs rank_bm25": TARGET_SEARCH, "index vs rank_bm25": TARGET_INDEX}.get(
+            what, 1.0
+        )
         verdict = "OK" if ratio >= target else "FAIL"
         failed += verdict == "FAIL"
         print(f"{verdict}: {what} x{ratio:.1f} (target x{target:.0f})")

@@ -21,11 +21,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, count
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from scipy import sparse
 
+from mmbright_core.retrieval.analyzer import EnglishAnalyzer, SplitBatch
 from mmbright_core.retrieval.verify import check_files, file_record, npy_layout, report_damaged
 
 # Passages analysed per block while the index is built: bounds the memory the token lists
@@ -62,7 +64,50 @@ class BM25Index:
         terms: defaultdict[str, int] = defaultdict(count().__next__)
         blocks = _Blocks()
         for block in _chunks(analysed):
-            blocks.add(block, terms)
+            sizes = np.fromiter(map(len, block), dtype=np.int64, count=len(block))
+            # The tokens flow from the lists to the id array through C-level iterators only.
+            ids = map(terms.__getitem__, chain.from_iterable(block))
+            passage = np.repeat(np.arange(len(block), dtype=np.int64), sizes)
+            blocks.add(sizes, passage, np.fromiter(ids, dtype=np.int64, count=sizes.sum()))
+        return cls._from_blocks(blocks, terms, k1, b)
+
+    @classmethod
+    def from_texts(
+        cls, texts: Sequence[str], analyzer: EnglishAnalyzer, k1: float, b: float
+    ) -> BM25Index:
+        """Analyse and index passages, a block at a time, without a token list per passage.
+
+        Gives the index :meth:`build` gives on ``analyzer.analyze_many(texts)``: each block
+        is split at white space as arrays (:meth:`EnglishAnalyzer.split_batch`), each distinct
+        piece of the corpus analysed and its terms numbered once, and the pieces expanded
+        into term ids by numpy.
+        """
+        terms: defaultdict[str, int] = defaultdict(count().__next__)
+        pieces = _PieceIds(analyzer, terms)
+        blocks = _Blocks()
+        for start in range(0, len(texts), _BLOCK):
+            batch = analyzer.split_batch(texts[start : start + _BLOCK])
+            codes = pieces.codes(batch)[batch.pieces]
+            passage = np.repeat(np.arange(len(batch.offsets) - 1), np.diff(batch.offsets))
+            many = pieces.sizes[codes]
+            sizes = np.bincount(passage, many, len(batch.offsets) - 1).astype(np.int64)
+            # Most pieces are one term: their id is one look-up. The others (stop words
+            # give none, "e-mail" two) are expanded into their terms' ids.
+            one = many == 1
+            ids = [pieces.flat[pieces.first[codes[one]]]]
+            owners = [passage[one]]
+            several = np.flatnonzero(many > 1)
+            if several.size:
+                count_of = many[several]
+                ends = np.cumsum(count_of)
+                within = np.arange(int(ends[-1])) - np.repeat(ends - count_of, count_of)
+                ids.append(pieces.flat[np.repeat(pieces.first[codes[several]], count_of) + within])
+                owners.append(np.repeat(passage[several], count_of))
+            blocks.add(sizes, np.concatenate(owners), np.concatenate(ids))
+        return cls._from_blocks(blocks, terms, k1, b)
+
+    @classmethod
+    def _from_blocks(cls, blocks: _Blocks, terms: dict[str, int], k1: float, b: float) -> BM25Index:
         by_passage = blocks.saturated(k1, b, len(terms))
         # Term-major for queries: a query reads the rows of its terms only.
         postings = by_passage.T.tocsr()
@@ -172,6 +217,39 @@ def _chunks(analysed: Iterable[list[str]]) -> Iterator[list[list[str]]]:
         yield block
 
 
+class _PieceIds:
+    """Every distinct piece of a corpus seen so far, numbered, with its terms' ids.
+
+    Attributes:
+        sizes: Per piece, how many terms it has.
+        first: Per piece, where its term ids start in ``flat``.
+        flat: Every piece's term ids, one piece after another.
+    """
+
+    def __init__(self, analyzer: EnglishAnalyzer, terms: defaultdict[str, int]) -> None:
+        self._analyzer, self._terms = analyzer, terms
+        self._code: dict[str, int] = {}
+        self.sizes = np.zeros(0, np.int64)
+        self.first = np.zeros(0, np.int64)
+        self.flat = np.zeros(0, np.int64)
+
+    def codes(self, batch: SplitBatch) -> npt.NDArray[np.int64]:
+        """The number of each of the batch's distinct pieces, analysing the new ones."""
+        code = self._code
+        new = [piece for piece in batch.distinct if piece not in code]
+        if new:
+            terms = self._analyzer.piece_terms(new)
+            numbered = [tuple(map(self._terms.__getitem__, t)) for t in terms]
+            sizes = np.fromiter(map(len, numbered), np.int64, len(numbered))
+            ids = np.fromiter(chain.from_iterable(numbered), np.int64, int(sizes.sum()))
+            ends = np.cumsum(sizes) + self.flat.size
+            self.first = np.concatenate((self.first, ends - sizes))
+            self.sizes = np.concatenate((self.sizes, sizes))
+            self.flat = np.concatenate((self.flat, ids))
+            code.update(zip(new, count(len(code))))
+        return np.fromiter(map(code.__getitem__, batch.distinct), np.int64, len(batch.distinct))
+
+
 class _Blocks:
     """Passage-major term counts, appended block by block (CSR parts: no COO, no re-sort)."""
 
@@ -181,20 +259,28 @@ class _Blocks:
         self.indices: list[np.ndarray] = []
         self.counts: list[np.ndarray] = []
 
-    def add(self, block: list[list[str]], terms: defaultdict[str, int]) -> None:
-        """Count one block's terms; ``terms`` numbers a new term on first sight.
+    def add(
+        self,
+        sizes: npt.NDArray[np.int64],
+        passage: npt.NDArray[np.int64],
+        ids: npt.NDArray[np.int64],
+    ) -> None:
+        """Count one block's terms.
 
-        The tokens flow from the lists to the id array through C-level iterators only.
+        Args:
+            sizes: How many tokens each passage of the block has.
+            passage: Each token's passage, in the block.
+            ids: Each token's term id, in the same (any) order.
         """
-        sizes = np.fromiter(map(len, block), dtype=np.int64, count=len(block))
-        ids = np.fromiter(
-            map(terms.__getitem__, chain.from_iterable(block)), dtype=np.int64, count=sizes.sum()
-        )
-        passage = np.repeat(np.arange(len(block), dtype=np.int64), sizes)
-        pairs, tf = np.unique((passage << 32) | ids, return_counts=True)  # passage, then term
+        width = int(ids.max()) + 1 if ids.size else 1
+        # One key per (passage, term), sorted by passage then term; 32-bit keys, which sort
+        # twice as fast, whenever the block's passages and terms fit them.
+        kind: type[np.signedinteger[Any]] = np.int32 if len(sizes) * width < 2**31 else np.int64
+        keys = passage.astype(kind) * width + ids.astype(kind)
+        pairs, tf = np.unique(keys, return_counts=True)
         self.lengths.append(sizes)
-        self.per_passage.append(np.bincount(pairs >> 32, minlength=len(block)))
-        self.indices.append((pairs & 0xFFFFFFFF).astype(np.int32))
+        self.per_passage.append(np.bincount(pairs // width, minlength=len(sizes)))
+        self.indices.append((pairs % width).astype(np.int32))
         self.counts.append(tf.astype(np.float32))
 
     @property
