@@ -163,7 +163,7 @@ class SplitBatch:
     """
 
     distinct: list[str]
-    pieces: npt.NDArray[np.int64]
+    pieces: npt.NDArray[np.int32]
     offsets: npt.NDArray[np.int64]
 
 
@@ -298,12 +298,12 @@ class EnglishAnalyzer:
             split = [text.split() for text in texts]
             distinct = list(dict.fromkeys(_chain(split)))
             code = {piece: i for i, piece in enumerate(distinct)}
-            codes = np.fromiter(map(code.__getitem__, _chain(split)), np.int64)
+            codes = np.fromiter(map(code.__getitem__, _chain(split)), np.int32)
             offsets = np.zeros(len(texts) + 1, np.int64)
             np.cumsum([len(pieces) for pieces in split], out=offsets[1:])
             return SplitBatch(distinct, codes, offsets)
         encoded = pc.dictionary_encode(pieces.flatten())
-        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        codes = encoded.indices.to_numpy(zero_copy_only=False)  # int32: a block's pieces fit
         offsets = pieces.offsets.to_numpy().astype(np.int64)
         return SplitBatch(encoded.dictionary.to_pylist(), codes, offsets)
 

@@ -19,7 +19,7 @@ import tempfile
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain, count
+from itertools import chain, count, repeat
 from pathlib import Path
 from typing import Any
 
@@ -87,23 +87,7 @@ class BM25Index:
         blocks = _Blocks()
         for start in range(0, len(texts), _BLOCK):
             batch = analyzer.split_batch(texts[start : start + _BLOCK])
-            codes = pieces.codes(batch)[batch.pieces]
-            passage = np.repeat(np.arange(len(batch.offsets) - 1), np.diff(batch.offsets))
-            many = pieces.sizes[codes]
-            sizes = np.bincount(passage, many, len(batch.offsets) - 1).astype(np.int64)
-            # Most pieces are one term: their id is one look-up. The others (stop words
-            # give none, "e-mail" two) are expanded into their terms' ids.
-            one = many == 1
-            ids = [pieces.flat[pieces.first[codes[one]]]]
-            owners = [passage[one]]
-            several = np.flatnonzero(many > 1)
-            if several.size:
-                count_of = many[several]
-                ends = np.cumsum(count_of)
-                within = np.arange(int(ends[-1])) - np.repeat(ends - count_of, count_of)
-                ids.append(pieces.flat[np.repeat(pieces.first[codes[several]], count_of) + within])
-                owners.append(np.repeat(passage[several], count_of))
-            blocks.add(sizes, np.concatenate(owners), np.concatenate(ids))
+            blocks.add(*pieces.block_terms(batch))
         return cls._from_blocks(blocks, terms, k1, b)
 
     @classmethod
@@ -222,6 +206,7 @@ class _PieceIds:
 
     Attributes:
         sizes: Per piece, how many terms it has.
+        single: Per piece, the id of its one term, or -1 if it has none or several.
         first: Per piece, where its term ids start in ``flat``.
         flat: Every piece's term ids, one piece after another.
     """
@@ -229,25 +214,61 @@ class _PieceIds:
     def __init__(self, analyzer: EnglishAnalyzer, terms: defaultdict[str, int]) -> None:
         self._analyzer, self._terms = analyzer, terms
         self._code: dict[str, int] = {}
-        self.sizes = np.zeros(0, np.int64)
+        self.sizes = np.zeros(0, np.int32)
+        self.single = np.zeros(0, np.int32)
         self.first = np.zeros(0, np.int64)
-        self.flat = np.zeros(0, np.int64)
+        self.flat = np.zeros(0, np.int32)
 
-    def codes(self, batch: SplitBatch) -> npt.NDArray[np.int64]:
+    def codes(self, batch: SplitBatch) -> npt.NDArray[np.int32]:
         """The number of each of the batch's distinct pieces, analysing the new ones."""
-        code = self._code
-        new = [piece for piece in batch.distinct if piece not in code]
-        if new:
+        code, distinct = self._code, batch.distinct
+        found = np.fromiter(map(code.get, distinct, repeat(-1)), np.int32, len(distinct))
+        new_at = np.flatnonzero(found < 0)
+        if new_at.size:
+            new = [distinct[i] for i in new_at.tolist()]
             terms = self._analyzer.piece_terms(new)
             numbered = [tuple(map(self._terms.__getitem__, t)) for t in terms]
-            sizes = np.fromiter(map(len, numbered), np.int64, len(numbered))
-            ids = np.fromiter(chain.from_iterable(numbered), np.int64, int(sizes.sum()))
-            ends = np.cumsum(sizes) + self.flat.size
-            self.first = np.concatenate((self.first, ends - sizes))
+            sizes = np.fromiter(map(len, numbered), np.int32, len(numbered))
+            ids = np.fromiter(chain.from_iterable(numbered), np.int32, int(sizes.sum()))
+            starts = np.cumsum(sizes) - sizes
+            single = np.full(sizes.size, -1, np.int32)
+            single[sizes == 1] = ids[starts[sizes == 1]]
+            self.single = np.concatenate((self.single, single))
+            first = starts + self.flat.size
+            self.first = np.concatenate((self.first, first))
             self.sizes = np.concatenate((self.sizes, sizes))
             self.flat = np.concatenate((self.flat, ids))
+            found[new_at] = np.arange(len(code), len(code) + len(new))
             code.update(zip(new, count(len(code))))
-        return np.fromiter(map(code.__getitem__, batch.distinct), np.int64, len(batch.distinct))
+        return found
+
+    def block_terms(
+        self, batch: SplitBatch
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+        """A batch's terms: tokens per passage, and each token's passage and term id.
+
+        Most pieces are one term, whose id is one look-up; the others (a stop word gives
+        none, "e-mail" two) are expanded into their terms' ids after them.
+        """
+        codes = self.codes(batch)[batch.pieces]
+        passage = np.repeat(
+            np.arange(len(batch.offsets) - 1, dtype=np.int32), np.diff(batch.offsets)
+        )
+        per_piece = self.sizes[codes]
+        many = np.concatenate(([0], np.cumsum(per_piece)))
+        sizes = many[batch.offsets[1:]] - many[batch.offsets[:-1]]
+        single = self.single[codes]
+        one = single >= 0
+        ids, owners = single[one], passage[one]
+        several = np.flatnonzero(per_piece > 1)
+        if not several.size:
+            return sizes, owners, ids
+        count_of = per_piece[several]
+        ends = np.cumsum(count_of)
+        within = np.arange(int(ends[-1])) - np.repeat(ends - count_of, count_of)
+        more = self.flat[np.repeat(self.first[codes[several]], count_of) + within]
+        owned = np.repeat(passage[several], count_of)
+        return sizes, np.concatenate((owners, owned)), np.concatenate((ids, more))
 
 
 class _Blocks:
@@ -262,8 +283,8 @@ class _Blocks:
     def add(
         self,
         sizes: npt.NDArray[np.int64],
-        passage: npt.NDArray[np.int64],
-        ids: npt.NDArray[np.int64],
+        passage: npt.NDArray[np.integer[Any]],
+        ids: npt.NDArray[np.integer[Any]],
     ) -> None:
         """Count one block's terms.
 
@@ -276,7 +297,7 @@ class _Blocks:
         # One key per (passage, term), sorted by passage then term; 32-bit keys, which sort
         # twice as fast, whenever the block's passages and terms fit them.
         kind: type[np.signedinteger[Any]] = np.int32 if len(sizes) * width < 2**31 else np.int64
-        keys = passage.astype(kind) * width + ids.astype(kind)
+        keys = passage.astype(kind, copy=False) * width + ids.astype(kind, copy=False)
         pairs, tf = np.unique(keys, return_counts=True)
         self.lengths.append(sizes)
         self.per_passage.append(np.bincount(pairs // width, minlength=len(sizes)))
