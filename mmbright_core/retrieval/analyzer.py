@@ -280,11 +280,12 @@ class EnglishAnalyzer:
     def split_batch(self, texts: Sequence[str]) -> SplitBatch:
         """Split texts at white space together, as arrays: what an index needs.
 
-        The texts are split in C (pyarrow's ``utf8_split_whitespace``, which splits exactly
-        where :meth:`str.split` does, on every code point) and the pieces hashed there; only
-        each distinct piece becomes a Python string, whose terms :meth:`piece_terms` gives.
-        A batch that is no valid UTF-8 (a lone surrogate) is split by :meth:`str.split`
-        instead, to the same result.
+        The texts are split in C at ASCII white space (pyarrow's ``ascii_split_whitespace``:
+        space, tab, LF, VT, FF, CR, each also white space to :meth:`str.split`) and the
+        pieces hashed there; only each distinct piece becomes a Python string, whose terms
+        :meth:`piece_terms` gives, splitting it further where :meth:`str.split` would (at
+        U+001C-U+001F, U+0085, U+3000...). A batch that is no valid UTF-8 (a lone surrogate)
+        is split by :meth:`str.split` instead, to the same result.
 
         Args:
             texts: The texts.
@@ -293,7 +294,7 @@ class EnglishAnalyzer:
             The distinct pieces and, per text, its pieces as indices into them.
         """
         try:
-            pieces = pc.utf8_split_whitespace(pa.array(texts, pa.large_string()))
+            pieces = pc.ascii_split_whitespace(pa.array(texts, pa.large_string()))
         except (pa.ArrowException, UnicodeEncodeError):
             split = [text.split() for text in texts]
             distinct = list(dict.fromkeys(_chain(split)))
@@ -308,12 +309,21 @@ class EnglishAnalyzer:
         return SplitBatch(encoded.dictionary.to_pylist(), codes, offsets)
 
     def piece_terms(self, distinct: list[str]) -> list[tuple[str, ...]]:
-        """The terms of each white-space-free piece (as :meth:`analyze` gives), cached."""
+        """The terms of each piece of text (as :meth:`analyze` gives them), cached.
+
+        A piece is analysed as the parts :meth:`str.split` makes of it, one after the other
+        (one part for a piece :meth:`analyze` split off, free of white space).
+        """
         pieces = self._pieces
         if len(pieces) > self._max_cache:
             pieces.clear()
         for piece in set(distinct).difference(pieces):
-            pieces[piece] = self._piece_terms(piece.strip(_EDGES))
+            parts = piece.split()
+            if parts == [piece]:
+                pieces[piece] = self._piece_terms(piece.strip(_EDGES))
+            else:
+                terms = (self._piece_terms(part.strip(_EDGES)) for part in parts)
+                pieces[piece] = tuple(_chain(terms))
         return [pieces[piece] for piece in distinct]
 
     def analyze_many(self, texts: Iterable[str]) -> Iterator[list[str]]:
