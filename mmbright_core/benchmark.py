@@ -13,12 +13,17 @@ import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from mmbright_core.data.ids import PAIR_ID_FORMAT, PAIR_SEPARATOR
 from mmbright_core.data.sources import Source
 from mmbright_core.data.tasks import Negatives, negatives_for
 from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.io.runs import RunColumns
 from mmbright_core.metrics import evaluate
-from mmbright_core.ranking import top_k
+from mmbright_core.ranking import rank_order, top_k
 from mmbright_core.types import EvalResult, Missing, Protocol4, Qrels, Run
 
 RUN_DEPTH = 1000
@@ -94,6 +99,43 @@ def apply_protocol(
             kept = scores
         out[query_id] = kept if len(kept) <= depth else top_k(kept, depth)
     return out
+
+
+def apply_protocol_columns(
+    run: RunColumns, excluded: Mapping[str, Collection[str]], depth: int = RUN_DEPTH
+) -> RunColumns:
+    """:func:`apply_protocol` on a table's columns: the same documents kept, in the same order.
+
+    Excluded rows are found with one look-up over the doc id column; only a query left
+    longer than ``depth`` is ranked, and its kept rows are then in ranking order, as
+    :func:`~mmbright_core.ranking.top_k` leaves them (the official oracle reads that order).
+
+    Args:
+        run: The validated columns (:func:`mmbright_core.io.runs.run_columns`).
+        excluded: query_id -> doc ids to remove before the cut.
+        depth: How many documents to keep per query.
+    """
+    keep = np.ones(run.scores.size, bool)
+    banned = [(i, d) for i, q in enumerate(run.query_ids) for d in excluded.get(q, ())]
+    if banned:
+        docs = sorted({d for _, d in banned})
+        slot = {d: j for j, d in enumerate(docs)}
+        pairs = np.array([i * len(docs) + slot[d] for i, d in banned], np.int64)
+        found = pc.index_in(run.doc_ids, value_set=pa.array(docs, run.doc_ids.type))
+        at = pc.fill_null(found, -1).to_numpy(zero_copy_only=False)
+        rows = np.flatnonzero(at >= 0)
+        query = np.searchsorted(run.starts, rows, side="right") - 1
+        keep[rows[np.isin(query * len(docs) + at[rows], pairs)]] = False
+    kept = np.flatnonzero(keep)
+    sizes = np.diff(np.searchsorted(kept, run.starts))
+    if (sizes <= depth).all():
+        return run.take(kept)
+    parts = np.split(kept, np.cumsum(sizes)[:-1])
+    for i in np.flatnonzero(sizes > depth).tolist():
+        rows = parts[i]
+        doc_ids = np.array(run.doc_ids.take(pa.array(rows)).to_pylist(), dtype=str)
+        parts[i] = rows[rank_order(doc_ids, run.scores[rows])[:depth]]
+    return run.take(np.concatenate(parts))
 
 
 def doc_id_shape(doc_id: str) -> str:

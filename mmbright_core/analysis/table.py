@@ -4,8 +4,8 @@ Built once per set of runs (the dashboard caches it) and read by every analysis:
 leaderboard averages it, comparisons pair two of its runs, breakdowns group it by the query
 features. Scoring is the benchmark's (docs/protocol.md, Per-task protocol and Scoring): each query's
 excluded ids are removed before the top-1000 cut (``mmbright_core.benchmark``), then ``evaluate``
-scores the run; a run given as a DataFrame or Arrow table is first turned into the mapping
-(``run_from_frame``).
+scores the run; a run given as a DataFrame or Arrow table stays columns all the way
+(``run_columns``, ``apply_protocol_columns``), as ``evaluate`` scores a table.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mmbright_core.benchmark import apply_protocol
+from mmbright_core.benchmark import apply_protocol, apply_protocol_columns
 from mmbright_core.data.sources import Source
 from mmbright_core.io.ocr_words import OcrWords
-from mmbright_core.io.runs import run_from_frame
+from mmbright_core.io.runs import run_columns
 from mmbright_core.measures import Measure, parse_measures
 from mmbright_core.metrics import evaluate
 from mmbright_core.types import Missing, Protocol4, TaskData
@@ -159,10 +159,13 @@ def _score(
 
     The arrays follow the order of ``data.queries``.
     """
-    if not isinstance(run, Mapping):
-        run = run_from_frame(run, "run", wording="scorer")
-    prepared = apply_protocol(run, data.excluded)
-    covered = set(prepared)
+    prepared: Any
+    if isinstance(run, Mapping):
+        prepared = apply_protocol(run, data.excluded)
+        covered = set(prepared)
+    else:  # scored on its columns, as evaluate scores a table
+        prepared = apply_protocol_columns(run_columns(run, "run", "scorer"), data.excluded)
+        covered = set(prepared.query_ids)
     result = evaluate(data.qrels, prepared, measures=names, missing=missing)
     ids = [q.query_id for q in data.queries]
     out = {

@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from mmbright_core.types import EvalResult, Qrels, Run
 
 if TYPE_CHECKING:
     from mmbright_core.benchmark import TaskScores
+    from mmbright_core.io.runs import RunColumns
 
 DEFAULT_MEASURES = ("nDCG@10",)
 
@@ -79,14 +81,16 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run_eval)
 
 
-def load_inputs(args: argparse.Namespace) -> tuple[Qrels, Run]:
+def load_inputs(args: argparse.Namespace) -> tuple[Qrels, Run | RunColumns]:
     """Build the (qrels, run) pair to score from the parsed options.
+
+    A parquet run stays columns, which ``evaluate`` scores without building the mapping.
 
     Raises:
         InputError: An input is missing or malformed.
     """
     from mmbright_core.io.qrels import read_qrels
-    from mmbright_core.io.runs import read_run
+    from mmbright_core.io.runs import read_run_to_score
 
     if args.qrels is None or args.run is None or args.source is not None:
         raise InputError(
@@ -96,7 +100,7 @@ def load_inputs(args: argparse.Namespace) -> tuple[Qrels, Run]:
         )
     if args.qrels == "-" and args.run == "-":
         raise InputError("only one of --qrels and --run can read standard input")
-    return read_qrels(_source(args.qrels)), read_run(_source(args.run))
+    return read_qrels(_source(args.qrels)), read_run_to_score(_source(args.run))
 
 
 def _source(value: str) -> Path | IO[bytes]:
@@ -214,12 +218,13 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _query_id_hint(qrels: Qrels, run: Run) -> str:
+def _query_id_hint(qrels: Qrels, run: Run | RunColumns) -> str:
     # mmbright qrels and run.trec write <domain>/<query id>; a domain's scores.json the bare id.
     def qualified(ids: Any) -> bool:
         return bool(ids) and all("/" in i for i in ids)
 
-    if qualified(qrels) != qualified(run):
+    run_ids = run if isinstance(run, Mapping) else run.query_ids
+    if qualified(qrels) != qualified(run_ids):
         return (
             "The qrels and the run write query ids in different forms (<domain>/<query id> in "
             "mmbright qrels and run.trec, bare in a domain's scores.json); score an outputs "

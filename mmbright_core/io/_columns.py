@@ -5,18 +5,23 @@ Ids must be strings; integer ids are accepted and written out in decimal, which 
 nothing. Scores must be finite numbers. As for every other format, a doc id repeated
 within one query is an error (docs/protocol.md, Scoring).
 
-This is the one place a table becomes a run: ``read_run`` and ``run_from_frame`` use it,
-and so does ``evaluate`` when it is handed a table, so every table is scored through the
-mapping path. Each query's documents keep the table's row order, the run's own order
-that the official oracle breaks its ties by (:mod:`mmbright_core.metrics._oracle`).
+This is the one place a table is validated: :func:`run_columns` checks it on its columns
+and groups its rows by query, and both the readers (``read_run``, ``run_from_frame``, which
+build the mapping from those columns) and ``evaluate`` (which scores the columns themselves,
+:mod:`mmbright_core.metrics._table`) start from it. Each query's documents keep the table's
+row order, the run's own order that the official oracle breaks its ties by
+(:mod:`mmbright_core.metrics._oracle`).
 """
 
 from __future__ import annotations
 
 import io
+import itertools
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -87,6 +92,84 @@ Wording = Literal["reader", "scorer"]
 the query and doc as the mapping path does)."""
 
 
+@dataclass(frozen=True)
+class RunColumns:
+    """A validated run table, its rows grouped by query: what the scorer reads a table as.
+
+    Attributes:
+        query_ids: The distinct query ids, in the order of their first row.
+        starts: Where each query's rows start in the columns below, and where the last stops
+            (one more entry than ``query_ids``).
+        doc_ids: The doc ids (a string Array), grouped by query, each query's rows in table
+            order (the run's own order, which the official oracle breaks ties by).
+        scores: Their scores, float64 as given.
+    """
+
+    query_ids: list[str]
+    starts: npt.NDArray[np.int64]
+    doc_ids: pa.Array
+    scores: npt.NDArray[np.float64]
+
+    def query_docs(self, i: int) -> tuple[list[str], npt.NDArray[np.float64]]:
+        """The doc ids and scores of the ``i``-th query, in table order."""
+        start, stop = int(self.starts[i]), int(self.starts[i + 1])
+        return self.doc_ids.slice(start, stop - start).to_pylist(), self.scores[start:stop]
+
+    def take(self, rows: npt.NDArray[np.int64]) -> RunColumns:
+        """The run of the rows at ``rows`` (grouped by query), every query kept, even empty."""
+        query = np.searchsorted(self.starts, rows, side="right") - 1
+        starts = np.zeros_like(self.starts)
+        np.cumsum(np.bincount(query, minlength=len(self.query_ids)), out=starts[1:])
+        doc_ids = self.doc_ids.take(pa.array(rows, pa.int64()))
+        return RunColumns(self.query_ids, starts, doc_ids, self.scores[rows])
+
+
+# Rows whose doc ids are hashed together when duplicates are looked for (whole queries, so
+# about one query of a top-1000 run): a hash table of a thousand ids stays in cache, one of
+# a whole run's ids does not (4x slower), and a duplicate never spans two queries.
+_DUPLICATE_BLOCK = 1 << 10
+
+
+def run_columns(frame: Any, name: str, wording: Wording = "reader") -> RunColumns:
+    """Validate a DataFrame or Table with ``query_id, doc_id, score``; group it by query.
+
+    Every row is checked as :func:`frame_to_run` checks it, on the columns: no Python
+    object is made per row. Query ids are factorised (``dictionary_encode``) and the rows
+    put in query order by one stable sort, skipped when they already are.
+
+    Args:
+        frame: The table; other columns are ignored.
+        name: The source messages name.
+        wording: See :data:`Wording`.
+
+    Raises:
+        InputError: A column is missing, has the wrong type, or holds a bad value, or a doc
+            id is repeated within a query.
+    """
+    table = _run_table(frame, name)
+    if wording == "scorer" and table.num_rows == 0:
+        # An empty DataFrame's columns may have no type at all: nothing to score.
+        return RunColumns([], np.zeros(1, np.int64), pa.array([], pa.string()), np.zeros(0))
+    query_ids = _ids(table.column("query_id"), "query_id", name)
+    doc_ids = _ids(table.column("doc_id"), "doc_id", name)
+    if wording == "scorer":
+        scores = _scorer_scores(table.column("score"), query_ids, doc_ids, name)
+    else:
+        scores = _scores(table.column("score"), name)
+    encoded = pc.dictionary_encode(query_ids)
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    order = None
+    if codes.size and (codes[1:] < codes[:-1]).any():
+        order = np.argsort(codes, kind="stable")
+        codes, scores = codes[order], scores[order]
+    grouped = doc_ids if order is None else doc_ids.take(pa.array(order))
+    starts = np.zeros(len(encoded.dictionary) + 1, np.int64)
+    np.cumsum(np.bincount(codes, minlength=len(encoded.dictionary)), out=starts[1:])
+    if _has_duplicates(grouped, codes, starts):
+        raise _first_duplicate(query_ids.to_pylist(), doc_ids.to_pylist(), name, wording)
+    return RunColumns(encoded.dictionary.to_pylist(), starts, grouped, scores)
+
+
 def frame_to_run(frame: Any, name: str, wording: Wording = "reader") -> dict[str, dict[str, float]]:
     """Validate a DataFrame or Table with ``query_id, doc_id, score`` and build the run.
 
@@ -101,6 +184,17 @@ def frame_to_run(frame: Any, name: str, wording: Wording = "reader") -> dict[str
     Raises:
         InputError: A column is missing, has the wrong type, or holds a bad value.
     """
+    columns = run_columns(frame, name, wording)
+    doc_ids = columns.doc_ids.to_pylist()
+    scores = columns.scores.tolist()  # Python floats, not numpy scalars
+    bounds = columns.starts.tolist()
+    return {
+        query_id: dict(zip(doc_ids[start:stop], scores[start:stop], strict=True))
+        for query_id, start, stop in zip(columns.query_ids, bounds, bounds[1:], strict=False)
+    }
+
+
+def _run_table(frame: Any, name: str) -> pa.Table:
     table = as_table(frame, name)
     missing = [c for c in _REQUIRED if c not in table.column_names]
     if missing:
@@ -111,24 +205,43 @@ def frame_to_run(frame: Any, name: str, wording: Wording = "reader") -> dict[str
             found=f"columns {', '.join(table.column_names) or '(none)'}",
             hint="Rename the columns (e.g. qid -> query_id, docno -> doc_id)",
         )
-    if wording == "scorer" and table.num_rows == 0:
-        return {}  # an empty DataFrame's columns may have no type at all: nothing to score
-    query_ids = _ids(table.column("query_id"), "query_id", name)
-    doc_ids = _ids(table.column("doc_id"), "doc_id", name)
-    if wording == "scorer":
-        scores = _scorer_scores(table.column("score"), query_ids, doc_ids, name)
-    else:
-        scores = _scores(table.column("score"), name)
-    run: dict[str, dict[str, float]] = {}
-    rows = zip(query_ids, doc_ids, scores, strict=True)
-    for row, (query_id, doc_id, score) in enumerate(rows, start=1):
-        docs = run.setdefault(query_id, {})
-        if doc_id in docs:
-            pairs = zip(query_ids, doc_ids, strict=True)
-            first = next(i for i, pair in enumerate(pairs, 1) if pair == (query_id, doc_id))
-            raise _duplicate(row, first, query_id, doc_id, name, wording)
-        docs[doc_id] = score
-    return run
+    return table
+
+
+def _has_duplicates(
+    doc_ids: pa.Array, codes: npt.NDArray[np.int64], starts: npt.NDArray[np.int64]
+) -> bool:
+    """Whether a doc id repeats within a query (rows grouped by query, ``codes`` sorted)."""
+    rows = int(starts[-1])
+    cuts = np.unique(starts[np.searchsorted(starts, np.arange(0, rows, _DUPLICATE_BLOCK))])
+    edges = [*cuts.tolist(), rows]
+    for start, stop in itertools.pairwise(edges):
+        if stop == start:
+            continue
+        block = doc_ids.slice(start, stop - start)
+        if len(pc.unique(block)) == stop - start:
+            continue  # every id of the block is distinct
+        if codes[start] == codes[stop - 1]:
+            return True  # one query
+        local = pc.dictionary_encode(block)
+        doc = local.indices.to_numpy(zero_copy_only=False)
+        key = (codes[start:stop] - codes[start]) * len(local.dictionary) + doc
+        key.sort()
+        if (key[1:] == key[:-1]).any():
+            return True
+    return False
+
+
+def _first_duplicate(
+    query_ids: list[str], doc_ids: list[str], name: str, wording: Wording
+) -> InputError:
+    """The error naming the first row, in table order, that repeats an earlier one."""
+    seen: dict[tuple[str, str], int] = {}
+    for row, pair in enumerate(zip(query_ids, doc_ids, strict=True), start=1):
+        first = seen.setdefault(pair, row)
+        if first != row:
+            return _duplicate(row, first, *pair, name, wording)
+    raise AssertionError("no duplicate row")  # pragma: no cover - called only on one
 
 
 def _duplicate(
@@ -185,7 +298,7 @@ def as_table(frame: Any, name: str) -> pa.Table:
     )
 
 
-def _ids(column: pa.ChunkedArray, label: str, name: str) -> list[str]:
+def _ids(column: pa.ChunkedArray, label: str, name: str) -> pa.Array:
     kind = column.type
     if pa.types.is_dictionary(kind):
         column = column.cast(kind.value_type)
@@ -201,7 +314,7 @@ def _ids(column: pa.ChunkedArray, label: str, name: str) -> list[str]:
         )
     no_nulls(column, label, name)
     check_id_column(column, label, name)
-    return column.to_pylist()
+    return column.combine_chunks()
 
 
 def check_id_column(column: pa.Array | pa.ChunkedArray, label: str, name: str) -> None:
@@ -214,6 +327,10 @@ def check_id_column(column: pa.Array | pa.ChunkedArray, label: str, name: str) -
         column = column.cast(column.type.value_type)
     if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
         return  # integer ids are short; other types are refused by _ids
+    # An id of at most MAX_ID_CHARS bytes has at most as many characters: counting bytes
+    # reads only the offsets.
+    if (pc.max(pc.binary_length(column)).as_py() or 0) <= MAX_ID_CHARS:
+        return
     lengths = pc.utf8_length(column)
     longest = pc.max(lengths).as_py()
     if longest is None or longest <= MAX_ID_CHARS:
@@ -237,7 +354,7 @@ def _numeric(column: pa.ChunkedArray, name: str) -> None:
         )
 
 
-def _scores(column: pa.ChunkedArray, name: str) -> list[float]:
+def _scores(column: pa.ChunkedArray, name: str) -> npt.NDArray[np.float64]:
     _numeric(column, name)
     no_nulls(column, "score", name)
     values = column.cast(pa.float64()).to_numpy()
@@ -249,12 +366,12 @@ def _scores(column: pa.ChunkedArray, name: str) -> list[float]:
             expected="finite scores",
             found=repr(float(values[bad[0]])),
         )
-    return values.tolist()  # Python floats, not numpy scalars
+    return np.asarray(values, np.float64)
 
 
 def _scorer_scores(
-    column: pa.ChunkedArray, query_ids: list[str], doc_ids: list[str], name: str
-) -> list[float]:
+    column: pa.ChunkedArray, query_ids: pa.Array, doc_ids: pa.Array, name: str
+) -> npt.NDArray[np.float64]:
     """Scores as float64; a missing one reads as NaN and is rejected with its query and doc."""
     _numeric(column, name)
     values = np.asarray(column.cast(pa.float64()).to_numpy(zero_copy_only=False), np.float64)
@@ -262,8 +379,9 @@ def _scorer_scores(
     if bad.size:
         at = int(bad[0])
         found = f"{values[at]!r} (NaN also stands for a missing score)"
-        raise _bad_row(at + 1, "bad score", query_ids[at], doc_ids[at], found, name)
-    return values.tolist()  # Python floats, not numpy scalars
+        query_id, doc_id = query_ids[at].as_py(), doc_ids[at].as_py()
+        raise _bad_row(at + 1, "bad score", query_id, doc_id, found, name)
+    return values
 
 
 def no_nulls(column: pa.ChunkedArray, label: str, name: str) -> None:

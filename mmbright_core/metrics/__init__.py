@@ -26,7 +26,7 @@ import functools
 import math
 from collections.abc import Callable, Iterable, Mapping
 from numbers import Integral
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,9 @@ from mmbright_core.measures import FAMILIES, Measure, parse_measures
 from mmbright_core.metrics._oracle import oracle_hits
 from mmbright_core.metrics._ranks import DictRun, FloatArray, IntArray
 from mmbright_core.types import EvalCounts, EvalResult, Missing, Qrels
+
+if TYPE_CHECKING:
+    from mmbright_core.metrics._table import TableRun
 
 RELEVANT = 1
 """The smallest label that counts as relevant for P, R, AP and RR (trec_eval's default)."""
@@ -53,8 +56,9 @@ def evaluate(
     Args:
         qrels: query_id -> doc_id -> integer label.
         run: query_id -> doc_id -> score, or a pandas DataFrame / pyarrow Table with the
-            columns ``query_id``, ``doc_id`` and ``score``, which is validated and turned
-            into that mapping first (each query's documents in row order).
+            columns ``query_id``, ``doc_id`` and ``score``, which is validated and scored on
+            its columns (each query's documents in row order), never turned into a mapping;
+            or such a table already validated (``io.runs.read_run_to_score``).
         measures: Measure names or :class:`~mmbright_core.measures.Measure` values, or one.
         missing: ``"skip"`` or ``"zero"``: how judged queries absent from the run count.
 
@@ -70,11 +74,8 @@ def evaluate(
     if missing not in ("skip", "zero"):
         raise InputError("bad missing rule", expected="'skip' or 'zero'", found=repr(missing))
     _check_qrels(qrels)
-    if not isinstance(run, Mapping):  # pandas and pyarrow load only for a table
-        from mmbright_core.io.runs import run_from_frame
-
-        run = run_from_frame(run, "run", wording="scorer")
-    source = DictRun(run)
+    # pandas and pyarrow load only for a table.
+    source: DictRun | TableRun = DictRun(run) if isinstance(run, Mapping) else _table_run(run)
     in_run = source.query_ids
     judged = [q for q, docs in qrels.items() if docs]
     evaluated = [q for q in judged if q in in_run or missing == "zero"]
@@ -95,6 +96,14 @@ def evaluate(
         extra_in_run=len(in_run - qrels.keys()),
     )
     return EvalResult(per_query, aggregate, counts, missing, tuple(map(str, wanted)))
+
+
+def _table_run(run: Any) -> TableRun:
+    from mmbright_core.io._columns import RunColumns, run_columns
+    from mmbright_core.metrics._table import TableRun
+
+    columns = run if isinstance(run, RunColumns) else run_columns(run, "run", "scorer")
+    return TableRun(columns)
 
 
 def _check_qrels(qrels: Qrels) -> None:

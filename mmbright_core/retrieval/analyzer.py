@@ -25,9 +25,15 @@ pass plus one dictionary look-up per token.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import chain
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from mmbright_core.retrieval.tokenizer import MAX_TOKEN_LENGTH, StandardTokenizer, utf16_length
 
@@ -145,6 +151,22 @@ def java_lower(token: str) -> str:
     return "".join(_JAVA_LOWER.get(ch) or ch.lower() for ch in token)
 
 
+@dataclass(frozen=True)
+class SplitBatch:
+    """Texts split at white space together (:meth:`EnglishAnalyzer.split_batch`).
+
+    Attributes:
+        distinct: The distinct white-space-free pieces of the texts.
+        pieces: Every piece of the texts, one text after another, as an index into
+            ``distinct``.
+        offsets: Where each text's pieces start in ``pieces``, and where the last ends.
+    """
+
+    distinct: list[str]
+    pieces: npt.NDArray[np.int32]
+    offsets: npt.NDArray[np.int64]
+
+
 class EnglishAnalyzer:
     """pyserini's default English analyzer (Lucene ``StandardTokenizer`` + Porter), in Python.
 
@@ -226,11 +248,7 @@ class EnglishAnalyzer:
             return list(_chain(map(pieces.__getitem__, split)))
         except KeyError:
             pass
-        if len(pieces) > self._max_cache:
-            pieces.clear()
-        for piece in set(split).difference(pieces):
-            pieces[piece] = self._piece_terms(piece.strip(_EDGES))
-        return list(_chain(map(pieces.__getitem__, split)))
+        return list(_chain(self.piece_terms(split)))
 
     def analyze_spans(self, text: str) -> list[tuple[str, int, int]]:
         """Return the terms of ``text`` with where each one's token lies in ``text``.
@@ -258,6 +276,55 @@ class EnglishAnalyzer:
                 if term:
                     out.append((term, offset + at, offset + at + len(token)))
         return out
+
+    def split_batch(self, texts: Sequence[str]) -> SplitBatch:
+        """Split texts at white space together, as arrays: what an index needs.
+
+        The texts are split in C at ASCII white space (pyarrow's ``ascii_split_whitespace``:
+        space, tab, LF, VT, FF, CR, each also white space to :meth:`str.split`) and the
+        pieces hashed there; only each distinct piece becomes a Python string, whose terms
+        :meth:`piece_terms` gives, splitting it further where :meth:`str.split` would (at
+        U+001C-U+001F, U+0085, U+3000...). A batch that is no valid UTF-8 (a lone surrogate)
+        is split by :meth:`str.split` instead, to the same result.
+
+        Args:
+            texts: The texts.
+
+        Returns:
+            The distinct pieces and, per text, its pieces as indices into them.
+        """
+        try:
+            pieces = pc.ascii_split_whitespace(pa.array(texts, pa.large_string()))
+        except (pa.ArrowException, UnicodeEncodeError):
+            split = [text.split() for text in texts]
+            distinct = list(dict.fromkeys(_chain(split)))
+            code = {piece: i for i, piece in enumerate(distinct)}
+            codes = np.fromiter(map(code.__getitem__, _chain(split)), np.int32)
+            offsets = np.zeros(len(texts) + 1, np.int64)
+            np.cumsum([len(pieces) for pieces in split], out=offsets[1:])
+            return SplitBatch(distinct, codes, offsets)
+        encoded = pc.dictionary_encode(pieces.flatten())
+        codes = encoded.indices.to_numpy(zero_copy_only=False)  # int32: a block's pieces fit
+        offsets = pieces.offsets.to_numpy().astype(np.int64)
+        return SplitBatch(encoded.dictionary.to_pylist(), codes, offsets)
+
+    def piece_terms(self, distinct: list[str]) -> list[tuple[str, ...]]:
+        """The terms of each piece of text (as :meth:`analyze` gives them), cached.
+
+        A piece is analysed as the parts :meth:`str.split` makes of it, one after the other
+        (one part for a piece :meth:`analyze` split off, free of white space).
+        """
+        pieces = self._pieces
+        if len(pieces) > self._max_cache:
+            pieces.clear()
+        for piece in set(distinct).difference(pieces):
+            parts = piece.split()
+            if parts == [piece]:
+                pieces[piece] = self._piece_terms(piece.strip(_EDGES))
+            else:
+                terms = (self._piece_terms(part.strip(_EDGES)) for part in parts)
+                pieces[piece] = tuple(_chain(terms))
+        return [pieces[piece] for piece in distinct]
 
     def analyze_many(self, texts: Iterable[str]) -> Iterator[list[str]]:
         """Yield the terms of each text in turn (the caches are shared)."""

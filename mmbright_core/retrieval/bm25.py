@@ -127,7 +127,7 @@ class BM25Retriever:
         folder = None if self.cache_root is None else self.cache_root / key
         index = BM25Index.load(folder) if folder is not None else None
         if index is None:
-            index = BM25Index.build(self.analyzer.analyze_many(corpus), self.k1, self.b)
+            index = BM25Index.from_texts(corpus, self.analyzer, self.k1, self.b)
             if folder is not None:
                 index.save(folder)
         self._last = (key, index)

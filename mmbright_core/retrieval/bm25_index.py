@@ -19,13 +19,15 @@ import tempfile
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain, count
+from itertools import chain, count, repeat
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from scipy import sparse
 
+from mmbright_core.retrieval.analyzer import EnglishAnalyzer, SplitBatch
 from mmbright_core.retrieval.verify import check_files, file_record, npy_layout, report_damaged
 
 # Passages analysed per block while the index is built: bounds the memory the token lists
@@ -62,7 +64,34 @@ class BM25Index:
         terms: defaultdict[str, int] = defaultdict(count().__next__)
         blocks = _Blocks()
         for block in _chunks(analysed):
-            blocks.add(block, terms)
+            sizes = np.fromiter(map(len, block), dtype=np.int64, count=len(block))
+            # The tokens flow from the lists to the id array through C-level iterators only.
+            ids = map(terms.__getitem__, chain.from_iterable(block))
+            passage = np.repeat(np.arange(len(block), dtype=np.int64), sizes)
+            blocks.add(sizes, passage, np.fromiter(ids, dtype=np.int64, count=sizes.sum()))
+        return cls._from_blocks(blocks, terms, k1, b)
+
+    @classmethod
+    def from_texts(
+        cls, texts: Sequence[str], analyzer: EnglishAnalyzer, k1: float, b: float
+    ) -> BM25Index:
+        """Analyse and index passages, a block at a time, without a token list per passage.
+
+        Gives the index :meth:`build` gives on ``analyzer.analyze_many(texts)``: each block
+        is split at white space as arrays (:meth:`EnglishAnalyzer.split_batch`), each distinct
+        piece of the corpus analysed and its terms numbered once, and the pieces expanded
+        into term ids by numpy.
+        """
+        terms: defaultdict[str, int] = defaultdict(count().__next__)
+        pieces = _PieceIds(analyzer, terms)
+        blocks = _Blocks()
+        for start in range(0, len(texts), _BLOCK):
+            batch = analyzer.split_batch(texts[start : start + _BLOCK])
+            blocks.add(*pieces.block_terms(batch))
+        return cls._from_blocks(blocks, terms, k1, b)
+
+    @classmethod
+    def _from_blocks(cls, blocks: _Blocks, terms: dict[str, int], k1: float, b: float) -> BM25Index:
         by_passage = blocks.saturated(k1, b, len(terms))
         # Term-major for queries: a query reads the rows of its terms only.
         postings = by_passage.T.tocsr()
@@ -172,6 +201,76 @@ def _chunks(analysed: Iterable[list[str]]) -> Iterator[list[list[str]]]:
         yield block
 
 
+class _PieceIds:
+    """Every distinct piece of a corpus seen so far, numbered, with its terms' ids.
+
+    Attributes:
+        sizes: Per piece, how many terms it has.
+        single: Per piece, the id of its one term, or -1 if it has none or several.
+        first: Per piece, where its term ids start in ``flat``.
+        flat: Every piece's term ids, one piece after another.
+    """
+
+    def __init__(self, analyzer: EnglishAnalyzer, terms: defaultdict[str, int]) -> None:
+        self._analyzer, self._terms = analyzer, terms
+        self._code: dict[str, int] = {}
+        self.sizes = np.zeros(0, np.int32)
+        self.single = np.zeros(0, np.int32)
+        self.first = np.zeros(0, np.int64)
+        self.flat = np.zeros(0, np.int32)
+
+    def codes(self, batch: SplitBatch) -> npt.NDArray[np.int32]:
+        """The number of each of the batch's distinct pieces, analysing the new ones."""
+        code, distinct = self._code, batch.distinct
+        found = np.fromiter(map(code.get, distinct, repeat(-1)), np.int32, len(distinct))
+        new_at = np.flatnonzero(found < 0)
+        if new_at.size:
+            new = [distinct[i] for i in new_at.tolist()]
+            terms = self._analyzer.piece_terms(new)
+            numbered = [tuple(map(self._terms.__getitem__, t)) for t in terms]
+            sizes = np.fromiter(map(len, numbered), np.int32, len(numbered))
+            ids = np.fromiter(chain.from_iterable(numbered), np.int32, int(sizes.sum()))
+            starts = np.cumsum(sizes) - sizes
+            single = np.full(sizes.size, -1, np.int32)
+            single[sizes == 1] = ids[starts[sizes == 1]]
+            self.single = np.concatenate((self.single, single))
+            first = starts + self.flat.size
+            self.first = np.concatenate((self.first, first))
+            self.sizes = np.concatenate((self.sizes, sizes))
+            self.flat = np.concatenate((self.flat, ids))
+            found[new_at] = np.arange(len(code), len(code) + len(new))
+            code.update(zip(new, count(len(code))))
+        return found
+
+    def block_terms(
+        self, batch: SplitBatch
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+        """A batch's terms: tokens per passage, and each token's passage and term id.
+
+        Most pieces are one term, whose id is one look-up; the others (a stop word gives
+        none, "e-mail" two) are expanded into their terms' ids after them.
+        """
+        codes = self.codes(batch)[batch.pieces]
+        passage = np.repeat(
+            np.arange(len(batch.offsets) - 1, dtype=np.int32), np.diff(batch.offsets)
+        )
+        per_piece = self.sizes[codes]
+        many = np.concatenate(([0], np.cumsum(per_piece)))
+        sizes = many[batch.offsets[1:]] - many[batch.offsets[:-1]]
+        single = self.single[codes]
+        one = single >= 0
+        ids, owners = single[one], passage[one]
+        several = np.flatnonzero(per_piece > 1)
+        if not several.size:
+            return sizes, owners, ids
+        count_of = per_piece[several]
+        ends = np.cumsum(count_of)
+        within = np.arange(int(ends[-1])) - np.repeat(ends - count_of, count_of)
+        more = self.flat[np.repeat(self.first[codes[several]], count_of) + within]
+        owned = np.repeat(passage[several], count_of)
+        return sizes, np.concatenate((owners, owned)), np.concatenate((ids, more))
+
+
 class _Blocks:
     """Passage-major term counts, appended block by block (CSR parts: no COO, no re-sort)."""
 
@@ -181,20 +280,28 @@ class _Blocks:
         self.indices: list[np.ndarray] = []
         self.counts: list[np.ndarray] = []
 
-    def add(self, block: list[list[str]], terms: defaultdict[str, int]) -> None:
-        """Count one block's terms; ``terms`` numbers a new term on first sight.
+    def add(
+        self,
+        sizes: npt.NDArray[np.int64],
+        passage: npt.NDArray[np.integer[Any]],
+        ids: npt.NDArray[np.integer[Any]],
+    ) -> None:
+        """Count one block's terms.
 
-        The tokens flow from the lists to the id array through C-level iterators only.
+        Args:
+            sizes: How many tokens each passage of the block has.
+            passage: Each token's passage, in the block.
+            ids: Each token's term id, in the same (any) order.
         """
-        sizes = np.fromiter(map(len, block), dtype=np.int64, count=len(block))
-        ids = np.fromiter(
-            map(terms.__getitem__, chain.from_iterable(block)), dtype=np.int64, count=sizes.sum()
-        )
-        passage = np.repeat(np.arange(len(block), dtype=np.int64), sizes)
-        pairs, tf = np.unique((passage << 32) | ids, return_counts=True)  # passage, then term
+        width = int(ids.max()) + 1 if ids.size else 1
+        # One key per (passage, term), sorted by passage then term; 32-bit keys, which sort
+        # twice as fast, whenever the block's passages and terms fit them.
+        kind: type[np.signedinteger[Any]] = np.int32 if len(sizes) * width < 2**31 else np.int64
+        keys = passage.astype(kind, copy=False) * width + ids.astype(kind, copy=False)
+        pairs, tf = np.unique(keys, return_counts=True)
         self.lengths.append(sizes)
-        self.per_passage.append(np.bincount(pairs >> 32, minlength=len(block)))
-        self.indices.append((pairs & 0xFFFFFFFF).astype(np.int32))
+        self.per_passage.append(np.bincount(pairs // width, minlength=len(sizes)))
+        self.indices.append((pairs % width).astype(np.int32))
         self.counts.append(tf.astype(np.float32))
 
     @property

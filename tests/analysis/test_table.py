@@ -108,6 +108,17 @@ def test_frames_get_the_benchmark_exclusions_and_cut_as_dicts_do(seed):
     frame = run_to_frame(run).sample(frac=1.0, random_state=seed)
     as_frame = results_table([task], {"r": {"bio": frame}}, measures=measures)
     pd.testing.assert_frame_equal(as_dict, as_frame)
+    # The oracle breaks its top-100 ties by the run's order, which a cut leaves in ranking
+    # order: a frame in the dict's order gives the same oracle.
+    in_order = pd.DataFrame(
+        [(q, d, s) for q, docs in run.items() for d, s in docs.items()],
+        columns=["query_id", "doc_id", "score"],
+    )
+    oracle = ["OracleNDCG@10", "OracleNDCG@100"]
+    pd.testing.assert_frame_equal(
+        results_table([task], {"r": {"bio": run}}, measures=oracle),
+        results_table([task], {"r": {"bio": in_order}}, measures=oracle),
+    )
     judged = as_dict.set_index("query_id")["Judged@1000"]
     cut = {q: apply_protocol(run, excluded)[q] for q in run if run[q]}
     assert {q: judged[q] for q in cut} == {

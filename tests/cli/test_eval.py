@@ -6,13 +6,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import pytrec_eval
 from locations import IO_SAMPLES
 
 from mmbright_core.cli import main
 from mmbright_core.io.qrels import write_qrels
-from mmbright_core.io.runs import write_json_run, write_trec_run
+from mmbright_core.io.runs import (
+    RunColumns,
+    read_run_to_score,
+    write_json_run,
+    write_parquet_run,
+    write_trec_run,
+)
 
 DATA = IO_SAMPLES
 QRELS = str(DATA / "qrels.trec")
@@ -209,4 +216,42 @@ def test_a_domains_scores_json_against_qrels_says_how_to_score_it(
     write_json_run(scores, {"gis_0": {"gis/d": 1.0}})
     capsys.readouterr()
     assert main(["eval", "--qrels", str(qrels), "--run", str(scores)]) == 2
+    assert "--source S --task N --run FOLDER" in capsys.readouterr().err
+
+
+def test_a_parquet_run_is_scored_on_its_columns_as_pytrec_eval_scores_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    qrels_path, _, qrels, run = _random_case(tmp_path)
+    run_path = write_parquet_run(tmp_path / "run.parquet", run)
+    assert isinstance(read_run_to_score(run_path), RunColumns)  # never built into a mapping
+    expected = _pytrec(qrels, run, {"ndcg_cut.10", "recip_rank"})
+    out = _json_out(
+        ["eval", "--qrels", str(qrels_path), "--run", str(run_path), "-m", "nDCG@10", "RR"], capsys
+    )
+    for measure, name in (("nDCG@10", "ndcg_cut_10"), ("RR", "recip_rank")):
+        assert out["per_query"][measure].keys() == expected.keys()
+        for query_id, value in out["per_query"][measure].items():
+            assert abs(value - expected[query_id][name]) <= 1e-9, (measure, query_id)
+    assert out["counts"]["extra_in_run"] == 2  # q20 and q21 have no judgment
+
+
+def test_a_bad_parquet_run_is_named_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "run.parquet"
+    pd.DataFrame(
+        {"query_id": ["q1", "q1"], "doc_id": ["d1", "d1"], "score": [1.0, 2.0]}
+    ).to_parquet(bad)
+    assert main(["eval", "--qrels", QRELS, "--run", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: row 2: duplicate doc id 'd1' for query 'q1'" in err and err.count("\n") == 1
+
+
+def test_query_ids_of_another_form_in_a_parquet_run_get_the_hint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    qrels = write_qrels(tmp_path / "qrels.trec", {"gis/gis_0": {"gis/d": 1}})
+    run = write_parquet_run(tmp_path / "run.parquet", {"gis_0": {"gis/d": 1.0}})
+    assert main(["eval", "--qrels", str(qrels), "--run", str(run)]) == 2
     assert "--source S --task N --run FOLDER" in capsys.readouterr().err

@@ -9,10 +9,13 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from mmbright_core.errors import InputError
+from mmbright_core.io import _columns
 from mmbright_core.metrics import evaluate
 from mmbright_core.ranking import top_k
 
@@ -214,3 +217,86 @@ def test_scores_compare_at_32_bits_like_trec_eval() -> None:
     assert evaluate(qrels, frame, ["RR"]).per_query["RR"]["q"] == 0.5
     # A difference float32 keeps still counts.
     assert evaluate(qrels, {"q": {"a": 1.0 + 1e-7, "b": 1.0}}, ["RR"]).per_query["RR"]["q"] == 1
+
+
+def table_of(run: dict[str, dict[str, float]], layout: str) -> object:
+    """The run as a table of one of the layouts users hand in."""
+    frame = frame_of(run, reverse=layout == "scattered")
+    if layout == "arrow":
+        return pa.Table.from_pandas(frame, preserve_index=False)
+    if layout == "objects":
+        return frame.astype({"query_id": object, "doc_id": object})
+    if layout == "categorical":
+        return frame.astype({"query_id": "category", "doc_id": "category"})
+    return frame
+
+
+LAYOUTS = st.sampled_from(["grouped", "scattered", "arrow", "objects", "categorical"])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(), LAYOUTS)
+def test_tables_are_scored_on_their_columns_as_pytrec_eval_scores_them(
+    case: tuple[dict, dict], layout: str
+) -> None:
+    qrels, run = case
+    ranked = {q: docs for q, docs in run.items() if docs}  # a table holds no empty ranking
+    expected = pytrec(qrels, ranked, PYTREC_MEASURES)
+    ours = evaluate(qrels, table_of(ranked, layout), OURS, missing="skip")
+    assert set(ours.per_query["AP"]) == set(expected)
+    for query_id, values in expected.items():
+        for name, theirs in PYTREC_NAMES.items():
+            assert ours.per_query[name][query_id] == pytest.approx(values[theirs], abs=1e-9)
+    zero = evaluate(qrels, table_of(ranked, layout), ["nDCG@10"], missing="zero")
+    assert zero.counts == evaluate(qrels, ranked, ["nDCG@10"], missing="zero").counts
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(), st.data(), st.integers(1, 8))
+def test_a_repeated_row_is_refused_by_its_first_repeat_wherever_it_falls(
+    case: tuple[dict, dict], data: st.DataObject, block: int
+) -> None:
+    _, run = case
+    rows = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+    assume(rows)
+    again = data.draw(st.sampled_from(rows))
+    at = data.draw(st.integers(0, len(rows)))
+    rows.insert(at, (again[0], again[1], 0.25))
+    frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+    seen: dict[tuple[str, str], int] = {}
+    first, repeat = next(
+        (seen[(q, d)], row)
+        for row, (q, d, _) in enumerate(rows, start=1)
+        if seen.setdefault((q, d), row) != row
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_columns, "_DUPLICATE_BLOCK", block)  # queries split over many blocks
+        with pytest.raises(InputError, match=rf"row {repeat}: duplicate row.*rows {first} and"):
+            evaluate({}, frame)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(), st.data(), st.sampled_from([math.nan, math.inf, -math.inf, None]))
+def test_a_score_with_no_rank_is_refused_by_its_row(
+    case: tuple[dict, dict], data: st.DataObject, bad: float | None
+) -> None:
+    _, run = case
+    rows = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+    assume(len(rows) > 1 or (rows and bad is not None))  # a lone None makes a column of nulls
+    at = data.draw(st.integers(0, len(rows) - 1))
+    query_id, doc_id, _ = rows[at]
+    rows[at] = (query_id, doc_id, bad)
+    frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+    with pytest.raises(InputError, match=rf"row {at + 1}: bad score for query"):
+        evaluate({}, frame)
+
+
+def test_queries_split_over_duplicate_blocks_share_docs_without_repeating_one() -> None:
+    # Three queries retrieve the same documents; with blocks of 4 rows a block holds parts
+    # of two queries, whose shared ids are no repeat.
+    run = {q: {d: float(i) for i, d in enumerate("abcde")} for q in ("q1", "q2", "q3")}
+    qrels = {"q1": {"e": 1}, "q2": {"a": 1}, "q3": {"c": 2}}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_columns, "_DUPLICATE_BLOCK", 4)
+        result = evaluate(qrels, frame_of(run, reverse=True), ["RR"])
+    assert result.per_query["RR"] == {"q1": 1.0, "q2": 0.2, "q3": 1 / 3}

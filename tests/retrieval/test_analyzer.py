@@ -6,10 +6,13 @@ comments) and outputs of pyserini 0.22.1's ``Analyzer(get_lucene_analyzer())``.
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
 from analyzer_cases import CASES
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mmbright_core.retrieval.analyzer import STOP_WORDS, EnglishAnalyzer, java_lower
 
@@ -61,3 +64,41 @@ def test_settings_are_json_ready(analyzer: EnglishAnalyzer) -> None:
     assert settings["name"] == "lucene-english"
     assert settings["stemmer"] == "porter"
     assert settings["max_token_length"] == 255
+
+
+def _batch_terms(analyzer: EnglishAnalyzer, texts: list[str]) -> list[list[str]]:
+    """Each text's terms as an index reads them: split together, each distinct piece once."""
+    batch = analyzer.split_batch(texts)
+    terms = analyzer.piece_terms(batch.distinct)
+    pieces = batch.pieces.tolist()
+    bounds = batch.offsets.tolist()
+    return [[t for p in pieces[a:b] for t in terms[p]] for a, b in itertools.pairwise(bounds)]
+
+
+def test_texts_split_together_give_lucenes_terms_on_every_case() -> None:
+    texts = [text for text, _ in CASES]
+    assert _batch_terms(EnglishAnalyzer(), texts) == [expected for _, expected in CASES]
+
+
+# Every character str.split splits at, and the characters around them that word breaks
+# care about (format, extend, CR LF, apostrophes, digits).
+SPACES = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2007\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+TEXT = st.text(
+    st.sampled_from(SPACES + "aé'’s.,-_1\u200b\u200d\u0301\u00ad日ไ😀İΣ")
+    | st.characters(codec="utf-8"),
+    max_size=40,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(TEXT, max_size=6))
+def test_texts_split_together_give_what_analyze_gives(texts: list[str]) -> None:
+    assert _batch_terms(EnglishAnalyzer(), texts) == [EnglishAnalyzer().analyze(t) for t in texts]
+
+
+def test_a_lone_surrogate_is_split_as_str_split_splits() -> None:
+    # No UTF-8 spells a lone surrogate, so pyarrow cannot take it: str.split splits instead.
+    texts = ["caresses \ud800 ponies", "", "  running\u3000"]
+    assert _batch_terms(EnglishAnalyzer(), texts) == [["caress", "poni"], [], ["run"]]

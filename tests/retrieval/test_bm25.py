@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from mmbright_core.data.sources import open_source
 from mmbright_core.errors import InputError, UnknownNameError
-from mmbright_core.retrieval import get_retriever
+from mmbright_core.retrieval import bm25_index, get_retriever
 from mmbright_core.retrieval.analyzer import EnglishAnalyzer
 from mmbright_core.retrieval.bm25_index import BM25Index
 from mmbright_core.types import Document, ImageRef, Query, TaskData
@@ -168,7 +168,7 @@ def test_index_is_cached_on_disk_and_reused(tmp_path, monkeypatch):
     def no_build(*args):
         raise AssertionError("the cached index should have been read")
 
-    monkeypatch.setattr(BM25Index, "build", no_build)
+    monkeypatch.setattr(BM25Index, "from_texts", no_build)
     second = get_retriever("bm25", cache_dir=str(tmp_path)).index(texts)
     assert second.terms == built.terms and (second.size, second.avgdl) == (3, built.avgdl)
     assert (second.postings != built.postings).nnz == 0
@@ -183,3 +183,20 @@ def test_bad_parameters():
         get_retriever("bm25", b=2.0)
     with pytest.raises(UnknownNameError, match="did you mean 'gensim'"):
         get_retriever("bm25", scoring="gensin")
+
+
+WORDS = st.sampled_from(["the", "ponies'", "caresses", "e-mail", "U.S.A.", "running", "", "日本語"])
+PASSAGE = st.lists(WORDS | st.text(max_size=5), max_size=8).map(" \n".join)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(PASSAGE, max_size=12), st.integers(1, 5))
+def test_indexing_texts_in_blocks_equals_indexing_their_token_lists(texts, block):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bm25_index, "_BLOCK", block)  # pieces seen again in later blocks
+        from_texts = BM25Index.from_texts(texts, EnglishAnalyzer(), 0.9, 0.4)
+    expected = BM25Index.build(EnglishAnalyzer().analyze_many(texts), 0.9, 0.4)
+    assert from_texts.terms == expected.terms
+    assert (from_texts.size, from_texts.avgdl) == (expected.size, expected.avgdl)
+    assert from_texts.postings.shape == expected.postings.shape
+    assert (from_texts.postings != expected.postings).nnz == 0
