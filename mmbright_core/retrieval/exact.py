@@ -61,7 +61,7 @@ def score_blocks(vectors: FloatRows, queries: FloatRows) -> Iterator[tuple[int, 
         yield start, (block @ vectors.T)[: stop - start]
 
 
-def candidates(row: FloatRows, k: int) -> IntArray:
+def candidates(row: FloatRows, k: int, margin: float = 0.0) -> IntArray:
     """Return, in corpus order, the positions that can enter the top ``k`` of ``row``.
 
     Positions scored ``-inf`` (removed by the caller) are never returned.
@@ -69,6 +69,8 @@ def candidates(row: FloatRows, k: int) -> IntArray:
     Args:
         row: One query's float32 scores.
         k: How many the cut keeps.
+        margin: How far below the k-th score a position is kept beyond the ranking rule's
+            ties: twice the error bound of ``row`` when its scores are to be recomputed.
 
     Returns:
         Every live position whose ranking value is at least the k-th largest one (all of
@@ -89,14 +91,18 @@ def candidates(row: FloatRows, k: int) -> IntArray:
         return found[values > kth]
     # Scores within two float32 steps of the k-th can round to its ranking value (x 100 to
     # float32, mmbright_core.ranking); four steps is a margin that keeps every such tie.
-    lower = kth - 4 * np.spacing(np.abs(kth))
+    lower = kth - 4 * np.spacing(np.abs(kth)) - np.float32(margin)
     if lower < guess:
         return np.flatnonzero(row >= lower)
     return found[values >= lower]
 
 
 def kept_documents(
-    scores: FloatRows, removed: npt.ArrayLike, k: int, groups: Groups | None
+    scores: FloatRows,
+    removed: npt.ArrayLike,
+    k: int,
+    groups: Groups | None,
+    exact: tuple[FloatRows, FloatRows, float] | None = None,
 ) -> tuple[IntArray, FloatRows]:
     """Return, in corpus order, the documents that can enter the top ``k``, and their scores.
 
@@ -105,21 +111,64 @@ def kept_documents(
         removed: The document positions removed before the cut.
         k: How many documents the cut keeps.
         groups: How units expand into documents (None: units are the documents).
+        exact: ``(vectors, query, error)`` to return the units' :func:`exact_scores`
+            instead of ``scores``, which are then taken to be off by at most ``error``.
 
     Returns:
         Document positions, ascending, and their float32 scores.
     """
     removed = np.unique(np.asarray(removed, dtype=np.int64))
+    margin = 0.0 if exact is None else 2 * exact[2]
     if groups is None:
         scores[removed] = -np.inf
-        docs = candidates(scores, k)
-        return docs, scores[docs]
+        units = candidates(scores, k, margin)
+        return units, _unit_scores(scores, units, exact)
     scores[_emptied_units(groups, removed)] = -np.inf
-    units = candidates(scores, k)
+    units = candidates(scores, k, margin)
+    values = _unit_scores(scores, units, exact)
     docs, where = groups.expand(units)
     kept = ~np.isin(docs, removed)
     order = np.argsort(docs[kept], kind="stable")  # corpus order, for ties at the cut
-    return docs[kept][order], scores[units][where][kept][order]
+    return docs[kept][order], values[where][kept][order]
+
+
+def _unit_scores(
+    scores: FloatRows, units: IntArray, exact: tuple[FloatRows, FloatRows, float] | None
+) -> FloatRows:
+    return scores[units] if exact is None else exact_scores(exact[0], exact[1], units)
+
+
+def exact_scores(vectors: FloatRows, query: FloatRows, positions: IntArray) -> FloatRows:
+    """The inner products of ``query`` with ``vectors[positions]``, the same wherever they are.
+
+    A BLAS product rounds a score by the position of its row and column in the product (with
+    OpenBLAS 0.3.31's Haswell kernel, rows 6-11 of each 12-row tile differ from rows 0-5 in
+    the last bit), so its scores depend on the queries searched together and on the block
+    shape. Here each product of two float32 components is exact in float64, the products are
+    summed in float64 component by component in one fixed order, and the sum is rounded to
+    float32: the score of a pair of vectors never depends on anything else.
+    """
+    products = np.ascontiguousarray(vectors[positions].T, dtype=np.float64)
+    products *= query.astype(np.float64)[:, None]
+    total = np.zeros(len(positions), dtype=np.float64)
+    for component in products:  # one fixed order of addition for every score
+        total += component
+    return total.astype(np.float32)
+
+
+def error_bound(vectors: FloatRows, queries: FloatRows) -> FloatRows:
+    """Per query, a bound on how far any float32 product score lies from the exact one.
+
+    ``|fl(q . v) - q . v| <= gamma_n |q| |v|`` with ``gamma_n = n u / (1 - n u)``, ``u = 2^-24``,
+    for any order of summation (Higham, Accuracy and Stability of Numerical Algorithms, 3.1);
+    the float32 rounding of the exact score adds half a step, counted by the cut's margin.
+    """
+    unit = 2.0**-24
+    n = vectors.shape[1] + 1
+    gamma = n * unit / (1 - n * unit)
+    longest = float(np.sqrt(np.einsum("ij,ij->i", vectors, vectors).max(initial=0.0)))
+    lengths = np.sqrt(np.einsum("ij,ij->i", queries, queries).astype(np.float64))
+    return (gamma * 1.01 * lengths * longest).astype(np.float32)  # 1 %: the norms' rounding
 
 
 def _emptied_units(groups: Groups, removed: IntArray) -> IntArray:

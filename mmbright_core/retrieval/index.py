@@ -22,7 +22,12 @@ import numpy.typing as npt
 from mmbright_core.errors import InputError
 from mmbright_core.ranking import rank_order, ranking_scores
 from mmbright_core.retrieval.approximate import faiss_index, settled_candidates
-from mmbright_core.retrieval.exact import exact_search, kept_documents, score_blocks
+from mmbright_core.retrieval.exact import (
+    error_bound,
+    exact_search,
+    kept_documents,
+    score_blocks,
+)
 from mmbright_core.types import TaskData
 
 IndexKind = Literal["flat", "hnsw", "ivf"]
@@ -210,10 +215,14 @@ def _exact_top_k(
     scale: float,
 ) -> list[dict[str, float]]:
     # Every unit is scored, so each cut is settled in one pass over its row.
+    # The cut is found on BLAS's float32 products and its scores recomputed exactly, so that
+    # a query's result does not depend on its companions or the BLAS kernel (exact_scores).
     results = []
+    errors = error_bound(index._vectors, matrix)
     for start, block in score_blocks(index._vectors, matrix):
         for query, scores in enumerate(block, start):
-            docs, values = kept_documents(scores, exclude[query], k, groups)
+            exact = (index._vectors, matrix[query], float(errors[query]))
+            docs, values = kept_documents(scores, exclude[query], k, groups, exact)
             results.append(top_k_array(doc_ids[docs], values.astype(np.float64) * scale, k))
     return results
 

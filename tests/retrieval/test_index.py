@@ -285,3 +285,18 @@ def test_flat_search_returns_faiss_flat_scores_best_first():
     assert np.array_equal(scores, expected_scores)
     assert np.array_equal(positions, expected_positions)  # no two of these scores tie
     assert VectorIndex(vectors).search(queries, 900)[1].shape == (3, 500)  # n above the corpus
+
+
+def test_two_passages_with_one_vector_score_alike_wherever_they_are():
+    # BLAS rounds by a column's place in its tile too: the same vector at positions 0 and
+    # 1,999 must get one score, and the tie goes by doc id.
+    rng = np.random.default_rng(7)
+    vectors = l2_normalise(rng.normal(size=(2000, 48)))
+    queries = l2_normalise(rng.normal(size=(40, 48)))
+    vectors[1999] = vectors[0]
+    ids = np.array([f"d{i:04d}" for i in range(2000)])
+    none = [np.array([], dtype=np.int64)] * 40
+    for found in dense_top_k(VectorIndex(vectors), queries, ids, 2000, none):
+        assert found["d0000"] == found["d1999"]
+        order = list(found)
+        assert order.index("d1999") == order.index("d0000") - 1  # ties by doc id, descending
