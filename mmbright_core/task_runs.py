@@ -20,12 +20,13 @@ from pathlib import Path
 
 from mmbright_core.benchmark import check_doc_ids
 from mmbright_core.data.sources import Source
-from mmbright_core.errors import InputError, InputTooLargeError, InputWarning
+from mmbright_core.errors import InputError, InputTooLargeError, InputWarning, show
 from mmbright_core.io._open import Readable
 from mmbright_core.io.mteb import looks_like_mteb, mteb_task_name, read_mteb_predictions
 from mmbright_core.io.official import OfficialOutputs, holds_outputs, read_outputs
 from mmbright_core.io.official_json import read_summary
 from mmbright_core.io.runs import read_run
+from mmbright_core.metrics.id_check import EXAMPLES, normalised
 from mmbright_core.task_table import TASK_TABLE, task_of_type
 from mmbright_core.types import Protocol4, Run
 
@@ -183,20 +184,13 @@ def runs_by_domain(
         for query_id in ids:
             owners.setdefault(query_id, []).append(domain)
     out: DomainRuns = {}
+    left_out: list[str] = []
     for query_id, docs in run.items():
-        domain, _, bare = query_id.partition("/")
-        if bare and bare in known.get(domain, ()):
-            out.setdefault(domain, {})[bare] = dict(docs)
-            continue
-        found = owners.get(query_id, [])
-        if len(found) > 1:
-            raise InputError(
-                f"query id {query_id!r} exists in several domains ({', '.join(sorted(found))})",
-                source=name,
-                hint="Write query ids as <domain>/<query id>, or score one domain with --domain",
-            )
-        if found:
-            out.setdefault(found[0], {})[query_id] = dict(docs)
+        filed = _file_query(query_id, known, owners, name)
+        if filed is None:
+            left_out.append(query_id)
+        else:
+            out.setdefault(filed[0], {})[filed[1]] = dict(docs)
     if run and not out:
         raise InputError(
             "no query of the run belongs to this task",
@@ -205,7 +199,52 @@ def runs_by_domain(
             found=", ".join(repr(q) for q in list(run)[:3]),
             hint="Check the task number, the source and the domains",
         )
+    if left_out:
+        warnings.warn(_left_out(left_out, known, owners, name), InputWarning, stacklevel=2)
     return out
+
+
+def _file_query(
+    query_id: str, known: Mapping[str, Collection[str]], owners: dict[str, list[str]], name: str
+) -> tuple[str, str] | None:
+    """The (domain, id in that domain) a run's query id is filed under, None if no domain."""
+    domain, _, bare = query_id.partition("/")
+    if bare and bare in known.get(domain, ()):
+        return domain, bare
+    found = owners.get(query_id, [])
+    if len(found) > 1:
+        raise InputError(
+            f"query id {query_id!r} exists in several domains ({', '.join(sorted(found))})",
+            source=name,
+            hint="Write query ids as <domain>/<query id>, or score one domain with --domain",
+        )
+    return (found[0], query_id) if found else None
+
+
+def _left_out(
+    left_out: list[str],
+    known: Mapping[str, Collection[str]],
+    owners: dict[str, list[str]],
+    name: str,
+) -> str:
+    """The warning for query ids no domain knows, naming those that match once normalised."""
+    examples = ", ".join(map(show, left_out[:EXAMPLES]))
+    text = (
+        f"{name}: {len(left_out):,} query id(s) belong to no domain of the task and are left "
+        f"out, e.g. {examples}"
+    )
+    near = [
+        (q, n)
+        for q in left_out
+        if (n := normalised(q)) != q and _file_query(n, known, owners, name) is not None
+    ]
+    if near:
+        pairs = ", ".join(f"{show(q)} ~ {show(n)}" for q, n in near[:EXAMPLES])
+        text += (
+            f"; {len(near):,} of them match a query only once normalised (NFKC, invisible "
+            f"characters removed), e.g. {pairs}: ids are matched exactly"
+        )
+    return text
 
 
 def check_task_runs(

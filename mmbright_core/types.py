@@ -89,6 +89,31 @@ class EvalCounts:
 
 
 @dataclass(frozen=True)
+class IdCheck:
+    """What the ids of a run matched in the qrels.
+
+    Attributes:
+        unknown_queries: How many query ids of the run the qrels do not know.
+        unknown_query_examples: A few of them, sorted.
+        blind_queries: Judged queries whose ranking holds no judged document.
+        blind_query_examples: A few of them, sorted.
+        near_queries: (run id, qrels id) pairs equal only after normalisation, a few.
+        near_query_count: How many such query ids.
+        near_docs: (query id, run doc id, judged doc id) triples, a few.
+        near_doc_count: How many such documents.
+    """
+
+    unknown_queries: int = 0
+    unknown_query_examples: tuple[str, ...] = ()
+    blind_queries: int = 0
+    blind_query_examples: tuple[str, ...] = ()
+    near_query_count: int = 0
+    near_queries: tuple[tuple[str, str], ...] = field(default=())
+    near_doc_count: int = 0
+    near_docs: tuple[tuple[str, str, str], ...] = field(default=())
+
+
+@dataclass(frozen=True)
 class EvalResult:
     """Per-query values, their means, and the counts behind them.
 
@@ -97,6 +122,8 @@ class EvalResult:
         aggregate: measure name -> mean over the evaluated queries.
         counts: Which queries were evaluated, dropped, missing or extra.
         missing: The averaging rule used for queries absent from the run.
+        ids: The run's ids that match nothing, or match only after normalisation
+            (:mod:`mmbright_core.metrics.id_check`); the scores match ids exactly.
     """
 
     per_query: dict[str, dict[str, float]]
@@ -104,6 +131,7 @@ class EvalResult:
     counts: EvalCounts
     missing: Missing = "skip"
     measures: tuple[str, ...] = field(default=())
+    ids: IdCheck = field(default_factory=IdCheck)
 
 
 Task = Literal[1, 2, 3, 4]

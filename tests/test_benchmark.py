@@ -6,7 +6,7 @@ import pytest
 
 from mmbright_core.benchmark import apply_protocol, score_task
 from mmbright_core.data.sources import Source
-from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.errors import InputError, InputWarning, UnknownNameError
 from mmbright_core.task_runs import runs_by_domain
 
 A1, A2, A3 = "academia/a1b2c3d4_101.txt", "academia/a1b2c3d4_102.txt", "academia/e5f6a7b8_201.txt"
@@ -100,7 +100,8 @@ KNOWN = {"academia": {"a1", "a2"}, "biology": {"b1", "a2"}}
 
 def test_runs_by_domain_prefixed_and_bare_ids():
     run = {"academia/a2": {"d": 1.0}, "b1": {"e": 2.0}, "zz": {"f": 3.0}}
-    out = runs_by_domain(run, KNOWN, "r.trec")
+    with pytest.warns(InputWarning, match=r"1 query id\(s\) belong to no domain .* 'zz'"):
+        out = runs_by_domain(run, KNOWN, "r.trec")
     assert out == {"academia": {"a2": {"d": 1.0}}, "biology": {"b1": {"e": 2.0}}}
 
 

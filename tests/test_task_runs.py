@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from apptest import fresh, use_folder
+from streamlit.testing.v1 import AppTest
 
 from mmbright_core.cli import main
 from mmbright_core.data import sources
@@ -88,20 +89,53 @@ def test_eval_prints_a_runs_trailing_text_warning(
     )
 
 
-def test_an_uploads_trailing_text_warning_is_shown_on_the_page(fixture_dir: Path) -> None:
+def _add_upload(fixture_dir: Path, name: str, text: str) -> AppTest:
     at = fresh()
     use_folder(at, fixture_dir)  # Task 2, where a1 is a query and A1 a passage
-    data = f"a1 Q0 {A1} 1 1.0 t more junk\n".encode()
-    at.file_uploader(key="upload_files").set_value([("tail.trec", data, "text/plain")])
+    at.file_uploader(key="upload_files").set_value([(name, text.encode(), "text/plain")])
     at.run()
     at.button(key="add_uploads").click().run()
     assert not at.exception
+    return at
+
+
+def test_an_uploads_trailing_text_warning_is_shown_on_the_page(fixture_dir: Path) -> None:
+    at = _add_upload(fixture_dir, "tail.trec", f"a1 Q0 {A1} 1 1.0 t more junk\n")
     assert list(at.multiselect(key="selected_runs_2").value) == ["tail"]
     warned = [w.value.replace("\\", "") for w in at.main.warning]
     assert warned == [
         "tail: tail.trec: 1 line has text after the run tag (line 1); "
         "ignored, as trec_eval ignores it"
     ]
+
+
+def test_eval_warns_of_query_ids_that_match_a_domain_only_once_normalised(
+    fixture_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "odd.trec"
+    # a fullwidth domain and a trailing zero-width space: neither files under a domain.
+    run.write_text(
+        f"academia/a1 Q0 {A1} 1 1.0 t\n"
+        f"\uff41\uff43\uff41\uff44\uff45\uff4d\uff49\uff41/a2 Q0 {A1} 1 1.0 t\n"
+        f"a4\u200b Q0 {A1} 1 1.0 t\n",
+        encoding="utf-8",
+    )
+    assert main(["eval", "--source", str(fixture_dir), "--task", "1", "--run", str(run)]) == 0
+    err = capsys.readouterr().err
+    assert f"{run}: 2 query id(s) belong to no domain of the task and are left out" in err
+    assert "2 of them match a query only once normalised" in err
+    assert "'a4\\u200b' ~ 'a4'" in err
+    assert "\u200b" not in err
+
+
+def test_an_uploads_query_ids_that_match_nothing_are_warned_on_the_page(
+    fixture_dir: Path,
+) -> None:
+    at = _add_upload(fixture_dir, "odd.trec", f"a1 Q0 {A1} 1 1.0 t\na1\u200b Q0 {A1} 1 1.0 t\n")
+    warned = " ".join(w.value for w in at.main.warning)  # Markdown: the page shows it literally
+    assert "1 query id(s) belong to no domain of the task and are left out" in warned
+    assert "1 of them match a query only once normalised" in warned
+    assert "a1\\\\u200b" in warned and "\u200b" not in warned
 
 
 @pytest.fixture(scope="module")

@@ -13,13 +13,15 @@ import argparse
 import dataclasses
 import json
 import sys
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from mmbright_core.cli.options import Command, add_command, add_task_options
-from mmbright_core.errors import InputError
-from mmbright_core.types import EvalResult, Qrels, Run
+from mmbright_core.errors import InputError, InputWarning
+from mmbright_core.metrics.id_check import id_warnings
+from mmbright_core.types import EvalResult, IdCheck, Qrels, Run
 
 if TYPE_CHECKING:
     from mmbright_core.benchmark import TaskScores
@@ -197,12 +199,15 @@ def run_eval(args: argparse.Namespace) -> int:
                 found=f"domains {', '.join(scores.per_domain) or '(none)'} with no evaluated query",
                 hint="Check the task number and that the run's query ids are the benchmark's",
             )
+        for domain, result in scores.per_domain.items():
+            _warn_ids(result.ids, f"{domain}: ")
         format_scores = format_benchmark_json if args.format == "json" else format_benchmark_tsv
         sys.stdout.write(format_scores(scores))
         return 0
     qrels, run = load_inputs(args)
     measures = tuple(args.measures or DEFAULT_MEASURES)
     result = evaluate(qrels, run, measures=measures, missing=args.missing)
+    _warn_ids(result.ids)
     if result.counts.evaluated == 0:
         # Every mean would be NaN: almost always a run and qrels of different tasks.
         raise InputError(
@@ -216,6 +221,12 @@ def run_eval(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(format_tsv(result, per_query=args.per_query))
     return 0
+
+
+def _warn_ids(check: IdCheck, where: str = "") -> None:
+    # Scores match ids exactly, as trec_eval does; ids that match nothing are said, not fixed.
+    for line in id_warnings(check):
+        warnings.warn(where + line, InputWarning, stacklevel=2)
 
 
 def _query_id_hint(qrels: Qrels, run: Run | RunColumns) -> str:

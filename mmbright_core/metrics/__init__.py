@@ -34,6 +34,7 @@ from mmbright_core.errors import InputError, show
 from mmbright_core.measures import FAMILIES, Measure, parse_measures
 from mmbright_core.metrics._oracle import oracle_hits
 from mmbright_core.metrics._ranks import DictRun, FloatArray, IntArray
+from mmbright_core.metrics.id_check import check_ids
 from mmbright_core.types import EvalCounts, EvalResult, Missing, Qrels
 
 if TYPE_CHECKING:
@@ -63,7 +64,9 @@ def evaluate(
         missing: ``"skip"`` or ``"zero"``: how judged queries absent from the run count.
 
     Returns:
-        Per-query values, their means (NaN when no query was evaluated) and the counts.
+        Per-query values, their means (NaN when no query was evaluated), the counts, and
+        the run's ids that match nothing or only after normalisation (ids match exactly,
+        as in trec_eval; :mod:`mmbright_core.metrics.id_check` only reports).
 
     Raises:
         InputError: Bad labels, scores (NaN, infinite, not numbers), duplicate rows, a
@@ -95,7 +98,15 @@ def evaluate(
         missing_from_run=sum(q not in in_run for q in judged),
         extra_in_run=len(in_run - qrels.keys()),
     )
-    return EvalResult(per_query, aggregate, counts, missing, tuple(map(str, wanted)))
+    hit = set(np.unique(found.query).tolist())
+    blind = (q for q in present if index[q] not in hit)
+    rankings = (
+        ((q, docs.keys()) for q, docs in run.items())
+        if isinstance(source, DictRun)
+        else source.unusual_rankings(in_run)
+    )
+    ids = check_ids(qrels, in_run, rankings, blind)
+    return EvalResult(per_query, aggregate, counts, missing, tuple(map(str, wanted)), ids)
 
 
 def _table_run(run: Any) -> TableRun:

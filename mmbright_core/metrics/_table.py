@@ -33,6 +33,22 @@ class TableRun:
         for query_id in query_ids:
             yield self._columns.query_docs(self._code[query_id])
 
+    def unusual_rankings(self, query_ids: Iterable[str]) -> Iterator[tuple[str, list[str]]]:
+        """Each query's doc ids, for :func:`~mmbright_core.metrics.id_check.check_ids`.
+
+        None when every doc id is printable ASCII (checked in C): they need no normalising.
+        """
+        import pyarrow.compute as pc
+
+        ids = self._columns.doc_ids
+        if pc.all(pc.and_(pc.string_is_ascii(ids), pc.utf8_is_printable(ids))).as_py() in (
+            True,
+            None,  # no rows
+        ):
+            return
+        for query_id in query_ids:
+            yield query_id, self._columns.query_docs(self._code[query_id])[0]
+
     def hits(
         self, present: Mapping[str, Mapping[str, int]], index: Mapping[str, int]
     ) -> tuple[IntArray, IntArray, IntArray]:

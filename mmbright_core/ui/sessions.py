@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from mmbright_core.errors import InputError
+from mmbright_core.io.limits import size_text
 from mmbright_core.ui import loaders
 
 if TYPE_CHECKING:
@@ -91,13 +92,11 @@ def check_upload_budget(name: str, size: int, held: int) -> None:
     budget = session_max_bytes()
     if held + size <= budget:
         return
-    mib = 2**20
     raise InputError(
         "the upload would pass this session's budget for uploaded runs",
         source=name,
-        expected=f"at most {budget / mib:,.0f} MiB of uploaded runs per session "
-        f"({SESSION_MAX_ENV})",
-        found=f"{held / mib:,.0f} MiB held and {size / mib:,.0f} MiB more",
+        expected=f"at most {size_text(budget)} of uploaded runs per session ({SESSION_MAX_ENV})",
+        found=f"{size_text(held)} held and {size_text(size)} more",
         hint="Remove a run you no longer need, or load large runs from a folder",
     )
 

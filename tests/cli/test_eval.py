@@ -255,3 +255,18 @@ def test_query_ids_of_another_form_in_a_parquet_run_get_the_hint(
     run = write_parquet_run(tmp_path / "run.parquet", {"gis_0": {"gis/d": 1.0}})
     assert main(["eval", "--qrels", str(qrels), "--run", str(run)]) == 2
     assert "--source S --task N --run FOLDER" in capsys.readouterr().err
+
+
+def test_ids_that_match_only_once_normalised_are_warned_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    qrels, run = tmp_path / "qrels.json", tmp_path / "run.json"
+    qrels.write_text(json.dumps({"q1": {"d1": 1}, "q2": {"d2": 1}}), encoding="utf-8")
+    run.write_text(json.dumps({"q1": {"\u202ed1": 1.0}, "q2\u200b": {"d2": 1.0}}), encoding="utf-8")
+    assert main(["eval", "--qrels", str(qrels), "--run", str(run)]) == 0
+    captured = capsys.readouterr()
+    assert "nDCG@10\tall\t0.0\n" in captured.out  # exactly trec_eval's: ids are not fixed
+    warned = [line for line in captured.err.splitlines() if "warning" in line]
+    assert any("'q2\\u200b' ~ 'q2'" in line for line in warned)
+    assert any("'\\u202ed1' ~ 'd1'" in line for line in warned)
+    assert "\u202e" not in captured.err and "\u200b" not in captured.err

@@ -58,6 +58,9 @@ def test_an_upload_past_the_session_budget_is_refused_until_a_run_is_removed(
     assert len(errors) == 1 and not at.exception
     assert errors[0].startswith("second.trec: the upload would pass this session's budget")
     assert "MMBRIGHT_SESSION_MAX_BYTES" in errors[0] and "Remove a run" in errors[0]
+    # Below 1 MiB the message counts bytes, never "0 MiB".
+    assert "at most 300 bytes of uploaded runs" in errors[0]
+    assert "found 168 bytes held and 168 bytes more" in errors[0]
     assert _runs(at) == ["first"]
 
     (remove,) = [b for b in at.button if str(b.key).startswith("remove_")]
