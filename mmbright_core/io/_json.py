@@ -100,7 +100,7 @@ def json_path(*keys: str) -> str:
 
 def json_kind(value: Any) -> str:
     """Name a parsed JSON value's type for a message."""
-    if isinstance(value, JsonObject):
+    if isinstance(value, (JsonObject, dict)):
         return "an object"
     if isinstance(value, list):
         return "an array"

@@ -35,6 +35,10 @@ from mmbright_core.io._open import Readable, decode, load
 
 FORMAT = "mmbright-rewrites/1"
 SHARED = ("source", "task", "prompt", "llm")
+TOKEN_FIELDS = ("prompt", "completion")
+"""The fields of a record's ``tokens``: the server's counts of the request and the answer."""
+#: The largest token count a record may hold (a signed 64-bit integer's largest).
+MOST_TOKENS = 2**63 - 1
 """The fields every record of one set has equal."""
 _FIELDS: dict[str, Any] = {
     "format": str,
@@ -147,6 +151,7 @@ def read_query_set(src: Readable) -> QuerySet:
             continue
         record = _record(line, loaded.name, number)
         _check_images(record["images"], loaded.name, number)
+        _check_tokens(record["tokens"], loaded.name, number)
         shared = {name: record[name] for name in SHARED}
         if settings is None:
             settings = shared
@@ -242,6 +247,25 @@ def _check_images(images: list[Any], name: str, number: int) -> None:
             )
 
 
+def _check_tokens(tokens: dict[str, Any], name: str, number: int) -> None:
+    # A count read as given must be one: int() took "12", 1.5 and true, and crashed on [1].
+    fields = [f"no {field!r}" for field in TOKEN_FIELDS if field not in tokens]
+    fields += [f"a field {field!r}" for field in tokens if field not in TOKEN_FIELDS]
+    for field in TOKEN_FIELDS:
+        value = tokens.get(field, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MOST_TOKENS:
+            fields.append(f"{field!r} is {json_kind(value)}")
+    if fields:
+        raise InputError(
+            "a record's 'tokens' are not token counts",
+            source=name,
+            line=number,
+            expected='{"prompt": N, "completion": N}, whole numbers of at least 0',
+            found=", ".join(fields),
+            hint="Rewrite the queries again with mmbright rewrite (answers come from the cache)",
+        )
+
+
 def _rewrite(record: Mapping[str, Any]) -> Rewrite:
     tokens = record["tokens"]
     images = tuple((i["path"], i["sha256"]) for i in record["images"])
@@ -252,8 +276,8 @@ def _rewrite(record: Mapping[str, Any]) -> Rewrite:
         images=images,
         answer=record["answer"],
         problem=record["problem"],
-        prompt_tokens=int(tokens.get("prompt", 0)),
-        completion_tokens=int(tokens.get("completion", 0)),
+        prompt_tokens=tokens["prompt"],
+        completion_tokens=tokens["completion"],
         query=record["query"],
     )
 

@@ -24,10 +24,10 @@ Three modes (docs/commands.md, "Rerankers"):
 In ``pointwise`` and ``listwise`` mode, on tasks 2-4 the query's images go with every
 request, and on tasks 3-4 each candidate's image goes beside its number, as PNG data URLs
 (:mod:`mmbright_core.llm.images`). Every answer is cached by its whole request
-(:mod:`mmbright_core.llm.cache`). An answer that is unusable (no text, a grade that is not
-0-3, a window answer that is not a permutation of its numbers, a ``bright`` answer with no
-fenced ``json`` list naming one of its numbers) makes the query keep its first-stage order,
-with the problem recorded, and is not cached: never a silent reordering.
+(:mod:`mmbright_core.llm.cache`). An answer that is unusable (no text, an answer that is not
+one grade 0-3 alone, a window answer that is not a permutation of its numbers, a ``bright``
+answer with no fenced ``json`` list naming one of its numbers) makes the query keep its
+first-stage order, with the problem recorded, and is not cached: never a silent reordering.
 """
 
 from __future__ import annotations
@@ -97,8 +97,13 @@ BRIGHT_TASKS = frozenset(t for t, info in TASK_TABLE.items() if info.corpus_text
 #: (greedy), of which the last match is read.
 _JSON_BLOCK = re.compile(r"(?:```json\s*)(.+)(?:```)", re.DOTALL)
 _NEWLINES = re.compile("\n+")
-_GRADE = re.compile(r"\b([0-3])\b")
+#: A grade as the prompt asks for it: one number 0-3 alone (a full stop after it allowed),
+#: not any digit of the answer ("alert(1)" holds a 1 and is no grade).
+_GRADE = re.compile(r"\s*([0-3])\.?\s*")
 _NUMBER = re.compile(r"\[(\d+)\]")
+#: The most digits a window's number is read with: more name no candidate of any window
+#: (and ``int`` refuses strings of over 4,300 digits).
+_NUMBER_DIGITS = 9
 
 
 class LlmReranker:
@@ -199,9 +204,9 @@ class LlmReranker:
         for candidate, reply in zip(candidates, replies, strict=True):
             if reply.text is None:
                 return Reranked.failed(f"{candidate.doc_id}: {reply.problem}")
-            found = _GRADE.search(reply.text)
-            assert found is not None  # the check let only grades through
-            grades.append(float(found.group(1)))
+            grade = parse_grade(reply.text)
+            assert not isinstance(grade, str)  # the check let only grades through
+            grades.append(float(grade))
         return Reranked.from_scores(grades)
 
     def _bright(
@@ -322,7 +327,8 @@ def windows(size: int, window: int, step: int) -> list[tuple[int, int]]:
 
 def parse_permutation(text: str, size: int) -> tuple[int, ...] | str:
     """Return the 0-based order a ``[2] > [1] > [3]`` answer gives, or what is wrong with it."""
-    numbers = [int(n) for n in _NUMBER.findall(text)]
+    digits = (n.lstrip("0") or "0" for n in _NUMBER.findall(text))
+    numbers = [int(n) if len(n) <= _NUMBER_DIGITS else 0 for n in digits]  # 0: no candidate
     if sorted(numbers) != list(range(1, size + 1)):
         return (
             f"the answer {show(text)} is not a permutation of [1]..[{size}]"
@@ -372,8 +378,21 @@ def bright_ranking(text: str, size: int) -> list[int] | str:
     return listed
 
 
+def parse_grade(text: str) -> int | str:
+    """Return the grade a pointwise answer gives, or what is wrong with it.
+
+    The prompt asks for one number only: the answer must be 0, 1, 2 or 3 alone (blanks
+    around it and a full stop after it allowed); any other text is not read for a digit.
+    """
+    found = _GRADE.fullmatch(text)
+    if found is None:
+        return f"the answer {show(text)} is no grade 0-3 (the prompt asks for one number only)"
+    return int(found.group(1))
+
+
 def _grade_problem(text: str) -> str | None:
-    return None if _GRADE.search(text) else f"the answer {show(text)} is no grade 0-3"
+    found = parse_grade(text)
+    return found if isinstance(found, str) else None
 
 
 def _permutation_problem(text: str, size: int) -> str | None:

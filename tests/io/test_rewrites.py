@@ -69,3 +69,29 @@ def test_a_query_twice_a_missing_field_and_a_wrong_type_are_refused(tmp_path: Pa
         read_query_set(write(tmp_path, query_set_text([record(task="1")])))
     with pytest.raises(InputError, match=r"invalid JSON"):
         read_query_set(write(tmp_path, "{not json\n"))
+
+
+@pytest.mark.parametrize(
+    ("tokens", "found"),
+    [
+        ({"prompt": "12", "completion": 2}, "'prompt' is the string '12'"),
+        ({"prompt": [1], "completion": 2}, "'prompt' is an array"),
+        ({"prompt": 2, "completion": {"n": 1}}, "'completion' is an object"),
+        ({"prompt": 1.5, "completion": 2}, "'prompt' is the number 1.5"),
+        ({"prompt": True, "completion": 2}, "'prompt' is true (a boolean)"),
+        ({"prompt": -3, "completion": 2}, "'prompt' is the number -3"),
+        ({"prompt": 10**400, "completion": 2}, "'prompt' is the number 1000"),
+        ({"prompt": 2}, "no 'completion'"),
+        ({"prompt": 2, "completion": 2, "total": 4}, "a field 'total'"),
+    ],
+)
+def test_token_counts_of_the_wrong_type_are_one_line(
+    tmp_path: Path, tokens: dict[str, Any], found: str
+) -> None:
+    path = write(tmp_path, query_set_text([record("1"), record("2", tokens=tokens)]))
+    with pytest.raises(InputError) as err:
+        read_query_set(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}:2: a record's 'tokens' are not token counts")
+    assert "expected" in message and "whole numbers of at least 0" in message
+    assert found in message and "\n" not in message

@@ -18,7 +18,7 @@ from mmbright_core.data.images import image_problem
 from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import read_outputs
 from mmbright_core.ranking import ranked
-from mmbright_core.rerank.llm import bright_ranking, parse_permutation, windows
+from mmbright_core.rerank.llm import bright_ranking, parse_grade, parse_permutation, windows
 from mmbright_core.ui.workspace import DEMO_RUNS
 
 FIRST = DEMO_RUNS / "run_it2t_bm25"
@@ -108,7 +108,7 @@ def test_a_listwise_answer_that_is_no_permutation_keeps_the_first_stage_order(
 
 def grade_by_length(body: dict[str, Any]) -> str:
     found = re.search(r"Document: (.*)\n\nHow much", message_text(body), re.S)
-    return f"Grade: {len(found.group(1)) % 4 if found else 'none'}"
+    return f"{len(found.group(1)) % 4}" if found else "none"
 
 
 def test_pointwise_grades_are_the_scores_and_ties_keep_the_first_stage_order(
@@ -137,6 +137,47 @@ def test_a_grade_outside_0_3_is_recorded_and_bad_options_are_one_line(
     args += ["--endpoint", chat_server.url, "--out", str(tmp_path / "x")]
     assert main(["rerank", *args, "--option", "mode=sideways"]) == 2
     assert "bad llm reranker option mode; expected pointwise or listwise" in capsys.readouterr().err
+
+
+def test_a_grade_is_read_only_in_the_form_the_prompt_asks() -> None:
+    for answer, grade in [("2", 2), (" 3.\n", 3), ("0", 0), ("\n1\n", 1)]:
+        assert parse_grade(answer) == grade, answer
+    for answer in ["alert(1)", "1 or 2", "12", "Grade: 2", "\uff12", "-1", "3/3", "4", "", "2 2"]:
+        problem = parse_grade(answer)
+        assert isinstance(problem, str) and "is no grade 0-3" in problem, answer
+
+
+def test_an_answer_holding_a_digit_is_no_grade_and_is_asked_again(
+    chat_server: OpenAIServer, tmp_path: Path
+) -> None:
+    chat_server.reply = lambda body: "alert(1)"
+    folder = rerank(chat_server, tmp_path, "mode=pointwise")
+    first, reranked = read_outputs(FIRST).runs[DOMAIN], read_outputs(folder).runs[DOMAIN]
+    recorded = json.loads((folder / DOMAIN / "rerank.json").read_text())["queries"]
+    for query_id, docs in first.items():
+        assert order(reranked[query_id])[:DEPTH] == order(docs)[:DEPTH]
+        assert "the answer 'alert(1)' is no grade 0-3" in recorded[query_id]["problem"]
+        assert recorded[query_id]["scores"] is None
+    assert not list((tmp_path / "cache").rglob("*.json"))  # nothing kept: a rerun asks again
+
+
+def test_a_listwise_answer_with_a_5000_digit_number_is_a_problem_and_not_kept(
+    chat_server: OpenAIServer, tmp_path: Path
+) -> None:
+    assert isinstance(parse_permutation("[" + "7" * 5000 + "] > [1] > [2]", 3), str)
+    chat_server.reply = lambda body: "[" + "7" * 5000 + "] > [1] > [2] > [3]"
+    folder = rerank(chat_server, tmp_path, "mode=listwise", "window=4", "step=2")
+    first, reranked = read_outputs(FIRST).runs[DOMAIN], read_outputs(folder).runs[DOMAIN]
+    recorded = json.loads((folder / DOMAIN / "rerank.json").read_text())["queries"]
+    for query_id, docs in first.items():
+        assert order(reranked[query_id])[:DEPTH] == order(docs)[:DEPTH]
+        problem = recorded[query_id]["problem"]
+        assert "is not a permutation of [1]..[4]" in problem and len(problem) < 1000
+    assert not list((tmp_path / "cache").rglob("*.json"))
+    chat_server.reply = reverse_window  # the rerun asks again, and reorders
+    again = rerank(chat_server, tmp_path, "mode=listwise", "window=4", "step=2", out="again")
+    assert len(chat_server.requests) == 4 * len(first)
+    assert read_outputs(again).runs[DOMAIN] != first
 
 
 def test_task_3_candidates_are_their_images(chat_server: OpenAIServer, tmp_path: Path) -> None:
