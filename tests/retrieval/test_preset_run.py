@@ -121,3 +121,11 @@ def test_instructor_without_a_preset_takes_brights_texts_as_prompts():
     # Other dense models keep the prefix: BGE's official code glues its instruction on.
     bge = instructions_without_preset("dense", "BAAI/bge-large-en-v1.5", "bright")
     assert set(bge) == {"query_prefix", "document_prefix"}
+
+
+def test_a_plain_cosine_preset_run_rebuilds_on_its_scale(tiny_st, tmp_path):
+    from mmbright_core.retrieval.rebuild import rebuild_retriever
+
+    _, config = _run("sbert", tiny_st["mpnet"], "official", tmp_path)
+    rebuilt = rebuild_retriever(config, cache_dir=str(tmp_path / "cache"), device="cpu")
+    assert rebuilt.settings()["score_scale"] == 1.0
