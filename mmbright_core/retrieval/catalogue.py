@@ -103,6 +103,9 @@ class Preset:
         pooling: ``last-token``, ``mean``, ``cls``, or None (the model's own code pools).
         max_length: Token truncation (None: the model's own).
         fusion: The fusion rule of text and image vectors (``text`` for text models).
+        score_scale: What the official code multiplies the cosine by in the scores it writes
+            (1 or 100; None for BM25, which has no cosine): the written ``scores.json`` is on
+            that scale (docs/protocol.md, Fusion rules).
         tasks: The tasks the official harness runs it on.
         instructions: The stored instruction sets (``official``, and ``bright`` where BRIGHT
             has configurations for the model).
@@ -132,6 +135,7 @@ class Preset:
     pooling: str | None
     max_length: int | None
     fusion: str
+    score_scale: int | None
     tasks: tuple[int, ...]
     instructions: Mapping[str, Instructions]
     mteb_model: str | None
@@ -226,6 +230,8 @@ def _check_choices(preset: Preset) -> None:
         ("offline", OFFLINE, [preset.offline]),
         ("task", TASKS, preset.tasks or [None]),
         ("instruction set", STORED_SETS, list(preset.instructions)),
+        # BM25 has no cosine to scale; every vector model writes cosine or cosine x 100.
+        ("score scale", (None,) if preset.backend == "bm25" else (1, 100), [preset.score_scale]),
     ]
     for kind, known, values in choices:
         for value in values:
@@ -263,6 +269,7 @@ def _preset(record: Mapping[str, Any]) -> Preset:
             pooling=record["pooling"],
             max_length=record["max_length"],
             fusion=str(record["fusion"]),
+            score_scale=record["score_scale"],
             tasks=tuple(int(t) for t in record["tasks"]),
             instructions={k: Instructions(**v) for k, v in record["instructions"].items()},
             mteb_model=record["mteb_model"],

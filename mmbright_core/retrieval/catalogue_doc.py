@@ -130,6 +130,14 @@ def _instructions(preset: Preset) -> str:
     return "; ".join(parts)
 
 
+#: How a preset's ``scores.json`` holds its scores, by ``score_scale``.
+_SCALES = {
+    None: "BM25 scores",
+    1: "the plain cosine, as the official code writes it",
+    100: "the cosine x 100, as the official code writes it",
+}
+
+
 def _section(preset: Preset) -> list[str]:
     published = ", ".join(f"Task {p.task} {p.value:.1f} ({p.model})" for p in preset.published)
     lines = [
@@ -140,6 +148,7 @@ def _section(preset: Preset) -> list[str]:
         f"max length {preset.max_length or _OWN_LENGTH}, fusion `{preset.fusion}`, "
         f"tasks {', '.join(str(t) for t in preset.tasks)}",
         f"- published: {published or 'none'}",
+        f"- scores written: {_SCALES[preset.score_scale]}",
         f"- instructions: {_instructions(preset)}",
         *_offline(preset),
         f"- follows: `{preset.source}`",

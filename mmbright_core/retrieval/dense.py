@@ -34,7 +34,7 @@ from mmbright_core.retrieval.cache import (
 )
 from mmbright_core.retrieval.embedder import Role
 from mmbright_core.retrieval.encoders import BatchEncoder, CallEncoder, EncodeJob, passage_jobs
-from mmbright_core.retrieval.index import Groups, IndexKind, rank_vectors
+from mmbright_core.retrieval.index import Groups, IndexKind, rank_vectors, scale_settings
 from mmbright_core.retrieval.instructions import fill_domain
 from mmbright_core.retrieval.remote_code import gate
 from mmbright_core.retrieval.sentence_models import (
@@ -78,6 +78,8 @@ class DenseRetriever:
 
     name = "dense"
     tasks = frozenset({1, 2, 4})
+    #: What the cosine is multiplied by in the scores (a preset's ``score_scale``).
+    score_scale: float = 100.0
 
     def __init__(
         self,
@@ -132,6 +134,7 @@ class DenseRetriever:
             "index": self.index,
             "cache_dtype": self.cache_dtype,
             **self._prompt_settings(),
+            **scale_settings(self.score_scale),
             **self.trust,
         }
 
@@ -257,7 +260,7 @@ class DenseRetriever:
         units = self.encode(texts, fill_domain(self.document_prefix, data.domain))
         query_prefix = fill_domain(self.query_prefix, data.domain)
         queries = self.encode([q.text for q in data.queries], query_prefix, "query")
-        return rank_vectors(data, groups, units, queries, k, self.index)
+        return rank_vectors(data, groups, units, queries, k, self.index, self.score_scale)
 
     def explain_scores(self, question: Question) -> Mapping[str, Attribution]:
         """Return each document's similarity (and, through OCR, without the image words)."""

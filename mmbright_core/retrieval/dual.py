@@ -36,7 +36,13 @@ from mmbright_core.retrieval.dual_vectors import asks_white
 from mmbright_core.retrieval.embedder import Embedder, JointEmbedder
 from mmbright_core.retrieval.encoders import EncodeJob, document_bytes, passage_jobs
 from mmbright_core.retrieval.fusion import Fusion, get_fusion
-from mmbright_core.retrieval.index import Groups, IndexKind, l2_normalise, rank_vectors
+from mmbright_core.retrieval.index import (
+    Groups,
+    IndexKind,
+    l2_normalise,
+    rank_vectors,
+    scale_settings,
+)
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import TaskData
 
@@ -66,6 +72,8 @@ class DualEncoderRetriever(FusedQueries):
     """
 
     tasks: frozenset[int]
+    #: What the cosine is multiplied by in the scores (a preset's ``score_scale``).
+    score_scale: float = 100.0
 
     def __init__(
         self,
@@ -112,6 +120,7 @@ class DualEncoderRetriever(FusedQueries):
             "fusion": self.fusion.name,
             "index": self.index,
             "cache_dtype": self.cache_dtype,
+            **scale_settings(self.score_scale),
         }
 
     # --- documents ----------------------------------------------------------------------------
@@ -213,7 +222,7 @@ class DualEncoderRetriever(FusedQueries):
             queries = self.encode_queries(data.queries, source if query_images else None)
             vectors = self.corpus_vectors(data, source)
         identity = Groups.from_keys([d.doc_id for d in data.corpus])
-        return rank_vectors(data, identity, vectors, queries, k, self.index)
+        return rank_vectors(data, identity, vectors, queries, k, self.index, self.score_scale)
 
     def explain_scores(self, question: Question) -> Mapping[str, Attribution]:
         """Split each document's score into its query text's and query image's parts.

@@ -227,6 +227,15 @@ def _exact_top_k(
     return results
 
 
+def scale_settings(scale: float) -> dict[str, float]:
+    """Return a run's record of its score scale: nothing for the default x 100.
+
+    Only a scale other than 100 is recorded, so the configuration of every other run stays as
+    it was.
+    """
+    return {} if scale == 100.0 else {"score_scale": scale}
+
+
 def l2_normalise(vectors: npt.ArrayLike) -> npt.NDArray[np.float32]:
     """Return float32 rows scaled to unit length (zero rows stay zero)."""
     data = np.asarray(vectors, dtype=np.float32)
@@ -241,8 +250,9 @@ def rank_vectors(
     query_vectors: npt.ArrayLike,
     k: int,
     kind: IndexKind = "flat",
+    scale: float = 100.0,
 ) -> dict[str, dict[str, float]]:
-    """Rank ``data.corpus`` for every query by cosine x 100 between embeddings.
+    """Rank ``data.corpus`` for every query by the cosine between embeddings, times ``scale``.
 
     Args:
         data: The task's data; its corpus order defines document positions.
@@ -251,6 +261,8 @@ def rank_vectors(
         query_vectors: One embedding per query of ``data``, in order.
         k: The per-query cut, applied after exclusions.
         kind: The faiss index kind.
+        scale: Multiplier of the cosine (100, or 1 where the official code writes plain
+            cosine: docs/protocol.md, Fusion rules).
 
     Returns:
         query_id -> doc_id -> score.
@@ -263,5 +275,5 @@ def rank_vectors(
     # Vectors may arrive raw (CLIP keeps raw features for the official fusion) or rounded by
     # a float16 cache: normalise them so that the inner product is the cosine.
     index = VectorIndex(l2_normalise(unit_vectors), kind)
-    found = dense_top_k(index, l2_normalise(query_vectors), doc_ids, k, exclude, groups)
+    found = dense_top_k(index, l2_normalise(query_vectors), doc_ids, k, exclude, groups, scale)
     return dict(zip(query_ids, found, strict=True))

@@ -27,7 +27,7 @@ from typing import Any
 
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.base import Retriever
-from mmbright_core.retrieval.catalogue import Instructions, Preset, preset_for_model
+from mmbright_core.retrieval.catalogue import Instructions, Preset, get_preset, preset_for_model
 from mmbright_core.retrieval.instructions import DEFAULT_INSTRUCTIONS, INSTRUCTION_SETS
 from mmbright_core.retrieval.mteb_registry import model_meta
 from mmbright_core.retrieval.remote_code import gate, needs_opt_in
@@ -214,6 +214,28 @@ def _set(options: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in options.items() if value is not None}
 
 
+def set_score_scale(retriever: Retriever, scale: float) -> None:
+    """Make ``retriever`` write cosine x ``scale``, the scale of its preset's official scores.
+
+    The scale is applied where the scores are made (the vector search), through any wrapper
+    that keeps the retriever as ``inner`` (an engine). Ranks and metrics do not change with it
+    (docs/protocol.md, Fusion rules).
+
+    Raises:
+        InputError: No retriever under ``retriever`` scores by a vector search.
+    """
+    target: Any = retriever
+    while not hasattr(type(target), "score_scale"):
+        target = vars(target).get("inner")
+        if target is None:
+            raise InputError(
+                "this retriever has no vector search to scale",
+                expected="a dense or dual-encoder retriever",
+                found=f"retriever {retriever.name!r}, score scale {scale}",
+            )
+    target.score_scale = float(scale)
+
+
 class Chosen:
     """A retriever that records the preset and instruction set it was chosen by.
 
@@ -230,6 +252,9 @@ class Chosen:
         self.inner = inner
         self.name, self.tasks = inner.name, inner.tasks
         self.preset, self.instructions = preset, instructions
+        scale = None if preset is None else get_preset(preset).score_scale
+        if scale is not None:
+            set_score_scale(inner, scale)
 
     def label(self) -> str:
         """Return the wrapped retriever's label."""

@@ -34,6 +34,7 @@ from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.io.rewrites import Rewrite
 from mmbright_core.retrieval.base import Retriever, RunConfig
 from mmbright_core.retrieval.plugins import is_spec
+from mmbright_core.retrieval.preset_run import set_score_scale
 from mmbright_core.retrieval.registry import get_retriever, rebuild_recipe
 from mmbright_core.retrieval.rewritten import is_set_setting
 
@@ -157,6 +158,9 @@ def _built(config: RunConfig, options: dict[str, Any]) -> tuple[Retriever, RunCo
     """The retriever the recipe's options build, and the configuration it now reports."""
     try:
         retriever = get_retriever(config.retriever, **options)
+        scale = dict(config.options).get("score_scale")
+        if scale is not None:  # a preset that writes the plain cosine (docs/protocol.md)
+            set_score_scale(retriever, scale)
         rebuilt = RunConfig.build(
             retriever,
             task=config.task,

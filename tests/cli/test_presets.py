@@ -68,7 +68,16 @@ def test_dense_preset_fills_brights_domain_instruction(tmp_path: Path):
         == 0
     )
     (folder,), (other,) = (tmp_path / "p").iterdir(), (tmp_path / "r").iterdir()
-    assert read_outputs(folder).runs == read_outputs(other).runs
+    # The same ranking; the preset writes the plain cosine as the official code does for bge.
+    preset, dense = read_outputs(folder).runs, read_outputs(other).runs
+    assert {d: {q: list(s) for q, s in r.items()} for d, r in preset.items()} == {
+        d: {q: list(s) for q, s in r.items()} for d, r in dense.items()
+    }
+    for domain, run in preset.items():
+        for query, scores in run.items():
+            assert {doc: 100 * s for doc, s in scores.items()} == pytest.approx(
+                dense[domain][query], abs=1e-4
+            )
     config = _config(folder)
     assert config["options"]["query_prefix"] == (
         "Represent this {domain} post for searching relevant passages: "

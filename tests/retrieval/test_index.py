@@ -300,3 +300,35 @@ def test_two_passages_with_one_vector_score_alike_wherever_they_are():
         assert found["d0000"] == found["d1999"]
         order = list(found)
         assert order.index("d1999") == order.index("d0000") - 1  # ties by doc id, descending
+
+
+def test_plain_cosine_scale_ranks_random_vectors_as_x100_and_writes_the_cosine():
+    rng = np.random.default_rng(7)
+    vectors = l2_normalise(rng.normal(size=(500, 32)))
+    queries = l2_normalise(rng.normal(size=(20, 32)))
+    ids = np.array([f"d{i:03d}" for i in range(500)])
+    none = [np.array([], dtype=np.int64)] * 20
+    index = VectorIndex(vectors)
+    cosine = dense_top_k(index, queries, ids, 50, none, scale=1.0)
+    x100 = dense_top_k(index, queries, ids, 50, none)
+    assert [list(c) for c in cosine] == [list(h) for h in x100]
+    products = (queries @ vectors.T).astype(np.float32)
+    for query, found in enumerate(cosine):  # the inner product itself, not x 100
+        expected = {d: float(products[query, int(d[1:])]) for d in found}
+        assert found == pytest.approx(expected, abs=1e-6)
+        assert all(-1.0 <= s <= 1.0 for s in found.values())
+
+
+def test_plain_cosine_scale_keeps_apart_the_near_ties_x100_merges():
+    # The official code ranks a cosine-writing model's float32 cosines (pytrec_eval): two that
+    # x 100 rounds to one float32 stay in cosine order there, and so here at scale 1.
+    low, high = _merging_pair()
+    vectors = np.array([[low, 0.0], [high, 0.0], [0.25, 0.0]], dtype=np.float32)
+    ids, queries = np.array(["b", "a", "c"]), np.array([[1.0, 0.0]])
+    none = [np.array([], dtype=np.int64)]
+    assert list(dense_top_k(VectorIndex(vectors), queries, ids, 3, none, scale=1.0)[0]) == [
+        "a",
+        "b",
+        "c",
+    ]
+    assert list(dense_top_k(VectorIndex(vectors), queries, ids, 3, none)[0]) == ["b", "a", "c"]

@@ -2,7 +2,8 @@
 
 Each preset runs through the CLI on the demo's Task 1 with its model replaced by a tiny random
 sentence-transformers folder laid out as the hub's model is (``tests/support/tiny_st.py``); the
-expected score of a passage is 100 x the cosine of the official recipe computed here with
+expected score of a passage is the plain cosine (what the official code writes for these
+models, not x 100) of the official recipe computed here with
 sentence-transformers: ``encode(normalize_embeddings=True)``, and for instructor
 ``set_pooling_include_prompt(False)``, ``max_seq_length`` 2048 and the instruction as
 ``prompt=`` (src/retrievers/task1_text.py retrieval_sbert_bge, retrieval_instructor).
@@ -46,7 +47,7 @@ def _vectors(model, texts: list[str], prompt: str) -> np.ndarray:
 
 
 def _official(name: str, folder: Path, instructions: str, include_prompt: bool) -> np.ndarray:
-    """Return the official recipe's query x passage scores (x 100) on the demo domain."""
+    """Return the official recipe's query x passage scores (plain cosine) on the demo domain."""
     preset, data = get_preset(name), _data()
     model = st.SentenceTransformer(str(folder), device="cpu")
     if preset.max_length is not None:
@@ -55,7 +56,7 @@ def _official(name: str, folder: Path, instructions: str, include_prompt: bool) 
     texts = preset.instructions_for(instructions)
     queries = _vectors(model, [q.text for q in data.queries], fill_domain(texts.query, DOMAIN))
     docs = _vectors(model, [d.text for d in data.corpus], fill_domain(texts.document, DOMAIN))
-    return 100 * queries @ docs.T
+    return queries @ docs.T
 
 
 def _data() -> TaskData:
@@ -79,7 +80,7 @@ def _run(name: str, folder: Path, instructions: str, tmp_path: Path) -> tuple[di
 def _assert_scores(run: dict, expected: dict) -> None:
     for query_id, scores in expected.items():
         assert set(run[query_id]) == set(scores)
-        assert run[query_id] == pytest.approx(scores, abs=1e-3)
+        assert run[query_id] == pytest.approx(scores, abs=1e-5)
 
 
 @pytest.mark.parametrize(
@@ -91,6 +92,7 @@ def test_preset_scores_are_the_official_recipe(tiny_st, tmp_path, name, instruct
     run, config = _run(name, folder, instructions, tmp_path)
     _assert_scores(run, _top10(_official(name, folder, instructions, include_prompt=False)))
     assert (config["preset"], config["instructions"]) == (name, instructions)
+    assert config["options"]["score_scale"] == 1.0
     assert json.dumps(str(folder)) in json.dumps(config)
 
 
@@ -119,3 +121,11 @@ def test_instructor_without_a_preset_takes_brights_texts_as_prompts():
     # Other dense models keep the prefix: BGE's official code glues its instruction on.
     bge = instructions_without_preset("dense", "BAAI/bge-large-en-v1.5", "bright")
     assert set(bge) == {"query_prefix", "document_prefix"}
+
+
+def test_a_plain_cosine_preset_run_rebuilds_on_its_scale(tiny_st, tmp_path):
+    from mmbright_core.retrieval.rebuild import rebuild_retriever
+
+    _, config = _run("sbert", tiny_st["mpnet"], "official", tmp_path)
+    rebuilt = rebuild_retriever(config, cache_dir=str(tmp_path / "cache"), device="cpu")
+    assert rebuilt.settings()["score_scale"] == 1.0
