@@ -204,8 +204,7 @@ def test_a_plugin_answering_no_reranked_is_one_line_naming_it(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith(
-        f"mmbright rerank: error: the reranker plugin 'rerank_plugins:{factory}' answered "
-        f"query '"
+        f"mmbright rerank: error: the reranker plugin 'rerank_plugins:{factory}' answered query '"
     )
     assert "expected a Reranked (Reranked.from_order, from_scores, from_ranked or failed)" in err
     assert found in err
