@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable
+import numbers
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mmbright_core.errors import InputError
-from mmbright_core.rerank.base import Reranker
+from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, Reranker, RerankQuery
 
 # kind -> (module, factory attribute); the factory takes the NAME part first.
 _BUILTIN: dict[str, tuple[str, str]] = {
@@ -115,12 +116,69 @@ class PluginReranker:
         """Return the plugin's settings, its spec and the options its factory was given."""
         return {**self.inner.settings(), "plugin": self.name, "plugin_options": self.options}
 
-    def rerank(self, query: Any, candidates: Any, images: Any) -> Any:
-        """Rerank with the plugin's reranker."""
-        return self.inner.rerank(query, candidates, images)
+    def rerank(
+        self, query: RerankQuery, candidates: Sequence[Candidate], images: ImageStore | None
+    ) -> Reranked:
+        """Rerank with the plugin's reranker, checking that it answers with a :class:`Reranked`.
+
+        Raises:
+            InputError: The plugin answered something else (None, a list, a text), or a
+                Reranked holding what is not positions, scores or a problem's text.
+        """
+        answer = self.inner.rerank(query, candidates, images)
+        found = _not_an_answer(answer)
+        if found is not None:
+            raise InputError(
+                f"the reranker plugin {self.name!r} answered query {query.query_id!r} "
+                f"({query.domain}) with what is not a reranker's answer",
+                expected="a Reranked (Reranked.from_order, from_scores, from_ranked or failed)",
+                found=found,
+                hint="Fix the plugin's rerank method (docs/plugins.md, Your own reranker)",
+            )
+        return answer
 
     def __getattr__(self, attribute: str) -> Any:
         # Optional capabilities (``tasks``) are the plugin's own.
         if attribute.startswith("__") or attribute == "inner":
             raise AttributeError(attribute)
         return getattr(self.inner, attribute)
+
+
+def _not_an_answer(answer: Any) -> str | None:
+    # What checked_order cannot read (it judges the values: a permutation, finite scores).
+    if not isinstance(answer, Reranked):
+        return "None" if answer is None else f"a {type(answer).__name__}: {answer!r:.80}"
+    fields: list[tuple[str, Any, Callable[[Any], bool]]] = [
+        ("an order", answer.order, _position),
+        ("scores", answer.scores, _score),
+        ("ranked", answer.ranked, _ranked_pair),
+    ]
+    for what, values, fits in fields:
+        if values is None:
+            continue
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+            return f"{what} that is a {type(values).__name__}: {values!r:.80}"
+        bad = [value for value in values if not fits(value)]
+        if bad:
+            return f"{what} holding a {type(bad[0]).__name__}: {bad[0]!r:.80}"
+    if answer.problem is not None and not isinstance(answer.problem, str):
+        return f"a problem that is a {type(answer.problem).__name__}: {answer.problem!r:.80}"
+    return None
+
+
+def _position(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _score(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _ranked_pair(value: Any) -> bool:
+    return (
+        isinstance(value, Sequence)
+        and not isinstance(value, str)
+        and len(value) == 2
+        and _position(value[0])
+        and _score(value[1])
+    )

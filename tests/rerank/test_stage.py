@@ -185,6 +185,32 @@ def test_bad_input_says_what_was_wrong(tmp_path: Path, capsys, reranker, extra, 
     assert said in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("factory", "found"),
+    [
+        ("answers_none", "found None"),
+        ("answers_a_list", "found a list: [1, 0]"),
+        ("answers_text", "found a str: '[2] > [1]'"),
+        ("answers_string_scores", "found scores holding a str: '0.5'"),
+        ("answers_string_order", "found an order holding a str: 'd2'"),
+    ],
+)
+def test_a_plugin_answering_no_reranked_is_one_line_naming_it(
+    tmp_path: Path, capsys, factory: str, found: str
+):
+    args = [str(FIRST), "--source", "demo", "--task", "2", "--domain", DOMAIN]
+    args += ["--reranker", f"rerank_plugins:{factory}", "--out", str(tmp_path / "out")]
+    assert main(["rerank", *args, "--cache-dir", str(tmp_path / "cache")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(
+        f"mmbright rerank: error: the reranker plugin 'rerank_plugins:{factory}' answered query '"
+    )
+    assert "expected a Reranked (Reranked.from_order, from_scores, from_ranked or failed)" in err
+    assert found in err
+    assert not list((tmp_path / "cache").rglob("*.json"))
+
+
 def test_a_text_reranker_refuses_image_documents(tmp_path: Path, tiny_cross_encoder: Path, capsys):
     args = [str(FIRST), "--source", "demo", "--task", "3", "--reranker"]
     args += [f"cross-encoder:{tiny_cross_encoder}", "--out", str(tmp_path)]

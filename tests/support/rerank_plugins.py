@@ -92,3 +92,39 @@ def counting() -> Counting:
 def not_a_reranker() -> object:
     """Return something that is no reranker."""
     return object()
+
+
+class Answering(_Plugin):
+    """Answers every query with the same value, whatever it is (for the malformed cases)."""
+
+    def __init__(self, kind: str, answer: object) -> None:
+        super().__init__(kind)
+        self.answer = answer
+
+    def rerank(self, query: RerankQuery, candidates: Sequence[Candidate], images: Any) -> Any:
+        return self.answer
+
+
+def answers_none() -> Answering:
+    """A reranker that forgets to return its answer."""
+    return Answering("none", None)
+
+
+def answers_a_list() -> Answering:
+    """A reranker that returns a bare order, not a :class:`Reranked`."""
+    return Answering("list", [1, 0])
+
+
+def answers_text() -> Answering:
+    """A reranker that returns the model's text."""
+    return Answering("text", "[2] > [1]")
+
+
+def answers_string_scores() -> Answering:
+    """A reranker whose :class:`Reranked` holds strings where scores belong."""
+    return Answering("strings", Reranked(scores=("0.5", "high")))
+
+
+def answers_string_order() -> Answering:
+    """A reranker whose :class:`Reranked` holds doc ids where positions belong."""
+    return Answering("ids", Reranked(order=("d2", "d1")))
