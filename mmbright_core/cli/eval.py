@@ -20,7 +20,6 @@ from typing import IO, TYPE_CHECKING, Any
 
 from mmbright_core.cli.options import Command, add_command, add_task_options
 from mmbright_core.errors import InputError, InputWarning
-from mmbright_core.metrics.id_check import id_warnings
 from mmbright_core.types import EvalResult, IdCheck, Qrels, Run
 
 if TYPE_CHECKING:
@@ -225,6 +224,8 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def _warn_ids(check: IdCheck, where: str = "") -> None:
     # Scores match ids exactly, as trec_eval does; ids that match nothing are said, not fixed.
+    from mmbright_core.metrics.id_check import id_warnings  # numpy loads only to score
+
     for line in id_warnings(check):
         warnings.warn(where + line, InputWarning, stacklevel=2)
 
