@@ -96,7 +96,8 @@ def _names_code(path: Path, model: str) -> str | None:
             if isinstance(kind, str) and not kind.startswith(_ST_OWN):
                 return f"a module of its own ({kind[:80]})"
     if path.name == "open_clip_config.json" and isinstance(record, dict):
-        text = (record.get("model_cfg") or {}).get("text_cfg") or {}
+        model_cfg = record.get("model_cfg")
+        text = model_cfg.get("text_cfg") if isinstance(model_cfg, dict) else None
         for key in ("hf_model_name", "hf_tokenizer_name"):
             tower = text.get(key) if isinstance(text, dict) else None
             if isinstance(tower, str) and tower != model:
