@@ -38,7 +38,8 @@ def test_an_out_of_range_number_of_documents_stops_the_run(server: str, tmp_path
         page.locator(".st-key-run_k input").fill("0")
         with serving.rerun(page):  # as a user does: type, then click Run
             page.locator(".st-key-run_start button").click()
-        page.wait_for_timeout(2000)  # a run the click started has begun by now...
+        message = page.get_by_text("documents kept per query must be a whole number")
+        message.wait_for()  # the run the click started has drawn its answer...
         serving.wait_run(page, serving.run_number(page) - 1)  # ...and ended here
         serving.no_exception(page)
         assert page.get_by_text("Added run").count() == 0

@@ -119,18 +119,18 @@ def test_a_jpeg_reaches_the_model_with_the_pixels_of_its_own_decode(embedder, mo
         seen.extend(image for batch in inputs for image in batch["image"])
         return real(inputs, **kwargs)
 
-    monkeypatch.setattr(model, "encode", recording)
-    embedder.bind(3, "gis")
-    corpus = embedder.encode_images([decoded(data)], "document")
-    embedder.bind(2, "gis")
-    query = embedder.encode_joint(["a question"], [decoded(data)], "query")
-    embedder.bind(4, "gis")  # a pair's passage goes through MTEB's corpus formatting (a map)
-    pair = embedder.encode_joint(["a passage"], [decoded(data)], "document")
-    assert len(seen) == 3
-    for image in seen:
-        assert (image.mode, image.size) == ("RGB", original.size)
-        np.testing.assert_array_equal(np.asarray(image), np.asarray(original))
-    monkeypatch.undo()
+    with monkeypatch.context() as patch:  # only this patch ends here, not the suite's
+        patch.setattr(model, "encode", recording)
+        embedder.bind(3, "gis")
+        corpus = embedder.encode_images([decoded(data)], "document")
+        embedder.bind(2, "gis")
+        query = embedder.encode_joint(["a question"], [decoded(data)], "query")
+        embedder.bind(4, "gis")  # a pair's passage goes through MTEB's corpus formatting (a map)
+        pair = embedder.encode_joint(["a passage"], [decoded(data)], "document")
+        assert len(seen) == 3
+        for image in seen:
+            assert (image.mode, image.size) == ("RGB", original.size)
+            np.testing.assert_array_equal(np.asarray(image), np.asarray(original))
     np.testing.assert_array_equal(corpus, direct(embedder, image=[data]))
     text = direct(embedder, text=["a question"])
     np.testing.assert_allclose(query[0], (text[0] + direct(embedder, image=[data])[0]) / 2)
