@@ -1,22 +1,27 @@
-"""Exact inner-product search: one BLAS matrix product per block of queries, then a cut.
+"""Exact inner-product search: BLAS finds the candidates, a fixed-order sum scores them.
 
-The scores are float32 inner products from numpy's ``sgemm``, computed in blocks of a fixed
-shape: a block always has the same number of query rows (the last one padded with zeros), so
-a query's scores never depend on which other queries were searched with it or how many
-(BLAS picks other kernels, and other rounding, for one-row or tiny products). Each block's
-score matrix stays under :data:`BLOCK_BYTES`.
+A query's scores are the float32 roundings of float64 sums, in a fixed order over the
+dimensions, of the exact products of its float32 components with a vector's
+(:meth:`ExactCorpus.rescore`); each score is therefore a function of the two vectors alone,
+whatever other queries are searched with it, however the queries are blocked, and on any
+machine with IEEE 754 float64 arithmetic. BLAS cannot give that: its float32 ``sgemm`` rounds
+a row differently by its place in the product's register tiles, by the product's number of
+rows and by its thread count.
 
-The cut is exact under the ranking rule (:mod:`mmbright_core.ranking`): :func:`candidates`
-keeps every position whose ranking value (the score x 100 rounded to float32) can reach the
-k-th one, ties at the cut included, so that the rule applied to the candidates alone gives
-the same top k as applied to the whole row. It finds them without sorting the row: a
-threshold guessed from a strided sample, one comparison over the row, and a partition of
-the few thousand positions above it.
+The ``sgemm`` product (one per block of queries, each block's score matrix under
+:data:`BLOCK_BYTES`) only chooses which units to score again. Its error is bounded
+(:meth:`ExactCorpus.error`), so :func:`candidates` widens its cut by that bound: it keeps every
+position whose score can reach the k-th one under the ranking rule
+(:mod:`mmbright_core.ranking`: the score x 100 rounded to float32, ties at the cut included),
+and the rule applied to their re-scored values alone gives the same top k as applied to the
+whole re-scored row. It finds them without sorting the row: a threshold guessed from a strided
+sample, one comparison over the row, and a partition of the few thousand positions above it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,10 +35,76 @@ IntArray = npt.NDArray[np.int64]
 
 #: The most a block's score matrix may take (queries x corpus x 4 bytes).
 BLOCK_BYTES = 128 * 2**20
-#: Query rows per block, at most and at least: BLAS rounds 1-4-row products differently.
+#: Query rows per block, at most and at least: BLAS is slow on one-row or tiny products.
 MAX_ROWS, MIN_ROWS = 64, 16
 #: Sample positions per position kept, and the sample's spare (in standard deviations).
 _SAMPLE_PER_KEPT, _SPARE_SIGMAS = 16, 5.0
+#: float32's unit roundoff, and its smallest normal number (below it BLAS may flush to zero).
+_UNIT, _TINY = 2.0**-24, float(np.finfo(np.float32).tiny)
+
+
+@dataclass(frozen=True)
+class ExactCorpus:
+    """The vectors the exact search scores, and a bound on their L2 norms.
+
+    Attributes:
+        vectors: The ``(n, dim)`` float32 corpus, C-contiguous.
+        norm: At least the largest L2 norm of its rows.
+    """
+
+    vectors: FloatRows
+    norm: float
+
+    @classmethod
+    def of(cls, vectors: FloatRows) -> ExactCorpus:
+        """Wrap ``vectors`` (float32, C-contiguous) with a bound on their norms."""
+        dim = vectors.shape[1]
+        # float32 sums of squares, in any order, err by at most gamma_dim of their value
+        # (Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., eq. 3.5), plus
+        # what underflow takes from squares below the smallest normal; the last factor covers
+        # the float64 square root.
+        squares = float(np.einsum("ij,ij->i", vectors, vectors).max(initial=0.0))
+        bound = (squares + dim * _TINY) / (1 - _gamma(dim))
+        return cls(vectors, float(np.sqrt(bound)) * (1 + 2.0**-20))
+
+    def error(self, query: FloatRows) -> float:
+        """Return a bound on how far any ``sgemm`` score of ``query`` lies from its :func:`rescore`.
+
+        The float32 product errs from the exact inner product by at most gamma_dim times the
+        sum of the products' magnitudes, at most ``|query| * norm`` (Cauchy-Schwarz); the
+        re-score's float64 sum errs by far less, and its rounding to float32 by one unit
+        roundoff of the value: ``2u`` covers both for any dimension below 2**28. The last term
+        bounds what flushing subnormal numbers to zero can take, in the product or its sums.
+        """
+        dim = len(query)
+        length = float(np.sqrt(np.dot(query.astype(np.float64), query.astype(np.float64))))
+        magnitude = length * self.norm * (1 + 2.0**-20)
+        return (_gamma(dim) + 2 * _UNIT) * magnitude + dim * _TINY * (2 + length + self.norm)
+
+    def rescore(self, query: FloatRows, positions: IntArray) -> FloatRows:
+        """Return the scores of ``query`` with the vectors at ``positions``, in a fixed order.
+
+        Each product of two float32 components is exact in float64 (48 significant bits of
+        53). The products of dimensions 0 and 1, 2 and 3, ... are added, then those sums in
+        pairs, while the count stays even; the odd number left is added from the first to the
+        last. The float64 total is rounded to float32. Every step is an element-wise IEEE 754
+        operation, so a score depends on its two vectors only: never on the other positions,
+        their number, the block of queries, BLAS or the CPU.
+        """
+        products = np.multiply(self.vectors[positions], query.astype(np.float64))
+        flat, width = products.ravel(), products.shape[1]
+        while width % 2 == 0:
+            flat, width = flat[0::2] + flat[1::2], width // 2
+        left = flat.reshape(len(positions), width)
+        total = left[:, 0].copy()
+        for column in range(1, width):
+            total += left[:, column]
+        return total.astype(np.float32)
+
+
+def _gamma(terms: int) -> float:
+    # Higham's gamma_n = n u / (1 - n u): the relative error bound of an n-term float32 sum.
+    return terms * _UNIT / (1 - terms * _UNIT)
 
 
 def block_rows(corpus_size: int) -> int:
@@ -42,7 +113,10 @@ def block_rows(corpus_size: int) -> int:
 
 
 def score_blocks(vectors: FloatRows, queries: FloatRows) -> Iterator[tuple[int, FloatRows]]:
-    """Yield ``(first query, scores)`` per block: float32 inner products with every vector.
+    """Yield ``(first query, scores)`` per block: float32 ``sgemm`` products with every vector.
+
+    These scores only choose the candidates (:func:`candidates`, within
+    :meth:`ExactCorpus.error` of the re-scored values); their last bits depend on the block.
 
     Args:
         vectors: The ``(n, dim)`` float32 corpus, C-contiguous.
@@ -61,7 +135,7 @@ def score_blocks(vectors: FloatRows, queries: FloatRows) -> Iterator[tuple[int, 
         yield start, (block @ vectors.T)[: stop - start]
 
 
-def candidates(row: FloatRows, k: int) -> IntArray:
+def candidates(row: FloatRows, k: int, error: float = 0.0) -> IntArray:
     """Return, in corpus order, the positions that can enter the top ``k`` of ``row``.
 
     Positions scored ``-inf`` (removed by the caller) are never returned.
@@ -69,10 +143,11 @@ def candidates(row: FloatRows, k: int) -> IntArray:
     Args:
         row: One query's float32 scores.
         k: How many the cut keeps.
+        error: How far each score may lie from the value the cut is made on (0: none).
 
     Returns:
-        Every live position whose ranking value is at least the k-th largest one (all of
-        them when ``k`` or fewer are live).
+        Every live position whose ranking value can be at least the k-th largest one once
+        every score is moved by up to ``error`` (all of them when ``k`` or fewer are live).
     """
     if k <= 0:
         return np.empty(0, dtype=np.int64)
@@ -87,39 +162,57 @@ def candidates(row: FloatRows, k: int) -> IntArray:
     kth = np.partition(values, len(values) - k)[len(values) - k]
     if kth == -np.inf:
         return found[values > kth]
-    # Scores within two float32 steps of the k-th can round to its ranking value (x 100 to
-    # float32, mmbright_core.ranking); four steps is a margin that keeps every such tie.
-    lower = kth - 4 * np.spacing(np.abs(kth))
+    lower = _lowest_rival(kth, error)
     if lower < guess:
         return np.flatnonzero(row >= lower)
     return found[values >= lower]
 
 
+def _lowest_rival(kth: np.float32, error: float) -> np.float32:
+    # The k-th value is at least kth - error. Values within two float32 steps of it can round
+    # to its ranking value (x 100 to float32, mmbright_core.ranking); four steps is a margin
+    # that keeps every such tie. A score may lie ``error`` above its value: below the result,
+    # none can reach the cut. Rounded down to float32, the row's precision.
+    step = float(np.spacing(np.float32(abs(float(kth)) + error)))
+    lower = float(kth) - 2 * error - 4 * step
+    bound = np.float32(lower)
+    return bound if float(bound) <= lower else np.nextafter(bound, np.float32(-np.inf))
+
+
 def kept_documents(
-    scores: FloatRows, removed: npt.ArrayLike, k: int, groups: Groups | None
+    corpus: ExactCorpus,
+    query: FloatRows,
+    scores: FloatRows,
+    removed: npt.ArrayLike,
+    k: int,
+    groups: Groups | None,
 ) -> tuple[IntArray, FloatRows]:
     """Return, in corpus order, the documents that can enter the top ``k``, and their scores.
 
     Args:
-        scores: One query's float32 scores of every unit (overwritten: removed units -inf).
+        corpus: The scored vectors.
+        query: The query vector.
+        scores: Its ``sgemm`` scores of every unit (overwritten: removed units -inf).
         removed: The document positions removed before the cut.
         k: How many documents the cut keeps.
         groups: How units expand into documents (None: units are the documents).
 
     Returns:
-        Document positions, ascending, and their float32 scores.
+        Document positions, ascending, and their re-scored float32 scores
+        (:meth:`ExactCorpus.rescore`).
     """
     removed = np.unique(np.asarray(removed, dtype=np.int64))
+    error = corpus.error(query)
     if groups is None:
         scores[removed] = -np.inf
-        docs = candidates(scores, k)
-        return docs, scores[docs]
+        docs = candidates(scores, k, error)
+        return docs, corpus.rescore(query, docs)
     scores[_emptied_units(groups, removed)] = -np.inf
-    units = candidates(scores, k)
+    units = candidates(scores, k, error)
     docs, where = groups.expand(units)
     kept = ~np.isin(docs, removed)
     order = np.argsort(docs[kept], kind="stable")  # corpus order, for ties at the cut
-    return docs[kept][order], scores[units][where][kept][order]
+    return docs[kept][order], corpus.rescore(query, units)[where][kept][order]
 
 
 def _emptied_units(groups: Groups, removed: IntArray) -> IntArray:
@@ -141,22 +234,24 @@ def _guess_threshold(row: FloatRows, k: int) -> np.float32:
     return np.float32(np.partition(sample, len(sample) - rank)[len(sample) - rank])
 
 
-def exact_search(vectors: FloatRows, queries: FloatRows, n: int) -> tuple[FloatRows, IntArray]:
+def exact_search(corpus: ExactCorpus, queries: FloatRows, n: int) -> tuple[FloatRows, IntArray]:
     """Return the ``n`` best inner products and their positions per query, best first.
 
     Args:
-        vectors: The ``(N, dim)`` float32 corpus, C-contiguous, ``n <= N``.
+        corpus: The ``N`` scored vectors, ``n <= N``.
         queries: The ``(q, dim)`` float32 queries.
         n: How many to return per query.
 
     Returns:
-        ``(q, n)`` scores and positions; equal scores in corpus order.
+        ``(q, n)`` re-scored inner products (:meth:`ExactCorpus.rescore`) and positions;
+        equal scores in corpus order.
     """
     scores = np.empty((len(queries), n), dtype=np.float32)
     positions = np.empty((len(queries), n), dtype=np.int64)
-    for start, block in score_blocks(vectors, queries):
+    for start, block in score_blocks(corpus.vectors, queries):
         for row, values in enumerate(block, start):
-            kept = candidates(values, n)
-            best = kept[np.argsort(-values[kept], kind="stable")[:n]]
-            scores[row], positions[row] = values[best], best
+            kept = candidates(values, n, corpus.error(queries[row]))
+            exact = corpus.rescore(queries[row], kept)
+            best = np.argsort(-exact, kind="stable")[:n]
+            scores[row], positions[row] = exact[best], kept[best]
     return scores, positions

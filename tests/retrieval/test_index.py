@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -247,6 +249,93 @@ def test_score_blocks_stay_under_the_memory_bound_and_change_no_result(monkeypat
     blocks = [block.shape for _, block in exact.score_blocks(vectors, queries)]
     assert blocks == [(20, 2000)] * 3 + [(10, 2000)]
     assert dense_top_k(VectorIndex(vectors), queries, ids, 30, none) == wide
+
+
+def test_a_query_scores_the_same_at_every_place_of_a_block_and_under_any_memory_bound(
+    monkeypatch,
+):
+    # OpenBLAS's sgemm rounds a row by its place in the product's register tiles (on its
+    # Haswell kernel rows 6-11 of every 12 differ from rows 0-5) and by the product's rows.
+    rng = np.random.default_rng(8)
+    vectors = l2_normalise(rng.normal(size=(2000, 96)))
+    query = l2_normalise(rng.normal(size=(1, 96)))
+    ids = np.array([f"d{i:04d}" for i in range(2000)])
+    index = VectorIndex(vectors)
+    alone = dense_top_k(index, query, ids, 50, [np.array([], dtype=np.int64)])[0]
+    scores, positions = index.search(query, 50)
+    crowd = np.repeat(query, 40, axis=0)  # the same query at places 0-39 of its block
+    none = [np.array([], dtype=np.int64)] * 40
+    for rows in (64, 20, 16):
+        monkeypatch.setattr(exact, "BLOCK_BYTES", rows * 2000 * 4)
+        assert exact.block_rows(2000) == rows
+        assert all(run == alone for run in dense_top_k(index, crowd, ids, 50, none))
+        found_scores, found_positions = index.search(crowd, 50)
+        assert (found_scores == scores).all() and (found_positions == positions).all()
+
+
+def _fixed_order(vector, query):
+    """The documented re-score in plain Python floats: adjacent products added in pairs while
+    their count is even, the rest from first to last, the float64 total rounded to float32."""
+    terms = [a * b for a, b in zip(vector.tolist(), query.tolist(), strict=True)]
+    while len(terms) % 2 == 0:
+        terms = [terms[i] + terms[i + 1] for i in range(0, len(terms), 2)]
+    total = terms[0]
+    for term in terms[1:]:
+        total += term
+    return np.float32(total)
+
+
+@pytest.mark.parametrize("dim", [1, 7, 12, 16, 384])
+def test_exact_scores_are_fixed_order_float64_sums_rounded_to_float32(dim):
+    rng = np.random.default_rng(dim)
+    vectors = l2_normalise(rng.normal(size=(300, dim)))
+    queries = l2_normalise(rng.normal(size=(3, dim)))
+    scores, positions = VectorIndex(vectors).search(queries, 300)
+    for query, row, where in zip(queries, scores, positions, strict=True):
+        expected = np.array([_fixed_order(vector, query) for vector in vectors])
+        assert (row == expected[where]).all()  # bit for bit
+        assert (where == np.argsort(-expected, kind="stable")).all()  # best first, ties by position
+        exact_values = [math.fsum(np.multiply(v, query, dtype=np.float64)) for v in vectors]
+        steps = np.spacing(np.abs(expected))  # within one float32 step of the exact value
+        assert (np.abs(expected.astype(np.float64) - exact_values) <= steps).all()
+
+
+def test_the_cut_widened_by_the_product_error_equals_the_rule_on_every_rescored_score():
+    # Vectors crowded around one direction: their sgemm scores, off by a few float32 steps,
+    # rank them otherwise than the re-scored values. Cut at the sgemm scores' own k-th, the
+    # search would miss some of the re-scored top k.
+    rng = np.random.default_rng(9)
+    base = l2_normalise(rng.normal(size=(1, 64)))
+    vectors = l2_normalise(base + 1e-4 * rng.normal(size=(4000, 64)))
+    queries = l2_normalise(base + 1e-4 * rng.normal(size=(20, 64)))
+    ids = np.array([f"d{i:04d}" for i in rng.permutation(4000)])
+    exclude = [np.sort(rng.choice(4000, 30, replace=False)) for _ in range(20)]
+    found = dense_top_k(VectorIndex(vectors), queries, ids, 100, exclude)
+    everything = np.arange(4000)
+    for query, excluded, run in zip(queries, exclude, found, strict=True):
+        row = exact.ExactCorpus.of(vectors).rescore(query, everything).astype(np.float64)
+        assert run == top_k_array(ids, row * 100, 100, excluded)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_candidates_widened_by_an_error_hold_the_top_k_of_any_values_within_it(seed):
+    rng = np.random.default_rng(seed)
+    size, k = int(rng.integers(1, 3000)), int(rng.integers(1, 60))
+    levels, steps = int(rng.integers(1, 50)), int(rng.integers(0, 12))
+    # Scores a few float32 steps apart on few levels, and the values the cut is made on: each
+    # moved by ``error`` (``steps`` steps of 2**-24) up, down, or not at all; most of those
+    # above a pivot down and most below it up, the moves that change the top k the most.
+    level = rng.uniform(0.5, 0.9, levels)[rng.integers(0, levels, size)]
+    row = (level + rng.integers(0, 40, size) * 2.0**-24).astype(np.float32)
+    error = steps * 2.0**-24
+    against = np.where(row >= rng.choice(row), -1, 1)
+    moves = np.where(rng.random(size) < 0.8, against, rng.integers(-1, 2, size))
+    values = row + np.float32(error) * moves.astype(np.float32)
+    ids = np.array([f"d{i:04d}" for i in rng.permutation(size)])
+    kept = exact.candidates(row.copy(), k, error)
+    assert np.all(np.diff(kept) > 0)
+    expected = top_k_array(ids, values.astype(np.float64) * 100, k)
+    assert top_k_array(ids[kept], values[kept].astype(np.float64) * 100, k) == expected
 
 
 @settings(max_examples=80, deadline=None)
