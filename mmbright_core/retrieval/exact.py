@@ -20,6 +20,7 @@ sample, one comparison over the row, and a partition of the few thousand positio
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 FloatRows = npt.NDArray[np.float32]
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 #: The most a block's score matrix may take (queries x corpus x 4 bytes).
 BLOCK_BYTES = 128 * 2**20
@@ -39,8 +41,9 @@ BLOCK_BYTES = 128 * 2**20
 MAX_ROWS, MIN_ROWS = 64, 16
 #: Sample positions per position kept, and the sample's spare (in standard deviations).
 _SAMPLE_PER_KEPT, _SPARE_SIGMAS = 16, 5.0
-#: float32's unit roundoff, and its smallest normal number (below it BLAS may flush to zero).
-_UNIT, _TINY = 2.0**-24, float(np.finfo(np.float32).tiny)
+#: float32's and float64's unit roundoffs, and float32's smallest normal number (below it
+#: BLAS may flush to zero).
+_UNIT, _WIDE_UNIT, _TINY = 2.0**-24, 2.0**-53, float(np.finfo(np.float32).tiny)
 
 
 @dataclass(frozen=True)
@@ -68,43 +71,82 @@ class ExactCorpus:
         return cls(vectors, float(np.sqrt(bound)) * (1 + 2.0**-20))
 
     def error(self, query: FloatRows) -> float:
-        """Return a bound on how far any ``sgemm`` score of ``query`` lies from its :func:`rescore`.
+        """Return a bound on how far any ``sgemm`` score of ``query`` lies from its re-score.
 
         The float32 product errs from the exact inner product by at most gamma_dim times the
-        sum of the products' magnitudes, at most ``|query| * norm`` (Cauchy-Schwarz); the
-        re-score's float64 sum errs by far less, and its rounding to float32 by one unit
-        roundoff of the value: ``2u`` covers both for any dimension below 2**28. The last term
-        bounds what flushing subnormal numbers to zero can take, in the product or its sums.
+        sum of the products' magnitudes (Higham, eq. 3.5), at most ``|query| * norm``
+        (Cauchy-Schwarz); the re-score (:meth:`rescore`) by half a float32 step, at most one
+        unit roundoff of the same. The last term bounds what flushing subnormal numbers to
+        zero can take, in the product or its sums.
         """
         dim = len(query)
-        length = float(np.sqrt(np.dot(query.astype(np.float64), query.astype(np.float64))))
-        magnitude = length * self.norm * (1 + 2.0**-20)
-        return (_gamma(dim) + 2 * _UNIT) * magnitude + dim * _TINY * (2 + length + self.norm)
+        magnitude = _length(query) * self.norm * (1 + 2.0**-20)
+        return (_gamma(dim) + _UNIT) * magnitude + dim * _TINY * (2 + _length(query) + self.norm)
 
     def rescore(self, query: FloatRows, positions: IntArray) -> FloatRows:
-        """Return the scores of ``query`` with the vectors at ``positions``, in a fixed order.
+        """Return the float32 nearest to each exact inner product of ``query`` with ``positions``.
 
         Each product of two float32 components is exact in float64 (48 significant bits of
-        53). The products of dimensions 0 and 1, 2 and 3, ... are added, then those sums in
-        pairs, while the count stays even; the odd number left is added from the first to the
-        last. The float64 total is rounded to float32. Every step is an element-wise IEEE 754
-        operation, so a score depends on its two vectors only: never on the other positions,
-        their number, the block of queries, BLAS or the CPU.
+        53); their float64 sum, in whatever order BLAS takes, lies within gamma_dim (float64)
+        of their magnitudes' sum of the exact value. Where no float32 rounding boundary lies
+        that close, the sum rounded to float32 is the exact value rounded to float32 (to
+        nearest, ties to even); elsewhere (rarely) the exact value is rounded from an exact
+        sum (:func:`_nearest_float32`). A score is thus a function of its two vectors alone:
+        never of the other positions, their number, the block of queries, BLAS or the CPU.
         """
-        products = np.multiply(self.vectors[positions], query.astype(np.float64))
-        flat, width = products.ravel(), products.shape[1]
-        while width % 2 == 0:
-            flat, width = flat[0::2] + flat[1::2], width // 2
-        left = flat.reshape(len(positions), width)
-        total = left[:, 0].copy()
-        for column in range(1, width):
-            total += left[:, column]
-        return total.astype(np.float32)
+        rows = self.vectors[positions].astype(np.float64)
+        wide = query.astype(np.float64)
+        near = rows @ wide
+        nearest = near.astype(np.float32)
+        # Two terms more than the sum has cover the rounding of ``near`` +- the bound.
+        slack = _gamma(len(query) + 2, _WIDE_UNIT)
+        unsure = np.flatnonzero(_straddles(near, nearest, slack * _length(query) * self.norm))
+        if len(unsure):  # the same test with each sum's own magnitudes (computed in float64)
+            magnitude = np.abs(rows[unsure]) @ np.abs(wide) / (1 - slack)
+            unsure = unsure[_straddles(near[unsure], nearest[unsure], slack * magnitude)]
+        for position in unsure.tolist():
+            nearest[position] = _nearest_float32((rows[position] * wide).tolist())
+        return nearest
 
 
-def _gamma(terms: int) -> float:
-    # Higham's gamma_n = n u / (1 - n u): the relative error bound of an n-term float32 sum.
-    return terms * _UNIT / (1 - terms * _UNIT)
+def _gamma(terms: int, unit: float = _UNIT) -> float:
+    # Higham's gamma_n = n u / (1 - n u): the relative error bound of an n-term sum.
+    return terms * unit / (1 - terms * unit)
+
+
+def _length(query: FloatRows) -> float:
+    # The query's L2 norm, from float64 squares (its error is far below the 2**-20 margins).
+    wide = query.astype(np.float64)
+    return float(np.sqrt(wide @ wide))
+
+
+def _straddles(
+    near: npt.NDArray[np.float64], nearest: FloatRows, slack: float | npt.NDArray[np.float64]
+) -> BoolArray:
+    # Whether a float32 rounding boundary (the midpoint of ``nearest`` and a neighbour) lies
+    # within ``slack`` of ``near``; those midpoints are exact in float64.
+    wide = nearest.astype(np.float64)
+    low = (wide + np.nextafter(nearest, np.float32(-np.inf))) / 2
+    high = (wide + np.nextafter(nearest, np.float32(np.inf))) / 2
+    return np.asarray((near - slack <= low) | (near + slack >= high))
+
+
+def _nearest_float32(products: list[float]) -> np.float32:
+    # fsum rounds the exact sum to float64 once (Shewchuk's algorithm); rounding that to
+    # float32 rounds the exact sum, unless the float64 sum is itself a float32 midpoint: then
+    # the sign of what fsum rounded away (an exact sum again) says which side the sum is on.
+    total = math.fsum(products)
+    nearest = np.float32(total)
+    for other in (
+        np.nextafter(nearest, np.float32(-np.inf)),
+        np.nextafter(nearest, np.float32(np.inf)),
+    ):
+        middle = (float(nearest) + float(other)) / 2
+        if total == middle:
+            rest = math.fsum([*products, -middle])
+            if rest != 0:
+                return max(nearest, other) if rest > 0 else min(nearest, other)
+    return nearest
 
 
 def block_rows(corpus_size: int) -> int:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -273,31 +273,54 @@ def test_a_query_scores_the_same_at_every_place_of_a_block_and_under_any_memory_
         assert (found_scores == scores).all() and (found_positions == positions).all()
 
 
-def _fixed_order(vector, query):
-    """The documented re-score in plain Python floats: adjacent products added in pairs while
-    their count is even, the rest from first to last, the float64 total rounded to float32."""
-    terms = [a * b for a, b in zip(vector.tolist(), query.tolist(), strict=True)]
-    while len(terms) % 2 == 0:
-        terms = [terms[i] + terms[i + 1] for i in range(0, len(terms), 2)]
-    total = terms[0]
-    for term in terms[1:]:
-        total += term
-    return np.float32(total)
+def _nearest_float32(exact_value):
+    """The float32 nearest to a Fraction, ties to the even significand."""
+    guess = np.float32(float(exact_value))
+    around = [np.nextafter(guess, np.float32(-np.inf)), guess, np.nextafter(guess, np.float32(1))]
+    return min(
+        around,
+        key=lambda v: (abs(Fraction(float(v)) - exact_value), int(v.view(np.uint32)) % 2),
+    )
 
 
-@pytest.mark.parametrize("dim", [1, 7, 12, 16, 384])
-def test_exact_scores_are_fixed_order_float64_sums_rounded_to_float32(dim):
+def _exact_score(vector, query):
+    return _nearest_float32(
+        sum(Fraction(float(a)) * Fraction(float(b)) for a, b in zip(vector, query, strict=True))
+    )
+
+
+@pytest.mark.parametrize("dim", [1, 7, 12, 384])
+def test_exact_scores_are_the_exact_inner_products_rounded_to_float32(dim):
     rng = np.random.default_rng(dim)
-    vectors = l2_normalise(rng.normal(size=(300, dim)))
-    queries = l2_normalise(rng.normal(size=(3, dim)))
-    scores, positions = VectorIndex(vectors).search(queries, 300)
+    vectors = l2_normalise(rng.normal(size=(120, dim)))
+    queries = l2_normalise(rng.normal(size=(2, dim)))
+    scores, positions = VectorIndex(vectors).search(queries, 120)
     for query, row, where in zip(queries, scores, positions, strict=True):
-        expected = np.array([_fixed_order(vector, query) for vector in vectors])
-        assert (row == expected[where]).all()  # bit for bit
+        expected = np.array([_exact_score(vector, query) for vector in vectors])
+        assert (row.view(np.uint32) == expected[where].view(np.uint32)).all()  # bit for bit
         assert (where == np.argsort(-expected, kind="stable")).all()  # best first, ties by position
-        exact_values = [math.fsum(np.multiply(v, query, dtype=np.float64)) for v in vectors]
-        steps = np.spacing(np.abs(expected))  # within one float32 step of the exact value
-        assert (np.abs(expected.astype(np.float64) - exact_values) <= steps).all()
+
+
+def test_exact_scores_round_sums_at_a_float32_midpoint_by_what_float64_drops():
+    # 0.75 + 2**-25 lies halfway between two float32s; 2**-80 more or less is lost in any
+    # float64 sum, which would round the midpoint to the even neighbour (0.75) every time.
+    even, odd = np.float32(0.75), np.nextafter(np.float32(0.75), np.float32(1))
+    half = 2.0**-25  # half a float32 step at 0.75
+    vectors = np.array(
+        [
+            [even, half, 2.0**-80],
+            [even, half, -(2.0**-80)],
+            [even, half, 0.0],
+            [odd, half, 0.0],
+            [odd, half, -(2.0**-80)],
+        ],
+        dtype=np.float32,
+    )
+    scores, positions = VectorIndex(vectors).search(np.ones((1, 3), np.float32), 5)
+    found = dict(zip(positions[0].tolist(), scores[0].tolist(), strict=True))
+    above_odd = float(np.nextafter(odd, np.float32(1)))
+    assert found == {0: float(odd), 1: float(even), 2: float(even), 3: above_odd, 4: float(odd)}
+    assert all(found[i] == _exact_score(v, np.ones(3)) for i, v in enumerate(vectors))
 
 
 def test_the_cut_widened_by_the_product_error_equals_the_rule_on_every_rescored_score():
