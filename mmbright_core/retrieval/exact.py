@@ -37,8 +37,8 @@ BoolArray = npt.NDArray[np.bool_]
 
 #: The most a block's score matrix may take (queries x corpus x 4 bytes).
 BLOCK_BYTES = 128 * 2**20
-#: Query rows per block, at most and at least: BLAS is slow on one-row or tiny products.
-MAX_ROWS, MIN_ROWS = 64, 16
+#: Query rows per block at most: larger products gain little more from BLAS.
+MAX_ROWS = 256
 #: Sample positions per position kept, and the sample's spare (in standard deviations).
 _SAMPLE_PER_KEPT, _SPARE_SIGMAS = 16, 5.0
 #: float32's and float64's unit roundoffs, and float32's smallest normal number (below it
@@ -151,7 +151,7 @@ def _nearest_float32(products: list[float]) -> np.float32:
 
 def block_rows(corpus_size: int) -> int:
     """Return the query rows of every block for a corpus of ``corpus_size`` vectors."""
-    return int(np.clip(BLOCK_BYTES // (4 * max(corpus_size, 1)), MIN_ROWS, MAX_ROWS))
+    return int(np.clip(BLOCK_BYTES // (4 * max(corpus_size, 1)), 1, MAX_ROWS))
 
 
 def score_blocks(vectors: FloatRows, queries: FloatRows) -> Iterator[tuple[int, FloatRows]]:
@@ -165,16 +165,11 @@ def score_blocks(vectors: FloatRows, queries: FloatRows) -> Iterator[tuple[int, 
         queries: The ``(q, dim)`` float32 queries.
 
     Yields:
-        The block's first query index and its ``(rows, n)`` scores (padding rows dropped);
-        the array is the caller's to modify.
+        The block's first query index and its ``(rows, n)`` scores, the caller's to modify.
     """
     rows = block_rows(len(vectors))
-    block = np.zeros((rows, vectors.shape[1]), dtype=np.float32)
     for start in range(0, len(queries), rows):
-        stop = min(start + rows, len(queries))
-        block[: stop - start] = queries[start:stop]
-        block[stop - start :] = 0.0
-        yield start, (block @ vectors.T)[: stop - start]
+        yield start, queries[start : start + rows] @ vectors.T
 
 
 def candidates(row: FloatRows, k: int, error: float = 0.0) -> IntArray:

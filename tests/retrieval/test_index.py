@@ -397,3 +397,17 @@ def test_flat_search_returns_faiss_flat_scores_best_first():
     assert np.array_equal(scores, expected_scores)
     assert np.array_equal(positions, expected_positions)  # no two of these scores tie
     assert VectorIndex(vectors).search(queries, 900)[1].shape == (3, 500)  # n above the corpus
+
+
+def test_an_hnsw_query_finds_the_same_alone_as_beside_one_with_many_exclusions():
+    # The search breadth (efSearch) follows the number of results asked for: a companion's
+    # exclusions must not widen another query's search.
+    rng = np.random.default_rng(10)
+    vectors = l2_normalise(rng.normal(size=(5000, 32)))
+    queries = l2_normalise(rng.normal(size=(2, 32)))
+    ids = np.array([f"d{i:04d}" for i in range(5000)])
+    index = VectorIndex(vectors, "hnsw", hnsw_m=8, ef_search=16)
+    none = np.array([], dtype=np.int64)
+    alone = dense_top_k(index, queries[:1], ids, 10, [none])[0]
+    beside = dense_top_k(index, queries, ids, 10, [none, np.arange(1000)])[0]
+    assert beside == alone
