@@ -1,12 +1,10 @@
-"""Exact inner-product search: BLAS finds the candidates, a fixed-order sum scores them.
+"""Exact inner-product search: BLAS finds the candidates, exactly rounded products score them.
 
-A query's scores are the float32 roundings of float64 sums, in a fixed order over the
-dimensions, of the exact products of its float32 components with a vector's
-(:meth:`ExactCorpus.rescore`); each score is therefore a function of the two vectors alone,
-whatever other queries are searched with it, however the queries are blocked, and on any
-machine with IEEE 754 float64 arithmetic. BLAS cannot give that: its float32 ``sgemm`` rounds
-a row differently by its place in the product's register tiles, by the product's number of
-rows and by its thread count.
+A query's score of a vector is their exact inner product rounded to the nearest float32
+(:meth:`ExactCorpus.rescore`): a function of the two vectors alone, whatever other queries
+are searched with it, however the queries are blocked, and on any BLAS or CPU. BLAS's float32
+``sgemm`` cannot give that: it rounds a row differently by its place in the product's
+register tiles, by the product's number of rows and by its thread count.
 
 The ``sgemm`` product (one per block of queries, each block's score matrix under
 :data:`BLOCK_BYTES`) only chooses which units to score again. Its error is bounded

@@ -3,7 +3,7 @@
 Every cut here removes the query's excluded documents *before* counting to ``k`` (docs/protocol.md,
 Fusion rules) and orders ties by doc id descending (:mod:`mmbright_core.ranking`), including ties
 that straddle the cut. The exact (``flat``) search scores every unit with one BLAS matrix product
-per block of queries and scores the candidates again in a fixed order, so that a score depends
+per block of queries and scores the candidates again, exactly rounded, so that a score depends
 on its two vectors alone (:mod:`mmbright_core.retrieval.exact`); faiss serves the approximate
 indexes (:mod:`mmbright_core.retrieval.approximate`), where the search keeps asking for more
 until the ``k``-th kept score is strictly above everything it has not seen. Task 4 pairs
