@@ -3,9 +3,12 @@
 faiss answers a query with its best ``width`` units. The search keeps asking for more (four
 times as many each round) until the ``k``-th score kept after the query's exclusions is
 strictly above everything it has not seen, so that no unseen unit could enter the cut
-(docs/protocol.md, Fusion rules: exclusions before the top-k cut). What is kept here is
-handed back in corpus order; :mod:`mmbright_core.retrieval.index` cuts it under the ranking
-rule, as it cuts the candidates of the exact search (:mod:`mmbright_core.retrieval.exact`).
+(docs/protocol.md, Fusion rules: exclusions before the top-k cut). Each query starts from its
+own width (``k``, its exclusions and a spare), never its companions': an HNSW search's breadth
+follows the width, so a shared one would let one query's exclusions change another's results.
+What is kept here is handed back in corpus order, with faiss's float32 scores;
+:mod:`mmbright_core.retrieval.index` cuts it under the ranking rule, as it cuts the candidates
+of the exact search (:mod:`mmbright_core.retrieval.exact`).
 """
 
 from __future__ import annotations
@@ -89,24 +92,28 @@ def settled_candidates(
         cut) and their inner products.
     """
     found: dict[int, Candidates] = {}
-    pending = np.arange(len(matrix))
     # Enough for the common case; raised geometrically for queries whose cut is not settled.
-    width = min(len(index), k + max((len(e) for e in exclude), default=0) + 16)
+    # Each query's width is its own (an HNSW search's breadth follows it), so that a query's
+    # results never depend on the queries searched with it.
+    widths = np.array([min(len(index), k + len(e) + 16) for e in exclude], dtype=np.int64)
+    pending = np.arange(len(matrix))
     while len(pending):
-        scores, positions = index.search(matrix[pending], width)
         unsettled = []
-        for row, query in enumerate(pending.tolist()):
-            kept = _settle(
-                scores[row], positions[row], exclude[query], groups, k, width >= len(index)
-            )
-            if kept is None:
-                unsettled.append(query)
-                continue
-            docs, values = kept
-            order = np.argsort(docs, kind="stable")
-            found[query] = (docs[order], values[order])
+        for width in np.unique(widths[pending]).tolist():
+            group = pending[widths[pending] == width]
+            scores, positions = index.search(matrix[group], width)
+            for row, query in enumerate(group.tolist()):
+                kept = _settle(
+                    scores[row], positions[row], exclude[query], groups, k, width >= len(index)
+                )
+                if kept is None:
+                    unsettled.append(query)
+                    continue
+                docs, values = kept
+                order = np.argsort(docs, kind="stable")
+                found[query] = (docs[order], values[order])
         pending = np.array(unsettled, dtype=np.int64)
-        width = min(len(index), width * 4)
+        widths[pending] = np.minimum(len(index), widths[pending] * 4)
     return [found[query] for query in range(len(matrix))]
 
 

@@ -3,7 +3,8 @@
 Every cut here removes the query's excluded documents *before* counting to ``k`` (docs/protocol.md,
 Fusion rules) and orders ties by doc id descending (:mod:`mmbright_core.ranking`), including ties
 that straddle the cut. The exact (``flat``) search scores every unit with one BLAS matrix product
-per block of queries (:mod:`mmbright_core.retrieval.exact`); faiss serves the approximate
+per block of queries and scores the candidates again, exactly rounded, so that a score depends
+on its two vectors alone (:mod:`mmbright_core.retrieval.exact`); faiss serves the approximate
 indexes (:mod:`mmbright_core.retrieval.approximate`), where the search keeps asking for more
 until the ``k``-th kept score is strictly above everything it has not seen. Task 4 pairs
 share their passage's text embedding or BM25 score; :class:`Groups` maps one indexed unit
@@ -22,12 +23,7 @@ import numpy.typing as npt
 from mmbright_core.errors import InputError
 from mmbright_core.ranking import rank_order, ranking_scores
 from mmbright_core.retrieval.approximate import faiss_index, settled_candidates
-from mmbright_core.retrieval.exact import (
-    error_bound,
-    exact_search,
-    kept_documents,
-    score_blocks,
-)
+from mmbright_core.retrieval.exact import ExactCorpus, exact_search, kept_documents, score_blocks
 from mmbright_core.types import TaskData
 
 IndexKind = Literal["flat", "hnsw", "ivf"]
@@ -150,13 +146,14 @@ class VectorIndex:
         nprobe: int = 16,
     ) -> None:
         data = np.ascontiguousarray(vectors, dtype=np.float32)
-        if data.ndim != 2 or data.shape[0] == 0:
+        if data.ndim != 2 or 0 in data.shape:
             raise InputError("cannot index an empty or non-2-D array", found=str(data.shape))
         self.kind = kind
         self.ef_search = ef_search
         self._size, dim = data.shape
         # The exact search reads the vectors themselves; faiss keeps its own copy.
-        self._vectors = data if kind == "flat" else np.empty((0, dim), dtype=np.float32)
+        flat = data if kind == "flat" else np.empty((0, dim), dtype=np.float32)
+        self._exact = ExactCorpus.of(flat)
         self._index: Any = None
         if kind != "flat":
             self._index = faiss_index(data, kind, hnsw_m=hnsw_m, nlist=nlist, nprobe=nprobe)
@@ -168,7 +165,7 @@ class VectorIndex:
         """Return the ``n`` best inner products and positions per query (-1 pads a short list)."""
         data = np.ascontiguousarray(queries, dtype=np.float32)
         if self.kind == "flat":
-            return exact_search(self._vectors, data, min(n, len(self)))
+            return exact_search(self._exact, data, min(n, len(self)))
         if self.kind == "hnsw":
             self._index.hnsw.efSearch = max(self.ef_search, n)
         scores, positions = self._index.search(data, min(n, len(self)))
@@ -216,13 +213,13 @@ def _exact_top_k(
 ) -> list[dict[str, float]]:
     # Every unit is scored, so each cut is settled in one pass over its row.
     # The cut is found on BLAS's float32 products and its scores recomputed exactly, so that
-    # a query's result does not depend on its companions or the BLAS kernel (exact_scores).
+    # a query's result does not depend on its companions or the BLAS kernel (ExactCorpus.rescore).
     results = []
-    errors = error_bound(index._vectors, matrix)
-    for start, block in score_blocks(index._vectors, matrix):
+    for start, block in score_blocks(index._exact.vectors, matrix):
         for query, scores in enumerate(block, start):
-            exact = (index._vectors, matrix[query], float(errors[query]))
-            docs, values = kept_documents(scores, exclude[query], k, groups, exact)
+            docs, values = kept_documents(
+                index._exact, matrix[query], scores, exclude[query], k, groups
+            )
             results.append(top_k_array(doc_ids[docs], values.astype(np.float64) * scale, k))
     return results
 

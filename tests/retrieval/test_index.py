@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -249,6 +251,116 @@ def test_score_blocks_stay_under_the_memory_bound_and_change_no_result(monkeypat
     assert dense_top_k(VectorIndex(vectors), queries, ids, 30, none) == wide
 
 
+def test_a_query_scores_the_same_at_every_place_of_a_block_and_under_any_memory_bound(
+    monkeypatch,
+):
+    # OpenBLAS's sgemm rounds a row by its place in the product's register tiles (on its
+    # Haswell kernel rows 6-11 of every 12 differ from rows 0-5) and by the product's rows.
+    rng = np.random.default_rng(8)
+    vectors = l2_normalise(rng.normal(size=(2000, 96)))
+    query = l2_normalise(rng.normal(size=(1, 96)))
+    ids = np.array([f"d{i:04d}" for i in range(2000)])
+    index = VectorIndex(vectors)
+    alone = dense_top_k(index, query, ids, 50, [np.array([], dtype=np.int64)])[0]
+    scores, positions = index.search(query, 50)
+    crowd = np.repeat(query, 40, axis=0)  # the same query at places 0-39 of its block
+    none = [np.array([], dtype=np.int64)] * 40
+    for rows in (64, 20, 16):
+        monkeypatch.setattr(exact, "BLOCK_BYTES", rows * 2000 * 4)
+        assert exact.block_rows(2000) == rows
+        assert all(run == alone for run in dense_top_k(index, crowd, ids, 50, none))
+        found_scores, found_positions = index.search(crowd, 50)
+        assert (found_scores == scores).all() and (found_positions == positions).all()
+
+
+def _nearest_float32(exact_value):
+    """The float32 nearest to a Fraction, ties to the even significand."""
+    guess = np.float32(float(exact_value))
+    around = [np.nextafter(guess, np.float32(-np.inf)), guess, np.nextafter(guess, np.float32(1))]
+    return min(
+        around,
+        key=lambda v: (abs(Fraction(float(v)) - exact_value), int(v.view(np.uint32)) % 2),
+    )
+
+
+def _exact_score(vector, query):
+    return _nearest_float32(
+        sum(Fraction(float(a)) * Fraction(float(b)) for a, b in zip(vector, query, strict=True))
+    )
+
+
+@pytest.mark.parametrize("dim", [1, 7, 12, 384])
+def test_exact_scores_are_the_exact_inner_products_rounded_to_float32(dim):
+    rng = np.random.default_rng(dim)
+    vectors = l2_normalise(rng.normal(size=(120, dim)))
+    queries = l2_normalise(rng.normal(size=(2, dim)))
+    scores, positions = VectorIndex(vectors).search(queries, 120)
+    for query, row, where in zip(queries, scores, positions, strict=True):
+        expected = np.array([_exact_score(vector, query) for vector in vectors])
+        assert (row.view(np.uint32) == expected[where].view(np.uint32)).all()  # bit for bit
+        assert (where == np.argsort(-expected, kind="stable")).all()  # best first, ties by position
+
+
+def test_exact_scores_round_sums_at_a_float32_midpoint_by_what_float64_drops():
+    # 0.75 + 2**-25 lies halfway between two float32s; 2**-80 more or less is lost in any
+    # float64 sum, which would round the midpoint to the even neighbour (0.75) every time.
+    even, odd = np.float32(0.75), np.nextafter(np.float32(0.75), np.float32(1))
+    half = 2.0**-25  # half a float32 step at 0.75
+    vectors = np.array(
+        [
+            [even, half, 2.0**-80],
+            [even, half, -(2.0**-80)],
+            [even, half, 0.0],
+            [odd, half, 0.0],
+            [odd, half, -(2.0**-80)],
+        ],
+        dtype=np.float32,
+    )
+    scores, positions = VectorIndex(vectors).search(np.ones((1, 3), np.float32), 5)
+    found = dict(zip(positions[0].tolist(), scores[0].tolist(), strict=True))
+    above_odd = float(np.nextafter(odd, np.float32(1)))
+    assert found == {0: float(odd), 1: float(even), 2: float(even), 3: above_odd, 4: float(odd)}
+    assert all(found[i] == _exact_score(v, np.ones(3)) for i, v in enumerate(vectors))
+
+
+def test_the_cut_widened_by_the_product_error_equals_the_rule_on_every_rescored_score():
+    # Vectors crowded around one direction: their sgemm scores, off by a few float32 steps,
+    # rank them otherwise than the re-scored values. Cut at the sgemm scores' own k-th, the
+    # search would miss some of the re-scored top k.
+    rng = np.random.default_rng(9)
+    base = l2_normalise(rng.normal(size=(1, 64)))
+    vectors = l2_normalise(base + 1e-4 * rng.normal(size=(4000, 64)))
+    queries = l2_normalise(base + 1e-4 * rng.normal(size=(20, 64)))
+    ids = np.array([f"d{i:04d}" for i in rng.permutation(4000)])
+    exclude = [np.sort(rng.choice(4000, 30, replace=False)) for _ in range(20)]
+    found = dense_top_k(VectorIndex(vectors), queries, ids, 100, exclude)
+    everything = np.arange(4000)
+    for query, excluded, run in zip(queries, exclude, found, strict=True):
+        row = exact.ExactCorpus.of(vectors).rescore(query, everything).astype(np.float64)
+        assert run == top_k_array(ids, row * 100, 100, excluded)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_candidates_widened_by_an_error_hold_the_top_k_of_any_values_within_it(seed):
+    rng = np.random.default_rng(seed)
+    size, k = int(rng.integers(1, 3000)), int(rng.integers(1, 60))
+    levels, steps = int(rng.integers(1, 50)), int(rng.integers(0, 12))
+    # Scores a few float32 steps apart on few levels, and the values the cut is made on: each
+    # moved by ``error`` (``steps`` steps of 2**-24) up, down, or not at all; most of those
+    # above a pivot down and most below it up, the moves that change the top k the most.
+    level = rng.uniform(0.5, 0.9, levels)[rng.integers(0, levels, size)]
+    row = (level + rng.integers(0, 40, size) * 2.0**-24).astype(np.float32)
+    error = steps * 2.0**-24
+    against = np.where(row >= rng.choice(row), -1, 1)
+    moves = np.where(rng.random(size) < 0.8, against, rng.integers(-1, 2, size))
+    values = row + np.float32(error) * moves.astype(np.float32)
+    ids = np.array([f"d{i:04d}" for i in rng.permutation(size)])
+    kept = exact.candidates(row.copy(), k, error)
+    assert np.all(np.diff(kept) > 0)
+    expected = top_k_array(ids, values.astype(np.float64) * 100, k)
+    assert top_k_array(ids[kept], values[kept].astype(np.float64) * 100, k) == expected
+
+
 @settings(max_examples=80, deadline=None)
 @given(
     size=st.integers(1, 4000),
@@ -332,3 +444,17 @@ def test_plain_cosine_scale_keeps_apart_the_near_ties_x100_merges():
         "c",
     ]
     assert list(dense_top_k(VectorIndex(vectors), queries, ids, 3, none)[0]) == ["b", "a", "c"]
+
+
+def test_an_hnsw_query_finds_the_same_alone_as_beside_one_with_many_exclusions():
+    # The search breadth (efSearch) follows the number of results asked for: a companion's
+    # exclusions must not widen another query's search.
+    rng = np.random.default_rng(10)
+    vectors = l2_normalise(rng.normal(size=(5000, 32)))
+    queries = l2_normalise(rng.normal(size=(2, 32)))
+    ids = np.array([f"d{i:04d}" for i in range(5000)])
+    index = VectorIndex(vectors, "hnsw", hnsw_m=8, ef_search=16)
+    none = np.array([], dtype=np.int64)
+    alone = dense_top_k(index, queries[:1], ids, 10, [none])[0]
+    beside = dense_top_k(index, queries, ids, 10, [none, np.arange(1000)])[0]
+    assert beside == alone
