@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import errno
+import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
@@ -11,6 +12,37 @@ QUOTE_LIMIT = 300
 """The most characters of one part of a message (problem, expected, found, hint, source):
 a value from the input may be megabytes long, and a message is printed or sent to a page
 whole (an upload holding a 100 MiB id once made a 100 MB message that crashed the tab)."""
+
+
+# What does something other than show itself: control characters (ESC starts a terminal's
+# escape sequences, BEL ends a title-setting one; NUL, C1), format characters (the bidi
+# overrides and isolates such as U+202E, zero-width ones), line and paragraph separators and
+# lone surrogates.
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def is_hidden(char: str) -> bool:
+    """Whether a character does something other than show itself: a control or bidi mark."""
+    return unicodedata.category(char) in _HIDDEN_CATEGORIES
+
+
+def printable(text: str, keep: str = "") -> str:
+    r"""Return ``text`` with each hidden character (:func:`is_hidden`) written as its escape.
+
+    ``printable("a\x1b[2Jb\u202e")`` is ``"a\\x1b[2Jb\\u202e"``: a terminal shows the
+    escape, never runs it, and a page shows the text in its own order. Every message that
+    quotes a server, a file or a plugin goes through here (:class:`InputError` does it for
+    each of its parts; the command line for every line it prints).
+
+    Args:
+        text: The text.
+        keep: Hidden characters to leave as they are (a multi-line view keeps line breaks).
+    """
+    if not any(is_hidden(char) and char not in keep for char in text):
+        return text
+    return "".join(
+        ascii(char)[1:-1] if is_hidden(char) and char not in keep else char for char in text
+    )
 
 
 def show(value: str, limit: int = 60, *, length: int | None = None) -> str:
@@ -30,6 +62,10 @@ def cut(text: str, limit: int = QUOTE_LIMIT) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def _quoted(part: str) -> str:
+    return printable(cut(part))
 
 
 class MMBrightError(Exception):
@@ -53,13 +89,14 @@ class InputError(MMBrightError, ValueError):
         found: str | None = None,
         hint: str | None = None,
     ) -> None:
-        # Every part is cut here, once, so no reader has to remember to cut what it quotes.
-        self.problem = cut(problem)
-        self.source = None if source is None else cut(source)
+        # Every part is cut and made printable here, once, so no reader has to remember to
+        # cut what it quotes, or to escape what a server, a file or a plugin put in it.
+        self.problem = _quoted(problem)
+        self.source = None if source is None else _quoted(source)
         self.line = line
-        self.expected = None if expected is None else cut(expected)
-        self.found = None if found is None else cut(found)
-        self.hint = None if hint is None else cut(hint)
+        self.expected = None if expected is None else _quoted(expected)
+        self.found = None if found is None else _quoted(found)
+        self.hint = None if hint is None else _quoted(hint)
         super().__init__(self._message())
 
     def _message(self) -> str:

@@ -6,6 +6,9 @@ function ``(args) -> int``. Registering imports nothing heavy (handlers import
 their backends when they run; see :class:`.options.SubcommandParser`), so ``mmbright --help``
 answers without loading numpy or pandas. Errors this package raises on purpose are
 printed to stderr as one message with exit status 2; nothing prints a traceback for them.
+What an error or a warning quotes (a server's answer, a file's text, a plugin's message) is
+printed with its control and bidi characters escaped (:func:`~mmbright_core.errors.printable`):
+a terminal never runs an escape sequence it was sent.
 A warning about an input read as given (text after a TREC run's tag) is one line,
 ``mmbright <command>: warning: ...``, printed once.
 Ctrl-C prints one line, ``mmbright <command>: interrupted`` followed by what was kept where
@@ -22,7 +25,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from mmbright_core.cli.options import SubcommandParser
-from mmbright_core.errors import InputWarning, MMBrightError
+from mmbright_core.errors import InputWarning, MMBrightError, printable
 
 #: The exit status after Ctrl-C (128 + SIGINT, as a shell reports a command it interrupted).
 INTERRUPTED = 130
@@ -56,12 +59,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _interrupted(f"mmbright {args.command}", getattr(args, "interrupted", None))
     except MMBrightError as err:
-        print(f"mmbright {args.command}: error: {err}", file=sys.stderr)
+        print(f"mmbright {args.command}: error: {printable(str(err))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
     except OSError as err:  # a path that cannot be read or written: one line, no traceback
-        print(f"mmbright {args.command}: error: {err}", file=sys.stderr)
+        print(f"mmbright {args.command}: error: {printable(str(err))}", file=sys.stderr)
         return 2
     except MemoryError:
         # By now the unwinding has freed what was allocated, so one line can be printed.
@@ -87,7 +90,7 @@ def _print_input_warnings(prefix: str) -> None:
         line: str | None = None,
     ) -> None:
         if issubclass(category, InputWarning):
-            print(f"{prefix}: warning: {message}", file=sys.stderr)
+            print(f"{prefix}: warning: {printable(str(message))}", file=sys.stderr)
         else:
             python_display(message, category, filename, lineno, file, line)
 

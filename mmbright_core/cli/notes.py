@@ -117,9 +117,8 @@ def run_import(args: argparse.Namespace) -> int:
 
 def run_tags(args: argparse.Namespace) -> int:
     """Apply one taxonomy edit, if any, then list the taxonomy as TSV."""
-    from mmbright_core.errors import InputError
+    from mmbright_core.errors import InputError, printable
     from mmbright_core.notes import NotesStore
-    from mmbright_core.notes.records import printable
 
     if args.force and not args.remove:
         raise InputError("--force only goes with --remove", hint="Add --remove NAME")

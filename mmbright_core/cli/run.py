@@ -15,7 +15,7 @@ from mmbright_core.cli.options import (
     task_settings,
 )
 from mmbright_core.data.choices import POLICIES
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, printable
 
 if TYPE_CHECKING:
     from mmbright_core.retrieval.preset_run import Resolved
@@ -245,7 +245,10 @@ def handle(args: argparse.Namespace) -> int:
     every = [*outcome.domains, *outcome.kept]
     for domain in every:  # no silent zeros: what lowered a domain's score goes to stderr
         for warning in domain.warnings:
-            print(f"mmbright run: warning: {domain.domain}: {warning}", file=sys.stderr)
+            print(
+                f"mmbright run: warning: {printable(f'{domain.domain}: {warning}')}",
+                file=sys.stderr,
+            )
     if every:
         mean = sum(d.metrics["NDCG@10"] for d in every) / len(every)
         print(f"Avg.\tnDCG@10 {100 * mean:.1f}")

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import NamedTuple
 
+from mmbright_core.errors import is_hidden
+
 #: Separates tag names in one CSV cell; tag names may therefore not contain it.
 TAG_SEPARATOR = "; "
-
-# Characters that reorder the text around them (Unicode bidirectional formatting):
-# a tag name holding one shows in another order than it is stored.
-_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-# Control characters (ESC, NUL, tabs, C1), line and paragraph separators, lone surrogates.
-_HIDDEN_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp"})
 
 
 class QueryKey(NamedTuple):
@@ -132,21 +127,6 @@ def tag_name_problem(name: str) -> str | None:
             "control or bidirectional-formatting characters, or spaces at either end"
         )
     return None
-
-
-def is_hidden(char: str) -> bool:
-    """Whether a character does something other than show itself: a control or bidi mark."""
-    return char in _BIDI or unicodedata.category(char) in _HIDDEN_CATEGORIES
-
-
-def printable(text: str) -> str:
-    r"""Return ``text`` with each hidden character (:func:`is_hidden`) written as its escape.
-
-    ``printable("a\x1b[2Jb")`` is ``"a\\x1b[2Jb"``: a terminal shows the escape, never runs it.
-    """
-    if not any(map(is_hidden, text)):
-        return text
-    return "".join(ascii(char)[1:-1] if is_hidden(char) else char for char in text)
 
 
 def utc_now() -> str:

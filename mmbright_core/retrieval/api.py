@@ -21,7 +21,13 @@ import numpy.typing as npt
 from PIL import Image
 
 from mmbright_core.errors import InputError
-from mmbright_core.retrieval.api_client import DEFAULT_KEY_ENV, EmbeddingClient, Limits
+from mmbright_core.retrieval.api_client import (
+    DEFAULT_KEY_ENV,
+    EmbeddingClient,
+    Limits,
+    whole_option,
+)
+from mmbright_core.retrieval.bounded_http import DEFAULT_MAX_ANSWER_BYTES
 from mmbright_core.retrieval.dual import DualEncoderRetriever
 from mmbright_core.retrieval.embedder import Modality, Role
 from mmbright_core.retrieval.index import IndexKind
@@ -122,10 +128,11 @@ class ApiRetriever(DualEncoderRetriever):
         batch_size: The most inputs in one request, and in one cache write: a run killed
             mid-way loses at most the request in flight.
         batch_chars: The most characters in one request.
-        timeout: Seconds one request may take.
+        timeout: Seconds one request may take, from connecting to its answer's last byte.
         retries: Further attempts of a failed request (429, 5xx, timeouts, dropped).
         backoff: Seconds before the first retry (doubling, up to 8 s).
         max_requests: The most HTTP attempts the run sends (None: no limit).
+        max_answer_bytes: The most bytes read of one answer (default 64 MiB).
         cache_dir: Embedding cache root (default: ``$MMBRIGHT_CACHE`` or ``~/.cache/mmbright``).
         index: Vector index kind (``flat`` exact; ``hnsw`` or ``ivf`` approximate).
         cache_dtype: ``float32`` (default) or ``float16`` cached vectors.
@@ -150,17 +157,19 @@ class ApiRetriever(DualEncoderRetriever):
         retries: int = 5,
         backoff: float = 0.5,
         max_requests: int | None = None,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
         cache_dir: str | None = None,
         index: IndexKind = "flat",
         cache_dtype: str = "float32",
     ) -> None:
         limits = Limits(
-            batch_inputs=batch_size,
+            batch_inputs=whole_option("batch_size", batch_size, 1),
             batch_chars=batch_chars,
             timeout=timeout,
             retries=retries,
             backoff=backoff,
             max_requests=max_requests,
+            max_answer_bytes=max_answer_bytes,
         )
         client = EmbeddingClient(
             model, endpoint, api_key_env=api_key_env, dimensions=dimensions, limits=limits

@@ -11,25 +11,41 @@ budget, the messages); :class:`EmbeddingClient` adds the embeddings API, and
 
 The library's own retries are switched off (``max_retries=0``) so that every HTTP attempt
 is counted here: the request budget bounds attempts, not batches, because attempts are what
-a provider bills and rate-limits.
+a provider bills and rate-limits. Every answer is bounded in size and time
+(:mod:`~mmbright_core.retrieval.bounded_http`), and every limit and the endpoint are checked
+before anything is sent.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import numpy as np
 import numpy.typing as npt
 from tqdm.auto import tqdm
 
-from mmbright_core.errors import EndpointError, RequestBudgetError
+from mmbright_core.errors import (
+    EndpointError,
+    InputError,
+    MMBrightError,
+    RequestBudgetError,
+    cut,
+    show,
+)
 from mmbright_core.retrieval.base import require
-from mmbright_core.retrieval.endpoint_errors import failure, read_key, retry_after
+from mmbright_core.retrieval.bounded_http import DEFAULT_MAX_ANSWER_BYTES, bounded_client
+from mmbright_core.retrieval.endpoint_errors import (
+    failure,
+    public_endpoint,
+    read_key,
+    retry_after,
+)
 
 #: The environment variable the key is read from unless ``api_key_env`` names another.
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -47,7 +63,8 @@ class Limits:
         batch_inputs: The most inputs in one request.
         batch_chars: The most characters in one request (a token estimate: providers bound
             tokens per request; one input longer than this goes alone).
-        timeout: Seconds one request may take before it counts as failed.
+        timeout: Seconds one request may take, from connecting to the answer's last byte,
+            before it counts as failed.
         retries: How many times a failed request is tried again (429, 5xx, timeouts,
             dropped connections); 0 means one attempt.
         backoff: Seconds before the first retry; each further retry waits twice as long,
@@ -58,6 +75,11 @@ class Limits:
             client sends one batch at a time).
         token_budget: The most tokens (prompt and completion, as the server counts them) the
             chat client spends before it stops (None: no limit).
+        max_answer_bytes: The most bytes read of one answer; a longer one fails, unread.
+
+    Raises:
+        InputError: A limit out of its range (``retries=-1``, ``timeout=0``...), before any
+            request is sent.
     """
 
     batch_inputs: int = 64
@@ -69,6 +91,15 @@ class Limits:
     max_requests: int | None = None
     concurrency: int = 8
     token_budget: int | None = None
+    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES
+
+    def __post_init__(self) -> None:
+        for name, least in _WHOLE.items():
+            value = getattr(self, name)
+            if value is not None or name not in _OPTIONAL:
+                whole_option(name, value, least)
+        for name, above in _SECONDS.items():
+            seconds_option(name, getattr(self, name), above)
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         """Return the wait before retry number ``attempt`` (0-based)."""
@@ -76,12 +107,83 @@ class Limits:
         return max(0.0, min(self.backoff_cap, wait))
 
 
-def public_endpoint(url: str) -> str:
-    """Return ``url`` without user info, query or fragment: what may be recorded and shown."""
+#: Limits that are whole numbers, with their least value; None (no limit) for the optional.
+_WHOLE = {
+    "batch_inputs": 1,
+    "batch_chars": 1,
+    "retries": 0,
+    "max_requests": 1,
+    "concurrency": 1,
+    "token_budget": 1,
+    "max_answer_bytes": 1,
+}
+_OPTIONAL = frozenset({"max_requests", "token_budget"})
+#: Limits in seconds: True where the value must be above 0, False where 0 is allowed.
+_SECONDS = {"timeout": True, "backoff": False, "backoff_cap": False}
+
+
+def whole_option(name: str, value: object, least: int) -> int:
+    """Return option ``name``'s ``value`` if it is a whole number of at least ``least``.
+
+    Raises:
+        InputError: Anything else (a text, a fraction, a boolean, a smaller number).
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise InputError(
+            f"option {name} is not valid",
+            expected=f"a whole number of at least {least}",
+            found=_quote(value),
+        )
+    return value
+
+
+def seconds_option(name: str, value: object, above_zero: bool) -> float:
+    """Return option ``name``'s ``value`` as seconds if it is a finite number in range.
+
+    Raises:
+        InputError: Not a number, not finite, negative (or 0 where ``above_zero``).
+    """
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    seconds = float(value) if number else math.nan  # type: ignore[arg-type]
+    if not math.isfinite(seconds) or seconds < 0 or (above_zero and seconds == 0):
+        raise InputError(
+            f"option {name} is not valid",
+            expected=f"a number of seconds {'above' if above_zero else 'of at least'} 0",
+            found=_quote(value),
+        )
+    return seconds
+
+
+def check_endpoint(url: str) -> str:
+    """Return ``url`` if it is an http(s) base URL with nothing but a host, port and path.
+
+    A user name or password would be sent as HTTP Basic credentials in place of the key, and
+    a query or fragment breaks every path the API appends; neither is ever shown back.
+
+    Raises:
+        EndpointError: Another scheme, no host, credentials, a query or a fragment.
+    """
     parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+    problems = [
+        what
+        for what, found in (
+            ("a user name or password", parts.username is not None or parts.password is not None),
+            ("a query", bool(parts.query) or url.rstrip("#").endswith("?")),
+            ("a fragment", bool(parts.fragment)),
+        )
+        if found
+    ]
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        problems.insert(0, "no http or https scheme and host")
+    if problems:
+        raise EndpointError(
+            f"the endpoint {public_endpoint(url)} holds {' and '.join(problems)}",
+            expected="an http(s) base URL with a host and a path only, such as "
+            "https://api.openai.com/v1",
+            hint="The key goes in the environment variable named by --option api_key_env; "
+            "Azure OpenAI serves such a URL at https://RESOURCE.openai.azure.com/openai/v1.",
+        )
+    return url
 
 
 def batches(texts: Sequence[str], limits: Limits) -> Iterator[tuple[int, int]]:
@@ -140,13 +242,17 @@ class EndpointClient:
         self.model = model
         self.limits = limits or Limits()
         self.api_key_env = api_key_env
+        if endpoint is not None:
+            check_endpoint(endpoint)
+        self._http = bounded_client(self.limits.timeout, self.limits.max_answer_bytes, what)
         self._client = self.openai.OpenAI(
             base_url=endpoint,
             api_key=read_key(api_key_env),
             timeout=self.limits.timeout,
             max_retries=0,
+            http_client=self._http,
         )
-        self.endpoint = public_endpoint(str(self._client.base_url))
+        self.endpoint = public_endpoint(check_endpoint(str(self._client.base_url)))
         self.sleep = sleep
         self.requests = self.retried = 0
         self._lock = threading.Lock()
@@ -164,6 +270,15 @@ class EndpointClient:
             self._spend()
             try:
                 return send()
+            except MMBrightError:
+                raise
+            except (ValueError, RecursionError) as err:  # the json module's, on a broken body
+                raise EndpointError(
+                    f"{self.endpoint} (model {self.model!r}) answered a body that is not JSON",
+                    found=f"{type(err).__name__}: {err}",
+                    hint="Check that --endpoint is the API's base URL (ending in /v1 for "
+                    "most servers) and that the server speaks OpenAI's API.",
+                ) from None
             except (errors.APIConnectionError, errors.APIStatusError) as err:
                 if not self._retryable(err) or attempt == self.limits.retries:
                     raise failure(self, err, attempt + 1) from err
@@ -204,15 +319,28 @@ class EmbeddingClient(EndpointClient):
         dimensions: Ask for vectors of this size (models that support it, e.g.
             text-embedding-3-*); None: the model's own size.
 
+    Every answer is checked before its vectors are handed on (and so before the embedding
+    cache keeps any): its ``index`` fields number the batch's inputs, each once; every
+    vector is a non-empty list of numbers, not all zero; and every vector has one size, the
+    size of the first answer (or ``dimensions``) for the whole life of the client, query and
+    passage vectors alike.
+
     Attributes:
         embedded: Inputs answered so far (beside ``requests`` and ``retried``).
+        size: The vector size, fixed by ``dimensions`` or the first answer (None before).
+
+    Raises:
+        InputError: ``dimensions`` is not a whole number of at least 1.
     """
 
     def __init__(
         self, model: str, endpoint: str | None = None, dimensions: int | None = None, **common: Any
     ) -> None:
+        if dimensions is not None:
+            whole_option("dimensions", dimensions, 1)
         super().__init__(model, endpoint, **common)
         self.dimensions = dimensions
+        self.size: int | None = dimensions
         self.embedded = 0
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -235,7 +363,7 @@ class EmbeddingClient(EndpointClient):
         finally:
             bar.close()
         if not out:
-            return np.zeros((0, self.dimensions or 0), dtype=np.float32)
+            return np.zeros((0, self.size or 0), dtype=np.float32)
         return np.concatenate(out)
 
     def done_text(self) -> str:
@@ -252,22 +380,90 @@ class EmbeddingClient(EndpointClient):
         )
 
     def _vectors(self, response: Any, count: int) -> npt.NDArray[np.float32]:
-        data = sorted(getattr(response, "data", None) or [], key=lambda item: item.index)
-        rows = [item.embedding for item in data]
-        sizes = {len(row) for row in rows if isinstance(row, list)}
-        if len(rows) != count or len(sizes) != 1 or not all(isinstance(r, list) for r in rows):
-            raise EndpointError(
-                f"{self.endpoint} answered a malformed embeddings response",
-                expected=f"{count} vectors of one size",
-                found=f"{len(rows)} vectors of sizes {sorted(sizes)}",
-                hint="Check that the endpoint serves the embeddings API (not chat only).",
+        data = getattr(response, "data", None)
+        items = data if isinstance(data, list) else []
+        if len(items) != count:
+            raise self._malformed(
+                "",
+                f"{count} vectors of one size",
+                f"{len(items)} vectors",
+                "Check that the endpoint serves the embeddings API (not chat only).",
             )
-        vectors = np.asarray(rows, dtype=np.float32)
-        if self.dimensions is not None and vectors.shape[1] != self.dimensions:
+        indexes = [_field(item, "index") for item in items]
+        if not all(type(i) is int for i in indexes) or sorted(indexes) != list(range(count)):
+            raise self._malformed(
+                ": its index fields do not number the inputs",
+                f"each of 0 to {count - 1} once",
+                ", ".join(repr(i) for i in indexes[:12]) + (", …" if count > 12 else ""),
+            )
+        rows: list[Any] = [None] * count
+        for index, item in zip(indexes, items, strict=True):
+            rows[index] = _field(item, "embedding")
+        for number, row in enumerate(rows):
+            self._check_row(number, row)
+        sizes = sorted({len(row) for row in rows})
+        if len(sizes) > 1:
+            raise self._malformed(": its vectors differ in size", "one size", f"sizes {sizes}")
+        self._check_size(sizes[0])
+        return np.asarray(rows, dtype=np.float32)
+
+    def _check_row(self, number: int, row: Any) -> None:
+        if not isinstance(row, list):
+            found = _quote(row)
+            raise self._malformed(f": vector {number} is not a list", "a list of numbers", found)
+        if not row:
+            raise self._malformed(f": vector {number} is empty", "a list of numbers", "[]")
+        wrong = next((x for x in row if type(x) not in (float, int)), _NONE)
+        if wrong is not _NONE:
+            raise self._malformed(f": vector {number} holds {_quote(wrong)}", "numbers")
+        if not any(row):
+            raise self._malformed(
+                f": vector {number} is all zeros",
+                "a vector with a direction (an all-zero one scores 0 against everything)",
+                hint="Check the model and what was sent; nothing of this answer is kept.",
+            )
+
+    def _check_size(self, size: int) -> None:
+        if self.size is None:
+            self.size = size
+            return
+        if size != self.size and self.dimensions is not None:
             raise EndpointError(
                 f"{self.endpoint} ignored the dimensions asked for model {self.model!r}",
                 expected=f"vectors of {self.dimensions}",
-                found=f"vectors of {vectors.shape[1]}",
+                found=f"vectors of {size}",
                 hint="Drop --option dimensions=N: this model has a fixed size.",
             )
-        return vectors
+        if size != self.size:
+            raise EndpointError(
+                f"{self.endpoint} (model {self.model!r}) answered vectors of {size} numbers",
+                expected=f"{self.size}, the size of its first answer",
+                hint="The model behind this name changed size during the run; nothing of "
+                "this answer is kept. Rerun once the server answers one size.",
+            )
+
+    def _malformed(
+        self, problem: str, expected: str, found: str | None = None, hint: str | None = None
+    ) -> EndpointError:
+        return EndpointError(
+            f"{self.endpoint} answered a malformed embeddings response{problem}",
+            expected=expected,
+            found=found,
+            hint=hint
+            or "Nothing of this answer is kept; check that the server speaks "
+            "OpenAI's embeddings API.",
+        )
+
+
+_NONE = object()
+
+
+def _quote(value: object) -> str:
+    """A value from the input or an answer, for a message: a text quoted and both cut."""
+    return show(value) if isinstance(value, str) else cut(repr(value), 60)
+
+
+def _field(item: Any, name: str) -> Any:
+    # The openai library builds its answer objects without validating them (a field may
+    # hold anything the server sent); a server's item may even be something else.
+    return item.get(name) if isinstance(item, dict) else getattr(item, name, None)

@@ -225,8 +225,8 @@ class EmbeddingCache:
 
         Raises:
             InputError: ``keys`` and ``items`` differ in length, the encoder returned a
-                wrong number of vectors, or a vector holding NaN or an infinity (the message
-                names the model and the input).
+                wrong number of vectors, vectors of another size than those cached, or a
+                vector holding NaN or an infinity (the message names the model and the input).
         """
         if len(keys) != len(items):
             raise InputError(
@@ -257,7 +257,10 @@ class EmbeddingCache:
         try:
             for start in range(0, len(keys), batch_size):
                 given = items[start : start + batch_size]
-                pending.extend(checked_batch(encode_batch(given), given, self.dtype, self.settings))
+                answer = encode_batch(given)
+                checked = checked_batch(answer, given, self.dtype, self.settings, self._dim)
+                self._dim = checked.shape[1]  # every later batch and shard has this size
+                pending.extend(checked)
                 pending_keys.extend(keys[start : start + batch_size])
                 if len(pending) >= self.shard_size:
                     self._write_shard(pending_keys, pending)

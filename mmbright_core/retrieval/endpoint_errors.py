@@ -3,13 +3,15 @@
 :func:`failure` turns the ``openai`` library's last exception (a refused key, an unknown
 model, an HTTP status, a timeout or a dropped connection) into one
 :class:`~mmbright_core.errors.EndpointError` that names the endpoint and the model;
-:func:`read_key` says where a missing key goes; :func:`retry_after` reads a server's wish.
+:func:`read_key` says where a missing key goes; :func:`retry_after` reads a server's wish;
+:func:`public_endpoint` is the endpoint as it may be shown and recorded.
 """
 
 from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
 
 from mmbright_core.errors import EndpointError
 
@@ -31,6 +33,14 @@ def read_key(env: str) -> str:
             "takes any value), or name another variable with --option api_key_env=NAME.",
         )
     return key
+
+
+def public_endpoint(url: str) -> str:
+    """Return ``url`` without user info, query or fragment: what may be recorded and shown."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
 def failure(client: EndpointClient, err: Exception, attempts: int) -> EndpointError:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from mmbright_core.errors import InputError, show
+from mmbright_core.errors import InputError, printable, show
 
 LOG = logging.getLogger("mmbright")
 _BLOCK = 4 << 20
@@ -165,8 +165,8 @@ def report_damaged(path: Path, reason: str) -> None:
     _REPORTED.add(shown)
     LOG.warning(
         "mmbright: warning: damaged cache entry %s: %s; deleted, it is computed again",
-        shown,
-        reason,
+        printable(shown),
+        printable(reason),
     )
 
 
@@ -210,7 +210,11 @@ def check_finite(
 
 
 def checked_batch(
-    answer: Any, items: Sequence[object], dtype: np.dtype[Any], settings: Mapping[str, Any]
+    answer: Any,
+    items: Sequence[object],
+    dtype: np.dtype[Any],
+    settings: Mapping[str, Any],
+    width: int | None = None,
 ) -> np.ndarray:
     """Return an encoder's answer for ``items`` cast to the stored ``dtype``, once it passes.
 
@@ -219,10 +223,13 @@ def checked_batch(
         items: The inputs it was given, for the message.
         dtype: The dtype the cache stores.
         settings: The encoder's cache settings (they name the model).
+        width: The size of the vectors the cache holds already, if it holds any.
 
     Raises:
-        InputError: Not one ``(n, dim)`` row per item, or a row holding NaN or an infinity
-            after the cast (the message names the model and that row's input).
+        InputError: Not one ``(n, dim)`` row per item, rows of another size than ``width``
+            (stored, they would make the cache's good shards look damaged), or a row holding
+            NaN or an infinity after the cast (the message names the model and that row's
+            input).
     """
     vectors = np.asarray(answer)
     if vectors.ndim != 2 or vectors.shape[0] != len(items):
@@ -230,6 +237,13 @@ def checked_batch(
             "encoder returned a wrong number of vectors",
             expected=f"shape ({len(items)}, dim)",
             found=str(vectors.shape),
+        )
+    if width is not None and vectors.shape[1] != width:
+        raise InputError(
+            f"{model_name(settings)} returned vectors of {vectors.shape[1]} numbers",
+            expected=f"{width}, the size of the vectors cached for the same settings",
+            hint="The model behind these settings changed; nothing of this batch was kept. "
+            "Give another --cache-dir to start again beside the cached vectors.",
         )
     with np.errstate(over="ignore"):  # an overflow to float16 is refused below
         stored = vectors.astype(dtype)

@@ -14,13 +14,16 @@ show text as it is and take :func:`visible` alone, where controls matter.
 from __future__ import annotations
 
 import re
-import unicodedata
+
+from mmbright_core.errors import printable
 
 # Line breaks of every kind: a new line in Markdown can start a heading, a list, a quote,
 # a code block or a table; shown as one visible mark instead.
 _LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x85\u2028\u2029]")
 LINE_MARK = "↵"
 """What a line break in the text shows as."""
+# Kept by visible(): plain text shows them as breaks and a tab; literal() marks the breaks.
+_KEPT = "\n\r\t\u2028\u2029"
 
 # Inside a line: emphasis and code (* _ `), links and images (they need "["), HTML and
 # autolinks (<), entities (&: "&lt;" or "&#x202e;" would decode), tables, strike-through
@@ -42,16 +45,10 @@ def visible(text: object) -> str:
     r"""``text`` with control and bidi characters shown as ``\uXXXX`` (line breaks kept).
 
     Control characters (ESC, NUL...) and invisible format characters (bidi overrides and
-    isolates, zero-width spaces) change how the text around them reads; written out they
-    are seen for what they are.
+    isolates, zero-width spaces) change how the text around them reads; written out
+    (:func:`~mmbright_core.errors.printable`) they are seen for what they are.
     """
-    return "".join(_shown(char) for char in str(text))
-
-
-def _shown(char: str) -> str:
-    if char in "\n\r\t" or unicodedata.category(char) not in ("Cc", "Cf"):
-        return char
-    return f"\\u{ord(char):04x}" if ord(char) > 0xFF else f"\\x{ord(char):02x}"
+    return printable(str(text), keep=_KEPT)
 
 
 def literal(text: object) -> str:

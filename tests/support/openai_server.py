@@ -6,7 +6,15 @@ recomputes every score from the formula. Faults are scripted per request, in ord
 (:attr:`OpenAIServer.faults`): ``429`` (with ``Retry-After: 0``), ``500``, ``401``,
 ``slow`` (answers after ``slow_seconds``), ``drop`` (closes the connection unanswered),
 ``short`` (one vector fewer than inputs). ``dimensions`` in a request is honoured unless
-``fixed_size`` is set.
+``fixed_size`` is set. Answers that break the schema: ``same_index`` (every ``index`` 0),
+``null_index``, ``text_in_vector`` (a string among the numbers), ``zeros`` (all-zero
+vectors), ``no_vector`` (empty ones), ``resized`` (vectors 4 longer than the others);
+``reversed`` answers the items last first, each with its right ``index``.
+Bodies that break HTTP or JSON, on any route: ``invalid_json``, ``nested_json`` (200,000
+opened lists), ``hostile_error`` (a 500 whose message holds ANSI escapes and U+202E),
+``trickle`` (the answer one byte every ``trickle_seconds``) and ``huge`` (a 200 that sends
+``huge_bytes`` without a length, as fast as the client reads). :attr:`OpenAIServer.sent`
+counts the body bytes written.
 ``hold_after=N`` keeps every request after the N-th waiting until :meth:`release`, so a
 test can kill a client at a known point.
 
@@ -89,6 +97,9 @@ class OpenAIServer:
         self.dim, self.models, self.key, self.lifetime = dim, models, key, lifetime
         self.faults: list[str] = []
         self.slow_seconds = 2.0
+        self.trickle_seconds = 0.1
+        self.huge_bytes = 256 << 20
+        self.sent = 0  # body bytes written, every answer together
         self.fixed_size = False
         self.hold_after: int | None = None
         self.reply: Callable[[dict[str, Any]], str] = reply_of
@@ -127,6 +138,7 @@ class OpenAIServer:
         ]
         if fault == "short":
             data = data[:-1]
+        data = _broken(data, fault)
         usage = {"prompt_tokens": sum(len(t) for t in inputs), "total_tokens": 0}
         return 200, {"object": "list", "data": data, "model": body["model"], "usage": usage}
 
@@ -184,6 +196,31 @@ def _item(index: int, vector: np.ndarray, encoding: str | None) -> dict[str, Any
     return {"object": "embedding", "index": index, "embedding": embedding}
 
 
+def _broken(data: list[dict[str, Any]], fault: str | None) -> list[dict[str, Any]]:
+    # The schema faults of an embeddings answer (the module's docstring lists them).
+    if fault == "reversed":
+        return data[::-1]
+    for number, item in enumerate(data):
+        vector = item["embedding"]
+        if fault == "same_index":
+            item["index"] = 0
+        elif fault == "null_index":
+            item["index"] = None
+        elif fault == "text_in_vector":
+            item["embedding"] = [*vector[:-1], "0.5"]
+        elif fault == "zeros":
+            item["embedding"] = [0.0] * len(vector)
+        elif fault == "no_vector":
+            item["embedding"] = []
+        elif fault == "resized" and number == 0:
+            data = [{**other, "embedding": other["embedding"] + [0.5] * 4} for other in data]
+    return data
+
+
+#: The message of ``hostile_error``: a colour, a title-setting sequence and a bidi override.
+HOSTILE = "model \x1b[31mred\x1b]0;owned\x07 \u202eevil"
+
+
 def _error(message: str, code: str | None) -> dict[str, Any]:
     return {"error": {"message": message, "type": "invalid_request_error", "code": code}}
 
@@ -230,15 +267,24 @@ def _handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
                 status = int(fault)
                 self._send(status, _error(f"scripted {status}", None), retry=status == 429)
                 return
+            if fault == "hostile_error":
+                self._send(500, _error(HOSTILE, None))
+                return
+            if fault in {"invalid_json", "nested_json", "huge"}:
+                self._raw(fault)
+                return
             route = self.path.rstrip("/")
+            trickle = fault == "trickle"
             if route.endswith("/embeddings"):
-                self._send(*server.embeddings(body, fault))
+                self._send(*server.embeddings(body, fault), trickle=trickle)
             elif route.endswith("/chat/completions"):
-                self._send(*server.chat(body, fault))
+                self._send(*server.chat(body, fault), trickle=trickle)
             else:
                 self._send(404, _error(f"no route {self.path}", None))
 
-        def _send(self, status: int, payload: dict[str, Any], retry: bool = False) -> None:
+        def _send(
+            self, status: int, payload: dict[str, Any], retry: bool = False, trickle: bool = False
+        ) -> None:
             data = json.dumps(payload).encode()
             try:
                 self.send_response(status)
@@ -247,9 +293,41 @@ def _handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
                 if retry:
                     self.send_header("Retry-After", "0")
                 self.end_headers()
-                self.wfile.write(data)
+                step = 1 if trickle else max(1, len(data))
+                for start in range(0, len(data), step):
+                    if trickle:
+                        time.sleep(server.trickle_seconds)
+                    self.wfile.write(data[start : start + step])
+                    server.sent += len(data[start : start + step])
             except OSError:  # the client went away (a timeout, a killed process)
                 self.close_connection = True
+
+        def _raw(self, fault: str) -> None:
+            # A 200 whose body is not a JSON answer; "huge" has no length and never ends
+            # before huge_bytes, as a broken or hostile server may send.
+            self.close_connection = True
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                if fault == "huge":
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    self._huge()
+                    return
+                data = b'{"data": [' if fault == "invalid_json" else b"[" * 200_000 + b"]" * 200_000
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                server.sent += len(data)
+            except OSError:
+                return
+
+        def _huge(self) -> None:
+            block = b'{"pad": "' + b"x" * ((1 << 20) - 9)
+            while server.sent < server.huge_bytes:
+                self.wfile.write(block)
+                server.sent += len(block)
+                block = b"x" * (1 << 20)
 
     return Handler
 
