@@ -111,11 +111,26 @@ def _declare_model(parser: argparse.ArgumentParser) -> None:
         "(default: OpenAI's); the key is read from $OPENAI_API_KEY",
     )
     parser.add_argument(
+        "--score-scale",
+        type=_scale,
+        metavar="{1,100}",
+        help="what the cosine is multiplied by in the scores written: 1 (plain cosine) or 100 "
+        "(default: the preset's official scale, else 100); ranks and metrics do not change, "
+        "recorded in config.json when not 100",
+    )
+    parser.add_argument(
         "--image-policy",
         choices=POLICIES,
         help="several query images: first (default: the released code's images[0], which "
         "made the published runs), concat (the paper, MTEB) or all",
     )
+
+
+def _scale(text: str) -> float:
+    """``--score-scale``'s value: 1 or 100, the two scales the official code writes."""
+    if text.strip() not in ("1", "100"):
+        raise argparse.ArgumentTypeError(f"expected 1 or 100, found {text!r}")
+    return float(text)
 
 
 def parse_options(pairs: list[str]) -> dict[str, Any]:
@@ -226,13 +241,15 @@ def handle(args: argparse.Namespace) -> int:
     """Run the subcommand and print each domain's nDCG@10."""
     from mmbright_core.cli.engine_options import with_engine
     from mmbright_core.data.sources import open_source
-    from mmbright_core.retrieval.preset_run import Chosen
+    from mmbright_core.retrieval.preset_run import Chosen, set_score_scale
     from mmbright_core.retrieval.runner import run_task
 
     chosen = chosen_retriever(args)
     retriever = with_engine(chosen.retriever, chosen.options, args)
     if chosen.preset is not None or chosen.instructions is not None:
         retriever = Chosen(retriever, chosen.preset, chosen.instructions)
+    if args.score_scale is not None:  # over the preset's own
+        set_score_scale(retriever, args.score_scale)
     source = open_source(args.source)
     if args.queries is not None:
         retriever = on_rewritten_queries(retriever, args.queries, args.task, source.name)

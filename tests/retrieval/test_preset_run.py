@@ -32,6 +32,7 @@ pytestmark = [pytest.mark.models]
 DOMAIN = "biology"
 #: The tiny stack of each preset's architecture.
 FAMILIES = {"sbert": "mpnet", "inst-l": "t5", "inst-xl": "t5"}
+SCALE_1 = ("--score-scale", "1")
 
 
 @pytest.fixture(scope="module")
@@ -67,14 +68,20 @@ def _top10(scores: np.ndarray) -> dict[str, dict[str, float]]:
     return top_scores(scores, _data())
 
 
-def _run(name: str, folder: Path, instructions: str, tmp_path: Path) -> tuple[dict, dict]:
-    args = ["run", "--source", "demo", "--task", "1", "--domain", DOMAIN, "--k", "10"]
-    args += ["--model-preset", name, "--instructions", instructions, "--model", str(folder)]
-    args += ["--device", "cpu", "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path)]
-    assert main(args) == 0
+def _run(
+    name: str, folder: Path, instructions: str, tmp_path: Path, *more: str
+) -> tuple[dict, dict]:
+    chosen = ["--model-preset", name, "--instructions", instructions] if name else []
+    assert _cli(["--model", str(folder), *chosen, *more], tmp_path) == 0
     (run_file,) = tmp_path.glob(f"*/{DOMAIN}/scores.json")
     (config_file,) = tmp_path.glob("*/config.json")
     return json.loads(run_file.read_text()), json.loads(config_file.read_text())["config"]
+
+
+def _cli(chosen: list[str], tmp_path: Path) -> int:
+    args = ["run", "--source", "demo", "--task", "1", "--domain", DOMAIN, "--k", "10", *chosen]
+    args += ["--device", "cpu", "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path)]
+    return main(args)
 
 
 def _assert_scores(run: dict, expected: dict) -> None:
@@ -129,3 +136,34 @@ def test_a_plain_cosine_preset_run_rebuilds_on_its_scale(tiny_st, tmp_path):
     _, config = _run("sbert", tiny_st["mpnet"], "official", tmp_path)
     rebuilt = rebuild_retriever(config, cache_dir=str(tmp_path / "cache"), device="cpu")
     assert rebuilt.settings()["score_scale"] == 1.0
+
+
+def test_a_retriever_run_writes_the_scale_it_is_given(tiny_st, tmp_path):
+    folder = tiny_st["mpnet"]
+    x100, x100_config = _run("", folder, "", tmp_path / "x100", "--retriever", "dense")
+    cosine, config = _run("", folder, "", tmp_path / "one", "--retriever", "dense", *SCALE_1)
+    assert "score_scale" not in x100_config["options"]  # x 100, the default, is not recorded
+    assert config["options"]["score_scale"] == 1.0
+    for query_id, scores in x100.items():  # the same ranking, the cosine itself
+        assert list(cosine[query_id]) == list(scores)
+        assert cosine[query_id] == pytest.approx({d: s / 100 for d, s in scores.items()}, abs=1e-6)
+
+
+def test_the_scale_given_overrides_the_presets(tiny_st, tmp_path):
+    run, config = _run("sbert", tiny_st["mpnet"], "official", tmp_path, "--score-scale", "100")
+    assert "score_scale" not in config["options"]
+    official = _top10(_official("sbert", tiny_st["mpnet"], "official", include_prompt=False))
+    for query_id, scores in official.items():  # x 100 of the cosine, within 1e-5 of it
+        assert list(run[query_id]) == list(scores)
+        assert run[query_id] == pytest.approx({d: 100 * s for d, s in scores.items()}, abs=1e-3)
+
+
+def test_a_scale_for_bm25_or_off_the_two_is_one_line(tmp_path, capsys):
+    bm25 = ["run", "--source", "demo", "--task", "1", "--domain", DOMAIN, "--retriever", "bm25"]
+    assert main([*bm25, *SCALE_1, "--out", str(tmp_path)]) == 2
+    assert "no vector search to scale" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*/config.json"))  # refused before the run claimed a folder
+    with pytest.raises(SystemExit) as stop:
+        _cli(["--retriever", "dense", "--score-scale", "7"], tmp_path)
+    assert stop.value.code == 2
+    assert "expected 1 or 100, found '7'" in capsys.readouterr().err
