@@ -75,6 +75,7 @@ def declare_backend(parser: argparse.ArgumentParser) -> None:
 
 def _declare_model(parser: argparse.ArgumentParser) -> None:
     """Add the retriever or preset, the model and the settings that choose its vectors."""
+    from mmbright_core.retrieval.backends import BACKENDS
     from mmbright_core.retrieval.instructions import INSTRUCTION_SETS
     from mmbright_core.retrieval.registry import available_retrievers
 
@@ -92,7 +93,8 @@ def _declare_model(parser: argparse.ArgumentParser) -> None:
         "harness passes, empty for every instruction-tuned model), bright (BRIGHT's per-domain "
         "instructions), mteb (MTEB's prompts, through the mteb backend) or none",
     )
-    parser.add_argument("--model", help="model name or local path (dense, clip, ocr-dense)")
+    with_model = (name for name, backend in BACKENDS.items() if backend.takes_model)
+    parser.add_argument("--model", help=f"model name or local path ({', '.join(with_model)})")
     parser.add_argument(
         "--trust-remote-code",
         action="store_true",

@@ -21,26 +21,9 @@ from importlib import resources
 from typing import Any
 
 from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.retrieval.backends import BACKENDS, PRESET_BACKENDS
 from mmbright_core.task_table import TASKS
 
-BACKENDS = ("bm25", "dense", "clip", "hf", "api", "remote", "gritlm")
-"""The retriever names a preset may be run by (``hf``, ``api``: the model zoo's;
-``remote``: a model whose own hub code encodes, through one of :data:`INTERFACES`;
-``gritlm``: the ``gritlm`` package, as the official GritLM retriever runs). MTEB's
-implementation of a model is its ``mteb`` instruction set, not a backend of its own."""
-INTERFACES = (
-    "encode-text-image",
-    "text-vision-pair",
-    "encode-images-text",
-    "st-dicts",
-    "encode-instruction",
-    "sentence-embedding",
-)
-"""The calls into a model's hub code a preset names (``interface``): Jina-CLIP's
-``encode_text`` / ``encode_image``, Nomic's text and vision models side by side, BGE-VL's
-``encode(images=, text=)``, GME's sentence-transformers dicts, ReasonIR's
-``encode(instruction=)`` and M2's ``sentence_embedding`` output: the ``remote`` backend
-calls each (docs/models.md)."""
 FUSIONS = ("raw-mean", "zero-image", "normalised-mean", "joint", "text")
 """The named fusion rules of text and image vectors (``text``: a text-only model)."""
 POOLINGS = ("last-token", "mean", "cls")
@@ -99,7 +82,7 @@ class Preset:
         revision: The pinned revision (None: the official harness pins none).
         backend: The retriever name that runs it here.
         interface: For a model whose hub code encodes, the call into that code (one of
-            :data:`INTERFACES`); None for the others.
+            :attr:`.backends.Backend.interfaces`); None for the others.
         pooling: ``last-token``, ``mean``, ``cls``, or None (the model's own code pools).
         max_length: Token truncation (None: the model's own).
         fusion: The fusion rule of text and image vectors (``text`` for text models).
@@ -222,17 +205,25 @@ def check_catalogue(presets: Sequence[Preset]) -> None:
 
 
 def _check_choices(preset: Preset) -> None:
+    if preset.backend not in PRESET_BACKENDS:
+        raise InputError(
+            f"preset {preset.name!r}: unknown backend",
+            source=_FILE,
+            expected=f"one of {', '.join(PRESET_BACKENDS)}",
+            found=repr(preset.backend),
+        )
+    backend = BACKENDS[preset.backend]
     choices: list[tuple[str, Sequence[Any], Sequence[Any]]] = [
-        ("backend", BACKENDS, [preset.backend]),
-        ("interface", (*INTERFACES, None), [preset.interface]),
         ("fusion", FUSIONS, [preset.fusion]),
         ("pooling", (*POOLINGS, None), [preset.pooling]),
         ("offline", OFFLINE, [preset.offline]),
         ("task", TASKS, preset.tasks or [None]),
         ("instruction set", STORED_SETS, list(preset.instructions)),
-        # BM25 has no cosine to scale; every vector model writes cosine or cosine x 100.
-        ("score scale", (None,) if preset.backend == "bm25" else (1, 100), [preset.score_scale]),
+        # BM25 has no cosine to scale; every vector search writes cosine or cosine x 100.
+        ("score scale", (1, 100) if backend.scaled else (None,), [preset.score_scale]),
     ]
+    if backend.interfaces:
+        choices.append(("interface", backend.interfaces, [preset.interface]))
     for kind, known, values in choices:
         for value in values:
             if value not in known:
@@ -242,12 +233,12 @@ def _check_choices(preset: Preset) -> None:
                     expected=f"one of {', '.join(str(k) for k in known)}",
                     found=repr(value),
                 )
-    if (preset.backend == "remote") != (preset.interface is not None):
+    if preset.interface is not None and not backend.interfaces:
         raise InputError(
-            f"preset {preset.name!r}: the remote backend and an interface go together",
+            f"preset {preset.name!r}: the {backend.name} backend takes no interface",
             source=_FILE,
-            expected=f"backend remote with one of {', '.join(INTERFACES)}",
-            found=f"backend {preset.backend}, interface {preset.interface}",
+            expected=f"a backend with interfaces ({_with_interfaces()}), or no interface",
+            found=f"interface {preset.interface}",
         )
     if "official" not in preset.instructions:
         raise InputError(
@@ -255,6 +246,10 @@ def _check_choices(preset: Preset) -> None:
             source=_FILE,
             hint='Give "official": {"query": "", "document": ""} where the harness passes none.',
         )
+
+
+def _with_interfaces() -> str:
+    return ", ".join(name for name, backend in BACKENDS.items() if backend.interfaces)
 
 
 def _preset(record: Mapping[str, Any]) -> Preset:

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mmbright_core.retrieval.backends import BACKENDS
 from mmbright_core.retrieval.dual import DualEncoderRetriever
 from mmbright_core.retrieval.dual_options import DualOptions
 from mmbright_core.retrieval.dual_vectors import image_key, white_image
@@ -99,7 +100,7 @@ class ClipRetriever(DualEncoderRetriever):
 
     def __init__(
         self,
-        model: str = "ViT-L-14",
+        model: str = BACKENDS["clip"].default_model,
         pretrained: str | None = AUTO_PRETRAINED,
         image_policy: str = "first",
         no_image: str = "white",

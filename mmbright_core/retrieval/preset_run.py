@@ -26,14 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mmbright_core.errors import InputError
+from mmbright_core.retrieval.backends import BACKENDS
 from mmbright_core.retrieval.base import Retriever
 from mmbright_core.retrieval.catalogue import Instructions, Preset, get_preset, preset_for_model
 from mmbright_core.retrieval.instructions import DEFAULT_INSTRUCTIONS, INSTRUCTION_SETS
 from mmbright_core.retrieval.mteb_registry import model_meta
 from mmbright_core.retrieval.remote_code import gate, needs_opt_in
 from mmbright_core.types import TaskData
-
-_MODEL_ZOO = ("hf", "mteb", "api", "remote", "gritlm")
 
 
 @dataclass(frozen=True)
@@ -133,35 +132,38 @@ def _mteb_options(preset: Preset) -> dict[str, Any]:
 
 
 def _backend_options(preset: Preset, texts: Instructions) -> dict[str, Any]:
-    if preset.backend == "bm25":
+    # The backend's record says which recipe (retrieval/backends.py, PresetRecipe).
+    recipe = BACKENDS[preset.backend].preset_recipe
+    if recipe == "none":
         return {}
-    if preset.backend == "clip":
+    if recipe == "model":
         return {"model": preset.model, **preset.options}
-    if preset.backend == "dense":
+    if recipe == "dense":
         options: dict[str, Any] = {"model": preset.model, "revision": preset.revision}
         options.update(_preset_instructions(preset, texts))
         if preset.max_length is not None:
             options["max_length"] = preset.max_length
         return _set({**options, **preset.options})
     zoo: dict[str, Any] = {
-        "interface": preset.interface if preset.backend == "remote" else None,
+        "interface": preset.interface,  # None but for hub-code presets (the catalogue checks)
         "model": preset.model,
         "revision": preset.revision,
         "pooling": preset.pooling,
         "max_length": preset.max_length,
         **instruction_options(preset.backend, texts),
     }
-    if preset.backend == "api":
-        # The api backend cuts by characters (max_chars), not tokens (docs/models.md).
+    if recipe == "zoo-by-characters":
         zoo.pop("pooling"), zoo.pop("max_length")
     return _set({**zoo, **preset.options})
 
 
 def instruction_options(backend: str, texts: Instructions) -> dict[str, str]:
     """Return the options that give ``backend`` these instruction texts."""
-    if backend == "dense":
+    record = BACKENDS.get(backend)
+    kind = None if record is None else record.instructions
+    if kind == "prefix":
         return {"query_prefix": texts.query, "document_prefix": texts.document}
-    if backend in _MODEL_ZOO:
+    if kind == "instruction":
         return {"query_instruction": texts.query, "document_instruction": texts.document}
     return {}
 
@@ -201,7 +203,8 @@ def _preset_instructions(preset: Preset, texts: Instructions) -> dict[str, Any]:
     # Instructor's pooling leaves the instruction's tokens out (the official code's
     # set_pooling_include_prompt(False)), which sentence-transformers can only do when the
     # instruction comes as a prompt, not as a prefix glued to the text.
-    if preset.backend == "dense" and preset.options.get("pooling_include_prompt") is False:
+    prefixes = BACKENDS[preset.backend].instructions == "prefix"
+    if prefixes and preset.options.get("pooling_include_prompt") is False:
         return {
             "query_prompt": texts.query,
             "document_prompt": texts.document,

@@ -3,7 +3,8 @@
 :func:`get_retriever` builds a retriever from its name and keyword options;
 :func:`register_retriever` adds a factory (and its rebuild recipe) under a name;
 ``MODULE:FACTORY`` specs and installed ``mmbright.retrievers`` entry points are found through
-:mod:`~mmbright_core.retrieval.plugins`. A built-in's module is imported on first use only, so
+:mod:`~mmbright_core.retrieval.plugins`. The built-ins are the records of
+:mod:`~mmbright_core.retrieval.backends`; a built-in's module is imported on first use only, so
 a backend's heavy dependencies load only when that backend is asked for.
 """
 
@@ -16,34 +17,18 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.retrieval.backends import BACKENDS
 from mmbright_core.retrieval.base import Retriever
 
 if TYPE_CHECKING:
     from mmbright_core.retrieval.rebuild import Rebuild
 
-# name -> (module, factory attribute, rebuild recipe attribute or None). Modules are imported
-# on first use only, so a backend's heavy dependencies load only when that backend is asked for.
-# The recipe sits beside the factory in the backend's module (retrieval/rebuild.py).
-_BUILTIN: dict[str, tuple[str, str, str | None]] = {
-    "bm25": ("mmbright_core.retrieval.bm25", "BM25Retriever", "rebuild"),
-    "dense": ("mmbright_core.retrieval.dense", "DenseRetriever", "rebuild"),
-    "clip": ("mmbright_core.retrieval.clip", "ClipRetriever", "rebuild"),
-    "hf": ("mmbright_core.retrieval.hf", "hf_retriever", "rebuild"),
-    "mteb": ("mmbright_core.retrieval.mteb_models", "mteb_retriever", None),
-    "ocr-bm25": ("mmbright_core.retrieval.ocr", "ocr_bm25", "rebuild_ocr_bm25"),
-    "ocr-dense": ("mmbright_core.retrieval.ocr", "ocr_dense", "rebuild_ocr_dense"),
-    "random": ("mmbright_core.retrieval.random_rank", "RandomRetriever", "rebuild"),
-    "api": ("mmbright_core.retrieval.api", "ApiRetriever", None),
-    "remote": ("mmbright_core.retrieval.remote", "remote_retriever", None),
-    "gritlm": ("mmbright_core.retrieval.gritlm_model", "gritlm_retriever", None),
-}
 #: Built-in retrievers without a rebuild recipe, and why: their runs are explained only by
 #: passing the retriever itself.
 NOT_REBUILDABLE: dict[str, str] = {
-    "mteb": "its model loads through MTEB's registry; its settings map back to no options",
-    "api": "its vectors come from a remote endpoint, with a key and request budget of its own",
-    "remote": "its models run their own hub code, which is not run again to explain a run",
-    "gritlm": "gritlm loads its model with the hub's code, which is not run again to explain",
+    name: backend.not_rebuildable
+    for name, backend in BACKENDS.items()
+    if backend.not_rebuildable is not None
 }
 _EXTRA: dict[str, Callable[..., Retriever]] = {}
 _EXTRA_REBUILD: dict[str, Rebuild] = {}
@@ -75,11 +60,11 @@ def rebuild_recipe(name: str) -> Rebuild | None:
     """
     if name in _EXTRA:
         return _EXTRA_REBUILD.get(name)
-    if name in _BUILTIN:
-        module, _, attribute = _BUILTIN[name]
-        if attribute is None:
+    if name in BACKENDS:
+        backend = BACKENDS[name]
+        if backend.rebuild is None:
             return None
-        recipe: Rebuild = getattr(importlib.import_module(module), attribute)
+        recipe: Rebuild = getattr(importlib.import_module(backend.module), backend.rebuild)
         return recipe
     from mmbright_core.retrieval.plugins import entry_points, is_spec, rebuild_plugin
 
@@ -90,7 +75,7 @@ def available_retrievers() -> tuple[str, ...]:
     """Return every registered retriever name, installed plugins included, sorted."""
     from mmbright_core.retrieval.plugins import entry_points
 
-    return tuple(sorted({*_BUILTIN, *_EXTRA, *entry_points()}))
+    return tuple(sorted({*BACKENDS, *_EXTRA, *entry_points()}))
 
 
 def declared_tasks(name: str) -> frozenset[int] | None:
@@ -121,15 +106,17 @@ def _returned_class(factory: Callable[..., Retriever]) -> type | None:
 def _factory(name: str) -> Callable[..., Retriever]:
     if name in _EXTRA:
         return _EXTRA[name]
-    if name not in _BUILTIN:
+    if name not in BACKENDS:
         from mmbright_core.retrieval.plugins import plugin_factory
 
         plugin = plugin_factory(name)  # MODULE:FACTORY, or an installed entry point
         if plugin is None:
             raise UnknownNameError("retriever", name, available_retrievers())
         return plugin
-    module, attribute, _ = _BUILTIN[name]
-    factory: Callable[..., Retriever] = getattr(importlib.import_module(module), attribute)
+    backend = BACKENDS[name]
+    factory: Callable[..., Retriever] = getattr(
+        importlib.import_module(backend.module), backend.factory
+    )
     return factory
 
 

@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from mmbright_core.errors import InputError, MMBrightError, show
+from mmbright_core.retrieval.backends import BACKENDS
 from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.catalogue import get_preset
 from mmbright_core.retrieval.instructions import DEFAULT_INSTRUCTIONS
@@ -25,34 +26,19 @@ from mmbright_core.types import Task
 from mmbright_core.ui.confine import Confinement, check_typed
 
 # Retrievers the page does not offer (see the module's docstring).
-COMMAND_LINE_ONLY = frozenset({"api"})
+COMMAND_LINE_ONLY = frozenset(n for n, b in BACKENDS.items() if b.page == "command-line")
 # Offered through their presets only, with the opt-in to hub code beside them.
-PRESETS_ONLY = frozenset({"remote", "gritlm"})
-
+PRESETS_ONLY = frozenset(n for n, b in BACKENDS.items() if b.page == "presets")
 # The model options each retriever takes, shown as fields on the page (``mmbright run
 # --model / --pretrained``); a checkpoint file is open_clip's ``pretrained`` given as a path.
 RETRIEVER_FIELDS: Mapping[str, tuple[str, ...]] = {
-    "dense": ("model",),
-    "ocr-dense": ("model",),
-    "clip": ("model", "pretrained", "checkpoint"),
-    "hf": ("model",),
-    "mteb": ("model",),
+    n: b.fields for n, b in BACKENDS.items() if b.fields
 }
 # What each built-in retriever imports beyond the ``app`` extra: (extra, module) pairs, as
 # its code asks for them (``retrieval.base.require``). A preset runs its backend's, and a
 # ``remote`` preset of the sentence-transformers interface needs that package too.
 NEEDS: Mapping[str, tuple[tuple[str, str], ...]] = {
-    "dense": (("text", "torch"), ("text", "sentence_transformers")),
-    "ocr-bm25": (("ocr", "rapidocr_onnxruntime"),),
-    "ocr-dense": (
-        ("ocr", "rapidocr_onnxruntime"),
-        ("text", "torch"),
-        ("text", "sentence_transformers"),
-    ),
-    "clip": (("clip", "torch"), ("clip", "open_clip")),
-    "hf": (("hf", "torch"), ("hf", "transformers")),
-    "mteb": (("mteb", "torch"), ("mteb", "mteb"), ("mteb", "datasets")),
-    "remote": (("hf", "torch"), ("hf", "transformers")),
+    n: b.needs for n, b in BACKENDS.items() if b.needs
 }
 _INTERFACE_NEEDS: Mapping[str, tuple[tuple[str, str], ...]] = {
     "st-dicts": (("text", "sentence_transformers"),),
@@ -63,7 +49,7 @@ _HUB_PREFIX = "hf-hub:"  # open_clip's model from the hub
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?(@[\w.-]+)?")
 # Pretrained values that name no file: random weights, the model's own (retrieval/clip.py).
 _SPECIAL_TAGS = frozenset({"none", "auto"})
-CLIP_MODEL = "ViT-L-14"
+CLIP_MODEL = BACKENDS["clip"].default_model
 """The clip retriever's model when the Model field is blank (its pretrained tags apply)."""
 
 

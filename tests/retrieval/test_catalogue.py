@@ -12,8 +12,8 @@ from locations import ROOT
 from mmbright_core.analysis.leaderboard import load_reference
 from mmbright_core.cli import main
 from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.retrieval.backends import PRESET_BACKENDS
 from mmbright_core.retrieval.catalogue import (
-    BACKENDS,
     FUSIONS,
     Published,
     check_catalogue,
@@ -48,7 +48,7 @@ def test_every_paper_number_of_reference_json_has_a_preset_with_that_number():
 
 def test_every_preset_names_known_choices_and_no_invented_revision():
     for preset in load_catalogue():
-        assert preset.backend in BACKENDS and preset.fusion in FUSIONS
+        assert preset.backend in PRESET_BACKENDS and preset.fusion in FUSIONS
         assert set(preset.tasks) <= {1, 2, 3, 4}
         assert set(preset.instruction_sets()) <= set(INSTRUCTION_SETS)
         assert preset.revision is None  # the official harness pins no revision

@@ -1,0 +1,64 @@
+"""One record per built-in backend, and every consumer reading it (retrieval/backends.py)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
+
+from mmbright_core.cli import main
+from mmbright_core.retrieval.backends import BACKENDS, PRESET_BACKENDS
+from mmbright_core.retrieval.catalogue import load_catalogue
+from mmbright_core.retrieval.registry import NOT_REBUILDABLE, available_retrievers
+from mmbright_core.ui import run_choice
+
+
+@pytest.mark.parametrize("name", sorted(BACKENDS))
+def test_a_records_factory_and_recipe_are_where_it_says(name):
+    backend = BACKENDS[name]
+    module = importlib.import_module(backend.module)
+    assert callable(getattr(module, backend.factory))
+    if backend.rebuild is not None:
+        assert callable(getattr(module, backend.rebuild))
+    assert (backend.rebuild is None) == (backend.not_rebuildable is not None)
+    takes = inspect.signature(getattr(module, backend.factory)).parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in takes.values()):
+        assert ("model" in takes) == backend.takes_model
+        assert set(backend.fields) - {"checkpoint"} <= set(takes)  # open_clip's file
+
+
+def test_the_registry_the_catalogue_and_the_run_page_read_the_records():
+    assert set(BACKENDS) <= set(available_retrievers())
+    assert {
+        n: b.not_rebuildable for n, b in BACKENDS.items() if b.not_rebuildable
+    } == NOT_REBUILDABLE
+    assert {p.backend for p in load_catalogue()} <= set(PRESET_BACKENDS)
+    assert {"api"} == run_choice.COMMAND_LINE_ONLY
+    assert {"remote", "gritlm"} == run_choice.PRESETS_ONLY
+    assert dict(run_choice.RETRIEVER_FIELDS) == {
+        n: b.fields for n, b in BACKENDS.items() if b.fields
+    }
+
+
+def test_the_hub_code_interfaces_are_the_backends_calls():
+    from mmbright_core.retrieval import remote
+
+    assert set(BACKENDS["remote"].interfaces) == set(remote.INTERFACES)
+    assert {p.interface for p in load_catalogue() if p.interface} <= set(remote.INTERFACES)
+
+
+def test_the_clip_default_is_the_records():
+    from mmbright_core.retrieval.clip import ClipRetriever
+
+    default = inspect.signature(ClipRetriever).parameters["model"].default
+    assert default == BACKENDS["clip"].default_model == run_choice.CLIP_MODEL
+
+
+def test_the_model_flags_help_names_every_backend_that_runs_a_model(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = "".join(capsys.readouterr().out.split())  # argparse wraps lines at hyphens too
+    named = ",".join(n for n, b in BACKENDS.items() if b.takes_model)
+    assert f"modelnameorlocalpath({named})" in text
+    assert "bm25" not in named
