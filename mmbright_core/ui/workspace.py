@@ -17,6 +17,7 @@ from mmbright_core.data.tasks import check_negatives
 from mmbright_core.errors import InputError
 from mmbright_core.io.ocr_words import OCR_FILE
 from mmbright_core.io.official import read_outputs
+from mmbright_core.retrieval.base import RunConfig
 from mmbright_core.task_runs import (
     Scope,
     check_task_runs,
@@ -179,6 +180,8 @@ def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) 
 
 def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
     outputs = read_task_outputs(path, task)
+    if outputs.run_config:  # every page reads it as one: refuse another shape here, once
+        RunConfig.from_dict(outputs.run_config, source=str(outputs.path / "config.json"))
     stamp = "|".join(
         f"{p}:{p.stat().st_mtime_ns}"
         for p in sorted(
