@@ -159,11 +159,9 @@ def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) 
                 hint="Choose that task in the sidebar",
             )
         entries_read = [
-            _official_entry(path, source.name, task)
+            _checked(_official_entry(path, source.name, task), source, protocol)
             for path in (found.folders if found is not None else official)
         ]
-        for entry in entries_read:
-            check_task_runs(source, task, entry.runs, protocol=protocol, name=entry.origin)
         return FolderRuns(entries_read, found.skipped if found is not None else ())
     files = [p for p in checked if p.is_file() and p.name.endswith(RUN_SUFFIXES)]
     if not files:
@@ -176,6 +174,12 @@ def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) 
     return FolderRuns(
         [entry_from_bytes(p.name, p.read_bytes(), source, task, protocol) for p in files]
     )
+
+
+def _checked(entry: RunEntry, source: Source, protocol: str) -> RunEntry:
+    """``entry`` refused if it answers another task, and with what of its ids matches nothing."""
+    found = check_task_runs(source, entry.task, entry.runs, protocol=protocol, name=entry.origin)
+    return dataclasses.replace(entry, warnings=(*entry.warnings, *found))
 
 
 def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
