@@ -232,8 +232,8 @@ class RunConfig:
         """
         if not isinstance(data, Mapping):
             raise _not_a_config("", source, "an object of settings", json_kind(data))
-        fields = dict(data)
-        unknown = sorted(set(fields) - set(cls.__dataclass_fields__))
+        given = dict(data)
+        unknown = sorted(set(given) - set(cls.__dataclass_fields__))
         if unknown:
             raise _not_a_config(
                 f"unknown field {unknown[0]!r}",
@@ -243,16 +243,16 @@ class RunConfig:
                 ", ".join(unknown),
             )
         for name, (kinds, required) in _KINDS.items():
-            if name not in fields:
+            if name not in given:
                 if required:
                     raise _not_a_config(
                         f"missing field {name!r}", source, _REQUIRED, "no such field"
                     )
-            elif not _is_kind(fields[name], kinds):
+            elif not _is_kind(given[name], kinds):
                 raise _not_a_config(
-                    f"bad field {name!r}", source, _described(kinds), json_kind(fields[name])
+                    f"bad field {name!r}", source, _described(kinds), json_kind(given[name])
                 )
-        options = fields.get("options", {})
+        options = given.get("options", {})
         if not isinstance(options, Mapping):
             raise _not_a_config(
                 "bad field 'options'",
@@ -260,8 +260,8 @@ class RunConfig:
                 "an object of the retriever's settings",
                 json_kind(options),
             )
-        fields["options"] = tuple(sorted(options.items()))
-        return cls(**fields)
+        given["options"] = tuple(sorted(options.items()))
+        return cls(**given)
 
 
 def _field_kinds() -> dict[str, tuple[tuple[type, ...], bool]]:
