@@ -26,9 +26,9 @@ from mmbright_core.io.mteb import looks_like_mteb, mteb_task_name, read_mteb_pre
 from mmbright_core.io.official import OfficialOutputs, holds_outputs, read_outputs
 from mmbright_core.io.official_json import read_summary
 from mmbright_core.io.runs import read_run
-from mmbright_core.metrics.id_check import EXAMPLES, normalised
+from mmbright_core.metrics.id_check import EXAMPLES, check_ids, id_warnings, normalised
 from mmbright_core.task_table import TASK_TABLE, task_of_type
-from mmbright_core.types import Protocol4, Run
+from mmbright_core.types import IdCheck, Protocol4, Qrels, Run
 
 # The reader's warnings about an upload are caught for the page (a server's log is not where
 # its user looks). ``catch_warnings`` swaps process-wide state, so uploads are read one at a
@@ -249,19 +249,35 @@ def _left_out(
 
 def check_task_runs(
     source: Source, task: int, runs: Mapping[str, Run], *, protocol: str = "paper", name: str
-) -> None:
-    """Check every domain's run against the task's judged doc ids (``check_doc_ids``).
+) -> tuple[str, ...]:
+    """Check every domain's run against the task's judgments, and say what matches nothing.
 
-    Domains the source does not hold are left to the caller (scoring refuses them).
+    A doc id of another task's shape is refused (``check_doc_ids``). Ids are matched
+    exactly, as trec_eval matches them, so a query id the qrels do not know, a query that
+    retrieves no judged document and an id that would match only once normalised score 0
+    with no word: each is one line of the answer (``id_check``), ids escaped. Domains the
+    source does not hold are left to the caller (scoring refuses them).
+
+    Returns:
+        One line per finding, each starting with its domain.
 
     Raises:
         InputError: A domain's run has no doc id of the task's shape.
     """
     held = set(source.domains())
+    findings: list[str] = []
     for domain, run in runs.items():
         if domain in held:
             qrels = source.judgments(task, domain, protocol).qrels
             check_doc_ids(qrels, run, task=task, domain=domain, name=name)
+            findings += [f"{domain}: {line}" for line in id_warnings(_id_check(qrels, run))]
+    return tuple(findings)
+
+
+def _id_check(qrels: Qrels, run: Run) -> IdCheck:
+    # As evaluate() checks a run it scores; here before it is scored, on the run as read.
+    blind = (q for q, docs in run.items() if qrels.get(q) and docs.keys().isdisjoint(qrels[q]))
+    return check_ids(qrels, run.keys(), run.items(), blind)
 
 
 @dataclass(frozen=True)
@@ -368,9 +384,9 @@ def read_upload(
             found=f"more than {err.limit / 2**20:.0f} MB",
             hint="Split the run, or load it from a folder",
         ) from None
-    check_task_runs(source, scope.task, found.runs, protocol=scope.protocol, name=name)
+    findings = check_task_runs(source, scope.task, found.runs, protocol=scope.protocol, name=name)
     said = [w for w in caught if issubclass(w.category, InputWarning)]
     for other in caught:  # warnings of any other kind go on to the server's log as before
         if other not in said:
             warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
-    return FileRuns(found.runs, found.queries_in_file, tuple(str(w.message) for w in said))
+    return FileRuns(found.runs, found.queries_in_file, (*(str(w.message) for w in said), *findings))

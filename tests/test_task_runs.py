@@ -7,6 +7,8 @@ an upload reaches the page.
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -136,6 +138,50 @@ def test_an_uploads_query_ids_that_match_nothing_are_warned_on_the_page(
     assert "1 query id(s) belong to no domain of the task and are left out" in warned
     assert "1 of them match a query only once normalised" in warned
     assert "a1\\\\u200b" in warned and "\u200b" not in warned
+
+
+A2 = "academia/e5f6a7b8_201.txt"  # judged for query a2
+
+
+def _warned(at: AppTest) -> str:
+    """The page's warnings as the user reads them: Markdown escapes undone (``\\_`` is ``_``)."""
+    return " ".join(re.sub(r"\\(.)", r"\1", w.value) for w in at.main.warning)
+
+
+def test_an_uploads_doc_ids_that_match_only_once_normalised_are_warned_on_the_page(
+    fixture_dir: Path,
+) -> None:
+    # a1 ranks its judged passage behind U+202E: it scores 0 with no other word.
+    at = _add_upload(fixture_dir, "bidi.trec", f"a1 Q0 \u202e{A1} 1 1.0 t\na2 Q0 {A2} 1 1.0 t\n")
+    assert list(at.multiselect(key="selected_runs_2").value) == ["bidi"]
+    warned = _warned(at)
+    assert "\u202e" not in warned  # written out, never the character itself
+    assert (
+        "bidi: academia: 1 retrieved doc id(s) match a judged doc only once normalised (NFKC, "
+        f"invisible characters removed), e.g. '\\u202e{A1}' ~ '{A1}' (query 'a1'): they score "
+        "as unjudged"
+    ) in warned
+    assert "bidi: academia: 1 scored queries retrieve no judged document, e.g. 'a1'" in warned
+
+
+def test_a_run_folders_ids_that_match_nothing_are_warned_on_the_page(
+    fixture_dir: Path, tmp_path: Path
+) -> None:
+    assert main(["run", "--source", str(fixture_dir), "--task", "2", "--retriever", "bm25",
+                 "--out", str(tmp_path)]) == 0  # fmt: skip
+    scores = tmp_path / "run_it2t_bm25" / "academia" / "scores.json"
+    ranked = json.loads(scores.read_text())
+    ranked["a1"] = {f"\u202e{doc}": score for doc, score in ranked["a1"].items()}
+    ranked["a9"] = ranked["a2"]  # a query of no domain
+    scores.write_text(json.dumps(ranked))
+    at = fresh()
+    use_folder(at, fixture_dir)
+    at.text_input(key="runs_folder").input(str(tmp_path / "run_it2t_bm25")).run()
+    at.button(key="add_folder").click().run()
+    assert not at.exception
+    warned = _warned(at)
+    assert "academia: 1 query id(s) of the run match no query of the qrels, e.g. 'a9'" in warned
+    assert f"e.g. '\\u202e{A1}' ~ '{A1}' (query 'a1')" in warned and "\u202e" not in warned
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from mmbright_core.data.layout import CONFIGS, DOMAINS, PINNED_REVISION, REPO_ID, parquet_name
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.io.limits import MAX_INPUT_ENV, max_input_bytes, size_text, too_large
+from mmbright_core.io.official import check_name
 
 # Scalar columns of the published schema and the Arrow types they may have (docs/protocol.md, The
 # data as published); list columns are checked where they are read (``ids.as_str_list``,
@@ -27,6 +28,10 @@ from mmbright_core.io.limits import MAX_INPUT_ENV, max_input_bytes, size_text, t
 _TEXT_COLUMNS = frozenset({"id", "content", "query", "path"})
 _KEY_COLUMNS = frozenset({"id", "path"})
 _OFF_SCHEMA = "The file does not follow MM-BRIGHT's published schema"
+_NAME_HINT = (
+    "Name each file after its domain ({config}/{domain}.parquet, e.g. documents/biology.parquet), "
+    "or move it out of the dataset folder"
+)
 
 #: What one value costs once read into Python (a short string object and its list slot),
 #: counted on top of its decoded bytes: a list column of 10^7 short ids decodes to 300 MB of
@@ -123,7 +128,10 @@ class FolderFiles(ParquetFiles):
     def __init__(self, root: Path, name: str | None = None) -> None:
         super().__init__(name or str(root))
         self.root = root
-        found = {p.stem for config in CONFIGS for p in (root / config).glob("*.parquet")}
+        files = [p for config in CONFIGS for p in sorted((root / config).glob("*.parquet"))]
+        for path in files:  # before anything is run: a domain names a folder of the outputs
+            check_name(path.stem, "domain name", source=str(path), hint=_NAME_HINT)
+        found = {p.stem for p in files}
         if not found:
             raise InputError(
                 "no MM-BRIGHT parquet files in the folder",

@@ -92,7 +92,7 @@ def official_subdir(task: int, model: str) -> str:
         InputError: ``model`` is empty or contains a path separator.
     """
     prefix = task_info(task).folder_prefix
-    _check_name(model, "model name")
+    check_name(model, "model name")
     return f"{prefix}{model}"
 
 
@@ -116,7 +116,7 @@ def write_domain_outputs(
     Returns:
         The domain folder.
     """
-    _check_name(domain, "domain")
+    check_name(domain, "domain")
     folder = Path(task_dir) / domain
     atomic_write_text(folder / "scores.json", run_json(run, str(folder / "scores.json")))
     stored: dict[str, object] = dict(metrics)
@@ -271,12 +271,23 @@ def _model_from_folder(name: str) -> str:
     return name
 
 
-def _check_name(value: str, what: str) -> None:
+def check_name(
+    value: str, what: str, *, source: str | None = None, hint: str | None = None
+) -> None:
+    """Refuse a name that is no plain folder name (empty, ``.``, ``..``, a path separator).
+
+    Outputs go to ``<task_dir>/<domain>``: ``..`` would write beside the task folder.
+
+    Raises:
+        InputError: ``value`` is not a plain name.
+    """
     if not value or value in (".", "..") or "/" in value or "\\" in value:
         raise InputError(
             f"invalid {what}",
+            source=source,
             expected="a plain name without path separators",
             found=repr(value),
+            hint=hint,
         )
 
 

@@ -12,13 +12,15 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import json
+import typing
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from mmbright_core.data.ids import passage_id as passage_id
 from mmbright_core.errors import InputError, MissingDependencyError
+from mmbright_core.io._json import json_kind
 from mmbright_core.types import TaskData
 
 #: The ``run`` subcommand's default cut (docs/protocol.md, Per-task protocol: runs keep the top
@@ -211,19 +213,97 @@ class RunConfig:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
-        """Rebuild a configuration written by :meth:`to_dict`.
+    def from_dict(cls, data: Any, *, source: str | None = None) -> RunConfig:
+        """Rebuild a configuration written by :meth:`to_dict`, checking every field.
+
+        A field written before it was recorded reads back as its default; anything else
+        that is not what :meth:`to_dict` writes (a setting beside the fields instead of
+        under ``options``, a list for an object, a string for a number) is refused, so
+        that no reader of a run folder meets a configuration of another shape.
+
+        Args:
+            data: The fields (``config.json``'s ``"config"`` object).
+            source: Where they were read (``…/config.json``), for the message.
 
         Raises:
-            InputError: ``data`` has fields a configuration does not.
+            InputError: ``data`` is not an object, lacks one of the fields every
+                configuration has, has a field a configuration does not, or one of the
+                wrong type.
         """
-        fields = dict(data)
-        unknown = sorted(set(fields) - set(cls.__dataclass_fields__))
+        if not isinstance(data, Mapping):
+            raise _not_a_config("", source, "an object of settings", json_kind(data))
+        given = dict(data)
+        unknown = sorted(set(given) - set(cls.__dataclass_fields__))
         if unknown:
-            raise InputError(
-                "not a run configuration",
-                expected=f"fields of {cls.__name__}",
-                found=", ".join(unknown),
+            raise _not_a_config(
+                f"unknown field {unknown[0]!r}",
+                source,
+                "only the fields of a run configuration; a retriever's own settings go "
+                "under options",
+                ", ".join(unknown),
             )
-        fields["options"] = tuple(sorted(dict(fields.get("options", {})).items()))
-        return cls(**fields)
+        for name, (kinds, required) in _KINDS.items():
+            if name not in given:
+                if required:
+                    raise _not_a_config(
+                        f"missing field {name!r}", source, _REQUIRED, "no such field"
+                    )
+            elif not _is_kind(given[name], kinds):
+                raise _not_a_config(
+                    f"bad field {name!r}", source, _described(kinds), json_kind(given[name])
+                )
+        options = given.get("options", {})
+        if not isinstance(options, Mapping):
+            raise _not_a_config(
+                "bad field 'options'",
+                source,
+                "an object of the retriever's settings",
+                json_kind(options),
+            )
+        given["options"] = tuple(sorted(options.items()))
+        return cls(**given)
+
+
+def _field_kinds() -> dict[str, tuple[tuple[type, ...], bool]]:
+    """Field -> (the JSON types its value may have, whether every configuration has it).
+
+    Read from :class:`RunConfig`'s annotations (``str``, ``int``, ``str | None``...), so
+    that a field added there is checked here too; ``options`` is checked on its own.
+    """
+    hints = typing.get_type_hints(RunConfig)
+    kinds: dict[str, tuple[tuple[type, ...], bool]] = {}
+    for item in fields(RunConfig):
+        if item.name == "options":
+            continue
+        hint = hints[item.name]
+        allowed = typing.get_args(hint) or (hint,)
+        required = item.default is MISSING and item.default_factory is MISSING
+        kinds[item.name] = (tuple(type(None) if a is None else a for a in allowed), required)
+    return kinds
+
+
+_KINDS = _field_kinds()
+_REQUIRED = "the fields every run configuration has: " + ", ".join(
+    name for name, (_, required) in _KINDS.items() if required
+)
+_KIND_NAMES = {str: "a string", int: "an integer", type(None): "null"}
+
+
+def _is_kind(value: Any, kinds: tuple[type, ...]) -> bool:
+    # JSON's true and false are Python ints: never a task, a cut or a truncation.
+    return isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+
+
+def _described(kinds: tuple[type, ...]) -> str:
+    return " or ".join(_KIND_NAMES[kind] for kind in kinds)
+
+
+def _not_a_config(problem: str, source: str | None, expected: str, found: str) -> InputError:
+    return InputError(
+        "not a run configuration" + (f": {problem}" if problem else ""),
+        source=source,
+        expected=expected,
+        found=found,
+        hint="It is not what mmbright run writes: correct it, or run the command again into "
+        "a new folder",
+    )

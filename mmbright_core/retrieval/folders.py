@@ -81,7 +81,7 @@ def conflict(task_dir: Path, config: RunConfig, guard: Guard) -> str | None:
     for where, found in recorded:
         try:  # through RunConfig: a field added since reads back as the default it had
             stored = RunConfig.from_dict(found).to_dict()
-        except (InputError, TypeError, ValueError):
+        except InputError:
             return f"holds a configuration this version cannot read (its {where})"
         differences = config_differences(stored, now)
         if differences:

@@ -26,7 +26,7 @@ from mmbright_core.analysis.attribution import (
     explain,
     retriever_from_config,
 )
-from mmbright_core.errors import InputError, MissingDependencyError
+from mmbright_core.errors import MissingDependencyError
 from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.io.rewrites import Rewrite
 from mmbright_core.retrieval.base import Retriever
@@ -99,10 +99,8 @@ def _allowed(spec: str) -> bool:
 
 
 def _plugin_spec(entry: RunEntry) -> str | None:
-    try:
-        return None if entry.config is None else plugin_module(entry.config)
-    except InputError:
-        return None  # not a run configuration: the rebuild says so
+    # A folder's configuration was checked when it was loaded (ui/workspace.py).
+    return None if entry.config is None else plugin_module(entry.config)
 
 
 def entry_retriever(entry: RunEntry) -> Retriever | Unavailable:

@@ -76,8 +76,9 @@ class RunEntry:
         negatives: The policy for ``negative_ids`` the run is scored by: the one its
             configuration records, else ``"exclude"`` (the official rule, docs/protocol.md, Per-task
             protocol).
-        config: The run configuration recorded beside its outputs (``config.json``), or
-            None for a run without one (a run file, another harness's outputs).
+        config: The run configuration recorded beside its outputs (``config.json``),
+            checked to be one when the folder was read (``RunConfig.from_dict``), or None
+            for a run without one (a run file, another harness's outputs).
         ocr_words: The words an OCR run recorded from its query images (``ocr.json``), or
             None where there are none.
         warnings: What its outputs record as having lowered its scores, one sentence per

@@ -17,6 +17,7 @@ from mmbright_core.data.tasks import check_negatives
 from mmbright_core.errors import InputError
 from mmbright_core.io.ocr_words import OCR_FILE
 from mmbright_core.io.official import read_outputs
+from mmbright_core.retrieval.base import RunConfig
 from mmbright_core.task_runs import (
     Scope,
     check_task_runs,
@@ -158,11 +159,9 @@ def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) 
                 hint="Choose that task in the sidebar",
             )
         entries_read = [
-            _official_entry(path, source.name, task)
+            _checked(_official_entry(path, source.name, task), source, protocol)
             for path in (found.folders if found is not None else official)
         ]
-        for entry in entries_read:
-            check_task_runs(source, task, entry.runs, protocol=protocol, name=entry.origin)
         return FolderRuns(entries_read, found.skipped if found is not None else ())
     files = [p for p in checked if p.is_file() and p.name.endswith(RUN_SUFFIXES)]
     if not files:
@@ -177,8 +176,16 @@ def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) 
     )
 
 
+def _checked(entry: RunEntry, source: Source, protocol: str) -> RunEntry:
+    """``entry`` refused if it answers another task, and with what of its ids matches nothing."""
+    found = check_task_runs(source, entry.task, entry.runs, protocol=protocol, name=entry.origin)
+    return dataclasses.replace(entry, warnings=(*entry.warnings, *found))
+
+
 def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
     outputs = read_task_outputs(path, task)
+    if outputs.run_config:  # every page reads it as one: refuse another shape here, once
+        RunConfig.from_dict(outputs.run_config, source=str(outputs.path / "config.json"))
     stamp = "|".join(
         f"{p}:{p.stat().st_mtime_ns}"
         for p in sorted(

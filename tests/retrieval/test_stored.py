@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from pathlib import Path
 
+import pytest
+
+from mmbright_core.cli import main
+from mmbright_core.data.layout import CONFIGS
 from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.runner import run_task
 from mmbright_core.retrieval.stored import DOMAIN_FILES, reuse_domain
@@ -25,3 +30,30 @@ def test_a_domain_missing_a_file_it_should_hold_is_run_again(source, tmp_path: P
     domain = outcome.domains[0].domain
     names = (*DOMAIN_FILES, "ocr.json")  # a retriever that records OCR words writes it too
     assert reuse_domain(outcome.task_dir, domain, outcome.config, names) is None
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_a_dataset_refused_for_a_domain_file_leaves_the_output_folder_as_it_was(
+    fixture_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    # documents/...parquet names the domain "..": its outputs would go to <out>/run_t2t_bm25/..
+    dataset = tmp_path / "data"
+    shutil.copytree(fixture_dir, dataset)
+    for config in CONFIGS:
+        shutil.copy(dataset / config / "academia.parquet", dataset / config / "...parquet")
+    out = tmp_path / "out"
+    (out / "run_t2t_bm25").mkdir(parents=True)
+    (out / "config.json").write_text("the user's own file\n")
+    before = _tree(out)
+    args = ["run", "--source", str(dataset), "--task", "1", "--retriever", "bm25"]
+    assert main([*args, "--out", str(out), "--cache-dir", str(tmp_path / "cache")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert f"{dataset / 'documents' / '...parquet'}: invalid domain name" in err
+    assert _tree(out) == before and sorted(p.name for p in out.rglob("*")) == [
+        "config.json",
+        "run_t2t_bm25",
+    ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import html
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,9 @@ from hostile import A1, A3, HOSTILE_NAME, HOSTILE_PASSAGE, HOSTILE_QUERY, SCRIPT
 from streamlit import config
 from streamlit.testing.v1 import AppTest
 
+from mmbright_core.data.sources import open_source
+from mmbright_core.retrieval import get_retriever
+from mmbright_core.retrieval.runner import run_task
 from mmbright_core.ui.render import escape_md, escape_message
 
 PAGES = ("home", "per_query", "compare", "inspector", "run")
@@ -204,3 +208,55 @@ def test_an_overlong_local_folder_in_the_sidebar_is_refused_in_one_short_line():
     _one_short_error([e.value for e in at.sidebar.error], "dataset folder")
     assert all(LONG[:300] not in c.value for c in at.caption)  # nor printed whole elsewhere
     _one_short_error([e.value for e in at.main.error], "dataset folder")
+
+
+def _setting_at_the_top(config: dict) -> str:
+    config["seed"] = config["options"].pop("seed")
+    return "unknown field 'seed'"
+
+
+def _options_as_pairs(config: dict) -> str:
+    config["options"] = [list(pair) for pair in config["options"].items()]
+    return "bad field 'options'; expected an object of the retriever's settings; found an array"
+
+
+def _k_as_text(config: dict) -> str:
+    config["k"] = "1000"
+    return "bad field 'k'; expected an integer; found the string '1000'"
+
+
+def _retriever_as_number(config: dict) -> str:
+    config["retriever"] = 5
+    return "bad field 'retriever'; expected a string; found the number 5"
+
+
+def _without_a_task(config: dict) -> str:
+    del config["task"]
+    return "missing field 'task'"
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [_setting_at_the_top, _options_as_pairs, _k_as_text, _retriever_as_number, _without_a_task],
+)
+def test_a_run_folder_whose_config_is_no_run_configuration_is_one_message(
+    fixture_dir: Path, tmp_path: Path, edit
+):
+    outcome = run_task(open_source(str(fixture_dir)), 2, get_retriever("random"), tmp_path)
+    folder = outcome.task_dir
+    said = ""
+    for path in folder.rglob("config.json"):  # the run's and each domain's, alike
+        stored = json.loads(path.read_text())
+        said = edit(stored["config"])
+        path.write_text(json.dumps(stored))
+    at = fresh()
+    use_folder(at, fixture_dir)
+    before = _runs(at)
+    at.text_input(key="runs_folder").input(str(folder)).run()
+    at.button(key="add_folder").click().run()
+    assert not at.exception, at.exception
+    (error,) = [e.replace("\\", "") for e in error_messages(at)]
+    assert error.startswith(f"{folder / 'config.json'}: not a run configuration: {said}"), error
+    assert "mmbright run" in error and "\n" not in error  # how to fix it, on one line
+    assert _runs(at) == before
+    _still_works(at)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from mmbright_core.data.sources import open_source
@@ -42,7 +44,9 @@ def test_a_folder_run_carries_its_recorded_negatives_policy(tmp_path, fixture_di
     assert entry.provenance == f"folder: {keep.task_dir} · negatives keep"
     # Older configurations, and official outputs without one, are scored by the official rule.
     config = keep.task_dir / "config.json"
-    config.write_text('{"config": {"retriever": "random"}, "domains": []}')
+    stored = json.loads(config.read_text())
+    del stored["config"]["negatives"]  # as written before the policy was recorded
+    config.write_text(json.dumps(stored))
     (old,) = workspace.entries_from_folder(str(keep.task_dir), source, 1, "paper").entries
     assert old.negatives == "exclude" and old.provenance.endswith("· negatives exclude")
     config.unlink()

@@ -99,7 +99,10 @@ def test_an_upload_matching_nothing_warns_with_its_counts_before_it_is_added(fix
     assert not at.main.success and _runs(at) == []
 
     _button(at, "upload_add_").click().run()
-    assert _runs(at) == ["made-up"] and not _warnings(at)
+    # The question is gone; what the added run's ids match is said with it (no silent zero).
+    assert _runs(at) == ["made-up"] and _warnings(at) == [
+        "made-up: academia: 1 scored queries retrieve no judged document, e.g. 'a1'"
+    ]
     assert any("Added run 'made-up'" in s.value for s in at.main.success)
 
 
