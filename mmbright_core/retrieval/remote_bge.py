@@ -68,10 +68,9 @@ class EncodeImagesText(HubModel):
         return self.task in PAIR_LADDER_TASKS
 
     def settings(self) -> dict[str, Any]:
-        """Return the model's identity and its text cut (and the pair ladder where bound).
+        """Return the model's identity and its text cut, and where bound to Task 4 its ladder.
 
-        The ladder keys the cache too, so a blank pair's ``"document"`` vector of Task 4 is
-        never a blank passage's vector of Task 2.
+        The run's configuration then records which ladder cut its texts.
         """
         out = {**super().settings(), "text_char_limit": self.text_char_limit}
         return {**out, "pair_ladder": True} if self.pair_ladder() else out

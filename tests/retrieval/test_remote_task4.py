@@ -226,8 +226,14 @@ def test_bge_vl_large_task4_is_retrieval_bge_vl_large_it2it(tmp_path):
     data = _with_imageless_query(source.task(4, DOMAIN))
     assert any(not d.text.strip() for d in data.corpus), "a pair without text: 'document'"
     folder = build.hub_model(tmp_path / "bge", "TinyBgeVl", max_chars=140)  # the ladder runs
+    # Task 2 first, into the same cache: its blank passage ("") must not stand for Task 4's.
+    task2 = source.task(2, DOMAIN)
+    earlier = preset("bge-vl-large", 2, folder, tmp_path / "cache")
+    with earlier.bound(task2), torch.no_grad():
+        earlier.corpus_vectors(task2, source)
     retriever = preset("bge-vl-large", 4, folder, tmp_path / "cache")
     with retriever.bound(data), torch.no_grad():
+        assert retriever.embedder.settings()["pair_ladder"] is True  # recorded with the run
         queries = retriever.encode_queries(data.queries, source)
         corpus = retriever.corpus_vectors(data, source)
     official = OfficialBge(folder, tmp_path / "official")
