@@ -5,7 +5,13 @@ alone: the text stripped and cut at 150 characters (back to the last space past 
 cut), a query's first image saved as PNG and handed over by its path, the vector normalised.
 Where the model raises a ``RuntimeError`` naming ``size of tensor`` (a text past CLIP's 77
 tokens) it retries at 120, 100, 80, 60 and 40 characters (queries also at 20), then with the
-first 20 (passages) or 15 (queries) characters.
+first 20 (passages) or 15 (queries) characters. A cut under 5 (passages) or 3 (queries)
+characters is replaced by the text's first 40 or 20.
+
+On Task 4, ``retrieval_bge_vl_large_it2it`` (``task4_pair.py``) runs one ladder for pairs and
+queries alike: 150 down to 20 characters, a cut under 3 characters replaced by the first 20
+(``"document"`` or ``"query"`` where those are blank), the last try the first 15 (the same
+words where blank). A pair without text is thus encoded as ``"document"`` there.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from mmbright_core.retrieval.remote_hub import HubModel, image_files, inference
 
 _BGE_CUTS = (120, 100, 80, 60, 40)
 """The shorter cuts ``retrieval_bge_vl`` retries after its first (150), and queries 20 more."""
+PAIR_LADDER_TASKS = (4,)
+"""The tasks whose official function runs one cut ladder for passages and queries alike."""
 
 
 def bge_cut(text: str, limit: int) -> str:
@@ -49,10 +57,23 @@ class EncodeImagesText(HubModel):
     def __init__(self, model: str, text_char_limit: int = 150, **common: Any) -> None:
         super().__init__(model, **common)
         self.text_char_limit = text_char_limit
+        self.task: int | None = None
+
+    def bind(self, task: int | None, domain: str | None) -> None:
+        """Follow the cut ladder of ``task`` (Task 4's, for pairs and queries alike)."""
+        self.task = task
+
+    def pair_ladder(self) -> bool:
+        """Whether the bound task runs ``retrieval_bge_vl_large_it2it``'s one ladder."""
+        return self.task in PAIR_LADDER_TASKS
 
     def settings(self) -> dict[str, Any]:
-        """Return the model's identity and its text cut."""
-        return {**super().settings(), "text_char_limit": self.text_char_limit}
+        """Return the model's identity and its text cut, and where bound to Task 4 its ladder.
+
+        The run's configuration then records which ladder cut its texts.
+        """
+        out = {**super().settings(), "text_char_limit": self.text_char_limit}
+        return {**out, "pair_ladder": True} if self.pair_ladder() else out
 
     def _load(self) -> Any:
         """Return the model with its processor set, as ``retrieval_bge_vl`` prepares it."""
@@ -84,21 +105,27 @@ class EncodeImagesText(HubModel):
 
     def _one(self, text: str, path: str | None, role: Role) -> np.ndarray:
         # The official ladder: shorter cuts while the model's position table overflows
-        # ("size of tensor"), then a last short cut; queries try one cut more (20).
-        query = role == "query"
-        cuts = (self.text_char_limit, *_BGE_CUTS, *((20,) if query else ()))
+        # ("size of tensor"), then a last short cut; queries (and Task 4's pairs) try 20 too.
+        query, pair = role == "query", self.pair_ladder()
+        word = "query" if query else "document"
+        cuts = (self.text_char_limit, *_BGE_CUTS, *((20,) if query or pair else ()))
         images = {} if path is None else {"images": path}
         for limit in cuts:
             cut = bge_cut(text, limit)
-            if len(cut.strip()) < (3 if query else 5):
-                cut = text[: 20 if query else 40].strip()
+            if len(cut.strip()) < (3 if query or pair else 5):
+                cut = (text[:20].strip() or word) if pair else text[: 20 if query else 40].strip()
             try:
                 return inference(lambda: self._load().encode(text=cut, **images))  # noqa: B023
             except RuntimeError as err:
                 if "size of tensor" not in str(err):
                     raise
+        return inference(lambda: self._load().encode(text=self._last(text, query)))
+
+    def _last(self, text: str, query: bool) -> str:
+        # The text of the last try, after every cut overflowed.
+        if self.pair_ladder():
+            return text[:15].strip() or ("query" if query else "document")
         if query:
-            last = text[:15].strip() or "query"
-        else:
-            last = text[:20].strip() if len(text[:20].strip()) >= 3 else "document"
-        return inference(lambda: self._load().encode(text=last))
+            return text[:15].strip() if text.strip() else "query"
+        head = text[:20].strip()
+        return head if len(head) >= 3 else "document"

@@ -57,9 +57,11 @@ class TinyJinaClip(TinyTowers):
 
 
 class TinyBgeVl(TinyTowers):
-    """BGE-VL's calls: ``set_processor(name)``, then ``encode(images=PATH(S), text=TEXT)``.
+    """BGE-VL's calls: ``set_processor(name)``, then ``encode(images=PATH(S), text=TEXT(S))``.
 
-    A text longer than ``max_chars`` raises what an overlong CLIP text raises.
+    A path or a text may come alone or in a list, as the hub code takes them (Task 2's
+    official call passes strings, Task 4's lists of one). A text longer than ``max_chars``
+    raises what an overlong CLIP text raises.
     """
 
     processor_name = None
@@ -70,12 +72,13 @@ class TinyBgeVl(TinyTowers):
     def encode(self, images=None, text=None):
         if self.processor_name is None:
             raise RuntimeError("set_processor was not called")
-        if text is not None and len(text) > self.config.max_chars:
+        texts = [text] if isinstance(text, str) else text
+        if texts is not None and any(len(t) > self.config.max_chars for t in texts):
             raise RuntimeError("The size of tensor a (80) must match the size of tensor b (77)")
         paths = [images] if isinstance(images, str) else images
         parts = []
-        if text is not None:
-            parts.append(self.text(text_features([text])))
+        if texts is not None:
+            parts.append(self.text(text_features(texts)))
         if paths is not None:
             parts.append(self.image(image_features(paths)))
         return sum(parts)
