@@ -10,11 +10,12 @@ stops cleanly once a token budget is spent (the answers in flight are kept), sho
 with counts and tokens, and answers from the content-keyed cache
 (:mod:`mmbright_core.llm.cache`) whatever it was asked before.
 
-An answer that is not what the API promises (no choice, no text), or one its caller cannot
-use (``check``: a reranker's answer that names no usable ranking), is not an error of the
-whole job: it comes back with its ``problem`` said, is not cached (a rerun asks again), and
-the caller records it (a rewrite keeps the original query; a reranker keeps the first-stage
-order).
+An answer that is not what the API promises (no choice, no text), an empty one (nothing but
+white space), or one its caller cannot use (``check``: a reranker's answer that names no
+usable ranking), is not an error of the whole job: it comes back with its ``problem`` said,
+is not cached (a rerun asks again), and the caller records it (a rewrite keeps the original
+query; a reranker keeps the first-stage order). Its tokens count all the same: the server
+was asked.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ class ChatClient(EndpointClient):
 
     Attributes:
         answered: Requests answered by the server so far.
+        empty: Answers of the server so far whose text was empty (or white space only).
         from_cache: Requests answered from the cache so far.
         tokens: Tokens the server counted for the answers received (prompt + completion).
     """
@@ -97,7 +99,7 @@ class ChatClient(EndpointClient):
         )
         self.parameters = dict(DEFAULT_PARAMETERS if parameters is None else parameters)
         self.cache = cache or AnswerCache(None)
-        self.answered = self.from_cache = self.tokens = 0
+        self.answered = self.empty = self.from_cache = self.tokens = 0
 
     def key(self, messages: Sequence[Message]) -> str:
         """Return the cache key of a request of these messages."""
@@ -109,7 +111,8 @@ class ChatClient(EndpointClient):
         Args:
             messages: The request's messages.
             check: What the caller finds wrong with an answer's text (None: nothing); an
-                answer it finds wrong comes back with that problem and is not cached.
+                answer it finds wrong, or an empty one, comes back with that problem and is
+                not cached.
 
         Raises:
             EndpointError: The endpoint cannot be used (unreachable, refused key, unknown
@@ -118,21 +121,29 @@ class ChatClient(EndpointClient):
         """
         key = self.key(messages)
         found = self.cache.get(key, self.model)
-        if found is not None and (check is None or check(found.text) is None):
+        if found is not None and self._problem(found.text, check) is None:
             with self._lock:
                 self.from_cache += 1
             return Reply(found)
         reply = self.call(lambda: self._reply(self._create(messages)))
+        blank = reply.answer is not None and not reply.answer.text.strip()
         with self._lock:
             self.answered += 1
+            self.empty += blank
             self.tokens += 0 if reply.answer is None else reply.answer.tokens
         if reply.answer is None:
             return reply
-        problem = None if check is None else check(reply.answer.text)
+        problem = self._problem(reply.answer.text, check)
         if problem is not None:
             return Reply(None, problem)
         self.cache.put(key, self.model, reply.answer)
         return reply
+
+    def _problem(self, text: str, check: Check | None) -> str | None:
+        """What is wrong with an answer's text: empty, or what ``check`` finds; else None."""
+        if not text.strip():
+            return f"{self.endpoint} answered an empty text"
+        return None if check is None else check(text)
 
     def complete_all(
         self, requests: Sequence[Sequence[Message]], desc: str = "llm", check: Check | None = None

@@ -8,7 +8,7 @@ import pytest
 from openai_server import CHAT_MODEL, KEY, reply_of, serving
 
 from mmbright_core.errors import EndpointError, RequestBudgetError
-from mmbright_core.llm.cache import AnswerCache
+from mmbright_core.llm.cache import AnswerCache, ChatAnswer
 from mmbright_core.llm.chat import ChatClient
 from mmbright_core.retrieval.api_client import Limits
 
@@ -124,3 +124,23 @@ def test_an_unreachable_endpoint_says_so() -> None:
     limits = Limits(timeout=0.5, retries=1, backoff=0.0)
     with pytest.raises(EndpointError, match=r"cannot be reached \(2 attempts"):
         client("http://127.0.0.1:9/v1", limits=limits).complete(asking("x"))
+
+
+def test_an_empty_or_blank_answer_is_no_answer_and_is_not_cached(tmp_path: Path) -> None:
+    blanks = ["", " \n\t "]
+    with serving() as server:
+        server.reply = lambda body: blanks.pop(0) if blanks else reply_of(body)
+        made = client(server.url, tmp_path, limits=Limits(concurrency=1))
+        replies = made.complete_all([asking("x"), asking("y")])
+        assert [r.problem for r in replies] == [f"{made.endpoint} answered an empty text"] * 2
+        assert all(r.answer is None for r in replies)
+        assert made.empty == 2 and made.answered == 2 and made.tokens == 2  # asked: counted
+        assert not list((tmp_path / "cache").glob("chat/*/*.json"))
+        again = client(server.url, tmp_path)
+        assert again.complete_all([asking("x")])[0].text == reply_of({"messages": asking("x")})
+        assert again.answered == 1 and again.empty == 0 and len(server.requests) == 3
+        # An empty answer a cache already holds is asked again, never served.
+        stored = client(server.url, tmp_path)
+        stored.cache.put(stored.key(asking("z")), CHAT_MODEL, ChatAnswer("  "))
+        assert stored.complete(asking("z")).text == reply_of({"messages": asking("z")})
+        assert stored.from_cache == 0 and len(server.requests) == 4
