@@ -15,7 +15,10 @@ white space), or one its caller cannot use (``check``: a reranker's answer that 
 usable ranking), is not an error of the whole job: it comes back with its ``problem`` said,
 is not cached (a rerun asks again), and the caller records it (a rewrite keeps the original
 query; a reranker keeps the first-stage order). Its tokens count all the same: the server
-was asked.
+was asked. Token counts (``usage``) are read as the API promises them, whole numbers of at
+least 0, or left out (then 0): any other (a string, null, a negative number) is one
+:class:`~mmbright_core.errors.EndpointError` line, so that no answer can lower the count the
+token budget is kept against.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from mmbright_core.errors import RequestBudgetError
+from mmbright_core.errors import EndpointError, RequestBudgetError
+from mmbright_core.io._json import json_kind
+from mmbright_core.io.rewrites import MOST_TOKENS
 from mmbright_core.llm.cache import AnswerCache, ChatAnswer, request_key
 from mmbright_core.retrieval.api_client import DEFAULT_KEY_ENV, EndpointClient, Limits
 
@@ -42,6 +47,8 @@ Check = Callable[[str], str | None]
 DEFAULT_PARAMETERS: Mapping[str, Any] = {"temperature": 0}
 #: The sampling parameters the client passes on (anything else is refused by the caller).
 SAMPLING = ("temperature", "top_p", "max_tokens", "seed", "stop")
+#: The token counts of an answer's ``usage`` the client reads.
+USAGE_FIELDS = ("prompt_tokens", "completion_tokens")
 
 
 @dataclass(frozen=True)
@@ -220,7 +227,36 @@ class ChatClient(EndpointClient):
         if not isinstance(text, str):
             found = "no choice" if not choices else "a choice without text"
             return Reply(None, f"{self.endpoint} answered a malformed chat response ({found})")
-        usage = getattr(response, "usage", None)
-        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion = int(getattr(usage, "completion_tokens", 0) or 0)
-        return Reply(ChatAnswer(text, prompt, completion))
+        return Reply(ChatAnswer(text, *self._counts(getattr(response, "usage", None))))
+
+    def _counts(self, usage: Any) -> tuple[int, int]:
+        """The prompt and completion tokens the server counted (0 where it counted none).
+
+        Raises:
+            EndpointError: A count given that is not a whole number from 0 to 2^63 - 1
+                (a string, null, an object, a boolean, a fraction, a negative number):
+                the token budget and the records take only counts.
+        """
+        if usage is None:
+            return 0, 0
+        given = getattr(usage, "model_fields_set", None)
+        wrong = [] if given is not None else [f"usage is {json_kind(usage)}"]
+        counts: list[int] = []
+        for field in USAGE_FIELDS:
+            value = getattr(usage, field, None) if given and field in given else 0
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                wrong.append(f"{field} is {json_kind(value)}")
+            elif value > MOST_TOKENS:
+                wrong.append(f"{field} is the number {value}")
+            else:
+                counts.append(value)
+        if wrong:
+            raise EndpointError(
+                f"{self.endpoint} answered token counts that are not counts",
+                expected=f"usage with {' and '.join(USAGE_FIELDS)} whole numbers of at least 0 "
+                "(or left out)",
+                found=", ".join(wrong),
+                hint="Fix the server's usage counts, or use a server that counts as the API "
+                "does: the token budget and the query set's records need them.",
+            )
+        return counts[0], counts[1]
