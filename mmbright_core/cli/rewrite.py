@@ -88,7 +88,8 @@ def handle(args: argparse.Namespace) -> int:
     problems = sum(1 for r in records if r["problem"] is not None)
     print(
         f"{len(records)} queries, {client.answered} asked, {client.from_cache} from the cache, "
-        f"{client.tokens:,} tokens, {problems} without an answer"
+        f"{client.tokens:,} tokens, {problems} without an answer ({client.empty} of them "
+        "empty answers; each query without one keeps its own text)"
     )
     print(f"wrote {args.out}")
     return 0

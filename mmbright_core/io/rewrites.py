@@ -17,19 +17,22 @@ A record holds everything that made its query text, so that it can be checked an
 hand no longer matches its key and is refused. Every record of a set shares ``source``,
 ``task``, ``prompt`` and ``llm`` (one set is one experiment); a query id appears once per
 domain. Records are written in the source's domain and query order, so the same inputs
-give the same bytes. The file a run on such a set writes per domain is
-:mod:`mmbright_core.io.run_rewrites`.
+give the same bytes. A set holding queries whose text is empty (or white space only) is read
+as given, with one :class:`~mmbright_core.errors.InputWarning` counting them: a retriever
+ranks nothing for an empty query, so each scores 0. The file a run on such a set writes per
+domain is :mod:`mmbright_core.io.run_rewrites`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mmbright_core.errors import InputError, show
+from mmbright_core.errors import InputError, InputWarning, show
 from mmbright_core.io._json import JsonObject, json_kind, object_pairs, parse_json
 from mmbright_core.io._open import Readable, decode, load
 
@@ -111,6 +114,10 @@ class QuerySet:
         """The domains the set covers, in file order."""
         return tuple(dict.fromkeys(domain for domain, _ in self.rewrites))
 
+    def empty(self) -> list[tuple[str, str]]:
+        """``(domain, query_id)`` of each query whose text is empty or white space only."""
+        return [where for where, rewrite in self.rewrites.items() if not rewrite.query.strip()]
+
 
 def record_key(record: Mapping[str, Any]) -> str:
     """The sha256 of a record's fields other than ``key``, as canonical JSON."""
@@ -141,6 +148,9 @@ def read_query_set(src: Readable) -> QuerySet:
         InputError: Not JSON Lines of this format, a field missing or of the wrong type, a
             record whose key does not match its content, records of different settings,
             or a query listed twice; each names the file, the line and the fix.
+
+    Warns:
+        InputWarning: Queries whose text is empty, with their count and the first.
     """
     loaded = load(src)
     text = decode(loaded)
@@ -179,7 +189,19 @@ def read_query_set(src: Readable) -> QuerySet:
     if settings is None:  # decode() refused blank content: unreachable, kept for mypy
         raise InputError("empty query set", source=loaded.name)
     digest = hashlib.sha256(loaded.data).hexdigest()
-    return QuerySet(loaded.name, digest, settings, rewrites)
+    found = QuerySet(loaded.name, digest, settings, rewrites)
+    empty = found.empty()
+    if empty:
+        domain, query_id = empty[0]
+        warnings.warn(
+            f"{loaded.name}: {len(empty):,} of {len(rewrites):,} queries have an empty text "
+            f"(the first: domain {show(domain)}, query {show(query_id)}); they are ranked with "
+            "no text and score 0. Rewrite them again with mmbright rewrite, which keeps a "
+            "query's own text where the answer is empty",
+            InputWarning,
+            stacklevel=2,
+        )
+    return found
 
 
 def _record(line: str, name: str, number: int) -> dict[str, Any]:

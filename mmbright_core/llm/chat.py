@@ -10,11 +10,15 @@ stops cleanly once a token budget is spent (the answers in flight are kept), sho
 with counts and tokens, and answers from the content-keyed cache
 (:mod:`mmbright_core.llm.cache`) whatever it was asked before.
 
-An answer that is not what the API promises (no choice, no text), or one its caller cannot
-use (``check``: a reranker's answer that names no usable ranking), is not an error of the
-whole job: it comes back with its ``problem`` said, is not cached (a rerun asks again), and
-the caller records it (a rewrite keeps the original query; a reranker keeps the first-stage
-order).
+An answer that is not what the API promises (no choice, no text), an empty one (nothing but
+white space), or one its caller cannot use (``check``: a reranker's answer that names no
+usable ranking), is not an error of the whole job: it comes back with its ``problem`` said,
+is not cached (a rerun asks again), and the caller records it (a rewrite keeps the original
+query; a reranker keeps the first-stage order). Its tokens count all the same: the server
+was asked. Token counts (``usage``) are read as the API promises them, whole numbers of at
+least 0, or left out (then 0): any other (a string, null, a negative number) is one
+:class:`~mmbright_core.errors.EndpointError` line, so that no answer can lower the count the
+token budget is kept against.
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from mmbright_core.errors import RequestBudgetError
+from mmbright_core.errors import EndpointError, RequestBudgetError
+from mmbright_core.io._json import json_kind
+from mmbright_core.io.rewrites import MOST_TOKENS
 from mmbright_core.llm.cache import AnswerCache, ChatAnswer, request_key
 from mmbright_core.retrieval.api_client import DEFAULT_KEY_ENV, EndpointClient, Limits
 
@@ -41,6 +47,8 @@ Check = Callable[[str], str | None]
 DEFAULT_PARAMETERS: Mapping[str, Any] = {"temperature": 0}
 #: The sampling parameters the client passes on (anything else is refused by the caller).
 SAMPLING = ("temperature", "top_p", "max_tokens", "seed", "stop")
+#: The token counts of an answer's ``usage`` the client reads.
+USAGE_FIELDS = ("prompt_tokens", "completion_tokens")
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,7 @@ class ChatClient(EndpointClient):
 
     Attributes:
         answered: Requests answered by the server so far.
+        empty: Answers of the server so far whose text was empty (or white space only).
         from_cache: Requests answered from the cache so far.
         tokens: Tokens the server counted for the answers received (prompt + completion).
     """
@@ -97,7 +106,7 @@ class ChatClient(EndpointClient):
         )
         self.parameters = dict(DEFAULT_PARAMETERS if parameters is None else parameters)
         self.cache = cache or AnswerCache(None)
-        self.answered = self.from_cache = self.tokens = 0
+        self.answered = self.empty = self.from_cache = self.tokens = 0
 
     def key(self, messages: Sequence[Message]) -> str:
         """Return the cache key of a request of these messages."""
@@ -109,7 +118,8 @@ class ChatClient(EndpointClient):
         Args:
             messages: The request's messages.
             check: What the caller finds wrong with an answer's text (None: nothing); an
-                answer it finds wrong comes back with that problem and is not cached.
+                answer it finds wrong, or an empty one, comes back with that problem and is
+                not cached.
 
         Raises:
             EndpointError: The endpoint cannot be used (unreachable, refused key, unknown
@@ -118,21 +128,29 @@ class ChatClient(EndpointClient):
         """
         key = self.key(messages)
         found = self.cache.get(key, self.model)
-        if found is not None and (check is None or check(found.text) is None):
+        if found is not None and self._problem(found.text, check) is None:
             with self._lock:
                 self.from_cache += 1
             return Reply(found)
         reply = self.call(lambda: self._reply(self._create(messages)))
+        blank = reply.answer is not None and not reply.answer.text.strip()
         with self._lock:
             self.answered += 1
+            self.empty += blank
             self.tokens += 0 if reply.answer is None else reply.answer.tokens
         if reply.answer is None:
             return reply
-        problem = None if check is None else check(reply.answer.text)
+        problem = self._problem(reply.answer.text, check)
         if problem is not None:
             return Reply(None, problem)
         self.cache.put(key, self.model, reply.answer)
         return reply
+
+    def _problem(self, text: str, check: Check | None) -> str | None:
+        """What is wrong with an answer's text: empty, or what ``check`` finds; else None."""
+        if not text.strip():
+            return f"{self.endpoint} answered an empty text"
+        return None if check is None else check(text)
 
     def complete_all(
         self, requests: Sequence[Sequence[Message]], desc: str = "llm", check: Check | None = None
@@ -209,7 +227,36 @@ class ChatClient(EndpointClient):
         if not isinstance(text, str):
             found = "no choice" if not choices else "a choice without text"
             return Reply(None, f"{self.endpoint} answered a malformed chat response ({found})")
-        usage = getattr(response, "usage", None)
-        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion = int(getattr(usage, "completion_tokens", 0) or 0)
-        return Reply(ChatAnswer(text, prompt, completion))
+        return Reply(ChatAnswer(text, *self._counts(getattr(response, "usage", None))))
+
+    def _counts(self, usage: Any) -> tuple[int, int]:
+        """The prompt and completion tokens the server counted (0 where it counted none).
+
+        Raises:
+            EndpointError: A count given that is not a whole number from 0 to 2^63 - 1
+                (a string, null, an object, a boolean, a fraction, a negative number):
+                the token budget and the records take only counts.
+        """
+        if usage is None:
+            return 0, 0
+        given = getattr(usage, "model_fields_set", None)
+        wrong = [] if given is not None else [f"usage is {json_kind(usage)}"]
+        counts: list[int] = []
+        for field in USAGE_FIELDS:
+            value = getattr(usage, field, None) if given and field in given else 0
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                wrong.append(f"{field} is {json_kind(value)}")
+            elif value > MOST_TOKENS:
+                wrong.append(f"{field} is the number {value}")
+            else:
+                counts.append(value)
+        if wrong:
+            raise EndpointError(
+                f"{self.endpoint} answered token counts that are not counts",
+                expected=f"usage with {' and '.join(USAGE_FIELDS)} whole numbers of at least 0 "
+                "(or left out)",
+                found=", ".join(wrong),
+                hint="Fix the server's usage counts, or use a server that counts as the API "
+                "does: the token budget and the query set's records need them.",
+            )
+        return counts[0], counts[1]

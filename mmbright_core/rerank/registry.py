@@ -65,9 +65,12 @@ def build(spec: str, **options: Any) -> Reranker:
             ) from err
         made: Reranker = _checked(spec, _call(spec, factory, given, name))
         return made
-    from mmbright_core.retrieval.plugins import import_factory
+    from mmbright_core.retrieval.plugins import import_factory, plugin_code
 
-    return PluginReranker(spec, _checked(spec, _call(spec, import_factory(spec), given)), given)
+    factory = import_factory(spec)
+    with plugin_code(spec, "making its reranker"):
+        made = _call(spec, factory, given)
+    return PluginReranker(spec, _checked(spec, made), given)
 
 
 def _checked(spec: str, made: Any) -> Any:
@@ -125,7 +128,10 @@ class PluginReranker:
             InputError: The plugin answered something else (None, a list, a text), or a
                 Reranked holding what is not positions, scores or a problem's text.
         """
-        answer = self.inner.rerank(query, candidates, images)
+        from mmbright_core.retrieval.plugins import plugin_code
+
+        with plugin_code(self.name, f"reranking query {query.query_id!r} ({query.domain})"):
+            answer = self.inner.rerank(query, candidates, images)
         found = _not_an_answer(answer)
         if found is not None:
             raise InputError(

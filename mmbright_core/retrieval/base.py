@@ -105,13 +105,18 @@ def require(module: str, what: str, extra: str) -> Any:
 
     Returns:
         The imported module.
+
+    Raises:
+        MissingDependencyError: ``module``, or a package it imports, is not installed (the
+            extra installs both); the message names the one missing.
     """
     try:
         return importlib.import_module(module)
     except ImportError as err:
-        if err.name is not None and err.name.split(".")[0] != module.split(".")[0]:
+        missing = (err.name or module).split(".")[0]
+        if missing != module.split(".")[0] and not isinstance(err, ModuleNotFoundError):
             raise  # a real bug inside an installed package, not a missing one
-        raise MissingDependencyError(what, extra, module) from err
+        raise MissingDependencyError(what, extra, missing) from err
 
 
 def package_version() -> str:

@@ -14,6 +14,7 @@ local cache (whose files cannot be read first) too. The ``mteb`` retriever
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any
 
 from mmbright_core.errors import InputError
@@ -36,13 +37,16 @@ def load_model(
 
     Raises:
         InputError: The model would run hub code without the opt-in or where the operator
-            forbids it, or its weights or code cannot be loaded (not in the local cache).
-        MissingDependencyError: mteb is not installed.
+            forbids it, its weights or code cannot be loaded (not in the local cache), or
+            packages its loader needs are not installed (MTEB's extra for it named).
+        MissingDependencyError: mteb, or a package it imports, is not installed.
     """
     mteb = require("mteb", what, "mteb")
     gate(model, revision, trust_remote_code, loader_runs_code(mteb.get_model_meta(model)))
     try:
         return mteb.get_model(model, revision, device=device)
+    except ImportError as err:
+        raise needs_packages(model, err) from err
     except (OSError, ValueError, RuntimeError) as err:
         raise unloadable(model, err) from err
 
@@ -66,6 +70,24 @@ def unloadable(model: str, err: Exception) -> InputError:
     hint += "downloaded at run time."
     return InputError(
         f"cannot load MTEB model {model!r}", found=f"{type(err).__name__}: {err}", hint=hint
+    )
+
+
+def needs_packages(model: str, err: ImportError) -> InputError:
+    """Return the error of an MTEB model whose loader needs packages not installed: ``err``.
+
+    MTEB checks a model's extras (``ModelMeta.extra_requirements_groups``) before it loads
+    it and says, over several lines, what is missing and the ``pip install`` command of its
+    extra; the first line and that command make the one line.
+    """
+    text = str(err).strip() or f"{type(err).__name__} ({err.name})"
+    command = re.search(r"`(pip install [^`]+)`", text)
+    how = command.group(1) if command else f"pip install {err.name or 'the packages it names'}"
+    return InputError(
+        f"MTEB model {model!r} needs packages that are not installed",
+        found=text.splitlines()[0],
+        hint=f"Install them with: {how} (the extra of MTEB's that its loader needs; "
+        "pip install 'mmbright[mteb]' installs MTEB itself).",
     )
 
 

@@ -11,6 +11,11 @@ group ``mmbright.retrievers`` (``name = "pkg.module:factory"``).
 A plugin's run records the spec as its ``retriever`` and the factory's options as
 ``plugin_options`` (``config.json``), so the run can be rebuilt by importing the factory
 again with the same options (docs/plugins.md).
+
+A plugin's code runs inside :func:`plugin_code` (its import, its factory, its ranking and
+the encoding of its Embedder, a reranker plugin's factory and answers): a ``SystemExit`` it
+raises (``sys.exit()``, ``exit()``) would end the command with exit status 0 and nothing
+written, and becomes one :class:`~mmbright_core.errors.InputError` line naming the plugin.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import importlib.metadata
 import inspect
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from mmbright_core.errors import InputError
@@ -49,6 +55,26 @@ def entry_points() -> dict[str, importlib.metadata.EntryPoint]:
     return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
 
 
+@contextmanager
+def plugin_code(name: str, doing: str) -> Iterator[None]:
+    """Run a plugin's own code, ``doing`` something: a ``SystemExit`` it raises is one line.
+
+    Raises:
+        InputError: The plugin raised ``SystemExit`` (``sys.exit()``, ``exit()``), naming
+            the plugin, what it was doing and the exit code.
+    """
+    try:
+        yield
+    except SystemExit as err:
+        raise InputError(
+            f"the plugin {name!r} tried to end the program while {doing}",
+            expected="an answer, or an exception saying what is wrong",
+            found=f"SystemExit({err.code!r})",
+            hint="A plugin must not call sys.exit() or exit(): raise an exception instead "
+            "(docs/plugins.md).",
+        ) from err
+
+
 def import_factory(spec: str) -> Callable[..., Any]:
     """Import the factory a ``MODULE:FACTORY`` spec names.
 
@@ -65,7 +91,8 @@ def import_factory(spec: str) -> Callable[..., Any]:
     if here not in sys.path:  # the console script does not put the current folder there
         sys.path.append(here)
     try:
-        module = importlib.import_module(module_name)
+        with plugin_code(spec, "being imported"):
+            module = importlib.import_module(module_name)
     except ModuleNotFoundError as err:
         if err.name is None or not module_name.startswith(err.name):
             raise  # the plugin imports something missing: its own error says what
@@ -103,7 +130,8 @@ def plugin_factory(name: str) -> Callable[..., Retriever] | None:
     found = entry_points().get(name)
     if found is None:
         return None
-    return PluginFactory(name, found.load())
+    with plugin_code(name, "being imported"):
+        return PluginFactory(name, found.load())
 
 
 class PluginFactory:
@@ -127,7 +155,8 @@ class PluginFactory:
         accepted = _accepted(self.factory)
         mine = {k: v for k, v in options.items() if accepted is None or k in accepted}
         rest = {k: v for k, v in options.items() if k not in mine}
-        made = self.factory(**mine)
+        with plugin_code(self.name, "making its retriever"):
+            made = self.factory(**mine)
         recorded = {k: v for k, v in mine.items() if k not in _UNRECORDED}
         if isinstance(made, Embedder):
             from mmbright_core.retrieval.dual import DualEncoderRetriever
@@ -202,8 +231,9 @@ class PluginRetriever:
         }
 
     def retrieve(self, data: Any, source: Any, k: int) -> dict[str, dict[str, float]]:
-        """Rank with the plugin's retriever."""
-        return self.inner.retrieve(data, source, k)
+        """Rank with the plugin's retriever (its Embedder encoding, if it made one)."""
+        with plugin_code(self.name, f"ranking {data.domain!r}"):
+            return self.inner.retrieve(data, source, k)
 
     def __getattr__(self, attribute: str) -> Any:
         # Optional capabilities (Ray's corpus_jobs/batch_encoder, explain_scores) are the

@@ -3,7 +3,10 @@
 A run made with ``mmbright run --queries`` records, per domain, each query's original text
 and the text it ran (``rewrites.json``). The inspector shows that text under the query's
 own, with every word the original does not hold marked as the LLM's (the mark of origin
-``llm`` its hits' terms carry too), and says so when the LLM gave no usable answer.
+``llm`` its hits' terms carry too), and says so when the LLM gave no usable answer. A text
+longer than a passage excerpt (:data:`~mmbright_core.ui.render.PASSAGE_CHARS`) is shown cut
+there, the whole of it, unmarked, behind a toggle: an answer is as long as the server makes
+it, and a marked word costs some thirty bytes of HTML.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import streamlit as st
 from mmbright_core.io.rewrites import Rewrite
 from mmbright_core.ui import render
 from mmbright_core.ui.attribution_html import highlight
+from mmbright_core.ui.literal import visible
 from mmbright_core.ui.state import RunEntry
 
 _WORD = re.compile(r"\w+")
@@ -48,8 +52,14 @@ def show_rewrites(rewrites: Mapping[str, Rewrite]) -> None:
             why = rewrite.problem or "no answer"
             st.caption(render.escape_message(f"{name} ran the original text: {why}."))
             continue
-        marked = highlight(rewrite.query, added_spans(rewrite.original, rewrite.query))
+        text, whole = render.cut(rewrite.query), len(rewrite.query)
+        marked = highlight(text, added_spans(rewrite.original, text))
+        cut = text != rewrite.query
+        part = f"; its first {render.PASSAGE_CHARS:,} of {whole:,} characters" if cut else ""
         st.html(
             f'<div class="rewritten-query"><small>{html.escape(name)} ran this text (the '
-            f"LLM's words marked):</small><br>{marked}</div>"
+            f"LLM's words marked{part}):</small><br>{marked}</div>"
         )
+        key = f"rewrite_whole_{name}_{rewrite.domain}_{rewrite.query_id}"
+        if cut and st.toggle(f"The whole text ({whole:,} characters, unmarked)", key=key):
+            st.text(visible(rewrite.query))

@@ -27,7 +27,7 @@ from mmbright_core.cli import main
 from mmbright_core.data.images import decode_image
 from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import read_outputs
-from mmbright_core.io.rewrites import read_query_set
+from mmbright_core.io.rewrites import query_set_text, read_query_set
 from mmbright_core.llm.prompts import REASON_IMAGES
 from mmbright_core.ranking import top_k
 from mmbright_core.retrieval import get_retriever
@@ -285,3 +285,45 @@ def test_a_rewritten_runs_scores_split_by_origin_text_or_llm(
                 assert term.origin == want and (want == "text" or term.term in added)
                 seen.add(term.origin)
     assert seen == {"text", "llm"}
+
+
+def test_an_empty_answer_keeps_the_original_is_not_cached_and_is_counted(
+    chat_server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blanks = ["", "  \n "]
+    chat_server.reply = lambda body: blanks.pop(0) if blanks else reply_of(body)
+    extra = ["--domain", "gis", "--option", "concurrency=1"]
+    assert rewrite(chat_server, tmp_path, 1, *extra) == 0
+    first, second, *rest = records(tmp_path / "q.jsonl")
+    for empty in (first, second):
+        assert empty["answer"] is None and empty["query"] == empty["original"]
+        assert str(empty["problem"]).endswith("answered an empty text")
+    assert rest and all(r["problem"] is None and r["answer"] for r in rest)
+    out = capsys.readouterr().out
+    assert "2 without an answer (2 of them empty answers;" in out
+    assert len(list((tmp_path / "cache" / "chat").glob("*/*.json"))) == len(rest)
+    assert rewrite(chat_server, tmp_path, 1, *extra) == 0  # the rerun asks the two again
+    assert "0 without an answer (0 of them empty answers;" in capsys.readouterr().out
+    asked = [message_text(body) for body in chat_server.requests]
+    assert len(asked) == len(rest) + 4
+
+
+def test_run_on_a_set_with_empty_queries_warns_once_with_their_count(
+    chat_server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert rewrite(chat_server, tmp_path, 1, "--domain", "gis") == 0
+    kept = records(tmp_path / "q.jsonl")
+    for record in kept[:2]:
+        record["query"] = " " if record is kept[0] else ""
+    (tmp_path / "q.jsonl").write_text(query_set_text(kept), encoding="utf-8")
+    capsys.readouterr()
+    command = ["run", "--source", "demo", "--task", "1", "--retriever", "bm25", "--domain"]
+    command += ["gis", "--queries", str(tmp_path / "q.jsonl"), "--out", str(tmp_path / "out")]
+    assert main(command) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if "empty text" in line]
+    assert warned == [
+        f"mmbright run: warning: {tmp_path / 'q.jsonl'}: 2 of {len(kept)} queries have an "
+        f"empty text (the first: domain 'gis', query {kept[0]['query_id']!r}); they are "
+        "ranked with no text and score 0. Rewrite them again with mmbright rewrite, which "
+        "keeps a query's own text where the answer is empty"
+    ]

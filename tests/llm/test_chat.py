@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from openai_server import CHAT_MODEL, KEY, reply_of, serving
+from openai_server import CHAT_MODEL, KEY, message_text, reply_of, serving
 
 from mmbright_core.errors import EndpointError, RequestBudgetError
-from mmbright_core.llm.cache import AnswerCache
+from mmbright_core.llm.cache import AnswerCache, ChatAnswer
 from mmbright_core.llm.chat import ChatClient
 from mmbright_core.retrieval.api_client import Limits
 
@@ -124,3 +124,70 @@ def test_an_unreachable_endpoint_says_so() -> None:
     limits = Limits(timeout=0.5, retries=1, backoff=0.0)
     with pytest.raises(EndpointError, match=r"cannot be reached \(2 attempts"):
         client("http://127.0.0.1:9/v1", limits=limits).complete(asking("x"))
+
+
+def test_an_empty_or_blank_answer_is_no_answer_and_is_not_cached(tmp_path: Path) -> None:
+    blanks = ["", " \n\t "]
+    with serving() as server:
+        server.reply = lambda body: blanks.pop(0) if blanks else reply_of(body)
+        made = client(server.url, tmp_path, limits=Limits(concurrency=1))
+        replies = made.complete_all([asking("x"), asking("y")])
+        assert [r.problem for r in replies] == [f"{made.endpoint} answered an empty text"] * 2
+        assert all(r.answer is None for r in replies)
+        assert made.empty == 2 and made.answered == 2 and made.tokens == 2  # asked: counted
+        assert not list((tmp_path / "cache").glob("chat/*/*.json"))
+        again = client(server.url, tmp_path)
+        assert again.complete_all([asking("x")])[0].text == reply_of({"messages": asking("x")})
+        assert again.answered == 1 and again.empty == 0 and len(server.requests) == 3
+        # An empty answer a cache already holds is asked again, never served.
+        stored = client(server.url, tmp_path)
+        stored.cache.put(stored.key(asking("z")), CHAT_MODEL, ChatAnswer("  "))
+        assert stored.complete(asking("z")).text == reply_of({"messages": asking("z")})
+        assert stored.from_cache == 0 and len(server.requests) == 4
+
+
+@pytest.mark.parametrize(
+    ("usage", "found"),
+    [
+        ({"prompt_tokens": "12", "completion_tokens": 3}, "prompt_tokens is the string '12'"),
+        ({"prompt_tokens": 3, "completion_tokens": None}, "completion_tokens is null"),
+        ({"prompt_tokens": {"n": 3}, "completion_tokens": 3}, "prompt_tokens is an object"),
+        ({"prompt_tokens": True, "completion_tokens": 3}, "prompt_tokens is true (a boolean)"),
+        ({"prompt_tokens": 3, "completion_tokens": 1.5}, "completion_tokens is the number 1.5"),
+        ({"prompt_tokens": 3, "completion_tokens": -100}, "completion_tokens is the number -100"),
+        ({"prompt_tokens": 2**63, "completion_tokens": 3}, f"prompt_tokens is the number {2**63}"),
+        ("many", "usage is the string 'many'"),
+    ],
+)
+def test_token_counts_that_are_not_counts_are_one_line_and_never_lower_the_budget(
+    tmp_path: Path, usage: object, found: str
+) -> None:
+    with serving() as server:
+        counted = {"prompt_tokens": 4, "completion_tokens": 2}
+        server.usage = lambda body: usage if message_text(body) == "bad" else counted
+        limits = Limits(token_budget=100, concurrency=1, retries=0)
+        made = client(server.url, tmp_path, limits=limits)
+        assert made.complete(asking("good")).answer is not None and made.tokens == 6
+        with pytest.raises(EndpointError) as err:
+            made.complete(asking("bad"))
+        assert "answered token counts that are not counts" in str(err.value)
+        assert found in str(err.value) and "\n" not in str(err.value)
+        assert made.tokens == 6  # what was counted stays: a count never lowers the budget
+        assert len(list((tmp_path / "cache").glob("chat/*/*.json"))) == 1  # "bad" not kept
+
+
+def test_a_rewrite_against_a_server_with_negative_counts_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mmbright_core.cli import main
+
+    with serving() as server:
+        server.usage = lambda body: {"prompt_tokens": -(10**6), "completion_tokens": 1}
+        command = ["rewrite", "--source", "demo", "--task", "1", "--domain", "gis", "--llm"]
+        command += [CHAT_MODEL, "--endpoint", server.url, "--option", "token_budget=10"]
+        command += ["--cache-dir", str(tmp_path / "c"), "--out", str(tmp_path / "q.jsonl")]
+        assert main(command) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "answered token counts that are not counts" in err and "-1000000" in err
+    assert not (tmp_path / "q.jsonl").exists()

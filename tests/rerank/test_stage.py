@@ -211,6 +211,26 @@ def test_a_plugin_answering_no_reranked_is_one_line_naming_it(
     assert not list((tmp_path / "cache").rglob("*.json"))
 
 
+@pytest.mark.parametrize(
+    ("factory", "doing", "code"),
+    [("exits_making", "making its reranker", 0), ("exits_answering", "reranking query '", 1)],
+)
+def test_a_plugin_ending_the_program_is_one_line_naming_it(
+    tmp_path: Path, capsys, factory: str, doing: str, code: int
+):
+    args = [str(FIRST), "--source", "demo", "--task", "2", "--domain", DOMAIN]
+    args += ["--reranker", f"rerank_plugins:{factory}", "--out", str(tmp_path / "out")]
+    assert main(["rerank", *args, "--cache-dir", str(tmp_path / "cache")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(
+        f"mmbright rerank: error: the plugin 'rerank_plugins:{factory}' tried to end the "
+        f"program while {doing}"
+    )
+    assert f"found SystemExit({code})" in err and "must not call sys.exit()" in err
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("*.json"))
+
+
 def test_a_text_reranker_refuses_image_documents(tmp_path: Path, tiny_cross_encoder: Path, capsys):
     args = [str(FIRST), "--source", "demo", "--task", "3", "--reranker"]
     args += [f"cross-encoder:{tiny_cross_encoder}", "--out", str(tmp_path)]

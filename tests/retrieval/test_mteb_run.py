@@ -9,8 +9,12 @@ query's ``negative_ids`` removed, ties by doc id descending.
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -144,3 +148,41 @@ def test_an_unknown_model_is_one_line_with_status_2(fixture_dir: Path, tmp_path:
     err = capsys.readouterr().err.strip()
     assert rc == 2 and err.count("\n") == 0
     assert "unknown MTEB model 'mteb/no-such-model'" in err
+
+
+def test_a_package_mteb_imports_missing_is_one_line_naming_the_extra(tmp_path: Path):
+    # The real import machinery in a fresh process: `datasets` (of the mteb extra) absent.
+    code = (
+        "import sys; sys.modules['datasets'] = None; from mmbright_core.cli import main; "
+        f"sys.exit(main({['run', '--source', 'demo', '--task', '1', '--domain', 'gis']!r} + "
+        f"['--retriever', 'mteb', '--model', {RANDOM!r}, '--out', {str(tmp_path)!r}]))"
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr == (
+        "mmbright run: error: the mteb retriever needs the optional package 'datasets', which "
+        "is not installed; install it with: pip install 'mmbright[mteb]'\n"
+    )
+
+
+def test_a_model_whose_mteb_extra_is_missing_is_one_line_naming_it(
+    tmp_path: Path, capsys, monkeypatch
+):
+    # MTEB's registry names the extra each model needs (ModelMeta.extra_requirements_groups)
+    # and checks it before loading: this API model's (`openai`, tiktoken) is not installed.
+    if importlib.util.find_spec("tiktoken") is not None:
+        pytest.skip("tiktoken is installed: MTEB's `openai` extra is complete here")
+    monkeypatch.delenv("MTEB_AUTO_INSTALL_EXTRAS", raising=False)
+    argv = ["run", "--source", "demo", "--task", "1", "--domain", "gis", "--retriever", "mteb"]
+    rc = main([*argv, "--model", "openai/text-embedding-3-small", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(
+        "mmbright run: error: MTEB model 'openai/text-embedding-3-small' needs packages that "
+        "are not installed; found Model openai/text-embedding-3-small is missing required "
+        'dependencies: tiktoken>=0.8.0; extra == "openai".'
+    )
+    assert "Install them with: pip install mteb[openai] (the extra of MTEB's" in err

@@ -25,7 +25,7 @@ from mmbright_core.io.official import read_outputs
 from mmbright_core.retrieval import get_retriever
 
 DOC = ROOT / "docs" / "plugins.md"
-MODULES = ("hashed_bow", "plugin_cases")
+MODULES = ("hashed_bow", "plugin_cases", "exiting_plugins", "exits_on_import")
 
 
 @pytest.fixture
@@ -116,6 +116,50 @@ def test_errors_are_one_line_on_the_command_line(
     assert "Traceback" not in err
     assert main([*args, "--retriever", "hashed_bow:"]) == 2
     assert "malformed plugin spec" in capsys.readouterr().err
+
+
+EXITING = """
+import sys
+
+from hashed_bow import HashedBow
+
+
+class Quitting(HashedBow):
+    def encode_texts(self, texts, role):
+        sys.exit()
+
+
+def quits_making():
+    exit(0)
+
+
+def quits_encoding():
+    return Quitting(16)
+"""
+
+
+@pytest.mark.parametrize(
+    ("spec", "doing", "code"),
+    [
+        ("exits_on_import:make", "being imported", "SystemExit('no GPU here')"),
+        ("exiting_plugins:quits_making", "making its retriever", "SystemExit(0)"),
+        ("exiting_plugins:quits_encoding", "ranking 'gis'", "SystemExit(None)"),
+    ],
+)
+def test_a_plugin_ending_the_program_is_one_line_with_status_2(
+    plugin_dir: Path, capsys: pytest.CaptureFixture[str], spec: str, doing: str, code: str
+) -> None:
+    (plugin_dir / "exiting_plugins.py").write_text(EXITING, encoding="utf-8")
+    (plugin_dir / "exits_on_import.py").write_text("raise SystemExit('no GPU here')\n")
+    args = ["run", "--source", "demo", "--task", "1", "--domain", "gis", "--retriever", spec]
+    assert main([*args, "--out", str(plugin_dir / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"mmbright run: error: the plugin {spec!r} tried to end the program while {doing}; "
+        f"expected an answer, or an exception saying what is wrong; found {code}. A plugin "
+        "must not call sys.exit() or exit(): raise an exception instead (docs/plugins.md).\n"
+    )
+    assert not list((plugin_dir / "o").rglob("*.json"))
 
 
 @pytest.fixture

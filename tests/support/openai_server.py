@@ -20,7 +20,8 @@ test can kill a client at a known point.
 
 ``POST /v1/chat/completions`` answers OpenAI's chat schema with the text :attr:`reply`
 makes of the request body (by default :func:`reply_of`: words drawn from a SHA-256 of the
-messages, so a test recomputes every answer), with ``usage`` counting words. Chat faults,
+messages, so a test recomputes every answer), with ``usage`` counting words (or what
+:attr:`usage` makes of the body: any JSON, as a faulty server sends). Chat faults,
 besides the ones above: ``malformed`` (a 200 answer with no ``choices``) and ``empty`` (a
 choice whose content is null). The server only listens on loopback and shuts itself down
 after ``lifetime`` seconds if a test forgets to.
@@ -103,6 +104,7 @@ class OpenAIServer:
         self.fixed_size = False
         self.hold_after: int | None = None
         self.reply: Callable[[dict[str, Any]], str] = reply_of
+        self.usage: Callable[[dict[str, Any]], Any] | None = None  # None: words counted
         self.held = threading.Event()  # set when a request is held
         self._release = threading.Event()
         self.requests: list[dict[str, Any]] = []  # every request body, in arrival order
@@ -157,6 +159,7 @@ class OpenAIServer:
             "completion_tokens": len((text or "").split()),
         }
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        sent = usage if self.usage is None else self.usage(body)
         choice = {
             "index": 0,
             "message": {"role": "assistant", "content": text},
@@ -168,7 +171,7 @@ class OpenAIServer:
             "created": 0,
             "model": body["model"],
             "choices": [choice],
-            "usage": usage,
+            "usage": sent,
         }
 
     @contextmanager

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -128,3 +129,20 @@ def answers_string_scores() -> Answering:
 def answers_string_order() -> Answering:
     """A reranker whose :class:`Reranked` holds doc ids where positions belong."""
     return Answering("ids", Reranked(order=("d2", "d1")))
+
+
+class Exiting(_Plugin):
+    """Ends the program when asked a query, as a script's ``sys.exit()`` would."""
+
+    def rerank(self, query: RerankQuery, candidates: Sequence[Candidate], images: Any) -> Any:
+        sys.exit(1)
+
+
+def exits_answering() -> Exiting:
+    """A reranker that calls ``sys.exit(1)`` from its answer."""
+    return Exiting("exits")
+
+
+def exits_making() -> Exiting:
+    """A factory that calls ``sys.exit(0)`` (exit status 0, nothing written)."""
+    sys.exit(0)

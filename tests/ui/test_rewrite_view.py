@@ -64,3 +64,26 @@ def test_the_inspector_shows_the_rewritten_text_and_the_llms_share(
         table = tables[0]
         parts = table[["from text", "from image", "from both", "from LLM"]].sum(axis=1)
         assert (parts - table["score"]).abs().max() == pytest.approx(0, abs=1e-3)
+
+
+def test_a_long_rewritten_query_is_cut_with_the_whole_text_behind_a_toggle() -> None:
+    from streamlit.testing.v1 import AppTest
+
+    def page() -> None:
+        from mmbright_core.io.rewrites import Rewrite
+        from mmbright_core.ui.rewrite_view import show_rewrites
+
+        answer = " ".join(f"w{n}" for n in range(200_000))[:1_000_000]
+        rewrite = Rewrite("gis", "q1", "a question", (), answer, None, 3, 9, answer)
+        show_rewrites({"bm25-rw": rewrite})
+
+    at = AppTest.from_function(page).run(timeout=60)
+    assert not at.exception, at.exception
+    (body,) = [h.proto.body for h in at.get("html")]
+    assert len(body) < 200_000  # was 33 MB: every word of a million characters marked
+    assert "its first 5,000 of 1,000,000 characters" in body and "w0</mark>" in body
+    assert "w199999" not in body and not at.text
+    (whole,) = at.toggle
+    assert whole.label == "The whole text (1,000,000 characters, unmarked)" and not whole.value
+    whole.set_value(True).run(timeout=60)
+    assert [len(t.value) for t in at.text] == [1_000_000]
