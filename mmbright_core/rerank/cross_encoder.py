@@ -5,22 +5,32 @@ files, not by where it lies). Passages are capped before tokenising to what the 
 truncation can reach (:func:`~mmbright_core.retrieval.textcap.cap_text`), so a 25 MB
 passage costs what its first tokens cost. The reranker reads text only: Task 3, whose
 documents are images, is refused; a Task 4 pair is scored by its passage's text.
+
+The queries of a job are scored together (:class:`~mmbright_core.rerank.base.BatchReranker`):
+their pairs, in query order, go to the model in slices of :data:`SLICE_BATCHES` full
+batches, one ``predict`` call each, and every query whose pairs are all scored is answered
+before the next slice. A slice is scored whenever it holds a pair of a query not answered
+yet, whole: its scores depend on its pairs alone, so a resumed job scores every query as an
+uninterrupted one did (the model's last float bits depend on how its inputs are batched).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from mmbright_core.errors import InputError
-from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, RerankQuery
+from mmbright_core.rerank.base import Asked, Candidate, ImageStore, Reranked, RerankQuery
 from mmbright_core.retrieval.base import model_label, require
 from mmbright_core.retrieval.remote_code import gate
 from mmbright_core.retrieval.sentence_models import cannot_load, model_identity
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
 
 _WHAT = "the cross-encoder reranker"
+#: Model batches per ``predict`` call: a killed job loses at most this many batches' work.
+SLICE_BATCHES = 16
 
 
 class CrossEncoderReranker:
@@ -96,19 +106,50 @@ class CrossEncoderReranker:
         self, query: RerankQuery, candidates: Sequence[Candidate], images: ImageStore | None
     ) -> Reranked:
         """Score every candidate's passage against the query text."""
-        if not candidates:
-            return Reranked.from_scores(())
+        return next(self.rerank_many([(query, candidates)], images))[1]
+
+    def rerank_many(
+        self, asked: Asked, images: ImageStore | None, known: Collection[int] = ()
+    ) -> Iterator[tuple[int, Reranked]]:
+        """Score the pairs of every query of ``asked`` together (see the module).
+
+        Yields:
+            ``(position, answer)`` for each query not in ``known``, once its pairs are scored.
+        """
+        pairs: list[list[str]] = []
+        spans = []
+        for query, candidates in asked:
+            start = len(pairs)
+            pairs += self.pairs(query, candidates)
+            spans.append((start, len(pairs)))
+        size = self.batch_size * SLICE_BATCHES
+        finishing: dict[int, list[int]] = {}  # slice -> the queries its end completes
+        for position, (start, end) in enumerate(spans):
+            if position in known:
+                continue
+            if start == end:
+                yield position, Reranked.from_scores(())
+                continue
+            for part in range(start // size, math.ceil(end / size)):
+                finishing.setdefault(part, [])
+            finishing[(end - 1) // size].append(position)
+        scores: list[float] = [0.0] * len(pairs)
+        for part in sorted(finishing):
+            start = part * size
+            scores[start : start + size] = self._scores(pairs[start : start + size])
+            for position in finishing[part]:
+                low, high = spans[position]
+                yield position, Reranked.from_scores(scores[low:high])
+
+    def _scores(self, pairs: list[list[str]]) -> list[float]:
         scores = self.load().predict(
-            self.pairs(query, candidates),
-            batch_size=self.batch_size,
-            show_progress_bar=False,
-            convert_to_numpy=True,
+            pairs, batch_size=self.batch_size, show_progress_bar=False, convert_to_numpy=True
         )
-        values = scores.reshape(len(candidates), -1)
+        values = scores.reshape(len(pairs), -1)
         if values.shape[1] != 1:
             raise InputError(
                 f"cross-encoder {self.model!r} gives {values.shape[1]} scores per pair",
                 expected="a relevance model with one output (num_labels=1)",
                 found=f"{values.shape[1]} labels",
             )
-        return Reranked.from_scores([float(s) for s in values[:, 0]])
+        return list(values[:, 0].tolist())
