@@ -99,8 +99,20 @@ class CrossEncoderReranker:
 
     def pairs(self, query: RerankQuery, candidates: Sequence[Candidate]) -> list[list[str]]:
         """Return the (query, passage) inputs, each passage capped to the truncation's reach."""
-        tokens = self.max_length or DEFAULT_TOKEN_BOUND
+        tokens = self.token_bound()
         return [[query.text, cap_text(c.text or "", tokens)] for c in candidates]
+
+    def token_bound(self) -> int:
+        """Return the truncation, in tokens: the one asked for, else the loaded model's.
+
+        A pair longer than that is cut by the tokenizer (longest first) to the same tokens
+        whether its passage was capped or not; a tokenizer that sets no truncation reports
+        a huge number, bounded here by :data:`DEFAULT_TOKEN_BOUND`.
+        """
+        bound = self.max_length or getattr(self.load(), "max_seq_length", None)
+        if isinstance(bound, int) and 0 < bound < DEFAULT_TOKEN_BOUND:
+            return bound
+        return DEFAULT_TOKEN_BOUND
 
     def rerank(
         self, query: RerankQuery, candidates: Sequence[Candidate], images: ImageStore | None
@@ -116,13 +128,12 @@ class CrossEncoderReranker:
         Yields:
             ``(position, answer)`` for each query not in ``known``, once its pairs are scored.
         """
-        pairs: list[list[str]] = []
-        spans = []
-        for query, candidates in asked:
-            start = len(pairs)
-            pairs += self.pairs(query, candidates)
-            spans.append((start, len(pairs)))
+        spans, total = [], 0
+        for _, candidates in asked:
+            spans.append((total, total + len(candidates)))
+            total += len(candidates)
         size = self.batch_size * SLICE_BATCHES
+        slices = [range(start // size, math.ceil(end / size)) for start, end in spans]
         finishing: dict[int, list[int]] = {}  # slice -> the queries its end completes
         for position, (start, end) in enumerate(spans):
             if position in known:
@@ -130,10 +141,14 @@ class CrossEncoderReranker:
             if start == end:
                 yield position, Reranked.from_scores(())
                 continue
-            for part in range(start // size, math.ceil(end / size)):
+            for part in slices[position]:
                 finishing.setdefault(part, [])
-            finishing[(end - 1) // size].append(position)
-        scores: list[float] = [0.0] * len(pairs)
+            finishing[slices[position][-1]].append(position)
+        pairs: list[list[str]] = [[]] * total  # built only where a slice is scored
+        for position, (query, candidates) in enumerate(asked):
+            if any(part in finishing for part in slices[position]):
+                pairs[spans[position][0] : spans[position][1]] = self.pairs(query, candidates)
+        scores: list[float] = [0.0] * total
         for part in sorted(finishing):
             start = part * size
             scores[start : start + size] = self._scores(pairs[start : start + size])

@@ -182,6 +182,23 @@ def test_an_answer_is_the_same_whichever_queries_were_cached(tmp_path: Path, tin
     assert (again / "scores.json").read_bytes() == (whole / "scores.json").read_bytes()
 
 
+def test_passages_are_capped_at_the_models_own_truncation(tiny_cross_encoder: Path):
+    from sentence_transformers import CrossEncoder
+
+    from mmbright_core.rerank.base import Candidate, RerankQuery
+    from mmbright_core.rerank.cross_encoder import CrossEncoderReranker
+
+    reranker = CrossEncoderReranker(str(tiny_cross_encoder), device="cpu")
+    data = open_source("demo").task(2, DOMAIN)
+    passage = " ".join(doc.text for doc in data.corpus)  # thousands of words
+    query = RerankQuery("q", data.queries[0].text, (), 2, DOMAIN)
+    ((_, capped),) = reranker.pairs(query, [Candidate("d", passage)])
+    tokens = reranker.load().max_seq_length  # the tokenizer's truncation: no --max-length given
+    assert passage.startswith(capped) and len(capped.split()) == 2 * tokens < len(passage.split())
+    whole = CrossEncoder(str(tiny_cross_encoder), device="cpu").predict([[query.text, passage]])
+    assert reranker.rerank(query, [Candidate("d", passage)], None).scores == (float(whole[0]),)
+
+
 @pytest.fixture(scope="module")
 def task1_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("bm25-t1")
