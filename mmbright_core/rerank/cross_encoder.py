@@ -97,10 +97,26 @@ class CrossEncoderReranker:
                 raise cannot_load("the cross-encoder", self.model, err) from err
         return self._encoder
 
-    def pairs(self, query: RerankQuery, candidates: Sequence[Candidate]) -> list[list[str]]:
-        """Return the (query, passage) inputs, each passage capped to the truncation's reach."""
-        tokens = self.token_bound()
-        return [[query.text, cap_text(c.text or "", tokens)] for c in candidates]
+    def pairs(
+        self,
+        query: RerankQuery,
+        candidates: Sequence[Candidate],
+        capped: dict[str, str] | None = None,
+    ) -> list[list[str]]:
+        """Return the (query, passage) inputs, each passage capped to the truncation's reach.
+
+        Args:
+            query: The query.
+            candidates: Its candidates.
+            capped: Passage -> its capped start, kept across calls (a passage is a candidate
+                of many queries: it is capped once).
+        """
+        tokens, known = self.token_bound(), {} if capped is None else capped
+        texts = [c.text or "" for c in candidates]
+        for text in texts:
+            if text not in known:
+                known[text] = cap_text(text, tokens)
+        return [[query.text, known[text]] for text in texts]
 
     def token_bound(self) -> int:
         """Return the truncation, in tokens: the one asked for, else the loaded model's.
@@ -145,9 +161,12 @@ class CrossEncoderReranker:
                 finishing.setdefault(part, [])
             finishing[slices[position][-1]].append(position)
         pairs: list[list[str]] = [[]] * total  # built only where a slice is scored
+        capped: dict[str, str] = {}
         for position, (query, candidates) in enumerate(asked):
             if any(part in finishing for part in slices[position]):
-                pairs[spans[position][0] : spans[position][1]] = self.pairs(query, candidates)
+                pairs[spans[position][0] : spans[position][1]] = self.pairs(
+                    query, candidates, capped
+                )
         scores: list[float] = [0.0] * total
         for part in sorted(finishing):
             start = part * size
