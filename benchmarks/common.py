@@ -1,4 +1,4 @@
-"""What the benchmark scripts share: best-of timing and their size options.
+"""What the benchmark scripts share: timing and their size options.
 
 Each script runs as ``python benchmarks/bench_<name>.py``, so this folder is on its path.
 """
@@ -18,6 +18,13 @@ def best(repeat: int, work: Callable[[], object]) -> float:
         work()
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def timed(work: Callable[[], object]) -> tuple[float, float]:
+    """Return the wall-clock and CPU seconds (this process, all its threads) of one call."""
+    start, start_cpu = time.perf_counter(), time.process_time()
+    work()
+    return time.perf_counter() - start, time.process_time() - start_cpu
 
 
 def sizes(description: str, **defaults: float) -> argparse.Namespace:

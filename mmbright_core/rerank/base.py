@@ -7,11 +7,16 @@ candidates it chose to rank (the others following in first-stage order), or a
 ``problem`` saying why its answer was unusable, in which case the query keeps its
 first-stage order: a malformed answer is recorded, never turned into a silent reordering.
 Candidates below the depth keep their first-stage order below the reranked ones.
+
+A reranker whose model scores batches (a cross-encoder) may also answer many queries at
+once (:class:`BatchReranker`): their candidates then share the model's batches, so no
+query's last batch runs half empty, and each answer still comes as soon as it is complete.
+:func:`answers` asks either kind.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -127,3 +132,43 @@ class Reranker(Protocol):
         Returns:
             The answer; an unusable one says why in ``problem``.
         """
+
+
+#: The queries a reranker is asked together: each query with its candidates.
+Asked = Sequence[tuple[RerankQuery, Sequence[Candidate]]]
+
+
+@runtime_checkable
+class BatchReranker(Reranker, Protocol):
+    """A reranker that answers many queries at once, their candidates sharing model batches."""
+
+    def rerank_many(
+        self, asked: Asked, images: ImageStore | None, known: Collection[int] = ()
+    ) -> Iterator[tuple[int, Reranked]]:
+        """Answer every query of ``asked`` but those at the positions in ``known``.
+
+        Args:
+            asked: The queries, each with its candidates in first-stage order.
+            images: As :meth:`Reranker.rerank` takes it.
+            known: Positions in ``asked`` whose answers are already kept (not yielded).
+
+        Yields:
+            ``(position, answer)`` for each other query, as soon as its answer is complete.
+            An answer depends on ``asked`` alone, not on which positions are known, so a
+            resumed job gets the answers an uninterrupted one got.
+        """
+
+
+def answers(
+    reranker: Reranker, asked: Asked, images: ImageStore | None, known: Collection[int] = ()
+) -> Iterator[tuple[int, Reranked]]:
+    """Yield ``(position, answer)`` for each query of ``asked`` not in ``known``.
+
+    A :class:`BatchReranker` answers them together; any other reranker one query at a time.
+    """
+    if isinstance(reranker, BatchReranker):
+        yield from reranker.rerank_many(asked, images, known)
+        return
+    for position, (query, candidates) in enumerate(asked):
+        if position not in known:
+            yield position, reranker.rerank(query, candidates, images)

@@ -12,11 +12,19 @@ from __future__ import annotations
 import importlib
 import inspect
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
 from mmbright_core.errors import InputError
-from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, Reranker, RerankQuery
+from mmbright_core.rerank.base import (
+    Asked,
+    Candidate,
+    ImageStore,
+    Reranked,
+    Reranker,
+    RerankQuery,
+    answers,
+)
 
 # kind -> (module, factory attribute); the factory takes the NAME part first.
 _BUILTIN: dict[str, tuple[str, str]] = {
@@ -132,6 +140,23 @@ class PluginReranker:
 
         with plugin_code(self.name, f"reranking query {query.query_id!r} ({query.domain})"):
             answer = self.inner.rerank(query, candidates, images)
+        return self._checked(query, answer)
+
+    def rerank_many(
+        self, asked: Asked, images: ImageStore | None, known: Collection[int] = ()
+    ) -> Iterator[tuple[int, Reranked]]:
+        """Answer as the plugin does (many queries at once where it can), each answer checked.
+
+        Raises:
+            InputError: As :meth:`rerank`.
+        """
+        from mmbright_core.retrieval.plugins import plugin_code
+
+        with plugin_code(self.name, f"reranking {len(asked)} queries"):
+            for position, answer in answers(self.inner, asked, images, known):
+                yield position, self._checked(asked[position][0], answer)
+
+    def _checked(self, query: RerankQuery, answer: Any) -> Reranked:
         found = _not_an_answer(answer)
         if found is not None:
             raise InputError(

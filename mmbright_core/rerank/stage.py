@@ -26,7 +26,15 @@ from mmbright_core.data.sources import Source
 from mmbright_core.errors import InputError
 from mmbright_core.ranking import ranked
 from mmbright_core.rerank.answers import checked_order, reranked_run
-from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, Reranker, RerankQuery
+from mmbright_core.rerank.base import (
+    Asked,
+    Candidate,
+    ImageStore,
+    Reranked,
+    Reranker,
+    RerankQuery,
+    answers,
+)
 from mmbright_core.rerank.cache import AnswerCache, answer_key
 from mmbright_core.rerank.first_stage import FIRST_STAGE, FirstStage
 from mmbright_core.retrieval.cache import content_key
@@ -82,18 +90,23 @@ class RerankStage:
         """Rerank the first stage's top ``depth`` of every query of ``data`` it ranks."""
         first = self.first.runs.get(data.domain, {})
         corpus = {doc.doc_id: doc for doc in data.corpus}
+        rankings: list[list[str]] = []
+        asked: list[tuple[RerankQuery, list[Candidate]]] = []
+        for query in data.queries:
+            if first.get(query.query_id):
+                excluded = data.excluded.get(query.query_id, frozenset())
+                ranking = [d for d, _ in ranked(first[query.query_id]) if d not in excluded]
+                rankings.append(ranking)
+                candidates = [self._candidate(corpus, d, data) for d in ranking[: self.depth]]
+                asked.append((_rerank_query(query, data.task), candidates))
         found: dict[str, dict[str, float]] = {}
-        answers: dict[str, Any] = {}
-        asked = [q for q in data.queries if first.get(q.query_id)]
-        for query in tqdm(asked, desc=f"rerank {data.domain}", unit="query", disable=None):
-            excluded = data.excluded.get(query.query_id, frozenset())
-            ranking = [d for d, _ in ranked(first[query.query_id]) if d not in excluded]
-            candidates = [self._candidate(corpus, d, data) for d in ranking[: self.depth]]
-            answer = self._answer(_rerank_query(query, data.task), candidates, source)
+        recorded: dict[str, Any] = {}
+        given = self._answers_of(asked, source, data.domain)
+        for (question, candidates), ranking, answer in zip(asked, rankings, given, strict=True):
             order, problem = checked_order(answer, len(candidates))
-            answers[query.query_id] = _recorded(answer, problem, candidates)
-            found[query.query_id] = reranked_run(ranking, order)
-        self._answers[data.domain] = answers
+            recorded[question.query_id] = _recorded(answer, problem, candidates)
+            found[question.query_id] = reranked_run(ranking, order)
+        self._answers[data.domain] = recorded
         return found
 
     def records(self, data: TaskData, source: ImageStore | None) -> dict[str, str]:
@@ -118,22 +131,33 @@ class RerankStage:
         text = doc.text if TASK_TABLE[data.task].corpus_text else None
         return Candidate(doc_id, text, images)
 
-    def _answer(
+    def _answers_of(self, asked: Asked, images: ImageStore | None, domain: str) -> list[Reranked]:
+        # The cached answers are read, the others asked together, each kept once given.
+        cache = self.cache
+        keys = [] if cache is None else [self._key(q, c, images) for q, c in asked]
+        given: dict[int, Reranked] = {}
+        for position, key in enumerate(keys):
+            answer = None if cache is None else cache.get(key)
+            if answer is not None:
+                given[position] = answer
+        progress = {"desc": f"rerank {domain}", "unit": "query", "disable": None}
+        with tqdm(total=len(asked), initial=len(given), **progress) as bar:
+            known = frozenset(given)
+            for position, answer in answers(self.reranker, asked, images, known):
+                if cache is not None and checked_order(answer, len(asked[position][1]))[1] is None:
+                    cache.put(keys[position], answer)  # a failed answer is asked again
+                given[position] = answer
+                bar.update()
+        return [given[position] for position in range(len(asked))]
+
+    def _key(
         self, query: RerankQuery, candidates: Sequence[Candidate], images: ImageStore | None
-    ) -> Reranked:
-        if self.cache is None:
-            return self.reranker.rerank(query, candidates, images)
-        key = answer_key(
+    ) -> str:
+        return answer_key(
             self._settings,
             self._query_key(query, images),
             self._docs_key(query, candidates, images),
         )
-        answer = self.cache.get(key)
-        if answer is None:
-            answer = self.reranker.rerank(query, candidates, images)
-            if checked_order(answer, len(candidates))[1] is None:
-                self.cache.put(key, answer)  # a failed answer is asked again on a rerun
-        return answer
 
     def _query_key(self, query: RerankQuery, images: ImageStore | None) -> dict[str, Any]:
         digests = [self._digest(images, query.domain, p, "query") for p in query.image_paths]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from locations import ROOT, SUPPORT
@@ -15,6 +16,8 @@ from mmbright_core.ranking import ranked
 from mmbright_core.rerank.answers import checked_order, reranked_run
 from mmbright_core.rerank.base import Reranked
 from mmbright_core.rerank.first_stage import load_first_stage
+from mmbright_core.rerank.registry import build
+from mmbright_core.rerank.stage import rerank_task
 from mmbright_core.ui.workspace import DEMO_RUNS
 
 FIRST = DEMO_RUNS / "run_it2t_bm25"
@@ -108,14 +111,6 @@ def test_a_malformed_answer_is_recorded_and_keeps_the_first_stage_order(tmp_path
     assert not list((tmp_path / "cache" / "rerank").rglob("*.json"))  # a rerun asks again
 
 
-@pytest.fixture(scope="module")
-def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory, demo_texts: list[str]) -> Path:
-    pytest.importorskip("sentence_transformers")
-    import tiny_hf
-
-    return tiny_hf.cross_encoder_model(tmp_path_factory.mktemp("tiny-ce"), demo_texts)
-
-
 def test_cross_encoder_scores_are_the_models_own(tmp_path: Path, tiny_cross_encoder: Path):
     from sentence_transformers import CrossEncoder
 
@@ -139,6 +134,69 @@ def test_cross_encoder_scores_are_the_models_own(tmp_path: Path, tiny_cross_enco
             "reranker_settings"
         ]
     )
+
+
+def batch_sizes(reranker: Any) -> list[int]:
+    """The size of every batch the reranker's loaded model is given from now on."""
+    sizes: list[int] = []
+    model = reranker.load()
+    model.register_forward_pre_hook(lambda module, args: sizes.append(len(args[0]["input_ids"])))
+    return sizes
+
+
+def rerank_gis(reranker: Any, out: Path, cache: Path, depth: int = DEPTH) -> Path:
+    """Rerank the demo's gis domain in process; return the domain's output folder."""
+    source = open_source("demo")
+    first = load_first_stage(source, 2, FIRST)
+    done = rerank_task(
+        source, 2, first, reranker, out, depth=depth, domains=[DOMAIN], cache_dir=cache
+    )
+    return done.task_dir / DOMAIN
+
+
+def test_the_queries_of_a_domain_share_full_model_batches(tmp_path: Path, tiny_cross_encoder):
+    reranker = build(f"cross-encoder:{tiny_cross_encoder}", batch_size=4, device="cpu")
+    sizes = batch_sizes(reranker)
+    rerank_gis(reranker, tmp_path / "out", tmp_path / "cache")
+    pairs = sum(min(DEPTH, len(docs)) for docs in first_stage().values())
+    assert sum(sizes) == pairs > 4 * len(first_stage())  # more than one batch a query
+    assert sizes == [4] * (pairs // 4) + [pairs % 4] * (pairs % 4 > 0)  # one part-filled
+
+
+def test_an_answer_is_the_same_whichever_queries_were_cached(tmp_path: Path, tiny_cross_encoder):
+    # Scores depend in their last bits on how the model's inputs are batched: a query asked
+    # again is scored in the same slice of pairs as before, whole, so it gets the same bits.
+    reranker = build(f"cross-encoder:{tiny_cross_encoder}", batch_size=2, device="cpu")
+    sizes = batch_sizes(reranker)
+    cache = tmp_path / "cache"
+    whole = rerank_gis(reranker, tmp_path / "whole", cache)
+    answers = {p: p.read_bytes() for p in sorted((cache / "rerank").rglob("*.json"))}
+    assert len(answers) == len(first_stage()) and sum(sizes) == 10 * len(answers)
+    forgotten = sorted(answers)[3]  # one answer lost: its query is asked again
+    forgotten.unlink()
+    sizes.clear()
+    again = rerank_gis(reranker, tmp_path / "again", cache)
+    assert sum(sizes) in (32, 28, 60)  # its slices of 32 pairs (60 in all), whole
+    assert {p: p.read_bytes() for p in sorted((cache / "rerank").rglob("*.json"))} == answers
+    assert (again / "rerank.json").read_bytes() == (whole / "rerank.json").read_bytes()
+    assert (again / "scores.json").read_bytes() == (whole / "scores.json").read_bytes()
+
+
+def test_passages_are_capped_at_the_models_own_truncation(tiny_cross_encoder: Path):
+    from sentence_transformers import CrossEncoder
+
+    from mmbright_core.rerank.base import Candidate, RerankQuery
+    from mmbright_core.rerank.cross_encoder import CrossEncoderReranker
+
+    reranker = CrossEncoderReranker(str(tiny_cross_encoder), device="cpu")
+    data = open_source("demo").task(2, DOMAIN)
+    passage = " ".join(doc.text for doc in data.corpus)  # thousands of words
+    query = RerankQuery("q", data.queries[0].text, (), 2, DOMAIN)
+    ((_, capped),) = reranker.pairs(query, [Candidate("d", passage)])
+    tokens = reranker.load().max_seq_length  # the tokenizer's truncation: no --max-length given
+    assert passage.startswith(capped) and len(capped.split()) == 2 * tokens < len(passage.split())
+    whole = CrossEncoder(str(tiny_cross_encoder), device="cpu").predict([[query.text, passage]])
+    assert reranker.rerank(query, [Candidate("d", passage)], None).scores == (float(whole[0]),)
 
 
 @pytest.fixture(scope="module")

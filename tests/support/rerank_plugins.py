@@ -146,3 +146,26 @@ def exits_answering() -> Exiting:
 def exits_making() -> Exiting:
     """A factory that calls ``sys.exit(0)`` (exit status 0, nothing written)."""
     sys.exit(0)
+
+
+def holding_cross_encoder(batch_size: int = 32) -> Any:
+    """The package's cross-encoder on the model folder ``$RERANK_MODEL``; with ``$RERANK_HOLD``
+    set (a FIFO) it writes a line there before its model's ``$RERANK_HOLD_AFTER + 1``-th
+    batch and then blocks for good, as :class:`Counting` does."""
+    from mmbright_core.rerank.cross_encoder import CrossEncoderReranker
+
+    reranker = CrossEncoderReranker(os.environ["RERANK_MODEL"], batch_size=batch_size)
+    hold = os.environ.get("RERANK_HOLD")
+    if hold:
+        batches = []
+
+        def before_each_batch(module: Any, args: Any) -> None:
+            batches.append(len(args[0]["input_ids"]))
+            if len(batches) > int(os.environ["RERANK_HOLD_AFTER"]):
+                with open(hold, "w") as fifo:
+                    fifo.write(f"{sum(batches[:-1])} pairs scored\n")
+                with open(hold + ".never"):
+                    pass
+
+        reranker.load().register_forward_pre_hook(before_each_batch)
+    return reranker
