@@ -14,6 +14,7 @@ import pandas as pd
 
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.reference import ReferenceScore, load_reference
+from mmbright_core.task_table import MAIN_SCORE
 
 AVERAGE = "Avg."
 OKISH_POINTS = 0.5
@@ -22,7 +23,7 @@ OKISH_POINTS = 0.5
 _KEYS = ["task", "run"]
 
 
-def domain_scores(table: pd.DataFrame, measure: str = "nDCG@10") -> pd.DataFrame:
+def domain_scores(table: pd.DataFrame, measure: str = MAIN_SCORE) -> pd.DataFrame:
     """Mean of a measure per (task, run, domain) over the queries that were scored.
 
     Args:
@@ -45,7 +46,7 @@ def domain_scores(table: pd.DataFrame, measure: str = "nDCG@10") -> pd.DataFrame
     return out
 
 
-def leaderboard(table: pd.DataFrame, measure: str = "nDCG@10") -> pd.DataFrame:
+def leaderboard(table: pd.DataFrame, measure: str = MAIN_SCORE) -> pd.DataFrame:
     """One row per (task, run): every domain and the macro average, x100 with one decimal.
 
     The average is taken over the unrounded domain means, then rounded. A run missing some
