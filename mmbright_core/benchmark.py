@@ -24,10 +24,8 @@ from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.io.runs import RunColumns
 from mmbright_core.metrics import evaluate
 from mmbright_core.ranking import rank_order, top_k
+from mmbright_core.task_table import MAIN_SCORE, RUN_DEPTH
 from mmbright_core.types import EvalResult, Missing, Protocol4, Qrels, Run
-
-RUN_DEPTH = 1000
-"""Every run is cut to its top 1,000 per query (docs/protocol.md, Per-task protocol)."""
 
 IMAGE_SUFFIXES = frozenset({"bmp", "gif", "jpeg", "jpg", "png", "svg", "tif", "tiff", "webp"})
 
@@ -212,7 +210,7 @@ def score_task(
     *,
     domains: Sequence[str] | None = None,
     protocol: Protocol4 = "paper",
-    measures: Iterable[str] = ("nDCG@10",),
+    measures: Iterable[str] = (MAIN_SCORE,),
     missing: Missing = "skip",
     run_name: str = "<run>",
     negatives: str = "exclude",

@@ -21,6 +21,14 @@ CorpusKind = Literal["passages", "images", "pairs"]
 IdShape = Literal["passage", "image", "pair"]
 """The shape of a task's doc ids (``docs/protocol.md``, "The data as published")."""
 
+MAIN_SCORE = "nDCG@10"
+"""The measure every task is reported by (docs/protocol.md, Scoring), each :class:`TaskInfo`'s
+``main_score``: the default of every command and table that scores."""
+
+RUN_DEPTH = 1000
+"""Every run is cut to its top 1,000 per query (docs/protocol.md, Per-task protocol): the
+depth scoring reads and the ``k`` a run keeps by default."""
+
 
 @dataclass(frozen=True)
 class TaskInfo:
@@ -41,6 +49,7 @@ class TaskInfo:
         task_type: The ``task_type`` its runs record in ``summary.json``.
         mteb_name: MTEB's name of the task (its prediction files and statistics carry it).
         graded: Whether its judgments are graded (2 / 1 / 0) rather than binary.
+        main_score: The measure it is reported by (MTEB's ``main_score``).
     """
 
     number: Task
@@ -55,6 +64,7 @@ class TaskInfo:
     task_type: str
     mteb_name: str
     graded: bool
+    main_score: str
 
     @property
     def corpus_text(self) -> bool:
@@ -74,18 +84,19 @@ class TaskInfo:
 
 # One row a task, in the order of TaskInfo's fields: number, label, query config, corpus,
 # id shape, negatives, text only, folder prefix, official prefix, task_type, MTEB name,
-# graded. The official harness names tasks 1 and 2 both ``run_<model>``, so a Task 2 run
+# graded, main score. The official harness names tasks 1 and 2 both ``run_<model>``, so a Task 2 run
 # replaced the Task 1 run of the same model; this package writes ``run_t2t_`` and
 # ``run_it2t_``, after MTEB's T2T / IT2T names, and reads every official name.
 _ROWS: tuple[tuple[Any, ...], ...] = (
     (1, "Task 1: text → text", "examples", "passages", "passage", True, True,
-     "run_t2t_", "run_", "text_text", "MMBrightT2TRetrieval", False),
+     "run_t2t_", "run_", "text_text", "MMBrightT2TRetrieval", False, MAIN_SCORE),
     (2, "Task 2: text+image → text", "examples_multimodal", "passages", "passage", True, False,
-     "run_it2t_", "run_", "multimodal_text", "MMBrightIT2TRetrieval", False),
+     "run_it2t_", "run_", "multimodal_text", "MMBrightIT2TRetrieval", False, MAIN_SCORE),
     (3, "Task 3: text+image → image", "examples_multimodal", "images", "image", False, False,
-     "multimodal_it2i_", "multimodal_it2i_", "text_image", "MMBrightIT2IRetrieval", False),
+     "multimodal_it2i_", "multimodal_it2i_", "text_image", "MMBrightIT2IRetrieval", False,
+     MAIN_SCORE),
     (4, "Task 4: text+image → text+image", "examples_multimodal", "pairs", "pair", False, False,
-     "it2it_", "it2it_", "text_pair", "MMBrightIT2ITRetrieval", True),
+     "it2it_", "it2it_", "text_pair", "MMBrightIT2ITRetrieval", True, MAIN_SCORE),
 )  # fmt: skip
 
 TASK_TABLE: Mapping[int, TaskInfo] = MappingProxyType({row[0]: TaskInfo(*row) for row in _ROWS})

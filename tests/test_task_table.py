@@ -47,6 +47,7 @@ EXPECTED = {
         "MMBrightIT2ITRetrieval",
     ),
     "graded": (False, False, False, True),
+    "main_score": ("nDCG@10",) * 4,
 }
 
 

@@ -1,16 +1,19 @@
 """Why a retrieved document scored what it did, for one query: the score taken apart.
 
-Attribution is a capability a retriever offers (:class:`ExplainsScores`): a retriever with
-an ``explain_scores`` method explains its own scores, one without it is answered
-:class:`Unavailable`. The package's retrievers offer:
+Attribution is a capability a retriever offers
+(:class:`~mmbright_core.retrieval.explanation.ExplainsScores`): a retriever with an
+``explain_scores`` method explains its own scores, one without it is answered
+:class:`Unavailable`. The question, the records and each formula live with the retrievers
+(:mod:`~mmbright_core.retrieval.explanation`); here they are asked. The package's retrievers
+offer:
 
 - ``bm25``, ``ocr-bm25``: each query term's share of the BM25 sum, with its origin (the query
   text, the words read from the query images, or both) and a passage snippet whose matched
-  words can be highlighted (:mod:`~mmbright_core.analysis.attribution_lexical`);
+  words can be highlighted (:mod:`~mmbright_core.retrieval.bm25_explain`);
 - ``clip`` and every dual encoder built on an Embedder (plugins included) whose fusion is
   linear (``raw-mean``, ``zero-image``, ``normalised-mean``): the fused query's text part and
   image part, which add up to the score, and the images used
-  (:mod:`~mmbright_core.analysis.attribution_vectors`); ``joint`` and ``text`` fusions say
+  (:mod:`~mmbright_core.retrieval.dual`); ``joint`` and ``text`` fusions say
   their scores have no such split;
 - ``dense``, ``ocr-dense``: the similarity, and for ``ocr-dense`` the similarity without the
   words read from the images.
@@ -30,11 +33,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from mmbright_core.analysis.attribution_records import (
+from mmbright_core.errors import InputError, MissingDependencyError
+from mmbright_core.retrieval.base import ImageSource, Retriever, RunConfig, check_task
+from mmbright_core.retrieval.explanation import (
     Attribution,
     DenseAttribution,
+    ExplainsScores,
     FusionAttribution,
     LexicalAttribution,
     Question,
@@ -42,8 +48,6 @@ from mmbright_core.analysis.attribution_records import (
     TermContribution,
     Unavailable,
 )
-from mmbright_core.errors import InputError, MissingDependencyError
-from mmbright_core.retrieval.base import ImageSource, Retriever, RunConfig, check_task
 from mmbright_core.retrieval.rebuild import NotRebuildable, rebuild_retriever
 from mmbright_core.types import TaskData
 
@@ -60,15 +64,6 @@ __all__ = [
     "explain",
     "retriever_from_config",
 ]
-
-
-@runtime_checkable
-class ExplainsScores(Protocol):
-    """A retriever that explains its own scores (the attribution capability)."""
-
-    def explain_scores(self, question: Question) -> Mapping[str, Attribution]:
-        """Return doc_id -> its attribution for the documents of ``question.positions``."""
-        ...
 
 
 def retriever_from_config(

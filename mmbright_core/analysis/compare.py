@@ -17,6 +17,7 @@ import pandas as pd
 
 from mmbright_core.analysis import stats
 from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.task_table import MAIN_SCORE
 
 POOLED = "(pooled)"
 """The ``scope`` of the summary row over all paired queries together."""
@@ -102,7 +103,7 @@ def compare_runs(
     table: pd.DataFrame,
     run_a: str,
     run_b: str,
-    measure: str = "nDCG@10",
+    measure: str = MAIN_SCORE,
     *,
     seed: int = stats.DEFAULT_SEED,
     n_resamples: int = stats.DEFAULT_RESAMPLES,
@@ -172,7 +173,7 @@ def _pair(table: pd.DataFrame, run_a: str, run_b: str, measure: str) -> tuple[pd
 
 
 def paired_deltas(
-    table: pd.DataFrame, run_a: str, run_b: str, measure: str = "nDCG@10"
+    table: pd.DataFrame, run_a: str, run_b: str, measure: str = MAIN_SCORE
 ) -> pd.DataFrame:
     """The per-query deltas of two runs alone (``Comparison.per_query``, with no statistics).
 

@@ -2,20 +2,19 @@
 
 Scores are reported as the benchmark does (docs/protocol.md, Scoring): per-domain mean over queries,
 then the unweighted mean over domains, x100 with one decimal. Published numbers (docs/protocol.md,
-Published numbers) are kept as data in ``reference.json`` and each matching run is flagged ``OK`` /
-``OKish`` / ``differs``, as pyserini's reproduction pages do.
+Published numbers) are kept as data (:mod:`~mmbright_core.retrieval.reference`) and each matching
+run is flagged ``OK`` / ``OKish`` / ``differs``, as pyserini's reproduction pages do.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from importlib import resources
 
 import pandas as pd
 
 from mmbright_core.errors import InputError
+from mmbright_core.retrieval.reference import ReferenceScore, load_reference
+from mmbright_core.task_table import MAIN_SCORE
 
 AVERAGE = "Avg."
 OKISH_POINTS = 0.5
@@ -24,46 +23,7 @@ OKISH_POINTS = 0.5
 _KEYS = ["task", "run"]
 
 
-@dataclass(frozen=True)
-class ReferenceScore:
-    """One published score.
-
-    Attributes:
-        task: The task number.
-        model: The model name the score is reported under.
-        value: nDCG@10 x100, mean over the 29 domains, as published.
-        source: Key of ``reference.json``'s ``sources`` (``"paper"`` or ``"mteb"``).
-        citation: Where the number is published.
-        checkpoint: The checkpoint or configuration behind it, where known.
-    """
-
-    task: int
-    model: str
-    value: float
-    source: str
-    citation: str
-    checkpoint: str | None = None
-
-
-def load_reference() -> tuple[ReferenceScore, ...]:
-    """Load the published scores packaged with this module (``reference.json``)."""
-    text = resources.files("mmbright_core.analysis").joinpath("reference.json").read_text("utf-8")
-    data = json.loads(text)
-    sources = data["sources"]
-    return tuple(
-        ReferenceScore(
-            task=int(item["task"]),
-            model=str(item["model"]),
-            value=float(item["value"]),
-            source=str(item["source"]),
-            citation=str(sources[item["source"]]),
-            checkpoint=item.get("checkpoint"),
-        )
-        for item in data["scores"]
-    )
-
-
-def domain_scores(table: pd.DataFrame, measure: str = "nDCG@10") -> pd.DataFrame:
+def domain_scores(table: pd.DataFrame, measure: str = MAIN_SCORE) -> pd.DataFrame:
     """Mean of a measure per (task, run, domain) over the queries that were scored.
 
     Args:
@@ -86,7 +46,7 @@ def domain_scores(table: pd.DataFrame, measure: str = "nDCG@10") -> pd.DataFrame
     return out
 
 
-def leaderboard(table: pd.DataFrame, measure: str = "nDCG@10") -> pd.DataFrame:
+def leaderboard(table: pd.DataFrame, measure: str = MAIN_SCORE) -> pd.DataFrame:
     """One row per (task, run): every domain and the macro average, x100 with one decimal.
 
     The average is taken over the unrounded domain means, then rounded. A run missing some

@@ -25,6 +25,7 @@ from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.io.runs import run_columns
 from mmbright_core.measures import Measure, parse_measures
 from mmbright_core.metrics import evaluate
+from mmbright_core.task_table import MAIN_SCORE
 from mmbright_core.types import Missing, Protocol4, TaskData
 
 RunLike = Any
@@ -45,7 +46,7 @@ def source_results_table(
     *,
     domains: Sequence[str] | None = None,
     protocol: Protocol4 = "paper",
-    measures: Iterable[str] = ("nDCG@10",),
+    measures: Iterable[str] = (MAIN_SCORE,),
     missing: Missing = "skip",
     check_images: bool = True,
     negatives: str = "exclude",
@@ -89,7 +90,7 @@ def results_table(
     tasks: Sequence[TaskData],
     runs: Mapping[str, Mapping[str, RunLike]],
     *,
-    measures: Iterable[str | Measure] = ("nDCG@10",),
+    measures: Iterable[str | Measure] = (MAIN_SCORE,),
     missing: Missing = "skip",
     image_problem: ImageProblem | None = None,
 ) -> pd.DataFrame:

@@ -18,9 +18,10 @@ import pandas as pd
 
 from mmbright_core.metrics import evaluate
 from mmbright_core.rerank.first_stage import first_stage_record, runs_fingerprint
+from mmbright_core.task_table import MAIN_SCORE
 from mmbright_core.types import Qrels, Run
 
-MEASURE = "nDCG@10"
+MEASURE = MAIN_SCORE
 #: The row that averages the domains (unweighted, as the benchmark's figure).
 ALL_DOMAINS = "all domains"
 COLUMNS = ["domain", "queries", "first_stage", "reranked", "oracle", "gain", "taken"]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mmbright_core.cli.options import Command, add_command, add_task_options, declare_later
+from mmbright_core.task_table import MAIN_SCORE, RUN_DEPTH
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from mmbright_core.present.report import QueryDetail
     from mmbright_core.types import Run
 
-MEASURE = "nDCG@10"
+MEASURE = MAIN_SCORE
 # The names of ``analysis.slices.SLICES``, written out so that ``--help`` needs no pandas
 # (a test checks that the two agree).
 _SLICES = ("domain", "images", "decodable", "length", "ocr-words", "image-size", "aspect", "tag")
@@ -238,7 +239,6 @@ def _details(
     hurt: pd.DataFrame,
 ) -> dict[tuple[str, str], QueryDetail]:
     from mmbright_core.analysis.rankdiff import rank_diff
-    from mmbright_core.benchmark import RUN_DEPTH
     from mmbright_core.present.report import QueryDetail
     from mmbright_core.ranking import top_k
 

@@ -20,13 +20,14 @@ from typing import IO, TYPE_CHECKING, Any
 
 from mmbright_core.cli.options import Command, add_command, add_task_options
 from mmbright_core.errors import InputError, InputWarning
+from mmbright_core.task_table import MAIN_SCORE
 from mmbright_core.types import EvalResult, IdCheck, Qrels, Run
 
 if TYPE_CHECKING:
     from mmbright_core.benchmark import TaskScores
     from mmbright_core.io.runs import RunColumns
 
-DEFAULT_MEASURES = ("nDCG@10",)
+DEFAULT_MEASURES = (MAIN_SCORE,)
 
 
 EVAL_COMMAND = Command(

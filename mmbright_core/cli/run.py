@@ -43,10 +43,10 @@ def register(subparsers: Any) -> None:
 def declare_backend(parser: argparse.ArgumentParser) -> None:
     """Add the retriever, its options and the engine; on first use (they import retrieval)."""
     from mmbright_core.cli.engine_options import add_engine_arguments
-    from mmbright_core.retrieval.base import DEFAULT_K
+    from mmbright_core.task_table import RUN_DEPTH
 
     _declare_model(parser)
-    parser.add_argument("--k", type=int, default=DEFAULT_K, help="documents kept per query")
+    parser.add_argument("--k", type=int, default=RUN_DEPTH, help="documents kept per query")
     parser.add_argument(
         "--cache-dir", help="embedding cache root (default: $MMBRIGHT_CACHE or ~/.cache/mmbright)"
     )

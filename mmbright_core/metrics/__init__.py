@@ -35,6 +35,7 @@ from mmbright_core.measures import FAMILIES, Measure, parse_measures
 from mmbright_core.metrics._oracle import oracle_hits
 from mmbright_core.metrics._ranks import DictRun, FloatArray, IntArray
 from mmbright_core.metrics.id_check import check_ids
+from mmbright_core.task_table import MAIN_SCORE
 from mmbright_core.types import EvalCounts, EvalResult, Missing, Qrels
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ _WHOLE_RANKING = np.iinfo(np.int64).max  # the cutoff of AP and RR written witho
 def evaluate(
     qrels: Qrels,
     run: Any,
-    measures: Iterable[str | Measure] | str | Measure = ("nDCG@10",),
+    measures: Iterable[str | Measure] | str | Measure = (MAIN_SCORE,),
     missing: Missing = "skip",
 ) -> EvalResult:
     """Score a run against qrels with trec_eval's semantics.

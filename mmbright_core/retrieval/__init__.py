@@ -4,11 +4,10 @@
 Backends import their heavy packages only when built (see :mod:`.registry`).
 """
 
-from mmbright_core.retrieval.base import DEFAULT_K, Retriever, RunConfig
+from mmbright_core.retrieval.base import Retriever, RunConfig
 from mmbright_core.retrieval.registry import available_retrievers, get_retriever, register_retriever
 
 __all__ = [
-    "DEFAULT_K",
     "Retriever",
     "RunConfig",
     "available_retrievers",

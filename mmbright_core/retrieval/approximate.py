@@ -22,7 +22,7 @@ import numpy.typing as npt
 from mmbright_core.errors import InputError
 
 if TYPE_CHECKING:
-    from mmbright_core.retrieval.index import Groups
+    from mmbright_core.retrieval.groups import Groups
 
 FloatRows = npt.NDArray[np.float32]
 IntArray = npt.NDArray[np.int64]

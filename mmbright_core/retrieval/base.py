@@ -23,10 +23,6 @@ from mmbright_core.errors import InputError, MissingDependencyError
 from mmbright_core.io._json import json_kind
 from mmbright_core.types import TaskData
 
-#: The ``run`` subcommand's default cut (docs/protocol.md, Per-task protocol: runs keep the top
-#: 1,000 per query).
-DEFAULT_K = 1000
-
 
 @runtime_checkable
 class ImageSource(Protocol):

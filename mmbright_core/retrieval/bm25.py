@@ -47,16 +47,18 @@ from mmbright_core.retrieval.base import (
     check_task,
     passage_id,
 )
+from mmbright_core.retrieval.bm25_explain import explain_lexical
 from mmbright_core.retrieval.bm25_index import BM25Index
 from mmbright_core.retrieval.cache import default_cache_dir, settings_key
-from mmbright_core.retrieval.index import Groups, doc_positions, excluded_indices, top_k_array
+from mmbright_core.retrieval.groups import Groups
+from mmbright_core.retrieval.index import doc_positions, excluded_indices, top_k_array
 from mmbright_core.types import TaskData
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from mmbright_core.analysis.attribution_records import Attribution, Question
     from mmbright_core.retrieval.base import RunConfig
+    from mmbright_core.retrieval.explanation import Attribution, Question
     from mmbright_core.retrieval.rebuild import RebuildContext
 
 #: The query weightings: the official one (gensim's, applied to the query too) and Lucene's.
@@ -161,9 +163,7 @@ class BM25Retriever:
 
     def explain_scores(self, question: Question) -> Mapping[str, Attribution]:
         """Split each document's BM25 score into its query terms' contributions."""
-        from mmbright_core.analysis.attribution_lexical import explain_lexical
-
-        return explain_lexical(self, question)
+        return explain_lexical(self.analyzer, self.scoring, self.index, question)
 
 
 def rank_by_text_scores(data: TaskData, k: int, score_texts: Any) -> dict[str, dict[str, float]]:

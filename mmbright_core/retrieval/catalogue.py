@@ -3,9 +3,10 @@
 ``catalogue.json`` beside this module holds one record per model the official harness runs
 (its ``--model`` names: ``contriever``, ``gme-qwen2-vl-7b``...): the checkpoint, the backend
 that runs it here, pooling, truncation, the image fusion, the instructions of each instruction
-set, the tasks it runs and the published average it should reproduce. :func:`load_catalogue`
-checks it whole (a preset naming an unknown backend, fusion, pooling or instruction set, a
-task outside 1-4, or a published number that differs from ``analysis/reference.json`` fails
+set, the tasks it runs and the published averages it should reproduce, named by task and the
+paper's model (their values are kept once, in :mod:`~mmbright_core.retrieval.reference`).
+:func:`load_catalogue` checks it whole (a preset naming an unknown backend, fusion, pooling or
+instruction set, a task outside 1-4, or a published number that ``reference.json`` lacks fails
 the load), and :func:`resolve` turns a preset into the retriever name and options a run uses.
 
 Revisions are null where the official harness pins none (it pins none), never invented.
@@ -22,6 +23,7 @@ from typing import Any
 
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval.backends import BACKENDS, PRESET_BACKENDS
+from mmbright_core.retrieval.reference import load_reference
 from mmbright_core.task_table import TASKS
 
 FUSIONS = ("raw-mean", "zero-image", "normalised-mean", "joint", "text")
@@ -41,8 +43,8 @@ class Published:
 
     Attributes:
         task: The task number.
-        model: The model's name in ``analysis/reference.json`` (the paper's column).
-        value: nDCG@10 x100, mean over the 29 domains.
+        model: The model's name in ``reference.json`` (the paper's column).
+        value: nDCG@10 x100, mean over the 29 domains, as ``reference.json`` holds it.
     """
 
     task: int
@@ -169,10 +171,11 @@ def load_catalogue() -> tuple[Preset, ...]:
     Raises:
         InputError: A preset that names an unknown backend, fusion, pooling, instruction set
             or offline status, a task outside 1-4, a duplicate name, or a published number
-            that differs from ``analysis/reference.json``.
+            that ``reference.json`` lacks.
     """
     text = resources.files("mmbright_core.retrieval").joinpath(_FILE).read_text("utf-8")
-    presets = tuple(_preset(record) for record in json.loads(text)["presets"])
+    reference = _paper_numbers()
+    presets = tuple(_preset(record, reference) for record in json.loads(text)["presets"])
     check_catalogue(presets)
     return presets
 
@@ -183,9 +186,7 @@ def check_catalogue(presets: Sequence[Preset]) -> None:
     Raises:
         InputError: The first inconsistency found, naming the preset.
     """
-    from mmbright_core.analysis.leaderboard import load_reference
-
-    reference = {(r.task, r.model): r.value for r in load_reference() if r.source == "paper"}
+    reference = _paper_numbers()
     seen: set[str] = set()
     for preset in presets:
         if preset.name in seen:
@@ -200,8 +201,13 @@ def check_catalogue(presets: Sequence[Preset]) -> None:
                     expected=f"task {number.task} {number.model!r} = "
                     f"{reference.get((number.task, number.model))}",
                     found=str(number.value),
-                    hint="Add the paper's number to analysis/reference.json with its source.",
+                    hint="Add the paper's number to retrieval/reference.json with its source.",
                 )
+
+
+def _paper_numbers() -> dict[tuple[int, str], float]:
+    """``(task, model)`` -> the paper's published average (``reference.json``)."""
+    return {(r.task, r.model): r.value for r in load_reference() if r.source == "paper"}
 
 
 def _check_choices(preset: Preset) -> None:
@@ -252,7 +258,8 @@ def _with_interfaces() -> str:
     return ", ".join(name for name, backend in BACKENDS.items() if backend.interfaces)
 
 
-def _preset(record: Mapping[str, Any]) -> Preset:
+def _preset(record: Mapping[str, Any], reference: Mapping[tuple[int, str], float]) -> Preset:
+    """Build a preset from its record, its published numbers' values read from ``reference``."""
     try:
         return Preset(
             name=str(record["name"]),
@@ -269,7 +276,8 @@ def _preset(record: Mapping[str, Any]) -> Preset:
             instructions={k: Instructions(**v) for k, v in record["instructions"].items()},
             mteb_model=record["mteb_model"],
             published=tuple(
-                Published(int(p["task"]), p["model"], p["value"]) for p in record["published"]
+                _published(str(record["name"]), int(p["task"]), str(p["model"]), reference)
+                for p in record["published"]
             ),
             trust_remote_code=bool(record["trust_remote_code"]),
             offline=str(record["offline"]),
@@ -283,10 +291,31 @@ def _preset(record: Mapping[str, Any]) -> Preset:
             ),
             options=dict(record["options"]),
         )
+    except InputError:
+        raise
     except (KeyError, TypeError, ValueError) as err:
         raise InputError(
             "malformed preset", source=_FILE, found=f"{record.get('name')!r}: {err!r}"
         ) from err
+
+
+def _published(
+    name: str, task: int, model: str, reference: Mapping[tuple[int, str], float]
+) -> Published:
+    """The published number a preset names, its value read from ``reference``.
+
+    Raises:
+        InputError: ``reference.json`` holds no paper number for ``task`` and ``model``.
+    """
+    if (task, model) not in reference:
+        raise InputError(
+            f"preset {name!r}: published number not in reference.json",
+            source=_FILE,
+            expected=f"a model of the paper's Task {task} table in reference.json",
+            found=repr(model),
+            hint="Add the paper's number to retrieval/reference.json with its source.",
+        )
+    return Published(task, model, reference[(task, model)])
 
 
 def presets(task: int | None = None) -> tuple[Preset, ...]:

@@ -34,7 +34,14 @@ from mmbright_core.retrieval.cache import (
 )
 from mmbright_core.retrieval.embedder import Role
 from mmbright_core.retrieval.encoders import BatchEncoder, CallEncoder, EncodeJob, passage_jobs
-from mmbright_core.retrieval.index import Groups, IndexKind, rank_vectors, scale_settings
+from mmbright_core.retrieval.explanation import COSINE_SCALE, DenseAttribution
+from mmbright_core.retrieval.groups import Groups
+from mmbright_core.retrieval.index import (
+    IndexKind,
+    l2_normalise,
+    rank_vectors,
+    scale_settings,
+)
 from mmbright_core.retrieval.instructions import fill_domain
 from mmbright_core.retrieval.remote_code import gate
 from mmbright_core.retrieval.sentence_models import (
@@ -48,8 +55,8 @@ from mmbright_core.types import TaskData
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from mmbright_core.analysis.attribution_records import Attribution, Question
     from mmbright_core.retrieval.base import RunConfig
+    from mmbright_core.retrieval.explanation import Attribution, Question
     from mmbright_core.retrieval.rebuild import RebuildContext
 
 
@@ -264,9 +271,23 @@ class DenseRetriever:
 
     def explain_scores(self, question: Question) -> Mapping[str, Attribution]:
         """Return each document's similarity (and, through OCR, without the image words)."""
-        from mmbright_core.analysis.attribution_vectors import explain_dense
-
-        return explain_dense(self, question)
+        query, scored = question.query, question.scored.text
+        texts = [scored] if scored == query.text else [scored, query.text]
+        docs = {doc_id: question.data.corpus[p] for doc_id, p in question.positions.items()}
+        # The prefixes as the run filled them for this domain (BRIGHT's per-domain instructions).
+        query_prefix = fill_domain(self.query_prefix, query.domain)
+        queries = l2_normalise(self.encode(texts, query_prefix)).astype(np.float64)
+        document_prefix = fill_domain(self.document_prefix, query.domain)
+        vectors = self.encode([d.text for d in docs.values()], document_prefix)
+        scores = COSINE_SCALE * (l2_normalise(vectors).astype(np.float64) @ queries.T)
+        return {
+            doc_id: DenseAttribution(
+                doc_id=doc_id,
+                score=float(scores[row, 0]),
+                without_ocr=float(scores[row, 1]) if len(texts) > 1 else None,
+            )
+            for row, doc_id in enumerate(docs)
+        }
 
 
 def rebuild(config: RunConfig, options: dict[str, Any], context: RebuildContext) -> dict[str, Any]:

@@ -22,7 +22,7 @@ fused scores split exactly into a text and an image part (:meth:`explain_scores`
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,22 +32,29 @@ from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval.base import ImageSource, check_k, check_task, passage_id
 from mmbright_core.retrieval.cache import check_dtype, content_key, default_cache_dir
 from mmbright_core.retrieval.dual_queries import FusedQueries
-from mmbright_core.retrieval.dual_vectors import asks_white
+from mmbright_core.retrieval.dual_vectors import asks_white, image_key
 from mmbright_core.retrieval.embedder import Embedder, JointEmbedder
 from mmbright_core.retrieval.encoders import EncodeJob, document_bytes, passage_jobs
+from mmbright_core.retrieval.explanation import (
+    COSINE_SCALE,
+    Attribution,
+    FusionAttribution,
+    Question,
+    Unavailable,
+)
 from mmbright_core.retrieval.fusion import Fusion, get_fusion
+from mmbright_core.retrieval.groups import Groups
 from mmbright_core.retrieval.index import (
-    Groups,
     IndexKind,
     l2_normalise,
     rank_vectors,
     scale_settings,
 )
 from mmbright_core.task_table import TASK_TABLE
-from mmbright_core.types import TaskData
+from mmbright_core.types import Document, Query, TaskData
 
 if TYPE_CHECKING:
-    from mmbright_core.analysis.attribution_records import Attribution, Question
+    from PIL import Image
 
 NO_IMAGE_MODES = ("white", "text")
 
@@ -230,7 +237,111 @@ class DualEncoderRetriever(FusedQueries):
         Only linear rules split (``raw-mean``, ``zero-image``, ``normalised-mean``); the
         others answer, for every document, that their scores have no text/image split.
         """
-        from mmbright_core.analysis.attribution_vectors import explain_fusion
-
         with self.bound(question.data):
             return explain_fusion(self, question)
+
+
+def explain_fusion(retriever: DualEncoderRetriever, question: Question) -> dict[str, Attribution]:
+    """Split each document's fused score into the query text's and the query image's parts.
+
+    The linear rules (:mod:`~mmbright_core.retrieval.fusion`) make the query ``a*t + b*i``,
+    so ``100 * q.d = 100 * a * t.d + 100 * b * i.d`` exactly; the others have no split.
+    """
+    data, query = question.data, question.query
+    if not retriever.fusion.linear:
+        reason = Unavailable(
+            f"this retriever's scores have no text/image split (fusion "
+            f"{retriever.fusion.name!r}: {_WHY[retriever.fusion.name]})"
+        )
+        return dict.fromkeys(question.positions, reason)
+    source = _query_source(data, question.source)
+    text = retriever.encode_texts([query.text], "query")[0]
+    found = retriever.query_pictures(query, source) if source is not None else None
+    pictures = tuple(found.images) if found is not None else ()
+    image = _image_vector(retriever, pictures) if pictures else np.zeros_like(text)
+    text_weight, image_weight = retriever.fusion.weights(text, image)
+    docs = [data.corpus[p] for p in question.positions.values()]
+    vectors = _document_vectors(retriever, data, source, docs)
+    text_parts = COSINE_SCALE * text_weight * (vectors @ text.astype(np.float64))
+    image_parts = COSINE_SCALE * image_weight * (vectors @ image.astype(np.float64))
+    problems = found.problems if found is not None else {}
+    policy = retriever.image_policy
+    used = _images_used(query, problems, policy)
+    placeholder = None
+    if source is not None and not used:
+        placeholder = "white" if pictures else "text"
+    return {
+        doc_id: FusionAttribution(
+            doc_id=doc_id,
+            score=float(text_parts[row] + image_parts[row]),
+            text_part=float(text_parts[row]),
+            image_part=float(image_parts[row]),
+            policy=policy,
+            images_used=used if source is not None else (),
+            placeholder=placeholder,
+            pictures=pictures,
+            skipped=tuple(problems.items()),
+        )
+        for row, doc_id in enumerate(question.positions)
+    }
+
+
+def _query_source(data: TaskData, source: ImageSource | None) -> ImageSource | None:
+    """Return where the query images come from: None in Task 1, whose queries are text alone.
+
+    Raises:
+        InputError: The task's queries carry images and ``source`` is None.
+    """
+    if TASK_TABLE[data.task].text_only:
+        return None
+    if source is None:
+        raise InputError(
+            f"task {data.task} needs image bytes", found="no source", hint="Pass the source."
+        )
+    return source
+
+
+def _image_vector(retriever: DualEncoderRetriever, pictures: Sequence[Image.Image]) -> np.ndarray:
+    """Return the mean of the query pictures' raw vectors, as the retriever encodes them."""
+    loaders = [_loader(picture) for picture in pictures]
+    keys = [image_key(p) for p in pictures]
+    return retriever.encode_images(loaders, keys, "query").mean(axis=0)
+
+
+_WHY = {
+    "joint": "the model encodes text and image together",
+    "text": "the model reads the query text only",
+}
+
+
+def _loader(picture: Image.Image) -> Callable[[], Image.Image]:
+    return lambda: picture
+
+
+def _images_used(query: Query, problems: dict[str, str], policy: str) -> tuple[str, ...]:
+    """Return the query image paths that decoded, as the policy takes them."""
+    decoded = tuple(ref.path for ref in query.images if ref.path not in problems)
+    return decoded[:1] if policy == "first" else decoded
+
+
+def _document_vectors(
+    retriever: DualEncoderRetriever,
+    data: TaskData,
+    source: ImageSource | None,
+    docs: Sequence[Document],
+) -> np.ndarray:
+    """Return the L2-normalised vectors the retriever ranks ``docs`` by, as float64 rows."""
+    corpus = TASK_TABLE[data.task].corpus
+    if corpus == "images" and source is not None:
+        paths = [d.doc_id if d.image is None else d.image.path for d in docs]
+        vectors = l2_normalise(retriever.document_image_vectors(data.domain, paths, source))
+    elif corpus == "pairs" and source is not None:
+        vectors = (
+            retriever.pair_vectors(data, source, docs)
+            if docs
+            else np.zeros((0, 0), dtype=np.float32)
+        )
+    else:
+        vectors = retriever.encode_texts([d.text for d in docs])
+    # rank_vectors normalises what it indexes once more: so do we.
+    return l2_normalise(vectors).astype(np.float64)

@@ -10,13 +10,39 @@ model, an HTTP status, a timeout or a dropped connection) into one
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from mmbright_core.errors import EndpointError
 
-if TYPE_CHECKING:
-    from mmbright_core.retrieval.api_client import EndpointClient
+
+class _Patience(Protocol):
+    @property
+    def timeout(self) -> float: ...
+
+
+class FailedClient(Protocol):
+    """What :func:`failure` reads of the client whose request failed (an ``EndpointClient``)."""
+
+    @property
+    def openai(self) -> Any:
+        """The ``openai`` module, whose exception classes tell the failures apart."""
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoint as it may be shown."""
+
+    @property
+    def model(self) -> str:
+        """The model asked for."""
+
+    @property
+    def api_key_env(self) -> str:
+        """The environment variable the key was read from."""
+
+    @property
+    def limits(self) -> _Patience:
+        """How long one request may take."""
 
 
 def read_key(env: str) -> str:
@@ -43,7 +69,7 @@ def public_endpoint(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
-def failure(client: EndpointClient, err: Exception, attempts: int) -> EndpointError:
+def failure(client: FailedClient, err: Exception, attempts: int) -> EndpointError:
     """Return the one-line error of ``client``'s request that failed ``attempts`` times."""
     errors = client.openai
     where = f"{client.endpoint} (model {client.model!r})"

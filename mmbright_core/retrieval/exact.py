@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from mmbright_core.retrieval.index import Groups
+    from mmbright_core.retrieval.groups import Groups
 
 FloatRows = npt.NDArray[np.float32]
 IntArray = npt.NDArray[np.int64]

@@ -7,14 +7,14 @@ per block of queries and scores the candidates again, exactly rounded, so that a
 on its two vectors alone (:mod:`mmbright_core.retrieval.exact`); faiss serves the approximate
 indexes (:mod:`mmbright_core.retrieval.approximate`), where the search keeps asking for more
 until the ``k``-th kept score is strictly above everything it has not seen. Task 4 pairs
-share their passage's text embedding or BM25 score; :class:`Groups` maps one indexed unit
-(a passage) to its documents (its pairs), so a passage is scored once and expanded afterwards.
+share their passage's text embedding or BM25 score;
+:class:`~mmbright_core.retrieval.groups.Groups` maps one indexed unit (a passage) to its
+documents (its pairs), so a passage is scored once and expanded afterwards.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -24,50 +24,12 @@ from mmbright_core.errors import InputError
 from mmbright_core.ranking import rank_order, ranking_scores
 from mmbright_core.retrieval.approximate import faiss_index, settled_candidates
 from mmbright_core.retrieval.exact import ExactCorpus, exact_search, kept_documents, score_blocks
+from mmbright_core.retrieval.groups import Groups
 from mmbright_core.types import TaskData
 
 IndexKind = Literal["flat", "hnsw", "ivf"]
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
-
-
-@dataclass(frozen=True)
-class Groups:
-    """Indexed units (passages) and the documents (pairs) each one stands for.
-
-    Attributes:
-        units: One key per unit, in first-seen order.
-        unit_of_doc: For each document, the index of its unit.
-        offsets: ``members[offsets[u]:offsets[u + 1]]`` are unit ``u``'s documents.
-        members: Document indices grouped by unit.
-    """
-
-    units: tuple[str, ...]
-    unit_of_doc: IntArray
-    offsets: IntArray
-    members: IntArray
-
-    @classmethod
-    def from_keys(cls, keys: Sequence[str]) -> Groups:
-        """Group documents by key (equal keys share one unit), keeping first-seen order."""
-        position: dict[str, int] = {}
-        unit_of_doc = np.fromiter(
-            (position.setdefault(key, len(position)) for key in keys),
-            dtype=np.int64,
-            count=len(keys),
-        )
-        members = np.argsort(unit_of_doc, kind="stable")
-        counts = np.bincount(unit_of_doc, minlength=len(position))
-        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-        return cls(tuple(position), unit_of_doc, offsets, members.astype(np.int64))
-
-    def expand(self, units: IntArray) -> tuple[IntArray, IntArray]:
-        """Return the documents of ``units`` and, parallel to them, their unit's position."""
-        starts, stops = self.offsets[units], self.offsets[units + 1]
-        sizes = stops - starts
-        position = np.repeat(np.arange(len(units)), sizes)
-        within = np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-        return self.members[starts[position] + within], position
 
 
 def doc_positions(doc_ids: Sequence[str]) -> dict[str, int]:

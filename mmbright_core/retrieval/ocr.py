@@ -12,7 +12,7 @@ without the engine.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mmbright_core.data.images import images_taken
@@ -20,13 +20,14 @@ from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.io.ocr_words import OCR_FILE, ImageRead, OcrWords, ocr_words_json
 from mmbright_core.retrieval.base import ImageSource, Retriever, check_task
 from mmbright_core.retrieval.cache import content_key, default_cache_dir
+from mmbright_core.retrieval.explanation import with_image_words
 from mmbright_core.retrieval.ocr_reader import OcrReader, engine_installed
 from mmbright_core.retrieval.registry import get_retriever
 from mmbright_core.types import Query, TaskData
 
 if TYPE_CHECKING:
-    from mmbright_core.analysis.attribution_records import Attribution, Question
     from mmbright_core.retrieval.base import RunConfig
+    from mmbright_core.retrieval.explanation import Attribution, Question
     from mmbright_core.retrieval.rebuild import RebuildContext
 
 # ``concat`` would glue images into one tall picture the OCR model would shrink; reading each
@@ -133,11 +134,6 @@ class OcrAugmented:
             dataclasses.replace(question, image_words=words)
         )
         return found
-
-
-def with_image_words(query: Query, words: Sequence[str]) -> Query:
-    """Return ``query`` with ``words`` (the texts read from its images) appended, one a line."""
-    return dataclasses.replace(query, text="\n".join([query.text, *words])) if words else query
 
 
 def _images_given(source: ImageSource | None, hint: str) -> ImageSource:

@@ -26,7 +26,7 @@ from mmbright_core.retrieval.base import ImageSource, Retriever
 from mmbright_core.types import Query, TaskData
 
 if TYPE_CHECKING:
-    from mmbright_core.analysis.attribution_records import Attribution, Question
+    from mmbright_core.retrieval.explanation import Attribution, Question
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 

@@ -52,7 +52,7 @@ from mmbright_core.io.official import official_subdir, write_domain_outputs, wri
 from mmbright_core.io.runs import write_trec_run
 from mmbright_core.metrics.official import official_metrics
 from mmbright_core.ranking import top_k
-from mmbright_core.retrieval.base import DEFAULT_K, Retriever, RunConfig, check_k, check_task
+from mmbright_core.retrieval.base import Retriever, RunConfig, check_k, check_task
 from mmbright_core.retrieval.folders import CONFIG_FILE, Guard, choose_folder
 from mmbright_core.retrieval.stored import (
     DOMAIN_FILES,
@@ -63,7 +63,7 @@ from mmbright_core.retrieval.stored import (
     plan_folder,
     reuse_domain,
 )
-from mmbright_core.task_table import TASK_TABLE, task_info
+from mmbright_core.task_table import RUN_DEPTH, TASK_TABLE, task_info
 from mmbright_core.types import Run, TaskData
 
 QUERY_STEPS = 10
@@ -127,7 +127,7 @@ def run_task(
     *,
     domains: Sequence[str] | None = None,
     protocol: str = "paper",
-    k: int = DEFAULT_K,
+    k: int = RUN_DEPTH,
     negatives: str = "exclude",
     progress: ProgressHook | None = None,
     guard: Guard | None = None,

@@ -20,13 +20,13 @@ from mmbright_core.analysis.leaderboard import leaderboard
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.data.ids import check_protocol
 from mmbright_core.data.sources import Source, open_source
-from mmbright_core.task_table import TASK_TABLE
+from mmbright_core.task_table import MAIN_SCORE, TASK_TABLE
 from mmbright_core.types import Document, Query, Task
 from mmbright_core.ui import workspace
 from mmbright_core.ui.confine import Confinement
 from mmbright_core.ui.state import RunEntry
 
-MEASURE = "nDCG@10"
+MEASURE = MAIN_SCORE
 """The benchmark's primary measure (docs/protocol.md, The benchmark), shown on every page."""
 
 

@@ -81,7 +81,7 @@ def reproducing(entries: Mapping[str, RunEntry], task: int) -> dict[str, str]:
         task: The task of the published table.
 
     Returns:
-        run name -> the model's name in the published table (``analysis/reference.json``).
+        run name -> the model's name in the published table (``retrieval/reference.json``).
     """
     models: dict[str, str] = {}
     for name, entry in entries.items():

@@ -17,6 +17,7 @@ from mmbright_core.benchmark import apply_protocol
 from mmbright_core.data.ids import display_id
 from mmbright_core.present.report_tables import INTEGER_COLUMNS, with_documents
 from mmbright_core.ranking import ranked
+from mmbright_core.task_table import MAIN_SCORE
 
 PER_QUERY_COLUMNS = (
     "domain",
@@ -182,7 +183,7 @@ def cut_query(text: str, limit: int | None = QUERY_CHARS) -> str:
 
 
 def named_columns(
-    rows: pd.DataFrame, run_a: str, run_b: str | None, measure: str = "nDCG@10"
+    rows: pd.DataFrame, run_a: str, run_b: str | None, measure: str = MAIN_SCORE
 ) -> pd.DataFrame:
     """A table as a CSV download has it: each run's column named after the run.
 

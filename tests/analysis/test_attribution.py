@@ -23,7 +23,6 @@ from mmbright_core.analysis.attribution import (
     explain,
     retriever_from_config,
 )
-from mmbright_core.analysis.attribution_lexical import SNIPPET_WIDTH
 from mmbright_core.data.demo_source import QUERY_KINDS
 from mmbright_core.data.sources import open_source
 from mmbright_core.errors import InputError
@@ -32,6 +31,7 @@ from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.analyzer import EnglishAnalyzer
 from mmbright_core.retrieval.base import RunConfig
 from mmbright_core.retrieval.bm25 import BM25Retriever
+from mmbright_core.retrieval.bm25_explain import SNIPPET_WIDTH
 from mmbright_core.retrieval.ocr import OcrAugmented
 from mmbright_core.retrieval.ocr_reader import OcrReader
 from mmbright_core.types import Document, ImageRef, Query, TaskData

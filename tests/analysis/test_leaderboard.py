@@ -1,17 +1,13 @@
-import json
 import math
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-import mmbright_core.analysis as analysis_pkg
 from mmbright_core.analysis.leaderboard import (
     AVERAGE,
     ReferenceScore,
     domain_scores,
     leaderboard,
-    load_reference,
     published_table,
     reproduction,
     status,
@@ -61,23 +57,6 @@ def test_leaderboard_averages_before_rounding():
 def test_unknown_measure_is_an_input_error():
     with pytest.raises(InputError, match="P@5"):
         leaderboard(_table([("r", 1, "a", "q", 0.5)]), measure="P@5")
-
-
-def test_reference_json_holds_the_spec_numbers_with_sources():
-    refs = load_reference()
-    values = {(r.task, r.model): r.value for r in refs}
-    assert values[(1, "BM25")] == 8.5
-    assert values[(1, "DiVeR")] == 32.2
-    assert values[(2, "Nomic-Vision")] == 27.6
-    assert values[(3, "CLIP")] == 33.6
-    assert values[(2, "CLIP ViT-L/14 (MTEB)")] == 10.24
-    assert values[(3, "Random (MTEB)")] == 3.23
-    assert len([r for r in refs if r.task == 1 and r.source == "paper"]) == 10
-    assert len([r for r in refs if r.task == 2 and r.source == "paper"]) == 7
-    assert all("arXiv:2601.09562" in r.citation for r in refs if r.source == "paper")
-    assert all("#5168" in r.citation for r in refs if r.source == "mteb")
-    raw = json.loads((Path(analysis_pkg.__file__).parent / "reference.json").read_text())
-    assert len(raw["scores"]) == len(refs)
 
 
 @pytest.mark.parametrize(

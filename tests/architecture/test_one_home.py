@@ -1,8 +1,8 @@
 """Each concept has one home in the package: a pair id's spelling, a task's facts.
 
 Checked on the source (``ast``): a string constant in code (docstrings, which describe the
-format to readers, aside) spelling a pair id's separator or text-only marker, outside the
-module that owns them, is a second definition of the format.
+format to readers, aside) spelling a pair id's separator or text-only marker, or the main
+measure, outside the module that owns them, is a second definition of it.
 """
 
 from __future__ import annotations
@@ -12,14 +12,21 @@ import re
 from pathlib import Path
 
 import mmbright_core
+from mmbright_core.task_table import MAIN_SCORE, RUN_DEPTH
 
 PACKAGE = Path(mmbright_core.__file__).parent
 PAIR_HOME = PACKAGE / "data" / "ids.py"
 PAIR_SPELLINGS = ("|||", "__NO_IMAGE__")
+TASK_HOME = PACKAGE / "task_table.py"
 
 
-def spelled_lines(source: str) -> list[int]:
-    """The lines of the string constants in code that spell a pair id's parts."""
+def spelled_lines(
+    source: str, spellings: tuple[str, ...] = PAIR_SPELLINGS, *, whole: bool = False
+) -> list[int]:
+    """The lines of the string constants in code that spell one of ``spellings``.
+
+    ``whole``: only constants that are one of them entirely (not a help text citing one).
+    """
     tree = ast.parse(source)
     docstrings = {
         id(node.value)
@@ -32,7 +39,7 @@ def spelled_lines(source: str) -> list[int]:
         if isinstance(node, ast.Constant)
         and isinstance(node.value, str)
         and id(node) not in docstrings
-        and any(s in node.value for s in PAIR_SPELLINGS)
+        and any(node.value == s if whole else s in node.value for s in spellings)
     )
 
 
@@ -54,6 +61,42 @@ def test_the_check_sees_a_spelling_in_code_and_not_in_a_docstring() -> None:
         'MARK = f"{1}__NO_IMAGE__"\n'
     )
     assert spelled_lines(source) == [4, 5]
+
+
+def test_the_main_measure_is_written_out_only_in_the_task_table() -> None:
+    main = (MAIN_SCORE,)
+    found = [
+        f"{path.relative_to(PACKAGE)}:{line}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path != TASK_HOME
+        for line in spelled_lines(path.read_text(encoding="utf-8"), main, whole=True)
+    ]
+    assert not found, f"read task_table.MAIN_SCORE instead: {found}"
+    assert spelled_lines(TASK_HOME.read_text(encoding="utf-8"), main, whole=True)
+
+
+def depth_constants(source: str) -> list[str]:
+    """The module-level names of a depth or a cut (``*DEPTH*``, ``*_K``) bound to 1,000."""
+    return [
+        target.id
+        for node in ast.parse(source).body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        and isinstance(node.value, ast.Constant)
+        and node.value.value == RUN_DEPTH
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name) and ("DEPTH" in target.id or target.id.endswith("_K"))
+    ]
+
+
+def test_the_run_depth_is_one_constant() -> None:
+    found = {
+        str(path.relative_to(PACKAGE)): names
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if (names := depth_constants(path.read_text(encoding="utf-8")))
+    }
+    assert found == {"task_table.py": ["RUN_DEPTH"]}
+    source = "DEFAULT_K = 1000\nRUN_DEPTH: int = 1000\nLIMIT = 1000\nTOP_K = 10\n"
+    assert depth_constants(source) == ["DEFAULT_K", "RUN_DEPTH"]
 
 
 def _task_number(node: ast.expr) -> bool:

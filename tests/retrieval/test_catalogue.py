@@ -12,6 +12,7 @@ from locations import ROOT
 from mmbright_core.analysis.leaderboard import load_reference
 from mmbright_core.cli import main
 from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.retrieval import catalogue
 from mmbright_core.retrieval.backends import PRESET_BACKENDS
 from mmbright_core.retrieval.catalogue import (
     FUSIONS,
@@ -44,6 +45,22 @@ def test_every_paper_number_of_reference_json_has_a_preset_with_that_number():
     paper = {(r.task, r.model, r.value) for r in load_reference() if r.source == "paper"}
     assert paper <= claimed
     assert claimed <= paper
+
+
+def test_a_published_number_is_stored_once_in_reference_json():
+    """The catalogue names each number by task and model; its value lives in reference.json."""
+    packaged = ROOT / "mmbright_core"
+    records = json.loads((packaged / "retrieval" / "catalogue.json").read_text("utf-8"))
+    named = [number for preset in records["presets"] for number in preset["published"]]
+    assert named and all(set(number) == {"task", "model"} for number in named)
+    assert sorted(p.name for p in packaged.rglob("reference.json")) == ["reference.json"]
+
+
+def test_a_preset_naming_a_number_the_reference_lacks_fails_the_load():
+    record = json.loads((ROOT / "mmbright_core" / "retrieval" / "catalogue.json").read_text())
+    preset = dict(record["presets"][0], published=[{"task": 1, "model": "No-Such-Model"}])
+    with pytest.raises(InputError, match=r"not in reference\.json.*No-Such-Model"):
+        catalogue._preset(preset, catalogue._paper_numbers())
 
 
 def test_every_preset_names_known_choices_and_no_invented_revision():

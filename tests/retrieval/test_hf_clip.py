@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from mmbright_core.analysis.attribution import explain, retriever_from_config
-from mmbright_core.analysis.attribution_records import FusionAttribution, Unavailable
 from mmbright_core.cli import main
 from mmbright_core.data.images import query_images
 from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import read_outputs
+from mmbright_core.retrieval.explanation import FusionAttribution, Unavailable
 
 DOMAIN = "biology"
 pytestmark = pytest.mark.slow

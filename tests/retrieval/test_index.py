@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from mmbright_core.errors import InputError
 from mmbright_core.ranking import top_k
 from mmbright_core.retrieval import exact
+from mmbright_core.retrieval.groups import Groups
 from mmbright_core.retrieval.index import (
-    Groups,
     VectorIndex,
     dense_top_k,
     l2_normalise,

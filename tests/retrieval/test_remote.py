@@ -369,7 +369,7 @@ def test_the_remote_backend_needs_the_flag(tiny_remote, capsys, tmp_path):
 
 def test_a_hub_code_run_is_not_rebuilt_to_be_explained(tiny_remote, tmp_path):
     from mmbright_core.analysis.attribution import retriever_from_config
-    from mmbright_core.analysis.attribution_records import Unavailable
+    from mmbright_core.retrieval.explanation import Unavailable
 
     _run(tmp_path, "jina-clip", 2, tiny_remote["jina"])
     (config_file,) = (tmp_path / "out").glob("*/config.json")

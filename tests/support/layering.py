@@ -11,21 +11,33 @@ import ast
 from pathlib import Path
 
 
-def imported_modules(path: Path, package: str) -> set[str]:
-    """Every module the file imports, relative imports resolved against ``package``."""
+def import_statements(path: Path, package: str) -> list[tuple[str, list[str]]]:
+    """Each import of the file as ``(module, names taken from it)``, relative ones resolved.
+
+    ``import a.b`` is ``("a.b", [])``; ``from .c import d, e`` in ``package`` ``p`` is
+    ``("p.c", ["d", "e"])``.
+    """
     parts = package.split(".")
-    names: set[str] = set()
+    found: list[tuple[str, list[str]]] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
+            found.extend((alias.name, []) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:  # from . import x / from ..metrics import y
                 base = parts[: len(parts) + 1 - node.level]
                 module = ".".join([*base, *([node.module] if node.module else [])])
             else:
                 module = node.module or ""
-            names.add(module)
-            names.update(f"{module}.{alias.name}" for alias in node.names)
+            found.append((module, [alias.name for alias in node.names]))
+    return found
+
+
+def imported_modules(path: Path, package: str) -> set[str]:
+    """Every module the file imports, relative imports resolved against ``package``."""
+    names: set[str] = set()
+    for module, taken in import_statements(path, package):
+        names.add(module)
+        names.update(f"{module}.{name}" for name in taken)
     return names
 
 

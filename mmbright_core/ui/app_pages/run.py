@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from mmbright_core.retrieval import DEFAULT_K, available_retrievers
+from mmbright_core.retrieval import available_retrievers
 from mmbright_core.retrieval.catalogue import get_preset
 from mmbright_core.retrieval.remote_code import remote_code_allowed
+from mmbright_core.task_table import RUN_DEPTH
 from mmbright_core.ui import loaders, presets, render, run_choice, running, state
 from mmbright_core.ui.literal import literal
 
@@ -102,11 +103,11 @@ for column, field in zip(st.columns(3), fields, strict=False):
 left, right = st.columns(2)
 typed_k = left.text_input(
     "Documents kept per query",
-    str(DEFAULT_K),
+    str(RUN_DEPTH),
     key="run_k",
-    help=f"A whole number from 1 to {DEFAULT_K:,}",
+    help=f"A whole number from 1 to {RUN_DEPTH:,}",
 )
-k = render.attempt(run_choice.documents_kept, typed_k, DEFAULT_K)
+k = render.attempt(run_choice.documents_kept, typed_k, RUN_DEPTH)
 out_dir = right.text_input(
     "Output folder",
     running.default_output_folder(),

@@ -1,4 +1,10 @@
-"""What an attribution says about one retrieved document: the records, one per kind of model.
+"""A retriever explains its own scores: the question it is asked and the records it answers.
+
+A retriever offers attribution by having an ``explain_scores`` method (:class:`ExplainsScores`);
+:func:`~mmbright_core.analysis.attribution.explain` asks it a :class:`Question` and hands the
+answers on. Each formula sits with the retriever it explains: BM25's per-term shares in
+:mod:`~mmbright_core.retrieval.bm25_explain`, a dual encoder's text and image parts in
+:mod:`~mmbright_core.retrieval.dual`, a dense similarity in :mod:`~mmbright_core.retrieval.dense`.
 
 Every record but :class:`Unavailable` carries the score recomputed from its parts, which
 equals the run's stored score where the run was made by this package with the same
@@ -8,17 +14,20 @@ a fused query sum to the CLIP score (float32 precision, as the vectors are store
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Literal, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, Literal, NamedTuple, Protocol, runtime_checkable
 
 from PIL import Image
 
-from mmbright_core.retrieval.ocr import with_image_words
 from mmbright_core.types import Query, TaskData
 
 if TYPE_CHECKING:
     from mmbright_core.retrieval.base import ImageSource
+
+#: Scores of the embedding retrievers are 100 x the cosine (docs/protocol.md, Fusion rules).
+COSINE_SCALE = 100.0
 
 Origin = Literal["text", "image", "both", "llm"]
 """Where a query term comes from: the query text, the words read from its images, both, or
@@ -57,6 +66,11 @@ class Question:
     def scored(self) -> Query:
         """The query as the run scored it: its text with the image words appended."""
         return with_image_words(self.query, self.image_words)
+
+
+def with_image_words(query: Query, words: Sequence[str]) -> Query:
+    """Return ``query`` with ``words`` (the texts read from its images) appended, one a line."""
+    return dataclasses.replace(query, text="\n".join([query.text, *words])) if words else query
 
 
 @dataclass(frozen=True)
@@ -178,3 +192,12 @@ class Unavailable:
 
 
 Attribution = LexicalAttribution | FusionAttribution | DenseAttribution | Unavailable
+
+
+@runtime_checkable
+class ExplainsScores(Protocol):
+    """A retriever that explains its own scores (the attribution capability)."""
+
+    def explain_scores(self, question: Question) -> Mapping[str, Attribution]:
+        """Return doc_id -> its attribution for the documents of ``question.positions``."""
+        ...

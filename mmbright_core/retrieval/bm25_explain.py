@@ -1,5 +1,8 @@
 """BM25 scores split into per-term contributions, with the passage snippet to highlight.
 
+:meth:`~mmbright_core.retrieval.bm25.BM25Retriever.explain_scores` hands over its analyzer,
+its scoring and its index; the formula needs nothing else of the retriever.
+
 A BM25 score here is ``sum over query terms r of weights[r] * postings[r, passage]``
 (:meth:`~mmbright_core.retrieval.bm25_index.BM25Index.query_weights`), so each term's product is
 its exact share. ``ocr-bm25`` scores the query text with the OCR text appended
@@ -19,7 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from mmbright_core.analysis.attribution_records import (
+from mmbright_core.ranking import ranked
+from mmbright_core.retrieval.analyzer import EnglishAnalyzer
+from mmbright_core.retrieval.base import passage_id
+from mmbright_core.retrieval.bm25_index import BM25Index
+from mmbright_core.retrieval.explanation import (
     Attribution,
     LexicalAttribution,
     Origin,
@@ -27,12 +34,7 @@ from mmbright_core.analysis.attribution_records import (
     Span,
     TermContribution,
 )
-from mmbright_core.ranking import ranked
-from mmbright_core.retrieval.analyzer import EnglishAnalyzer
-from mmbright_core.retrieval.base import passage_id
-from mmbright_core.retrieval.bm25 import BM25Retriever
-from mmbright_core.retrieval.bm25_index import BM25Index
-from mmbright_core.retrieval.index import Groups
+from mmbright_core.retrieval.groups import Groups
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import TaskData
 
@@ -40,19 +42,30 @@ from mmbright_core.types import TaskData
 SNIPPET_WIDTH = 300
 
 
-def explain_lexical(bm25: BM25Retriever, question: Question) -> dict[str, Attribution]:
+def explain_lexical(
+    analyzer: EnglishAnalyzer,
+    scoring: str,
+    index_of: Callable[[Sequence[str]], BM25Index],
+    question: Question,
+) -> dict[str, Attribution]:
     """Split the BM25 score of each document of ``question`` into its query terms' shares.
 
     One index look-up and one slice of the postings serve every document.
+
+    Args:
+        analyzer: The analyzer the run's index and queries were analysed with.
+        scoring: The query weighting (``gensim`` or ``lucene``).
+        index_of: The run's index of the texts given (the retriever's cached index).
+        question: What to explain.
     """
     texts, unit_of = _units(question.data)
-    index = bm25.index(texts)
-    query = _QueryTerms.of(bm25, index, question)
+    index = index_of(texts)
+    query = _QueryTerms.of(analyzer, scoring, index, question)
     units = [unit_of(p) for p in question.positions.values()]
     rows = query.rows
     passage = index.postings[rows][:, units].toarray() if len(rows) else np.zeros((0, len(units)))
     return {
-        doc_id: _attribution(bm25.analyzer, doc_id, texts[unit], query, passage[:, column])
+        doc_id: _attribution(analyzer, doc_id, texts[unit], query, passage[:, column])
         for column, (doc_id, unit) in enumerate(zip(question.positions, units, strict=True))
     }
 
@@ -69,11 +82,12 @@ class _QueryTerms:
     surface: defaultdict[str, tuple[str, ...]]
 
     @classmethod
-    def of(cls, bm25: BM25Retriever, index: BM25Index, question: Question) -> _QueryTerms:
+    def of(
+        cls, analyzer: EnglishAnalyzer, scoring: str, index: BM25Index, question: Question
+    ) -> _QueryTerms:
         """Analyse the query as the run scored it (``question.scored``) against ``index``."""
-        analyzer = bm25.analyzer
         tokens = analyzer.analyze(question.scored.text)
-        rows, weights = index.query_weights(tokens, bm25.scoring)
+        rows, weights = index.query_weights(tokens, scoring)
         term_of = {index.terms[t]: t for t in set(tokens) if t in index.terms}
         original, added = question.rewrite or (question.query.text, "")
         images = "\n".join(question.image_words)
