@@ -15,7 +15,7 @@ from mmbright_core.present.palette import REGION_LOWERED, REGION_RAISED
 
 #: The opacity of the strongest cell (0-255).
 STRONGEST = 160
-_ROWS = ("top", "middle", "bottom")
+_ROWS = ("upper", "middle", "lower")
 _COLUMNS = ("left", "centre", "right")
 
 
@@ -46,13 +46,18 @@ def overlay(regions: ImageRegions, picture: Image.Image | None = None) -> Image.
 
 
 def region_name(row: int, col: int, grid: int) -> str:
-    """Where a cell lies, in words: ``lower-left``, ``centre``, ``top-right``..."""
-    vertical = _ROWS[min(3 * row // grid, 2)] if grid > 1 else "middle"
-    horizontal = _COLUMNS[min(3 * col // grid, 2)] if grid > 1 else "centre"
-    vertical = {"bottom": "lower", "top": "upper"}.get(vertical, vertical)
+    """Where a cell lies, in words: ``lower-left``, ``centre``, ``upper-right``..."""
+    vertical = _ROWS[_third(row, grid)]
+    horizontal = _COLUMNS[_third(col, grid)]
     if vertical == "middle":
         return "centre" if horizontal == "centre" else f"middle-{horizontal}"
     return f"{vertical}-{horizontal}" if horizontal != "centre" else f"{vertical}-centre"
+
+
+def _third(index: int, grid: int) -> int:
+    """Which third of the side a cell's centre lies in (0, 1, 2)."""
+    centre = (index + 0.5) / grid
+    return 0 if centre < 1 / 3 else (2 if centre > 2 / 3 else 1)
 
 
 def sentence(result: RegionAttribution, image: int = 0) -> str:
@@ -60,7 +65,7 @@ def sentence(result: RegionAttribution, image: int = 0) -> str:
 
     E.g. "Filling the lower-left cell lowers the margin of A over B by 60% (2.10 of
     3.50)". The share is the cell's value over the score (or margin) with the image whole:
-    cells overlap in what they remove, so shares need not add up to 100%.
+    the model's response is not a sum over cells, so shares need not add up to 100%.
     """
     grid = result.images[image]
     cells = [(v, r, c) for r, row in enumerate(grid.values) for c, v in enumerate(row)]
@@ -74,6 +79,8 @@ def sentence(result: RegionAttribution, image: int = 0) -> str:
         return f"No cell of the {result.grid}x{result.grid} grid changes {target}."
     change = "lowers" if value > 0 else "raises"
     whole = result.target
-    share = f" by {abs(value) / abs(whole):.0%} ({abs(value):.2f} of {abs(whole):.2f})"
+    fraction = abs(value) / abs(whole) if whole else 0.0
+    percent = f"{fraction:.0%}" if fraction >= 0.01 else f"{fraction:.1%}"
+    share = f" by {percent} ({abs(value):.2f} of {abs(whole):.2f})"
     amount = share if whole else f" by {abs(value):.2f}"
     return f"Filling the {where} cell {change} {target}{amount}."
