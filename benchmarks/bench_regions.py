@@ -25,11 +25,9 @@ from mmbright_core.analysis.attribution import RegionAttribution, explain_region
 from mmbright_core.data.sources import open_source
 from mmbright_core.retrieval.clip import ClipRetriever
 
-TINY = {
-    "embed_dim": 32,
-    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "head_width": 16, "patch_size": 16},
-    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-}
+sys.path[:0] = [str(Path(__file__).resolve().parent.parent / "tests" / "support")]
+from tiny_clip import TINY_CLIP_CONFIG  # noqa: E402  (the test suite's tiny config)
+
 QUERY = "biology_1"
 
 
@@ -70,7 +68,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "mmbright-bench-tiny.json"
-        config.write_text(json.dumps(TINY))
+        config.write_text(json.dumps(TINY_CLIP_CONFIG))
         open_clip.add_model_config(config)
         passes = args.grid**2 + 1
         print(
