@@ -57,6 +57,7 @@ from mmbright_core.retrieval.dual_vectors import image_key
 from mmbright_core.retrieval.encoders import document_bytes
 from mmbright_core.retrieval.fusion import Fusion
 from mmbright_core.retrieval.index import l2_normalise
+from mmbright_core.retrieval.verify import bytes_match, bytes_record, remove, report_damaged
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Document, Query, TaskData
 
@@ -417,7 +418,9 @@ class _Occlusion:
             )
             return dataclasses.replace(found, images=images, cached=True)
         result = self._compute(pictures, settings, progress)
-        record = {"format": FORMAT, "key": key, "result": result.to_dict()}
+        text = json.dumps(result.to_dict(), sort_keys=True)
+        checksum = bytes_record(text.encode("utf-8"))["checksum"]
+        record = {"format": FORMAT, "key": key, "result": text, "checksum": checksum}
         atomic_write_text(path, json.dumps(record, sort_keys=True) + "\n", sync=False)
         return result
 
@@ -603,13 +606,23 @@ def _chunks(items: Sequence[ImageLoader], size: int) -> Iterator[list[ImageLoade
 
 
 def _read(path: Path, key: str) -> RegionAttribution | None:
-    """The stored result of ``key``, or None (absent, or damaged: computed again)."""
+    """The stored result of ``key``, or None: absent, of another format, or damaged.
+
+    A damaged entry (unreadable, or a result that does not match its checksum) is reported,
+    deleted and computed again.
+    """
     if not path.is_file():
         return None
     try:
         stored = json.loads(path.read_text(encoding="utf-8"))
-        if stored["format"] != FORMAT or stored["key"] != key:
+        if stored.get("format") != FORMAT or stored.get("key") != key:
             return None
-        return RegionAttribution.from_dict(stored["result"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+        text = stored["result"]
+        if isinstance(text, str) and bytes_match(text.encode("utf-8"), stored["checksum"]):
+            return RegionAttribution.from_dict(json.loads(text))
+        problem = "its checksum does not match its result"
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        problem = f"unreadable ({type(err).__name__})"
+    report_damaged(path, problem)
+    remove([path])
+    return None

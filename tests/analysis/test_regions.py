@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -211,7 +213,9 @@ def _corner_case(tmp_path: Path, **options: int) -> tuple:
     return source, data, corner, _query_with_image(source, data), data.corpus[0].doc_id
 
 
-def test_a_result_is_read_back_from_the_cache_and_keyed_by_its_options(tmp_path: Path):
+def test_a_result_is_read_back_from_the_cache_and_keyed_by_its_options(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     source, data, corner, query, doc = _corner_case(tmp_path)
     seen: list[tuple[int, int]] = []
     first = explain_regions(
@@ -229,13 +233,20 @@ def test_a_result_is_read_back_from_the_cache_and_keyed_by_its_options(tmp_path:
     )
     assert isinstance(grey, RegionAttribution) and not grey.cached and grey.fill == "grey"
     assert RegionAttribution.from_dict(first.to_dict()) == first
-    for damaged in (tmp_path / FOLDER).rglob("*.json"):
-        damaged.write_text("{not json", encoding="utf-8")
-    recomputed = explain_regions(
-        corner, data, source, query.query_id, doc, grid=4, cache_dir=tmp_path
-    )
-    assert isinstance(recomputed, RegionAttribution) and not recomputed.cached
-    assert recomputed == first
+    stored = next(p for p in (tmp_path / FOLDER).rglob("*.json") if json.loads(
+        json.loads(p.read_text())["result"])["fill"] == "mean")  # fmt: skip
+    record = json.loads(stored.read_text())
+    edited = record["result"].replace('"score": ', '"score": 1')  # still valid JSON
+    for damage in (json.dumps({**record, "result": edited}), "{not json"):
+        stored.write_text(damage, encoding="utf-8")
+        with caplog.at_level(logging.WARNING, logger="mmbright"):
+            recomputed = explain_regions(
+                corner, data, source, query.query_id, doc, grid=4, cache_dir=tmp_path
+            )
+        assert isinstance(recomputed, RegionAttribution) and not recomputed.cached
+        assert recomputed == first and json.loads(stored.read_text())["checksum"]
+    # Reported once per entry and process: "deleted, it is computed again".
+    assert caplog.text.count(f"damaged cache entry {stored}: its checksum") == 1
 
 
 def test_a_progress_callback_that_raises_cancels(tmp_path: Path):
