@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from corner_embedder import quarter
 from PIL import Image, ImageFilter, ImageStat
+from toy_embedders import ToyEmbedder, ToyJoint
 
 from mmbright_core.analysis.attribution import (
     RegionAttribution,
@@ -30,6 +31,7 @@ from mmbright_core.data.images import query_images
 from mmbright_core.data.sources import open_source
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval import get_retriever
+from mmbright_core.retrieval.dual import DualEncoderRetriever
 from mmbright_core.types import ImageRef
 
 CORNER = "corner_embedder:make"
@@ -325,3 +327,63 @@ def test_cells_tile_the_image():
     boxes = cell_boxes(10, 7, 3)
     assert boxes[0] == (0, 0, 3, 2) and boxes[-1] == (6, 4, 10, 7)
     assert sum((r - left) * (b - t) for left, t, r, b in boxes) == 70
+
+
+# --- every fusion and the "all" policy, by the formulas -----------------------------------------
+
+
+def test_each_image_of_a_query_is_occluded_in_turn_under_the_all_policy(
+    fixture_dir: Path, tmp_path: Path
+) -> None:
+    source = open_source(str(fixture_dir))
+    data = source.task(2, "academia")
+    toy = ToyEmbedder()
+    dual = DualEncoderRetriever(toy, image_policy="all", cache_dir=str(tmp_path))
+    query = next(q for q in data.queries if len(query_images(source, q, "all").images) > 1)
+    pictures = query_images(source, query, "all").images
+    doc = data.corpus[0]
+    found = explain_regions(
+        dual, data, source, query.query_id, doc.doc_id, grid=2, fill="grey", cache_dir=tmp_path
+    )
+    assert isinstance(found, RegionAttribution), found
+    assert len(found.images) == len(pictures) and found.passes == 5 * len(pictures)
+    text = toy.encode_texts([query.text], "query")[0].astype(np.float64)
+    item = _unit(toy.encode_texts([doc.text], "document")[0])
+    raw = toy.encode_images(pictures, "query").astype(np.float64)
+
+    def score(images: np.ndarray) -> float:
+        return float(100 * _unit(text + images.mean(axis=0)) @ item)
+
+    assert found.score == pytest.approx(score(raw), abs=1e-4)
+    for index, grid in enumerate(found.images):
+        masked = []
+        for mask in _masks(pictures[index], 2, "grey"):
+            images = raw.copy()
+            images[index] = toy.encode_images([mask], "query")[0]
+            masked.append(score(images))
+        expected = score(raw) - np.array(masked).reshape(2, 2)
+        assert np.array(grid.values) == pytest.approx(expected, abs=1e-4)
+        assert np.abs(expected).max() > 0  # grey differs from the fixture's colours
+
+
+@pytest.mark.parametrize("number", [2, 4])
+def test_a_joint_model_encodes_each_masked_image_with_the_query_text(tmp_path: Path, number: int):
+    source = open_source("demo")
+    data = source.task(number, "biology")  # type: ignore[arg-type]
+    joint = ToyJoint()
+    dual = DualEncoderRetriever(joint, cache_dir=str(tmp_path))
+    query = _query_with_image(source, data)
+    ranked = dual.retrieve(data, source, 3)[query.query_id]
+    top = next(iter(ranked))
+    found = explain_regions(dual, data, source, query.query_id, top, grid=3, cache_dir=tmp_path)
+    assert isinstance(found, RegionAttribution), found
+    assert found.score == pytest.approx(ranked[top], abs=1e-4)
+    item = _unit(dual.corpus_vectors(dataclasses.replace(data, corpus=tuple(
+        d for d in data.corpus if d.doc_id == top)), source)[0])  # fmt: skip
+    picture = query_images(source, query, "first").images[0]
+
+    def score(image: Image.Image) -> float:
+        return float(100 * _unit(joint.encode_joint([query.text], [image], "query")[0]) @ item)
+
+    expected = score(picture) - np.array([score(m) for m in _masks(picture, 3, "mean")])
+    assert np.array(found.images[0].values) == pytest.approx(expected.reshape(3, 3), abs=1e-4)
