@@ -18,6 +18,10 @@ offer:
 - ``dense``, ``ocr-dense``: the similarity, and for ``ocr-dense`` the similarity without the
   words read from the images.
 
+Where in an image a score came from (occlusion over a grid of the query image, or of an
+item's own image) is :func:`explain_regions` (:mod:`~mmbright_core.analysis.regions`), for
+every retriever that encodes images.
+
 Everything is computed on demand from the retriever that made the run (one index look-up or
 one batch of encodings per call), so the parts add up to the run's stored score. A run read
 from files is explained only through the retriever its configuration rebuilds
@@ -35,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mmbright_core.analysis.regions import ImageRegions, RegionAttribution, explain_regions
 from mmbright_core.errors import InputError, MissingDependencyError
 from mmbright_core.retrieval.base import ImageSource, Retriever, RunConfig, check_task
 from mmbright_core.retrieval.explanation import (
@@ -56,12 +61,15 @@ __all__ = [
     "DenseAttribution",
     "ExplainsScores",
     "FusionAttribution",
+    "ImageRegions",
     "LexicalAttribution",
     "Question",
+    "RegionAttribution",
     "Span",
     "TermContribution",
     "Unavailable",
     "explain",
+    "explain_regions",
     "retriever_from_config",
 ]
 

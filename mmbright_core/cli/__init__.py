@@ -29,7 +29,18 @@ from mmbright_core.errors import InputWarning, MMBrightError, printable
 
 #: The exit status after Ctrl-C (128 + SIGINT, as a shell reports a command it interrupted).
 INTERRUPTED = 130
-_SUBCOMMANDS = ("eval", "data", "run", "rewrite", "rerank", "models", "compare", "app", "notes")
+_SUBCOMMANDS = (
+    "eval",
+    "data",
+    "run",
+    "rewrite",
+    "rerank",
+    "models",
+    "compare",
+    "explain",
+    "app",
+    "notes",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -59,3 +59,9 @@ def delta_color(delta: float) -> str:
 def grade(relevance: float) -> Grade:
     """The colour of a judged grade (0, 1, 2; higher grades as 2, negative as 0)."""
     return GRADES[min(max(int(relevance), 0), 2)]
+
+
+REGION_RAISED = DELTA_NEGATIVE
+"""A region of an image that raised the item compared (the wrong hit) over the other: red."""
+REGION_LOWERED = DELTA_POSITIVE
+"""A region that lowered it (raised the relevant item instead): blue."""

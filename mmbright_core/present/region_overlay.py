@@ -1,0 +1,86 @@
+"""An occlusion grid drawn over its image, and said in one sentence.
+
+Red cells raised the item compared (``doc``: the wrong hit) over the other (``versus``: the
+relevant item), or raised its score when there is no other; blue cells did the opposite.
+Each cell's opacity is its value over the grid's largest absolute value, so the strongest
+cell is the most opaque whatever the scale of the scores.
+"""
+
+from __future__ import annotations
+
+from PIL import Image, ImageColor, ImageDraw
+
+from mmbright_core.analysis.regions import ImageRegions, RegionAttribution
+from mmbright_core.present.palette import REGION_LOWERED, REGION_RAISED
+
+#: The opacity of the strongest cell (0-255).
+STRONGEST = 160
+_ROWS = ("upper", "middle", "lower")
+_COLUMNS = ("left", "centre", "right")
+
+
+def overlay(regions: ImageRegions, picture: Image.Image | None = None) -> Image.Image:
+    """The image with each cell tinted red (raised) or blue (lowered), at the image's size.
+
+    Args:
+        regions: One image's grid.
+        picture: The image (default: the one the grid carries).
+
+    Raises:
+        ValueError: No image given and the grid carries none, or one of another size.
+    """
+    image = picture if picture is not None else regions.picture
+    if image is None or image.size != (regions.width, regions.height):
+        raise ValueError(f"the grid is of a {regions.width}x{regions.height} image")
+    strongest = max((abs(v) for row in regions.values for v in row), default=0.0)
+    tint = Image.new("RGBA", image.size, (0, 0, 0, 0))
+    draw = ImageDraw.Draw(tint)
+    for values, boxes in zip(regions.values, regions.boxes(), strict=True):
+        for value, (left, top, right, bottom) in zip(values, boxes, strict=True):
+            if strongest == 0 or value == 0:
+                continue
+            colour = ImageColor.getrgb(REGION_RAISED if value > 0 else REGION_LOWERED)
+            alpha = round(STRONGEST * abs(value) / strongest)
+            draw.rectangle((left, top, right - 1, bottom - 1), fill=(*colour[:3], alpha))
+    return Image.alpha_composite(image.convert("RGBA"), tint).convert("RGB")
+
+
+def region_name(row: int, col: int, grid: int) -> str:
+    """Where a cell lies, in words: ``lower-left``, ``centre``, ``upper-right``..."""
+    vertical = _ROWS[_third(row, grid)]
+    horizontal = _COLUMNS[_third(col, grid)]
+    if vertical == "middle":
+        return "centre" if horizontal == "centre" else f"middle-{horizontal}"
+    return f"{vertical}-{horizontal}" if horizontal != "centre" else f"{vertical}-centre"
+
+
+def _third(index: int, grid: int) -> int:
+    """Which third of the side a cell's centre lies in (0, 1, 2)."""
+    centre = (index + 0.5) / grid
+    return 0 if centre < 1 / 3 else (2 if centre > 2 / 3 else 1)
+
+
+def sentence(result: RegionAttribution, image: int = 0) -> str:
+    """The strongest cell of one image's grid, said plainly with its share of the target.
+
+    E.g. "Filling the lower-left cell lowers the margin of A over B by 60% (2.10 of
+    3.50)". The share is the cell's value over the score (or margin) with the image whole:
+    the model's response is not a sum over cells, so shares need not add up to 100%.
+    """
+    grid = result.images[image]
+    cells = [(v, r, c) for r, row in enumerate(grid.values) for c, v in enumerate(row)]
+    value, row, col = max(cells, key=lambda cell: abs(cell[0]))
+    where = region_name(row, col, result.grid)
+    if result.versus is not None:
+        target = f"the margin of {result.doc_id} over {result.versus}"
+    else:
+        target = f"the score of {result.doc_id}"
+    if value == 0:
+        return f"No cell of the {result.grid}x{result.grid} grid changes {target}."
+    change = "lowers" if value > 0 else "raises"
+    whole = result.target
+    fraction = abs(value) / abs(whole) if whole else 0.0
+    percent = f"{fraction:.0%}" if fraction >= 0.01 else f"{fraction:.1%}"
+    share = f" by {percent} ({abs(value):.2f} of {abs(whole):.2f})"
+    amount = share if whole else f" by {abs(value):.2f}"
+    return f"Filling the {where} cell {change} {target}{amount}."

@@ -1,0 +1,126 @@
+"""``mmbright explain``: a run's item explained from the shell, as JSON or as a PNG overlay.
+
+The run is made by ``mmbright run`` with a plugin whose image vector sees only the top-left
+quarter of the image, so the grid it prints must put its weight there.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from mmbright_core.cli import main
+from mmbright_core.data.images import query_images
+from mmbright_core.data.sources import open_source
+from mmbright_core.io.official import read_outputs
+from mmbright_core.present.region_overlay import region_name
+
+CORNER = "corner_embedder:make"
+QUERY = "biology_1"
+
+
+@pytest.fixture(scope="module")
+def corner_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A demo Task 2 biology run of the corner plugin."""
+    out = tmp_path_factory.mktemp("corner-run")
+    args = ["run", "--retriever", CORNER, "--source", "demo", "--task", "2"]
+    cache = ["--cache-dir", str(out / "cache")]
+    assert main([*args, "--domain", "biology", "--out", str(out / "runs"), *cache]) == 0
+    (folder,) = (out / "runs").iterdir()
+    return folder
+
+
+def _explain(run: Path, *extra: str) -> list[str]:
+    return [
+        "explain", "--source", "demo", "--task", "2", "--run", str(run), "--query", QUERY,
+        "--allow-import", CORNER, "--cache-dir", str(run.parent.parent / "cache"), *extra,
+    ]  # fmt: skip
+
+
+def _wrong_and_relevant(run: Path) -> tuple[str, str]:
+    data = open_source("demo").task(2, "biology")
+    relevant = next(d for d, grade in data.qrels[QUERY].items() if grade > 0)
+    ranked = read_outputs(run).runs["biology"][QUERY]
+    return next(d for d in ranked if d != relevant), relevant
+
+
+def test_the_grid_printed_as_json_puts_the_weight_on_the_quarter_the_model_sees(
+    corner_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wrong, relevant = _wrong_and_relevant(corner_run)
+    args = _explain(corner_run, "--doc", wrong, "--versus", relevant, "--regions", "--grid", "6")
+    assert main(args) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert (printed["kind"], printed["grid"], printed["fill"]) == ("regions", 6, "mean")
+    assert (printed["doc_id"], printed["versus"], printed["run"]) == (
+        wrong,
+        relevant,
+        str(corner_run),
+    )
+    assert printed["retriever"] == CORNER and printed["passes"] == 37
+    ranked = read_outputs(corner_run).runs["biology"][QUERY]
+    assert printed["score"] == pytest.approx(ranked[wrong], abs=1e-4)
+    assert printed["versus_score"] == pytest.approx(ranked[relevant], abs=1e-4)
+    (image,) = printed["images"]
+    values = image["values"]
+    # A 6x6 grid: the top-left quarter is exactly the first three rows' first three cells.
+    outside = [values[r][c] for r in range(6) for c in range(6) if r >= 3 or c >= 3]
+    assert outside == [0.0] * 27
+    assert any(values[r][c] != 0 for r in range(3) for c in range(3))
+
+
+def test_the_png_is_the_query_image_with_the_heat_over_it(
+    corner_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wrong, relevant = _wrong_and_relevant(corner_run)
+    out = tmp_path / "heat.png"
+    args = ["--doc", wrong, "--versus", relevant, "--regions", "--grid", "4", "--fill", "grey"]
+    assert main([*_explain(corner_run, *args), "--format", "png", "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    named = {region_name(r, c, 4) for r in range(2) for c in range(2)}  # the quarter's cells
+    assert any(said.startswith(f"wrote {out}: Filling the {name} cell") for name in named)
+    source = open_source("demo")
+    query = next(q for q in source.task(2, "biology").queries if q.query_id == QUERY)
+    picture = query_images(source, query, "first").images[0]
+    with Image.open(out) as drawn:
+        assert drawn.format == "PNG" and drawn.size == picture.size
+        # The lower-right cell is untouched (the model never sees it): the image's own pixels.
+        corner = (picture.width - 2, picture.height - 2)
+        assert drawn.convert("RGB").getpixel(corner) == picture.getpixel(corner)
+
+
+def test_without_regions_the_scores_parts_are_printed(
+    corner_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wrong, _ = _wrong_and_relevant(corner_run)
+    assert main(_explain(corner_run, "--doc", wrong)) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["kind"] == "fusion" and printed["doc_id"] == wrong
+    ranked = read_outputs(corner_run).runs["biology"][QUERY]
+    assert printed["text_part"] + printed["image_part"] == pytest.approx(ranked[wrong], abs=1e-4)
+
+
+def test_mistakes_are_one_line_each(
+    corner_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wrong, relevant = _wrong_and_relevant(corner_run)
+    base = _explain(corner_run, "--doc", wrong)
+    cases = [
+        ([*base, "--format", "png"], "--format png draws the regions grid"),
+        ([*base, "--versus", relevant], "--versus compares two items' regions"),
+        ([*base, "--regions", "--grid", "0"], "invalid grid size"),
+        ([*base[:-2], "--doc", "biology/nowhere.txt", "--regions"], "not in the corpus"),
+        ([*base, "--regions", "--side", "document"], "has no image of its own"),
+        ([*base, "--regions", "--domain", "gis"], "not in the task's data"),
+    ]
+    for args, message in cases:
+        assert main(args) == 2, message
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    refused = [a for a in base if a not in ("--allow-import", CORNER)]
+    assert main([*refused, "--regions"]) == 2
+    err = capsys.readouterr().err
+    assert "imports the module 'corner_embedder'" in err and "--allow-import" in err

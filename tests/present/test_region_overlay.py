@@ -1,0 +1,62 @@
+"""The occlusion overlay: red where a region raised the item compared, blue where it lowered it."""
+
+from __future__ import annotations
+
+import pytest
+from PIL import Image, ImageColor
+
+from mmbright_core.analysis.regions import ImageRegions, RegionAttribution
+from mmbright_core.present.palette import REGION_LOWERED, REGION_RAISED
+from mmbright_core.present.region_overlay import STRONGEST, overlay, region_name, sentence
+
+
+def _result(values: list[list[float]], versus: str | None = "rel", score: float = 5.0):
+    picture = Image.new("RGB", (30, 20), (255, 255, 255))
+    grid = ImageRegions("q.png", 30, 20, tuple(map(tuple, values)), picture)
+    return RegionAttribution(
+        query_id="q", doc_id="wrong", versus=versus, side="query", grid=len(values),
+        fill="mean", score=score, versus_score=1.0 if versus else None, images=(grid,),
+        retriever="clip", model="m", settings_key="k", passes=len(values) ** 2 + 1,
+    )  # fmt: skip
+
+
+def _blend(colour: str, alpha: int) -> tuple[int, int, int]:
+    rgb = ImageColor.getrgb(colour)
+    return tuple(round((c * alpha + 255 * (255 - alpha)) / 255) for c in rgb[:3])  # type: ignore[return-value]
+
+
+def test_cells_are_tinted_by_sign_and_strength_at_the_images_size():
+    result = _result([[2.0, -1.0], [0.0, 0.0]])
+    drawn = overlay(result.images[0])
+    assert drawn.size == (30, 20) and drawn.mode == "RGB"
+    raised, lowered = drawn.getpixel((3, 3)), drawn.getpixel((20, 3))
+    assert raised == pytest.approx(_blend(REGION_RAISED, STRONGEST), abs=1)
+    assert lowered == pytest.approx(_blend(REGION_LOWERED, STRONGEST // 2), abs=1)
+    assert drawn.getpixel((3, 15)) == (255, 255, 255)  # a zero cell is the image itself
+    with pytest.raises(ValueError, match="30x20"):
+        overlay(result.images[0], Image.new("RGB", (10, 10)))
+
+
+def test_the_sentence_names_the_strongest_cell_and_its_share():
+    result = _result([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [2.4, 0.0, -1.0]])
+    assert sentence(result) == (
+        "Filling the lower-left cell lowers the margin of wrong over rel by 60% (2.40 of 4.00)."
+    )
+    alone = _result([[0.0, -0.5], [0.0, 0.0]], versus=None, score=2.0)
+    assert (
+        sentence(alone)
+        == "Filling the upper-right cell raises the score of wrong by 25% (0.50 of 2.00)."
+    )
+    small = _result([[0.02, 0.0], [0.0, 0.0]], versus=None, score=4.0)
+    assert sentence(small).endswith("lowers the score of wrong by 0.5% (0.02 of 4.00).")
+    flat = _result([[0.0]], versus=None)
+    assert sentence(flat) == "No cell of the 1x1 grid changes the score of wrong."
+
+
+def test_region_names():
+    assert [region_name(r, c, 3) for r in range(3) for c in range(3)] == [
+        "upper-left", "upper-centre", "upper-right",
+        "middle-left", "centre", "middle-right",
+        "lower-left", "lower-centre", "lower-right",
+    ]  # fmt: skip
+    assert region_name(0, 0, 1) == "centre" and region_name(6, 0, 7) == "lower-left"
