@@ -15,8 +15,8 @@ session is a new browser context that times three steps:
 The first session after the server starts is the server's first page (imports, demo runs
 read and scored); then ``--repeat`` single sessions, one after another, give the one-session
 figures; then each count of ``--sessions`` opens that many sessions at once. Each wave
-prints p50 and p95 of every step, the server's resident memory growth divided by the
-sessions (all still open), and the ratio of its slowest first page to the one-session median
+prints p50 and p95 of every step, the server's resident memory growth and CPU time divided
+by the sessions (all still open), and the ratio of its slowest first page to the one-session median
 (target: within 3x for 8 sessions). A fresh session's first page "busy" is the median first
 page of the first wave (it loads beside the others).
 
@@ -97,6 +97,13 @@ async def trivial_session(page: Any, url: str) -> dict[str, float]:
     return {"first page": time.perf_counter() - start}
 
 
+def cpu_s(pid: int) -> float:
+    """The CPU time (user and system) a process has used, in seconds, from /proc."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
@@ -130,13 +137,19 @@ async def measure(session: Any, url: str, pid: int, args: argparse.Namespace) ->
                 for context in contexts:
                     await context.close()
 
+        cpu = cpu_s(pid)
         first, _ = await wave(1)
-        figures["server first page"] = {"load": load(), **first[0]}
+        figures["server first page"] = {"load": load(), "cpu_s": cpu_s(pid) - cpu, **first[0]}
+        cpu = cpu_s(pid)
         singles = [(await wave(1))[0][0] for _ in range(args.repeat)]
-        figures["1 session"] = {"load": load(), "samples": singles}
+        figures["1 session"] = {
+            "load": load(),
+            "samples": singles,
+            "cpu_s_per_session": (cpu_s(pid) - cpu) / args.repeat,
+        }
         for count in args.sessions:
             await asyncio.sleep(2)  # the closed sessions' memory handed back
-            before, load_before = rss_mb(pid), load()
+            before, load_before, cpu = rss_mb(pid), load(), cpu_s(pid)
             started = time.perf_counter()
             samples, after = await wave(count)
             figures[f"{count} sessions"] = {
@@ -144,6 +157,7 @@ async def measure(session: Any, url: str, pid: int, args: argparse.Namespace) ->
                 "wall_s": round(time.perf_counter() - started, 1),
                 "samples": samples,
                 "mb_per_session": round((after - before) / count, 1),
+                "cpu_s_per_session": (cpu_s(pid) - cpu) / count,
             }
         await browser.close()
     return figures
@@ -167,7 +181,10 @@ def rows(figures: dict[str, Any], steps: tuple[str, ...]) -> list[str]:
     lines.append(head)
     lines.append("-" * len(head))
     first = figures["server first page"]
-    lines.append(f"{'server first page':24s} {'first page':15s} {1:3d} {first['first page']:7.2f}")
+    lines.append(
+        f"{'server first page':24s} {'first page':15s} {1:3d} {first['first page']:7.2f}"
+        f"  (server CPU {first['cpu_s']:.2f} s; {first['load']})"
+    )
     for name, wave in figures.items():
         if not isinstance(wave, dict) or "samples" not in wave:
             continue
@@ -177,7 +194,7 @@ def rows(figures: dict[str, Any], steps: tuple[str, ...]) -> list[str]:
                 f"{name:24s} {step:15s} {len(values):3d} {percentile(values, 50):7.2f} "
                 f"{percentile(values, 95):7.2f} {max(values):7.2f}"
             )
-        extra = f"  {wave['load']}"
+        extra = f"  {wave['load']}; server CPU {wave['cpu_s_per_session']:.2f} s per session"
         if "mb_per_session" in wave:
             extra += f"; wall {wave['wall_s']} s; {wave['mb_per_session']} MB per session"
         lines.append(extra)
