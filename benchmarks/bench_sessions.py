@@ -17,7 +17,8 @@ read and scored); then ``--repeat`` single sessions, one after another, give the
 figures; then each count of ``--sessions`` opens that many sessions at once. Each wave
 prints p50 and p95 of every step, the server's resident memory growth and CPU time divided
 by the sessions (all still open), and the ratio of its slowest first page to the one-session median
-(target: within 3x for 8 sessions). A fresh session's first page "busy" is the median first
+(target: within 3x for 8 sessions; the trivial app's ratio, printed beside it, is what the
+machine and the browsers alone allow). A fresh session's first page "busy" is the median first
 page of the first wave (it loads beside the others).
 
 The floor is a trivial Streamlit app (one ``st.write``) served and measured the same way in
@@ -248,10 +249,14 @@ def main(argv: list[str] | None = None) -> int:
             f"a fresh session's first page {quiet:.2f} s quiet, {loaded:.2f} s busy "
             f"(median of {busy} at once)"
         )
-    report["ratios"] = ratios(report["dashboard"], args.sessions)
-    for name, ratio in report["ratios"].items():
-        verdict = "met" if ratio <= RATIO_TARGET else "MISSED"
-        print(f"{name}: {ratio:.1f}x (target within {RATIO_TARGET:.0f}x: {verdict})")
+    report["ratios"] = {app: ratios(report[app], args.sessions) for app in ("dashboard", "trivial")}
+    for app, found in report["ratios"].items():
+        for name, ratio in found.items():
+            verdict = "met" if ratio <= RATIO_TARGET else "MISSED"
+            target = (
+                f" (target within {RATIO_TARGET:.0f}x: {verdict})" if app == "dashboard" else ""
+            )
+            print(f"{app}: {name}: {ratio:.1f}x{target}")
     if args.out:
         args.out.write_text(json.dumps(report, indent=2), encoding="utf-8")
     return 0
