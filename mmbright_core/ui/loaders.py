@@ -116,8 +116,9 @@ def demo_runs() -> dict[Task, tuple[RunEntry, ...]]:
     return {task: tuple(workspace.demo_entries(task)) for task in workspace.demo_tasks()}
 
 
-def _key(entries: Mapping[str, RunEntry]) -> tuple[tuple[str, str], ...]:
-    return tuple((name, entry.fingerprint) for name, entry in entries.items())
+def _key(entries: Mapping[str, RunEntry]) -> tuple[tuple[str, str, str], ...]:
+    """What names the runs' scores: each run's name, content and ``negative_ids`` policy."""
+    return tuple((name, entry.fingerprint, entry.negatives) for name, entry in entries.items())
 
 
 def table_for(
@@ -172,8 +173,23 @@ def _run_table(
 def board_for(
     spec: str, task: Task, protocol: str, entries: Mapping[str, RunEntry]
 ) -> pd.DataFrame:
-    """The leaderboard of the given runs (domains, ``Avg.``, x100 with one decimal)."""
-    return leaderboard(table_for(spec, task, protocol, entries), MEASURE)
+    """The leaderboard of the given runs (domains, ``Avg.``, x100 with one decimal).
+
+    Computed once per server for the same runs (their names, contents and policies for
+    ``negative_ids``): every session that opens Home on the demo's runs shares it.
+    """
+    return _board(spec, task, protocol, _key(entries), entries)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _board(
+    spec: str,
+    task: Task,
+    protocol: str,
+    key: tuple[tuple[str, str, str], ...],
+    _entries: Mapping[str, RunEntry],
+) -> pd.DataFrame:
+    return leaderboard(table_for(spec, task, protocol, _entries), MEASURE)
 
 
 def comparison_for(
@@ -197,7 +213,7 @@ def _comparison(
     spec: str,
     task: Task,
     protocol: str,
-    key: tuple[tuple[str, str], ...],
+    key: tuple[tuple[str, str, str], ...],
     run_a: str,
     run_b: str,
     _entries: Mapping[str, RunEntry],

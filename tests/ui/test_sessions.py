@@ -8,6 +8,7 @@ import pytest
 from apptest import fresh
 from streamlit.testing.v1 import AppTest
 
+from mmbright_core.analysis import leaderboard as leaderboard_module
 from mmbright_core.errors import InputError
 from mmbright_core.types import Task
 from mmbright_core.ui import loaders, sessions, workspace
@@ -123,6 +124,27 @@ def test_a_second_session_shares_the_demo_runs_the_first_read(
     second = fresh(clear=False)
     assert read == read_by_first  # the second session read no run file
     assert not second.exception
+    assert _chosen(second) == _chosen(first) != []
+
+
+def test_a_second_session_shares_the_leaderboard_the_first_computed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built: list[int] = []
+    real = leaderboard_module.leaderboard
+
+    def counted(table, measure):  # type: ignore[no-untyped-def]
+        built.append(len(table))
+        return real(table, measure)
+
+    monkeypatch.setattr(leaderboard_module, "leaderboard", counted)
+    monkeypatch.setattr(loaders, "leaderboard", counted)
+    first = fresh()
+    assert built and not first.exception
+    built_by_first = list(built)
+    second = fresh(clear=False)
+    assert not second.exception
+    assert built == built_by_first  # the second session's Home reused the first's board
     assert _chosen(second) == _chosen(first) != []
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from mmbright_core.analysis.leaderboard import leaderboard, published_table, reproduction
+from mmbright_core.analysis.leaderboard import published_table, reproduction
 from mmbright_core.errors import cut
 from mmbright_core.present import figures
 from mmbright_core.ui import loaders, presets, queries, render, runs_panel, state
@@ -40,7 +40,7 @@ with st.expander("Add or remove runs", expanded=not state.task_runs() or runs_pa
 chosen = {name: state.task_runs()[name] for name in selected_runs()}
 st.subheader("Headline numbers")
 table = render.attempt(loaders.table_for, spec, task, protocol, chosen) if chosen else None
-board = leaderboard(table, loaders.MEASURE) if table is not None else None
+board = loaders.board_for(spec, task, protocol, chosen) if table is not None else None
 counts = render.attempt(queries.task_counts, spec, task, protocol) if board is not None else None
 if table is None or board is None or counts is None:
     st.info("Choose runs in the sidebar (or add some above) to see their scores.")
