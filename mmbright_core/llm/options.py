@@ -14,7 +14,7 @@ from typing import Any
 from mmbright_core.errors import InputError
 from mmbright_core.llm.cache import AnswerCache
 from mmbright_core.llm.chat import DEFAULT_PARAMETERS, SAMPLING, ChatClient
-from mmbright_core.retrieval.api_client import DEFAULT_KEY_ENV, Limits
+from mmbright_core.retrieval.api_client import DEFAULT_KEY_ENV, Limits, whole_option
 from mmbright_core.retrieval.cache import default_cache_dir
 
 #: ``--option`` names that set the client's limits, with their types.
@@ -49,7 +49,9 @@ def split_options(
             parameters[name] = value
         elif name in LIMIT_OPTIONS:
             limits[name] = option_number(name, value, LIMIT_OPTIONS[name])
-        elif name in ("api_key_env", "image_side"):
+        elif name == "image_side":  # the side images are scaled to; 0 would be no image
+            rest[name] = whole_option(name, value, 1)
+        elif name == "api_key_env":
             rest[name] = value
         else:
             known = [*SAMPLING, *LIMIT_OPTIONS, "api_key_env", "image_side"]

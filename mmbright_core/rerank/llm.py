@@ -46,6 +46,7 @@ from mmbright_core.llm.images import DEFAULT_SIDE, data_url, user_message
 from mmbright_core.llm.options import chat_client, option_number
 from mmbright_core.llm.prompts import BRIGHT_PARAMETERS, BRIGHT_SYSTEM
 from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, RerankQuery
+from mmbright_core.retrieval.api_client import whole_option
 from mmbright_core.task_table import TASK_TABLE, task_info
 
 MODES = ("pointwise", "listwise", "bright")
@@ -448,7 +449,7 @@ def llm_reranker(
     for name, kind in _NUMBERS.items():
         if name in options:
             own[name] = option_number(name, options.pop(name), kind)
-    side = own.pop("image_side", DEFAULT_SIDE)
+    side = whole_option("image_side", own.pop("image_side", DEFAULT_SIDE), 1)
     defaults = BRIGHT_PARAMETERS if own.get("mode") == "bright" else None
     client = chat_client(model, endpoint, options, cache_dir, defaults)
     return LlmReranker(client, side=side, **own)

@@ -327,3 +327,14 @@ def test_run_on_a_set_with_empty_queries_warns_once_with_their_count(
         "ranked with no text and score 0. Rewrite them again with mmbright rewrite, which "
         "keeps a query's own text where the answer is empty"
     ]
+
+
+@pytest.mark.parametrize("side", ["0", "-5", "abc", "true", "2.5"])
+def test_an_image_side_that_is_no_size_is_refused_before_any_request(
+    chat_server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], side: str
+) -> None:
+    assert rewrite(chat_server, tmp_path, 2, "--option", f"image_side={side}") == 2
+    err = capsys.readouterr().err
+    assert "option image_side is not valid; expected a whole number of at least 1" in err
+    assert len(err.strip().splitlines()) == 1
+    assert chat_server.requests == [] and not (tmp_path / "q.jsonl").exists()

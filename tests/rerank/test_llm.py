@@ -137,6 +137,11 @@ def test_a_grade_outside_0_3_is_recorded_and_bad_options_are_one_line(
     args += ["--endpoint", chat_server.url, "--out", str(tmp_path / "x")]
     assert main(["rerank", *args, "--option", "mode=sideways"]) == 2
     assert "bad llm reranker option mode; expected pointwise or listwise" in capsys.readouterr().err
+    asked = len(chat_server.requests)
+    assert main(["rerank", *args, "--option", "image_side=0"]) == 2
+    err = capsys.readouterr().err
+    assert "option image_side is not valid; expected a whole number of at least 1" in err
+    assert len(chat_server.requests) == asked  # refused before any request
 
 
 def test_a_grade_is_read_only_in_the_form_the_prompt_asks() -> None:
