@@ -17,7 +17,8 @@ from typing import Any
 import pandas as pd
 
 from mmbright_core.metrics import evaluate
-from mmbright_core.rerank.first_stage import first_stage_record, runs_fingerprint
+from mmbright_core.rerank.base import first_stage_record
+from mmbright_core.rerank.first_stage import runs_fingerprint
 from mmbright_core.task_table import MAIN_SCORE
 from mmbright_core.types import Qrels, Run
 

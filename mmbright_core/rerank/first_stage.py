@@ -22,8 +22,6 @@ from mmbright_core.retrieval.cache import content_key
 from mmbright_core.task_runs import Scope, check_task_runs, read_task_file, read_task_outputs
 from mmbright_core.types import Protocol4
 
-#: The key of the first stage in a reranked run's recorded options.
-FIRST_STAGE = "first_stage"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 
 
@@ -62,17 +60,6 @@ def runs_fingerprint(runs: Mapping[str, Mapping[str, Mapping[str, float]]]) -> s
     """Return the sha256 of per-domain runs: each as ``scores.json`` holds it, by domain name."""
     parts = [f"{d}\n{run_json(runs[d])}" for d in sorted(runs)]
     return content_key("\n".join(parts))
-
-
-def first_stage_record(config: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """Return what a reranked run's configuration records of its first stage, or None.
-
-    Args:
-        config: A run's recorded configuration (``config.json``'s ``"config"``), or None.
-    """
-    options = (config or {}).get("options")
-    found = options.get(FIRST_STAGE) if isinstance(options, Mapping) else None
-    return found if isinstance(found, Mapping) else None
 
 
 def load_first_stage(

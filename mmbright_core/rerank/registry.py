@@ -18,6 +18,7 @@ from typing import Any
 from mmbright_core.errors import InputError
 from mmbright_core.rerank.base import (
     Asked,
+    BatchReranker,
     Candidate,
     ImageStore,
     Reranked,
@@ -152,6 +153,11 @@ class PluginReranker:
         """
         from mmbright_core.retrieval.plugins import plugin_code
 
+        if not isinstance(self.inner, BatchReranker):  # one query at a time, each named
+            for position, (query, candidates) in enumerate(asked):
+                if position not in known:
+                    yield position, self.rerank(query, candidates, images)
+            return
         with plugin_code(self.name, f"reranking {len(asked)} queries"):
             for position, answer in answers(self.inner, asked, images, known):
                 yield position, self._checked(asked[position][0], answer)

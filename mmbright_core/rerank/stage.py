@@ -27,6 +27,7 @@ from mmbright_core.errors import InputError
 from mmbright_core.ranking import ranked
 from mmbright_core.rerank.answers import checked_order, reranked_run
 from mmbright_core.rerank.base import (
+    FIRST_STAGE,
     Asked,
     Candidate,
     ImageStore,
@@ -36,7 +37,7 @@ from mmbright_core.rerank.base import (
     answers,
 )
 from mmbright_core.rerank.cache import AnswerCache, answer_key
-from mmbright_core.rerank.first_stage import FIRST_STAGE, FirstStage
+from mmbright_core.rerank.first_stage import FirstStage
 from mmbright_core.retrieval.cache import content_key
 from mmbright_core.retrieval.runner import RunOutcome, run_task
 from mmbright_core.task_table import TASK_TABLE, task_info

@@ -103,7 +103,7 @@ class RunEntry:
     @property
     def provenance(self) -> str:
         """One line: where the run came from, its ``negative_ids`` policy, its first stage."""
-        from mmbright_core.rerank.first_stage import first_stage_record
+        from mmbright_core.rerank.base import first_stage_record
 
         first, stage = first_stage_record(self.config), ""
         if first is not None and self.config is not None:

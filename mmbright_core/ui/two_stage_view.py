@@ -24,7 +24,8 @@ from mmbright_core.analysis.two_stage import MEASURE, TwoStage, find_first_stage
 from mmbright_core.data.ids import check_protocol
 from mmbright_core.data.sources import Source
 from mmbright_core.present.report_tables import shown_table
-from mmbright_core.rerank.first_stage import first_stage_record, runs_fingerprint
+from mmbright_core.rerank.base import first_stage_record
+from mmbright_core.rerank.first_stage import runs_fingerprint
 from mmbright_core.types import Task
 from mmbright_core.ui import loaders, render
 from mmbright_core.ui.literal import literal
