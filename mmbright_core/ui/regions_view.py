@@ -113,23 +113,18 @@ def show_regions(
     if st.button("Where in the image", key="insp_regions_go", icon=":material/grid_on:"):
         st.session_state.pop(CANCELLED_KEY, None)
         st.button("Cancel", key="insp_regions_cancel", on_click=_cancel)
-        bar = st.progress(0.0, text=f"Occluding {grid}x{grid} cells…")
-
-        def progress(done: int, total: int) -> None:
-            bar.progress(done / total, text=f"{done} of {total} forward passes")
-
-        found = render.attempt(
-            explain_regions,
-            retriever,
-            data,
-            source,
-            query.query_id,
-            doc,
-            versus=versus,
-            grid=grid,
-            progress=progress,
-        )
-        bar.empty()
+        with render.progress_bar(f"Occluding {grid}x{grid} cells…", "forward passes") as bar:
+            found = render.attempt(
+                explain_regions,
+                retriever,
+                data,
+                source,
+                query.query_id,
+                doc,
+                versus=versus,
+                grid=grid,
+                progress=bar,
+            )
         if found is not None:
             results[key] = found
     elif st.session_state.pop(CANCELLED_KEY, False):

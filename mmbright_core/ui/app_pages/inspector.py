@@ -93,19 +93,7 @@ pending = {
     plugin: name for name in rankings if (plugin := explain_cache.pending_import(runs[name]))
 }
 for number, (plugin, name) in enumerate(pending.items()):
-    module = plugin.partition(":")[0]
-    st.warning(
-        f"Run {literal(name)} was made by the plugin {literal(plugin)}: explaining its scores "
-        f"imports the module {literal(module)} and runs its code. Allow it only if you trust "
-        "the folder the run came from.",
-        icon=":material/gpp_maybe:",
-    )
-    st.button(
-        f"Import {literal(module)} and explain",
-        key=f"insp_allow_{number}",
-        on_click=explain_cache.allow_import,
-        args=(plugin,),
-    )
+    explain_cache.ask_import(plugin, name, key=f"insp_allow_{number}")
 found = {
     name: render.attempt(
         explain_cache.explanations,
