@@ -20,7 +20,7 @@ from mmbright_core.analysis.attribution import RegionAttribution, Unavailable, e
 from mmbright_core.analysis.regions import GRID, EncodesImages
 from mmbright_core.data.ids import display_id
 from mmbright_core.data.sources import Source
-from mmbright_core.present.region_overlay import overlay, sentence
+from mmbright_core.present.region_overlay import heat_figure, sentence
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Document, Query, Task
 from mmbright_core.ui import explain_cache, loaders, render
@@ -152,7 +152,8 @@ def _show(
         for index, image in enumerate(result.images):
             st.markdown(literal(sentence(result, index)))
             if image.picture is not None:
-                st.image(overlay(image), caption=visible(image.image), width="content")
+                st.plotly_chart(heat_figure(image), key=f"insp_regions_heat_{index}")
+                st.caption(literal(image.image))
             st.dataframe(grid_table(result, index), key=f"insp_regions_grid_{index}")
         how = "read from the cache" if result.cached else f"{result.passes} forward passes"
         st.caption(
