@@ -3,22 +3,29 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from corner_embedder import SPEC, demo_run
 
+from mmbright_core.analysis.attribution import explain_regions, retriever_from_config
 from mmbright_core.analysis.region_weight import (
     CENTRE,
     EDGES,
     NO_WEIGHT,
+    Case,
     case,
     centre_cells,
+    query_weights,
     shares,
     weight_groups,
     where,
 )
 from mmbright_core.analysis.regions import ImageRegions
+from mmbright_core.data.sources import open_source
+from mmbright_core.io.official import read_outputs
 from mmbright_core.present.region_overlay import region_name
 
 
@@ -75,3 +82,27 @@ def test_the_groups_count_queries_losses_and_mean_deltas():
     assert groups.loc[EDGES, "queries"] == 2 and groups.loc[EDGES, "losses"] == 1
     assert groups.loc[EDGES, "delta"] == pytest.approx(-0.1)
     assert groups.loc[EDGES, "edge_share"] == pytest.approx(0.925)
+
+
+def test_query_weights_gives_each_grids_shares_and_says_why_a_case_has_none(tmp_path: Path):
+    outputs = read_outputs(demo_run(tmp_path / "run"))
+    retriever = retriever_from_config(outputs.run_config, import_modules=(SPEC,))
+    source = open_source("demo")
+    data = source.task(2, "biology")
+    ranked = outputs.runs["biology"]["biology_0"]
+    good = case("biology", "biology_0", list(ranked), data.qrels["biology_0"])
+    missing = Case("biology", "biology_0", "biology/not-there.txt", None)
+    seen = []
+    table, skipped = query_weights(
+        retriever, source, [good, missing], lambda domain: data, grid=5,
+        cache_dir=str(tmp_path / "cache"), progress=lambda done, total: seen.append((done, total)),
+    )  # fmt: skip
+    assert seen == [(1, 2), (2, 2)]
+    assert [(c, "not in the corpus" in why) for c, why in skipped] == [(missing, True)]
+    direct = explain_regions(
+        retriever, data, source, "biology_0", good.doc_id, versus=good.versus, grid=5,
+        cache_dir=tmp_path / "other",
+    )  # fmt: skip
+    (row,) = table.itertuples(index=False)
+    assert (row.centre_share, row.edge_share) == pytest.approx(shares(direct.images))
+    assert row.where == where(row.edge_share, 5)

@@ -124,3 +124,27 @@ def test_a_run_whose_retriever_reads_no_image_says_why_in_one_message():
     reasons = [i.value for i in at.info if "No regions" in i.value]
     assert len(reasons) == 1 and "does not encode images" in reasons[0]
     assert not [b for b in at.button if b.key == "insp_regions_go"]
+
+
+def test_a_run_that_cannot_be_rebuilt_says_why_in_one_message(corner_run: Path, tmp_path: Path):
+    ranked = read_outputs(corner_run).runs["biology"]
+    lines = [
+        f"{qid} Q0 {doc} {rank} {score} uploaded"
+        for qid, docs in ranked.items()
+        for rank, (doc, score) in enumerate(list(docs.items())[:20], 1)
+    ]
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "uploaded.trec").write_text("\n".join(lines) + "\n")  # no config.json beside it
+    at = fresh(timeout=120)
+    at.selectbox(key="task").set_value(2).run()
+    at.text_input(key="runs_folder").input(str(folder)).run()
+    at.button(key="add_folder").click().run()
+    choose_pair(at, "bm25", "uploaded")
+    at.session_state["inspect_query"] = InspectTarget("biology", QUERY)
+    at.switch_page("app_pages/inspector.py").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="insp_regions_run").value == "uploaded"
+    reasons = [i.value for i in at.info if "No regions" in i.value]
+    assert len(reasons) == 1 and "attribution needs the retriever that made the run" in reasons[0]
+    assert not [b for b in at.button if b.key == "insp_regions_go"]
