@@ -21,7 +21,7 @@ from mmbright_core.ui import explain_cache, inspect, loaders, render
 from mmbright_core.ui.literal import literal
 from mmbright_core.ui.state import Compared, InspectTarget
 
-#: Session state: (run fingerprint, queries, grid) -> (per-query table, skipped cases).
+#: Session state: (run B fingerprint, queries, grid) -> (per-query table, skipped cases).
 RESULTS_KEY = "cmp_weights_results"
 #: How many queries are weighed unless the user asks for another number.
 QUERIES = 20
@@ -51,7 +51,7 @@ def show_weights(compared: Compared, comparison: Comparison) -> None:
     count, grid = st.columns(2)
     limit = int(count.number_input("Queries (at most)", 1, 500, QUERIES, key="cmp_weights_n"))
     cells = int(grid.number_input("Grid", 2, 16, GRID, key="cmp_weights_grid"))
-    key = (entry.fingerprint, comparison.run_a, limit, cells)
+    key = (entry.fingerprint, limit, cells)
     results = st.session_state.setdefault(RESULTS_KEY, {})
     if st.button("Weigh the query images", key="cmp_weights_go", icon=":material/grid_on:"):
         st.button("Cancel", key="cmp_weights_cancel")
