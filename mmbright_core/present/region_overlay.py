@@ -3,14 +3,20 @@
 Red cells raised the item compared (``doc``: the wrong hit) over the other (``versus``: the
 relevant item), or raised its score when there is no other; blue cells did the opposite.
 Each cell's opacity is its value over the grid's largest absolute value, so the strongest
-cell is the most opaque whatever the scale of the scores.
+cell is the most opaque whatever the scale of the scores. :func:`heat_figure` draws the same
+grid as a figure whose cells say their value on hover.
 """
 
 from __future__ import annotations
 
+import base64
+import io
+
+import plotly.graph_objects as go
 from PIL import Image, ImageColor, ImageDraw
 
 from mmbright_core.analysis.regions import ImageRegions, RegionAttribution
+from mmbright_core.present.figure_parts import MARGIN
 from mmbright_core.present.palette import REGION_LOWERED, REGION_RAISED
 
 #: The opacity of the strongest cell (0-255).
@@ -43,6 +49,64 @@ def overlay(regions: ImageRegions, picture: Image.Image | None = None) -> Image.
             alpha = round(STRONGEST * abs(value) / strongest)
             draw.rectangle((left, top, right - 1, bottom - 1), fill=(*colour[:3], alpha))
     return Image.alpha_composite(image.convert("RGBA"), tint).convert("RGB")
+
+
+def heat_figure(
+    regions: ImageRegions, picture: Image.Image | None = None, width: int = 480
+) -> go.Figure:
+    """The image with the grid as a heatmap over it: red raised, blue lowered, values on hover.
+
+    The image is sent scaled down to ``width`` pixels at most; the axes stay in the image's
+    own pixels, the cells' edges where :func:`~mmbright_core.analysis.regions.cell_boxes`
+    puts them.
+
+    Raises:
+        ValueError: No image given and the grid carries none, or one of another size.
+    """
+    image = picture if picture is not None else regions.picture
+    if image is None or image.size != (regions.width, regions.height):
+        raise ValueError(f"the grid is of a {regions.width}x{regions.height} image")
+    shown = image.convert("RGB")
+    if shown.width > width:
+        shown = shown.resize((width, max(1, round(shown.height * width / shown.width))))
+    encoded = io.BytesIO()
+    shown.save(encoded, format="PNG")
+    source = "data:image/png;base64," + base64.b64encode(encoded.getvalue()).decode("ascii")
+    grid = regions.grid
+    boxes = [box for row in regions.boxes() for box in row]
+    xs = [box[0] for box in boxes[:grid]] + [regions.width]
+    ys = [boxes[row * grid][1] for row in range(grid)] + [regions.height]
+    strongest = max((abs(v) for row in regions.values for v in row), default=0.0) or 1.0
+    names = [
+        [f"{region_name(r, c, grid)} (row {r + 1}, column {c + 1})" for c in range(grid)]
+        for r in range(grid)
+    ]
+    figure = go.Figure(
+        go.Image(
+            source=source,
+            dx=image.width / shown.width,
+            dy=image.height / shown.height,
+            hoverinfo="skip",
+        )
+    )
+    figure.add_trace(
+        go.Heatmap(
+            z=[list(row) for row in regions.values],
+            x=xs,
+            y=ys,
+            zmin=-strongest,
+            zmax=strongest,
+            colorscale=[[0, REGION_LOWERED], [0.5, "rgba(255, 255, 255, 0)"], [1, REGION_RAISED]],
+            opacity=0.6,
+            customdata=names,
+            hovertemplate="%{customdata}: %{z:+.4f}<extra></extra>",
+            colorbar={"title": {"text": "change"}},
+        )
+    )
+    figure.update_layout(margin=MARGIN)
+    figure.update_xaxes(visible=False, range=[0, regions.width])
+    figure.update_yaxes(visible=False, range=[regions.height, 0], scaleanchor="x")
+    return figure
 
 
 def region_name(row: int, col: int, grid: int) -> str:

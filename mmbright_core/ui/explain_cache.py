@@ -35,6 +35,7 @@ from mmbright_core.retrieval.ocr import OcrAugmented
 from mmbright_core.retrieval.rebuild import ImportNotAllowed, plugin_module
 from mmbright_core.types import Task, TaskData
 from mmbright_core.ui.confine import data_root
+from mmbright_core.ui.literal import literal
 from mmbright_core.ui.loaders import get_source, queries
 from mmbright_core.ui.state import RunEntry
 
@@ -87,6 +88,20 @@ def pending_import(entry: RunEntry) -> str | None:
     if spec is None or data_root() is not None or _allowed(spec):
         return None
     return spec
+
+
+def ask_import(plugin: str, name: str, key: str) -> None:
+    """Warn that explaining run ``name`` imports ``plugin``'s module; a button allows it."""
+    module = plugin.partition(":")[0]
+    st.warning(
+        f"Run {literal(name)} was made by the plugin {literal(plugin)}: explaining its scores "
+        f"imports the module {literal(module)} and runs its code. Allow it only if you trust "
+        "the folder the run came from.",
+        icon=":material/gpp_maybe:",
+    )
+    st.button(
+        f"Import {literal(module)} and explain", key=key, on_click=allow_import, args=(plugin,)
+    )
 
 
 def allow_import(spec: str) -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import html
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
 
 import pandas as pd
@@ -57,6 +58,23 @@ def attempt(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
     except (MMBrightError, OSError) as err:
         st.error(literal(err), icon=":material/error:")
         return None
+
+
+@contextmanager
+def progress_bar(text: str, unit: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar while the block runs: the callback it yields draws ``done of total unit``.
+
+    The bar is removed when the block ends, however it ends.
+    """
+    bar = st.progress(0.0, text=text)
+
+    def update(done: int, total: int) -> None:
+        bar.progress(done / total, text=f"{done} of {total} {unit}")
+
+    try:
+        yield update
+    finally:
+        bar.empty()
 
 
 def csv_download(

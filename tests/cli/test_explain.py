@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from corner_embedder import SPEC, demo_run
 from PIL import Image
 
 from mmbright_core.cli import main
@@ -18,25 +19,19 @@ from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import read_outputs
 from mmbright_core.present.region_overlay import region_name
 
-CORNER = "corner_embedder:make"
 QUERY = "biology_1"
 
 
 @pytest.fixture(scope="module")
 def corner_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A demo Task 2 biology run of the corner plugin."""
-    out = tmp_path_factory.mktemp("corner-run")
-    args = ["run", "--retriever", CORNER, "--source", "demo", "--task", "2"]
-    cache = ["--cache-dir", str(out / "cache")]
-    assert main([*args, "--domain", "biology", "--out", str(out / "runs"), *cache]) == 0
-    (folder,) = (out / "runs").iterdir()
-    return folder
+    return demo_run(tmp_path_factory.mktemp("corner-run"))
 
 
 def _explain(run: Path, *extra: str) -> list[str]:
     return [
         "explain", "--source", "demo", "--task", "2", "--run", str(run), "--query", QUERY,
-        "--allow-import", CORNER, "--cache-dir", str(run.parent.parent / "cache"), *extra,
+        "--allow-import", SPEC, "--cache-dir", str(run.parent.parent / "cache"), *extra,
     ]  # fmt: skip
 
 
@@ -60,7 +55,7 @@ def test_the_grid_printed_as_json_puts_the_weight_on_the_quarter_the_model_sees(
         relevant,
         str(corner_run),
     )
-    assert printed["retriever"] == CORNER and printed["passes"] == 37
+    assert printed["retriever"] == SPEC and printed["passes"] == 37
     ranked = read_outputs(corner_run).runs["biology"][QUERY]
     assert printed["score"] == pytest.approx(ranked[wrong], abs=1e-4)
     assert printed["versus_score"] == pytest.approx(ranked[relevant], abs=1e-4)
@@ -120,7 +115,7 @@ def test_mistakes_are_one_line_each(
         assert main(args) == 2, message
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
-    refused = [a for a in base if a not in ("--allow-import", CORNER)]
+    refused = [a for a in base if a not in ("--allow-import", SPEC)]
     assert main([*refused, "--regions"]) == 2
     err = capsys.readouterr().err
     assert "imports the module 'corner_embedder'" in err and "--allow-import" in err

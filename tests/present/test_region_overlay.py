@@ -7,7 +7,13 @@ from PIL import Image, ImageColor
 
 from mmbright_core.analysis.regions import ImageRegions, RegionAttribution
 from mmbright_core.present.palette import REGION_LOWERED, REGION_RAISED
-from mmbright_core.present.region_overlay import STRONGEST, overlay, region_name, sentence
+from mmbright_core.present.region_overlay import (
+    STRONGEST,
+    heat_figure,
+    overlay,
+    region_name,
+    sentence,
+)
 
 
 def _result(values: list[list[float]], versus: str | None = "rel", score: float = 5.0):
@@ -60,3 +66,17 @@ def test_region_names():
         "lower-left", "lower-centre", "lower-right",
     ]  # fmt: skip
     assert region_name(0, 0, 1) == "centre" and region_name(6, 0, 7) == "lower-left"
+
+
+def test_the_heat_figure_puts_each_value_on_its_cell_with_the_value_on_hover():
+    result = _result([[2.0, -1.0, 0.0], [0.0, 0.5, 0.0], [0.0, 0.0, -3.0]])
+    figure = heat_figure(result.images[0], width=10)  # the picture is sent scaled down
+    picture, heat = figure.data
+    assert picture.type == "image" and picture.dx == pytest.approx(3.0)
+    assert [list(row) for row in heat.z] == [list(row) for row in result.images[0].values]
+    assert list(heat.x) == [0, 10, 20, 30] and list(heat.y) == [0, 6, 13, 20]
+    assert (heat.zmin, heat.zmax) == (-3.0, 3.0)  # white at zero whatever the sign
+    assert heat.customdata[0][0] == "upper-left (row 1, column 1)"
+    assert "%{z:+.4f}" in heat.hovertemplate
+    with pytest.raises(ValueError, match="30x20"):
+        heat_figure(result.images[0], Image.new("RGB", (5, 5)))

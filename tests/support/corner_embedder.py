@@ -7,6 +7,7 @@ attribution of its scores must find every non-zero cell over that quarter.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,3 +45,20 @@ class CornerEmbedder:
 def make() -> CornerEmbedder:
     """The plugin factory (``corner_embedder:make``)."""
     return CornerEmbedder()
+
+
+SPEC = "corner_embedder:make"
+
+
+def demo_run(out: Path) -> Path:
+    """Run the plugin on the demo's Task 2 biology queries under ``out``; the run's folder.
+
+    Its embeddings are cached under ``out / "cache"``.
+    """
+    from mmbright_core.cli import main
+
+    args = ["run", "--retriever", SPEC, "--source", "demo", "--task", "2"]
+    cache = ["--cache-dir", str(out / "cache")]
+    assert main([*args, "--domain", "biology", "--out", str(out / "runs"), *cache]) == 0
+    (folder,) = (out / "runs").iterdir()
+    return folder

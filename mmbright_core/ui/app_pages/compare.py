@@ -10,6 +10,7 @@ from mmbright_core.analysis.compare import POOLED, most_hurt
 from mmbright_core.analysis.slices import SLICES, tagged, with_tags
 from mmbright_core.present import comparison_figures
 from mmbright_core.present.report_tables import format_value, shown_table, summary_tables
+from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.ui import (
     inspect,
     loaders,
@@ -19,6 +20,7 @@ from mmbright_core.ui import (
     slices,
     state,
     views,
+    weight_view,
     widgets,
 )
 from mmbright_core.ui.literal import literal
@@ -202,6 +204,8 @@ if slice_tab.open:
                 comparison_figures.slice_deltas(sliced, comparison, by), key="cmp_images"
             )
             st.table(shown_table(sliced, (run_a, run_b)), hide_index=True)
+        if not TASK_TABLE[task].text_only:
+            weight_view.show_weights(compared, comparison)
 
 if export_tab.open:
     with export_tab:

@@ -7,6 +7,7 @@ import streamlit as st
 from mmbright_core.analysis.attribution import LexicalAttribution
 from mmbright_core.analysis.rankdiff import rank_diff
 from mmbright_core.present.figures import rank_slope
+from mmbright_core.ranking import ranked
 from mmbright_core.ui import (
     attribution_html,
     explain_cache,
@@ -14,6 +15,7 @@ from mmbright_core.ui import (
     inspect,
     loaders,
     notes_panel,
+    regions_view,
     render,
     rewrite_view,
     state,
@@ -91,19 +93,7 @@ pending = {
     plugin: name for name in rankings if (plugin := explain_cache.pending_import(runs[name]))
 }
 for number, (plugin, name) in enumerate(pending.items()):
-    module = plugin.partition(":")[0]
-    st.warning(
-        f"Run {literal(name)} was made by the plugin {literal(plugin)}: explaining its scores "
-        f"imports the module {literal(module)} and runs its code. Allow it only if you trust "
-        "the folder the run came from.",
-        icon=":material/gpp_maybe:",
-    )
-    st.button(
-        f"Import {literal(module)} and explain",
-        key=f"insp_allow_{number}",
-        on_click=explain_cache.allow_import,
-        args=(plugin,),
-    )
+    explain_cache.ask_import(plugin, name, key=f"insp_allow_{number}")
 found = {
     name: render.attempt(
         explain_cache.explanations,
@@ -151,6 +141,21 @@ if len(tops) >= 2:
         k=TOP,
     )
     explain_view.show_displacing(items, b, tops[b][0], diff.docs, found[b], key="insp_push")
+
+if tops:
+    regions_view.show_regions(
+        spec,
+        task,
+        target.domain,
+        protocol,
+        {name: runs[name] for name in tops},
+        {
+            name: [doc for doc, _ in ranked(inspect.scored(runs[name], target, excluded[name]))]
+            for name in tops
+        },
+        qrels,
+        query,
+    )
 
 run_cols = st.columns(max(len(shown), 1))
 for index, (column, name) in enumerate(zip(run_cols, shown, strict=False)):

@@ -1,0 +1,184 @@
+"""Where in the query image a wrong hit beat a relevant item: occlusion on request.
+
+The grid is :func:`~mmbright_core.analysis.attribution.explain_regions` of the run's own
+retriever (rebuilt as the text/image split rebuilds it, :mod:`~mmbright_core.ui.explain_cache`),
+computed only when the button is pressed, with a progress bar. Pressing Cancel (or any other
+widget of the page) while it runs stops it at its next batch: Streamlit stops a running script
+when the page is used, and the progress update is where it stops; nothing partial is stored.
+Each result is kept for the session and content-keyed in the cache under ``regions/``, so
+asking again, in this session or another, reads it back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+import streamlit as st
+
+from mmbright_core.analysis.attribution import RegionAttribution, Unavailable, explain_regions
+from mmbright_core.analysis.regions import GRID, EncodesImages
+from mmbright_core.data.ids import display_id
+from mmbright_core.data.sources import Source
+from mmbright_core.present.region_overlay import heat_figure, sentence
+from mmbright_core.task_table import TASK_TABLE
+from mmbright_core.types import Document, Query, Task
+from mmbright_core.ui import explain_cache, loaders, render
+from mmbright_core.ui.literal import literal, visible
+from mmbright_core.ui.state import RunEntry
+
+#: Session state: (run fingerprint, query, wrong, relevant, grid) -> the result shown.
+RESULTS_KEY = "insp_regions_results"
+#: Session state: set by Cancel, read by the next run to say the work was stopped.
+CANCELLED_KEY = "insp_regions_cancelled"
+#: The deepest rank offered in the pickers.
+PICK_DEPTH = 100
+
+
+def default_pair(ranked: Sequence[str], qrels: Mapping[str, int]) -> tuple[str | None, str | None]:
+    """The top-ranked non-relevant hit above the best-ranked relevant item, and that item.
+
+    With no relevant item ranked: the top non-relevant hit and None. With the best relevant
+    item ranked first (nothing above it): the first non-relevant hit below it.
+    """
+    relevant = next((d for d in ranked if qrels.get(d, 0) > 0), None)
+    wrong = next((d for d in ranked if qrels.get(d, 0) <= 0), None)
+    return wrong, relevant
+
+
+@st.fragment
+def show_regions(
+    spec: str,
+    task: Task,
+    domain: str,
+    protocol: str,
+    entries: Mapping[str, RunEntry],
+    ranked: Mapping[str, Sequence[str]],
+    qrels: Mapping[str, int],
+    query: Query,
+) -> None:
+    """The "Where in the image" panel: pick a run and two items, compute on request, show.
+
+    A fragment: choosing the items, computing and cancelling rerun this panel alone.
+    """
+    st.subheader("Where in the image")
+    names = [n for n in ranked if ranked[n]]
+    if TASK_TABLE[task].text_only or not query.images or not names:
+        st.caption("This query has no image to occlude.")
+        return
+    name = st.selectbox("Run", names, index=len(names) - 1, key="insp_regions_run")
+    entry = entries[name]
+    retriever = explain_cache.entry_retriever(entry)
+    if isinstance(retriever, Unavailable):
+        st.info(literal(f"No regions: {retriever.reason}"), icon=":material/info:")
+        return
+    data = explain_cache.task_data(spec, task, domain, protocol)
+    source = loaders.get_source(spec)
+    if not isinstance(retriever, EncodesImages):  # answered at once, nothing computed
+        found = render.attempt(explain_regions, retriever, data, source, query.query_id, "")
+        if isinstance(found, Unavailable):
+            st.info(literal(f"No regions: {found.reason}"), icon=":material/info:")
+        return
+    options = list(ranked[name])[:PICK_DEPTH]
+    rank = {doc: i for i, doc in enumerate(options, 1)}
+    wrong, relevant = default_pair(options, qrels)
+
+    def label(doc: str) -> str:
+        grade = qrels.get(doc, 0)
+        judged = f"relevant {grade}" if grade > 0 else "not relevant"
+        return visible(f"#{rank[doc]} {display_id(doc)} ({judged})")
+
+    left, right, size = st.columns([3, 3, 1], vertical_alignment="bottom")
+    doc = left.selectbox(
+        "Wrong hit",
+        options,
+        index=options.index(wrong) if wrong in rank else 0,
+        key="insp_regions_doc",
+        format_func=label,
+    )
+    choices = [None, *options]
+    versus = right.selectbox(
+        "Compared with",
+        choices,
+        index=choices.index(relevant),
+        key="insp_regions_versus",
+        format_func=lambda d: "(the hit's score alone)" if d is None else label(d),
+    )
+    grid = int(size.number_input("Grid", 2, 16, GRID, key="insp_regions_grid"))
+    if versus == doc:
+        st.info("Choose two different items to compare.")
+        return
+    key = (entry.fingerprint, domain, query.query_id, doc, versus, grid)
+    results = st.session_state.setdefault(RESULTS_KEY, {})
+    if st.button("Where in the image", key="insp_regions_go", icon=":material/grid_on:"):
+        st.session_state.pop(CANCELLED_KEY, None)
+        st.button("Cancel", key="insp_regions_cancel", on_click=_cancel)
+        with render.progress_bar(f"Occluding {grid}x{grid} cells…", "forward passes") as bar:
+            found = render.attempt(
+                explain_regions,
+                retriever,
+                data,
+                source,
+                query.query_id,
+                doc,
+                versus=versus,
+                grid=grid,
+                progress=bar,
+            )
+        if found is not None:
+            results[key] = found
+    elif st.session_state.pop(CANCELLED_KEY, False):
+        st.info("Cancelled: nothing was stored. Press the button to start again.")
+    result = results.get(key)
+    if isinstance(result, Unavailable):
+        st.info(literal(f"No regions: {result.reason}"), icon=":material/info:")
+    elif isinstance(result, RegionAttribution):
+        documents = loaders.shown_documents(
+            spec, task, domain, protocol, {d for d in (doc, versus) if d is not None}
+        )
+        _show(result, source, domain, documents)
+
+
+def _cancel() -> None:
+    st.session_state[CANCELLED_KEY] = True
+
+
+def _show(
+    result: RegionAttribution, source: Source, domain: str, documents: Mapping[str, Document]
+) -> None:
+    """Each occluded image with its heat and its grid, beside the two items compared."""
+    picture_col, items_col = st.columns([3, 2])
+    with picture_col:
+        for index, image in enumerate(result.images):
+            st.markdown(literal(sentence(result, index)))
+            if image.picture is not None:
+                st.plotly_chart(heat_figure(image), key=f"insp_regions_heat_{index}")
+                st.caption(literal(image.image))
+            st.dataframe(grid_table(result, index), key=f"insp_regions_grid_{index}")
+        how = "read from the cache" if result.cached else f"{result.passes} forward passes"
+        st.caption(
+            literal(
+                f"Red: the cell raised {result.doc_id}"
+                + (f" over {result.versus}" if result.versus else "")
+                + f"; blue: it worked the other way. Fill {result.fill} · {how}."
+            )
+        )
+    with items_col:
+        shown = [(result.doc_id, result.score, "Wrong hit")]
+        if result.versus is not None and result.versus_score is not None:
+            shown.append((result.versus, result.versus_score, "Compared with"))
+        for doc, score, what in shown:
+            with st.container(border=True):
+                st.markdown(f"**{what}** · score {score:.4f}  \n{literal(display_id(doc))}")
+                render.show_document(source, domain, doc, documents.get(doc))
+
+
+def grid_table(result: RegionAttribution, image: int = 0) -> pd.DataFrame:
+    """One image's grid as a table: a row per grid row, top to bottom, left to right."""
+    values = result.images[image].values
+    grid = len(values)
+    return pd.DataFrame(
+        values,
+        index=[f"row {r + 1}" for r in range(grid)],
+        columns=[f"col {c + 1}" for c in range(grid)],
+    )

@@ -1,0 +1,114 @@
+"""Compare's "where the image's weight lies": run B's occlusion grids over queries, on request.
+
+For at most N queries with an image (in the comparison's order), run B's top hit against its
+best-ranked relevant item is occluded (:mod:`~mmbright_core.analysis.region_weight`), with a
+progress bar; the grids are content-keyed in the cache (asking again reads them back) and the
+table is kept for the session. Cancel, or any other widget used while it runs, stops it at the
+next query.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from mmbright_core.analysis.compare import Comparison
+from mmbright_core.analysis.region_weight import Case, case, query_weights, weight_groups
+from mmbright_core.analysis.regions import GRID
+from mmbright_core.ranking import ranked
+from mmbright_core.retrieval.explanation import Unavailable
+from mmbright_core.ui import explain_cache, inspect, loaders, render
+from mmbright_core.ui.literal import literal
+from mmbright_core.ui.state import Compared, InspectTarget
+
+#: Session state: (run B fingerprint, queries, grid) -> (per-query table, skipped cases).
+RESULTS_KEY = "cmp_weights_results"
+#: How many queries are weighed unless the user asks for another number.
+QUERIES = 20
+
+
+def show_weights(compared: Compared, comparison: Comparison) -> None:
+    """The section: how many queries, a button, then the groups and the per-query shares."""
+    st.subheader("Where the image's weight lies")
+    st.caption(
+        literal(
+            f"Occlusion of the query image in {compared.run_b} (B): for each query, the share "
+            "of the grid's absolute values in the centre cells (the middle third both ways) "
+            "and on the edges (every other cell), of B's top hit against its best-ranked "
+            "relevant item (the hit's score alone when it is relevant or none is ranked). "
+            "A query is 'edges' when the edges weigh more per cell than the centre."
+        )
+    )
+    entry = compared.entries[compared.run_b]
+    plugin = explain_cache.pending_import(entry)
+    if plugin is not None:
+        explain_cache.ask_import(plugin, compared.run_b, key="cmp_weights_allow")
+        return
+    retriever = explain_cache.entry_retriever(entry)
+    if isinstance(retriever, Unavailable):
+        st.info(literal(f"No regions: {retriever.reason}"), icon=":material/info:")
+        return
+    count, grid = st.columns(2)
+    limit = int(count.number_input("Queries (at most)", 1, 500, QUERIES, key="cmp_weights_n"))
+    cells = int(grid.number_input("Grid", 2, 16, GRID, key="cmp_weights_grid"))
+    key = (entry.fingerprint, limit, cells)
+    results = st.session_state.setdefault(RESULTS_KEY, {})
+    if st.button("Weigh the query images", key="cmp_weights_go", icon=":material/grid_on:"):
+        st.button("Cancel", key="cmp_weights_cancel")
+        cases = _cases(compared, comparison, limit)
+        with render.progress_bar(f"Occluding {len(cases)} query image(s)…", "queries") as bar:
+            found = render.attempt(
+                query_weights,
+                retriever,
+                loaders.get_source(compared.spec),
+                cases,
+                lambda domain: explain_cache.task_data(
+                    compared.spec, compared.task, domain, compared.protocol
+                ),
+                grid=cells,
+                progress=bar,
+            )
+        if found is not None:
+            results[key] = found
+    if key not in results:
+        return
+    weights, skipped = results[key]
+    if len(weights):
+        st.dataframe(
+            weight_groups(weights, comparison.per_query),
+            hide_index=True,
+            key="cmp_weights_groups",
+            column_config={
+                "delta": st.column_config.NumberColumn("mean B − A", format="%+.3f"),
+                "edge_share": st.column_config.NumberColumn("mean edge share", format="%.2f"),
+            },
+        )
+        st.dataframe(weights, hide_index=True, key="cmp_weights_queries")
+    for one, reason in skipped[:5]:
+        st.caption(literal(f"{one.domain}/{one.query_id}: no grid ({reason})"))
+    if len(skipped) > 5:
+        st.caption(f"{len(skipped) - 5} more queries without a grid.")
+
+
+def _cases(compared: Compared, comparison: Comparison, limit: int) -> list[Case]:
+    """The first ``limit`` compared queries with an image that run B ranks, as cases."""
+    entry = compared.entries[compared.run_b]
+    rows = comparison.per_query
+    rows = rows.loc[pd.to_numeric(rows["n_images"], errors="coerce").fillna(0) > 0]
+    out = []
+    for domain, query_id in zip(rows["domain"], rows["query_id"], strict=True):
+        target = InspectTarget(str(domain), str(query_id))
+        spec, task, protocol = compared.spec, compared.task, compared.protocol
+        excluded = loaders.excluded(spec, task, target.domain, protocol, entry.negatives)
+        order = [
+            d
+            for d, _ in ranked(
+                inspect.scored(entry, target, excluded.get(target.query_id, frozenset()))
+            )
+        ]
+        if order:
+            qrels = loaders.qrels(spec, task, target.domain, protocol).get(target.query_id, {})
+            out.append(case(target.domain, target.query_id, order, qrels))
+        if len(out) == limit:
+            break
+    return out
