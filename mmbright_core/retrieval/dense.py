@@ -55,9 +55,8 @@ from mmbright_core.types import TaskData
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from mmbright_core.retrieval.base import RunConfig
+    from mmbright_core.retrieval.base import RebuildContext, RunConfig
     from mmbright_core.retrieval.explanation import Attribution, Question
-    from mmbright_core.retrieval.rebuild import RebuildContext
 
 
 class DenseRetriever:
