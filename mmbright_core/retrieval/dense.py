@@ -277,7 +277,9 @@ class DenseRetriever:
         query, scored = question.query, question.scored.text
         texts = [scored] if scored == query.text else [scored, query.text]
         docs = {doc_id: question.data.corpus[p] for doc_id, p in question.positions.items()}
-        # The prefixes as the run filled them for this domain (BRIGHT's per-domain instructions).
+        # The prefixes and prompts as the run filled them for this domain (BRIGHT's
+        # per-domain instructions).
+        self.domain = query.domain
         query_prefix = fill_domain(self.query_prefix, query.domain)
         queries = l2_normalise(self.encode(texts, query_prefix, "query")).astype(np.float64)
         document_prefix = fill_domain(self.document_prefix, query.domain)

@@ -185,14 +185,17 @@ def _explained_totals(config: dict, tmp_path: Path, run: dict) -> None:
 
 
 @pytest.mark.parametrize(
-    "chosen",
+    ("family", "chosen"),
     [
-        ("--model-preset", "sbert", "--instructions", "official"),  # plain cosine
-        ("--retriever", "dense", "--option", "query_prefix=Find the passage: "),
-        ("--retriever", "dense", "--option", "query_prompt=Which passage? ", *SCALE_1),
+        ("mpnet", ("--model-preset", "sbert", "--instructions", "official")),  # plain cosine
+        ("mpnet", ("--retriever", "dense", "--option", "query_prefix=Find the passage: ")),
+        ("mpnet", ("--retriever", "dense", "--option", "query_prompt=Which passage? ", *SCALE_1)),
+        ("t5", ("--model-preset", "inst-l", "--instructions", "bright")),  # prompts, unpooled
     ],
-    ids=["sbert-scale-1", "query-prefix", "query-prompt-scale-1"],
+    ids=["sbert-scale-1", "query-prefix", "query-prompt-scale-1", "instructor-prompts"],
 )
-def test_an_explanation_totals_the_run_on_its_scale_and_query_text(tiny_st, tmp_path, chosen):
-    run, config = _run("", tiny_st["mpnet"], "", tmp_path, *chosen)
+def test_an_explanation_totals_the_run_on_its_scale_and_query_text(
+    tiny_st, tmp_path, family, chosen
+):
+    run, config = _run("", tiny_st[family], "", tmp_path, *chosen)
     _explained_totals(config, tmp_path, run)
