@@ -13,15 +13,18 @@ import importlib
 import importlib.metadata
 import json
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from mmbright_core.data.ids import passage_id as passage_id
 from mmbright_core.errors import InputError, MissingDependencyError
 from mmbright_core.io._json import json_kind
 from mmbright_core.types import TaskData
+
+if TYPE_CHECKING:
+    from mmbright_core.io.ocr_words import OcrWords
 
 
 @runtime_checkable
@@ -263,6 +266,31 @@ class RunConfig:
             )
         given["options"] = tuple(sorted(options.items()))
         return cls(**given)
+
+
+@dataclass(frozen=True)
+class RebuildContext:
+    """What a rebuild recipe may need beyond the configuration: where and with what it runs.
+
+    Attributes:
+        cache_dir: Where the retriever keeps its indexes and embeddings (None: its own).
+        device: Torch device for the encoders.
+        ocr_words: The words the run recorded from its query images (``ocr-*`` runs).
+    """
+
+    cache_dir: str | None = None
+    device: str | None = None
+    ocr_words: OcrWords | None = None
+
+
+#: A retriever's rebuild recipe (:mod:`.rebuild`): (recorded configuration, its options,
+#: context) -> factory options. It raises :class:`NotRebuildable` to refuse, ``KeyError`` for
+#: an option not recorded.
+Rebuild = Callable[[RunConfig, dict[str, Any], RebuildContext], dict[str, Any]]
+
+
+class NotRebuildable(Exception):
+    """The run's retriever cannot be rebuilt faithfully; the message says why and what to do."""
 
 
 def _field_kinds() -> dict[str, tuple[tuple[type, ...], bool]]:

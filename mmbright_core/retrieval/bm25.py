@@ -57,9 +57,8 @@ from mmbright_core.types import TaskData
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from mmbright_core.retrieval.base import RunConfig
+    from mmbright_core.retrieval.base import RebuildContext, RunConfig
     from mmbright_core.retrieval.explanation import Attribution, Question
-    from mmbright_core.retrieval.rebuild import RebuildContext
 
 #: The query weightings: the official one (gensim's, applied to the query too) and Lucene's.
 SCORINGS = ("gensim", "lucene")

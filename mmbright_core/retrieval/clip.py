@@ -64,8 +64,7 @@ from mmbright_core.retrieval.open_clip_model import (
 )
 
 if TYPE_CHECKING:
-    from mmbright_core.retrieval.base import RunConfig
-    from mmbright_core.retrieval.rebuild import RebuildContext
+    from mmbright_core.retrieval.base import RebuildContext, RunConfig
 
 __all__ = ["FUSION", "ClipRetriever", "image_key", "white_image"]
 

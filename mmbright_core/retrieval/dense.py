@@ -34,7 +34,7 @@ from mmbright_core.retrieval.cache import (
 )
 from mmbright_core.retrieval.embedder import Role
 from mmbright_core.retrieval.encoders import BatchEncoder, CallEncoder, EncodeJob, passage_jobs
-from mmbright_core.retrieval.explanation import COSINE_SCALE, DenseAttribution
+from mmbright_core.retrieval.explanation import DenseAttribution
 from mmbright_core.retrieval.groups import Groups
 from mmbright_core.retrieval.index import (
     IndexKind,
@@ -55,9 +55,8 @@ from mmbright_core.types import TaskData
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from mmbright_core.retrieval.base import RunConfig
+    from mmbright_core.retrieval.base import RebuildContext, RunConfig
     from mmbright_core.retrieval.explanation import Attribution, Question
-    from mmbright_core.retrieval.rebuild import RebuildContext
 
 
 class DenseRetriever:
@@ -255,7 +254,7 @@ class DenseRetriever:
             k: How many documents to keep per query, after exclusions.
 
         Returns:
-            query_id -> doc_id -> score (cosine x 100).
+            query_id -> doc_id -> score (cosine x :attr:`score_scale`).
         """
         check_task(self, data.task)
         check_k(k)
@@ -270,16 +269,22 @@ class DenseRetriever:
         return rank_vectors(data, groups, units, queries, k, self.index, self.score_scale)
 
     def explain_scores(self, question: Question) -> Mapping[str, Attribution]:
-        """Return each document's similarity (and, through OCR, without the image words)."""
+        """Return each document's similarity (and, through OCR, without the image words).
+
+        The query is encoded as :meth:`retrieve` encodes it (its prefix and prompt), and the
+        cosine is scaled as the run's scores are (:attr:`score_scale`).
+        """
         query, scored = question.query, question.scored.text
         texts = [scored] if scored == query.text else [scored, query.text]
         docs = {doc_id: question.data.corpus[p] for doc_id, p in question.positions.items()}
-        # The prefixes as the run filled them for this domain (BRIGHT's per-domain instructions).
+        # The prefixes and prompts as the run filled them for this domain (BRIGHT's
+        # per-domain instructions).
+        self.domain = query.domain
         query_prefix = fill_domain(self.query_prefix, query.domain)
-        queries = l2_normalise(self.encode(texts, query_prefix)).astype(np.float64)
+        queries = l2_normalise(self.encode(texts, query_prefix, "query")).astype(np.float64)
         document_prefix = fill_domain(self.document_prefix, query.domain)
         vectors = self.encode([d.text for d in docs.values()], document_prefix)
-        scores = COSINE_SCALE * (l2_normalise(vectors).astype(np.float64) @ queries.T)
+        scores = self.score_scale * (l2_normalise(vectors).astype(np.float64) @ queries.T)
         return {
             doc_id: DenseAttribution(
                 doc_id=doc_id,
@@ -288,6 +293,15 @@ class DenseRetriever:
             )
             for row, doc_id in enumerate(docs)
         }
+
+
+_PROMPT_OPTIONS = (
+    "query_prompt",
+    "document_prompt",
+    "query_prompt_name",
+    "document_prompt_name",
+    "pooling_include_prompt",
+)
 
 
 def rebuild(config: RunConfig, options: dict[str, Any], context: RebuildContext) -> dict[str, Any]:
@@ -303,6 +317,8 @@ def rebuild(config: RunConfig, options: dict[str, Any], context: RebuildContext)
         "max_length": config.truncation,
         "query_prefix": options["query_prefix"],
         "document_prefix": options["document_prefix"],
+        # Prompts are recorded only when set (an absent one is None).
+        **{key: options.get(key) for key in _PROMPT_OPTIONS},
         "index": options["index"],
         "cache_dtype": options["cache_dtype"],
         "cache_dir": context.cache_dir,

@@ -36,7 +36,6 @@ from mmbright_core.retrieval.dual_vectors import asks_white, image_key
 from mmbright_core.retrieval.embedder import Embedder, JointEmbedder
 from mmbright_core.retrieval.encoders import EncodeJob, document_bytes, passage_jobs
 from mmbright_core.retrieval.explanation import (
-    COSINE_SCALE,
     Attribution,
     FusionAttribution,
     Question,
@@ -245,7 +244,8 @@ def explain_fusion(retriever: DualEncoderRetriever, question: Question) -> dict[
     """Split each document's fused score into the query text's and the query image's parts.
 
     The linear rules (:mod:`~mmbright_core.retrieval.fusion`) make the query ``a*t + b*i``,
-    so ``100 * q.d = 100 * a * t.d + 100 * b * i.d`` exactly; the others have no split.
+    so ``s * q.d = s * a * t.d + s * b * i.d`` exactly, ``s`` the run's
+    :attr:`~DualEncoderRetriever.score_scale`; the others have no split.
     """
     data, query = question.data, question.query
     if not retriever.fusion.linear:
@@ -262,8 +262,9 @@ def explain_fusion(retriever: DualEncoderRetriever, question: Question) -> dict[
     text_weight, image_weight = retriever.fusion.weights(text, image)
     docs = [data.corpus[p] for p in question.positions.values()]
     vectors = _document_vectors(retriever, data, source, docs)
-    text_parts = COSINE_SCALE * text_weight * (vectors @ text.astype(np.float64))
-    image_parts = COSINE_SCALE * image_weight * (vectors @ image.astype(np.float64))
+    scale = retriever.score_scale  # the run's: 100, or 1 for the plain cosine
+    text_parts = scale * text_weight * (vectors @ text.astype(np.float64))
+    image_parts = scale * image_weight * (vectors @ image.astype(np.float64))
     problems = found.problems if found is not None else {}
     policy = retriever.image_policy
     used = _images_used(query, problems, policy)

@@ -1,7 +1,8 @@
-"""A retriever's corpus encoders, rebuilt from a picklable recipe wherever the work runs.
+"""A retriever's corpus encoders: the jobs a local run encodes and the encoder of each role.
 
 Encoding elsewhere (Ray workers) must give the very vectors of a local run, so a worker
-rebuilds the retriever from its registered name and options and encodes with that
+rebuilds the retriever from its registered name and options
+(:class:`~mmbright_core.retrieval.ray_engine.EncoderSpec`) and encodes with that
 retriever's own model, embedding cache settings and batch size. The caller chooses only
 which items go together into one encoder call, and must choose them as the local path does:
 transformer outputs may change in the last bits with the batch they were computed in.
@@ -16,10 +17,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from mmbright_core.data.images import ImageDecodeError
-from mmbright_core.errors import InputError
 from mmbright_core.retrieval.base import ImageSource, Retriever, passage_id
 from mmbright_core.retrieval.cache import EmbeddingCache, content_key
-from mmbright_core.retrieval.registry import get_retriever
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import TaskData
 
@@ -127,48 +126,3 @@ def document_bytes(source: ImageSource, domain: str, path: str) -> bytes:
     if raw is None:
         raise ImageDecodeError(path, "missing: the dataset has no bytes for this path")
     return raw
-
-
-@dataclass(frozen=True)
-class EncoderSpec:
-    """A picklable recipe for one encoder of a registered retriever.
-
-    Attributes:
-        retriever: The registered name of a :class:`CorpusEncoder` (``dense``, ``clip``).
-        options: The retriever's options, as sorted ``(name, value)`` pairs.
-        role: ``text`` or ``image``.
-        prefix: The text prefix (the dense retriever's document or query prefix).
-        task: The task encoded for, which a bound embedder's vectors may depend on.
-        domain: The domain encoded for (a ``{domain}`` instruction, MTEB's task).
-    """
-
-    retriever: str
-    options: tuple[tuple[str, Any], ...]
-    role: str = "text"
-    prefix: str = ""
-    task: int | None = None
-    domain: str | None = None
-
-    def build_retriever(self) -> Retriever:
-        """Build the retriever with the recorded options."""
-        return get_retriever(self.retriever, **dict(self.options))
-
-    def build(self, retriever: Retriever | None = None) -> BatchEncoder:
-        """Return the encoder (of ``retriever`` if given, else of a freshly built one).
-
-        Raises:
-            InputError: The retriever has no encoder for the role.
-        """
-        built = retriever or self.build_retriever()
-        binder = getattr(built, "bind", None)
-        if callable(binder) and self.domain is not None:
-            binder(self.task, self.domain)  # the worker's cache keys are the local run's
-        if isinstance(built, CorpusEncoder):
-            encoder = built.batch_encoder(self.role, self.prefix)
-            if encoder is not None:
-                return encoder
-        raise InputError(
-            f"no {self.role} encoder to distribute for retriever {self.retriever!r}",
-            expected="dense (text) or clip (text, image)",
-            found=f"{self.retriever} ({self.role})",
-        )

@@ -15,8 +15,8 @@ from typing import Any
 
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.base import ImageSource, Retriever
-from mmbright_core.retrieval.encoders import CorpusEncoder, EncoderSpec
-from mmbright_core.retrieval.ray_engine import RayEngine, encode_items
+from mmbright_core.retrieval.encoders import CorpusEncoder
+from mmbright_core.retrieval.ray_engine import EncoderSpec, RayEngine, encode_items
 from mmbright_core.retrieval.registry import get_retriever
 from mmbright_core.types import TaskData
 

@@ -26,9 +26,6 @@ from mmbright_core.types import Query, TaskData
 if TYPE_CHECKING:
     from mmbright_core.retrieval.base import ImageSource
 
-#: Scores of the embedding retrievers are 100 x the cosine (docs/protocol.md, Fusion rules).
-COSINE_SCALE = 100.0
-
 Origin = Literal["text", "image", "both", "llm"]
 """Where a query term comes from: the query text, the words read from its images, both, or
 only the LLM's rewrite of the query (``mmbright run --queries``)."""
@@ -135,7 +132,8 @@ class FusionAttribution:
     """A dual-encoder score (``clip``) split into what the query's text and image give.
 
     The fused query is ``(t + i) / ||t + i||`` (raw text and image features, docs/protocol.md,
-    Fusion rules), so ``100 * q.d = 100 * t.d / ||t + i|| + 100 * i.d / ||t + i||``: the two parts.
+    Fusion rules), so ``s * q.d = s * t.d / ||t + i|| + s * i.d / ||t + i||``: the two parts,
+    ``s`` the run's score scale (100, or 1 where it writes the plain cosine).
 
     Attributes:
         doc_id: The document.
@@ -164,7 +162,7 @@ class FusionAttribution:
 
 @dataclass(frozen=True)
 class DenseAttribution:
-    """A dense text score (``dense``, ``ocr-dense``): the cosine x 100.
+    """A dense text score (``dense``, ``ocr-dense``): the cosine x the run's score scale.
 
     Attributes:
         doc_id: The document.

@@ -47,8 +47,7 @@ from mmbright_core.retrieval.remote_code import gate
 from mmbright_core.retrieval.textcap import DEFAULT_TOKEN_BOUND, cap_text
 
 if TYPE_CHECKING:
-    from mmbright_core.retrieval.base import RunConfig
-    from mmbright_core.retrieval.rebuild import RebuildContext
+    from mmbright_core.retrieval.base import RebuildContext, RunConfig
 
 POOLINGS = ("last-token", "mean", "cls")
 #: Decoder-only families whose official recipe pools the last token (``retrieval_sf_qwen_e5``).

@@ -26,9 +26,8 @@ from mmbright_core.retrieval.registry import get_retriever
 from mmbright_core.types import Query, TaskData
 
 if TYPE_CHECKING:
-    from mmbright_core.retrieval.base import RunConfig
+    from mmbright_core.retrieval.base import RebuildContext, RunConfig
     from mmbright_core.retrieval.explanation import Attribution, Question
-    from mmbright_core.retrieval.rebuild import RebuildContext
 
 # ``concat`` would glue images into one tall picture the OCR model would shrink; reading each
 # image (``all``) or the first one keeps the text legible. ``first`` is the default, as for
@@ -200,7 +199,7 @@ def _rebuild_ocr(
         NotRebuildable: The recorded words are of another image policy, or none were
             recorded and the engine that would read them again is not installed.
     """
-    from mmbright_core.retrieval.rebuild import NotRebuildable
+    from mmbright_core.retrieval.base import NotRebuildable
 
     words = context.ocr_words
     if words is not None and words.image_policy != config.image_policy:

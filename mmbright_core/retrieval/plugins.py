@@ -34,8 +34,7 @@ from mmbright_core.retrieval.base import Retriever
 from mmbright_core.retrieval.embedder import Embedder
 
 if TYPE_CHECKING:
-    from mmbright_core.retrieval.base import RunConfig
-    from mmbright_core.retrieval.rebuild import RebuildContext
+    from mmbright_core.retrieval.base import RebuildContext, RunConfig
 
 #: The entry-point group installed packages register retriever names in.
 ENTRY_POINT_GROUP = "mmbright.retrievers"

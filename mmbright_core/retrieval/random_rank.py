@@ -18,8 +18,7 @@ from mmbright_core.retrieval.index import doc_positions, excluded_indices, top_k
 from mmbright_core.types import TaskData
 
 if TYPE_CHECKING:
-    from mmbright_core.retrieval.base import RunConfig
-    from mmbright_core.retrieval.rebuild import RebuildContext
+    from mmbright_core.retrieval.base import RebuildContext, RunConfig
 
 
 class RandomRetriever:

@@ -6,8 +6,10 @@ consecutive calls into shards. Ray Data maps shards over a pool of model actors
 (``map_batches`` with ``concurrency`` workers, ``num_gpus`` each); an actor encodes its shard
 call by call, so every vector comes from the same batch as in a local run, and writes it as
 one shard of the content-keyed cache (:mod:`.cache`). A later local run finds every vector
-there. A shard is done once all its keys are cached: after a killed worker (Ray restarts it
-and retries its shard) or a killed driver (run again), only unfinished shards are encoded.
+there. A worker builds its encoder from an :class:`EncoderSpec`: the retriever's registered
+name and options, looked up again in the registry. A shard is done once all its keys are
+cached: after a killed worker (Ray restarts it and retries its shard) or a killed driver (run
+again), only unfinished shards are encoded.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from mmbright_core.retrieval.base import require
-from mmbright_core.retrieval.encoders import BatchEncoder, EncoderSpec
+from mmbright_core.errors import InputError
+from mmbright_core.retrieval.base import Retriever, require
+from mmbright_core.retrieval.encoders import BatchEncoder, CorpusEncoder
+from mmbright_core.retrieval.registry import get_retriever
 from mmbright_core.retrieval.shards import shard_name, write_shard
 from mmbright_core.retrieval.textcap import cap_text
 
@@ -27,6 +31,51 @@ from mmbright_core.retrieval.textcap import cap_text
 SHARD_ITEMS = 4096
 #: Shards written here are named with this first, so they are told apart from local ones.
 SHARD_PREFIX = "ray-"
+
+
+@dataclass(frozen=True)
+class EncoderSpec:
+    """A picklable recipe for one encoder of a registered retriever.
+
+    Attributes:
+        retriever: The registered name of a :class:`CorpusEncoder` (``dense``, ``clip``).
+        options: The retriever's options, as sorted ``(name, value)`` pairs.
+        role: ``text`` or ``image``.
+        prefix: The text prefix (the dense retriever's document or query prefix).
+        task: The task encoded for, which a bound embedder's vectors may depend on.
+        domain: The domain encoded for (a ``{domain}`` instruction, MTEB's task).
+    """
+
+    retriever: str
+    options: tuple[tuple[str, Any], ...]
+    role: str = "text"
+    prefix: str = ""
+    task: int | None = None
+    domain: str | None = None
+
+    def build_retriever(self) -> Retriever:
+        """Build the retriever with the recorded options."""
+        return get_retriever(self.retriever, **dict(self.options))
+
+    def build(self, retriever: Retriever | None = None) -> BatchEncoder:
+        """Return the encoder (of ``retriever`` if given, else of a freshly built one).
+
+        Raises:
+            InputError: The retriever has no encoder for the role.
+        """
+        built = retriever or self.build_retriever()
+        binder = getattr(built, "bind", None)
+        if callable(binder) and self.domain is not None:
+            binder(self.task, self.domain)  # the worker's cache keys are the local run's
+        if isinstance(built, CorpusEncoder):
+            encoder = built.batch_encoder(self.role, self.prefix)
+            if encoder is not None:
+                return encoder
+        raise InputError(
+            f"no {self.role} encoder to distribute for retriever {self.retriever!r}",
+            expected="dense (text) or clip (text, image)",
+            found=f"{self.retriever} ({self.role})",
+        )
 
 
 @dataclass(frozen=True)

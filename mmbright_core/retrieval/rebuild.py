@@ -2,14 +2,14 @@
 
 A run written by ``mmbright run`` keeps its :class:`~mmbright_core.retrieval.base.RunConfig`
 in ``config.json``: the retriever's name and what its ``settings()`` reported. Each
-retriever declares, next to its factory in the registry (:mod:`~mmbright_core.retrieval.base`),
-a :data:`Rebuild` recipe that maps its settings back to the options the factory takes; the
-rebuilt retriever's own settings must then equal the recorded ones field by field (the
-analyzer's fingerprint, the weights, the OCR engine's version...), or nothing is built and
-:class:`NotRebuildable` says why: an explanation computed with another model would be a
-guess. A plugin (``MODULE:FACTORY`` or an installed name) is rebuilt by importing its factory
-again and calling it with the recorded ``plugin_options``
-(:func:`~mmbright_core.retrieval.plugins.rebuild_plugin`).
+retriever declares, in its backend record (:mod:`~mmbright_core.retrieval.backends`), a
+:data:`~mmbright_core.retrieval.base.Rebuild` recipe that maps its settings back to the
+options the factory takes; the rebuilt retriever's own settings must then equal the recorded
+ones field by field (the analyzer's fingerprint, the weights, the OCR engine's version...), or
+nothing is built and :class:`~mmbright_core.retrieval.base.NotRebuildable` says why: an
+explanation computed with another model would be a guess. A plugin (``MODULE:FACTORY`` or
+an installed name) is rebuilt by importing its factory again and calling it with the
+recorded ``plugin_options`` (:func:`~mmbright_core.retrieval.plugins.rebuild_plugin`).
 
 A run folder never chooses code to run: the module a ``MODULE:FACTORY`` spec names is
 imported only when the caller lists that spec in ``import_modules`` (the user said yes to
@@ -25,42 +25,20 @@ engine settings they were read with, so no OCR engine is needed.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from mmbright_core.errors import InputError, MissingDependencyError
 from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.io.rewrites import Rewrite
+from mmbright_core.retrieval.base import NotRebuildable as NotRebuildable
+from mmbright_core.retrieval.base import Rebuild as Rebuild
+from mmbright_core.retrieval.base import RebuildContext as RebuildContext
 from mmbright_core.retrieval.base import Retriever, RunConfig
 from mmbright_core.retrieval.plugins import is_spec
 from mmbright_core.retrieval.preset_run import set_score_scale
 from mmbright_core.retrieval.registry import get_retriever, rebuild_recipe
 from mmbright_core.retrieval.rewritten import is_set_setting
-
-
-@dataclass(frozen=True)
-class RebuildContext:
-    """What a recipe may need beyond the configuration: where and with what it runs.
-
-    Attributes:
-        cache_dir: Where the retriever keeps its indexes and embeddings (None: its own).
-        device: Torch device for the encoders.
-        ocr_words: The words the run recorded from its query images (``ocr-*`` runs).
-    """
-
-    cache_dir: str | None = None
-    device: str | None = None
-    ocr_words: OcrWords | None = None
-
-
-#: A retriever's recipe: (recorded configuration, its options, context) -> factory options.
-#: It raises :class:`NotRebuildable` to refuse, ``KeyError`` for an option not recorded.
-Rebuild = Callable[[RunConfig, dict[str, Any], RebuildContext], dict[str, Any]]
-
-
-class NotRebuildable(Exception):
-    """The run's retriever cannot be rebuilt faithfully; the message says why and what to do."""
 
 
 class ImportNotAllowed(NotRebuildable):

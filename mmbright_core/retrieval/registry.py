@@ -14,14 +14,11 @@ import importlib
 import inspect
 import typing
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval.backends import BACKENDS
-from mmbright_core.retrieval.base import Retriever
-
-if TYPE_CHECKING:
-    from mmbright_core.retrieval.rebuild import Rebuild
+from mmbright_core.retrieval.base import Rebuild, Retriever
 
 #: Built-in retrievers without a rebuild recipe, and why: their runs are explained only by
 #: passing the retriever itself.
@@ -43,7 +40,7 @@ def register_retriever(
         name: The name ``get_retriever`` will answer to.
         factory: A callable taking keyword options and returning a :class:`Retriever`.
         rebuild: Its recipe to rebuild a run's retriever from ``config.json``
-            (:data:`~mmbright_core.retrieval.rebuild.Rebuild`); None: its runs cannot be.
+            (:data:`~mmbright_core.retrieval.base.Rebuild`); None: its runs cannot be.
     """
     _EXTRA[name] = factory
     _EXTRA_REBUILD.pop(name, None)

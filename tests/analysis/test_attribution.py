@@ -440,3 +440,28 @@ def test_dense_and_ocr_dense_scores_equal_the_run(tmp_path: Path):
     for doc_id, score in plain.items():
         assert explained[doc_id].without_ocr == pytest.approx(score, rel=1e-5, abs=1e-4)  # type: ignore[union-attr]
     assert retriever_from_config(config_of(dense)).settings() == dense.settings()  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+def test_clip_parts_add_up_to_a_plain_cosine_run_rebuilt_from_its_folder(
+    tiny_clip: str, tmp_path: Path
+):
+    from mmbright_core.cli import main
+
+    cache = str(tmp_path / "cache")
+    args = ["run", "--source", "demo", "--task", "2", "--domain", "biology", "--k", "10"]
+    args += ["--retriever", "clip", "--model", tiny_clip, "--pretrained", "none"]
+    assert main([*args, "--score-scale", "1", "--cache-dir", cache, "--out", str(tmp_path)]) == 0
+    (config_file,) = tmp_path.glob("*/config.json")
+    (scores_file,) = tmp_path.glob("*/biology/scores.json")
+    config = json.loads(config_file.read_text())
+    assert config["config"]["options"]["score_scale"] == 1.0
+    rebuilt = retriever_from_config(config, cache_dir=cache)
+    source = open_source("demo")
+    data = source.task(2, "biology")
+    for query_id, scores in json.loads(scores_file.read_text()).items():
+        explained = explain(rebuilt, data, source, query_id, list(scores))
+        for doc_id, score in scores.items():
+            found = explained[doc_id]
+            assert isinstance(found, FusionAttribution)
+            assert found.text_part + found.image_part == pytest.approx(score, rel=1e-5, abs=1e-7)

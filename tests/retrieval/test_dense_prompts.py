@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mmbright_core.retrieval import get_retriever
-from mmbright_core.retrieval.encoders import EncoderSpec
+from mmbright_core.retrieval.ray_engine import EncoderSpec
 from mmbright_core.types import Document, Query, TaskData
 
 st = pytest.importorskip("sentence_transformers")

@@ -22,11 +22,10 @@ from mmbright_core.retrieval.encoders import (
     CallEncoder,
     CorpusEncoder,
     EncodeJob,
-    EncoderSpec,
 )
 from mmbright_core.retrieval.engines import RayEncodingRetriever
 from mmbright_core.retrieval.random_rank import RandomRetriever
-from mmbright_core.retrieval.ray_engine import RayEngine
+from mmbright_core.retrieval.ray_engine import EncoderSpec, RayEngine
 from mmbright_core.retrieval.registry import register_retriever
 from mmbright_core.types import Document, Query, TaskData
 

@@ -167,3 +167,35 @@ def test_a_scale_for_bm25_or_off_the_two_is_one_line(tmp_path, capsys):
         _cli(["--retriever", "dense", "--score-scale", "7"], tmp_path)
     assert stop.value.code == 2
     assert "expected 1 or 100, found '7'" in capsys.readouterr().err
+
+
+def _explained_totals(config: dict, tmp_path: Path, run: dict) -> None:
+    """The rebuilt retriever's explanation of each run score totals that score."""
+    from mmbright_core.analysis.attribution import explain
+    from mmbright_core.retrieval.explanation import DenseAttribution
+    from mmbright_core.retrieval.rebuild import rebuild_retriever
+
+    rebuilt = rebuild_retriever(config, cache_dir=str(tmp_path / "cache"), device="cpu")
+    for query_id, scores in run.items():
+        explained = explain(rebuilt, _data(), None, query_id, list(scores))
+        for doc_id, score in scores.items():
+            found = explained[doc_id]
+            assert isinstance(found, DenseAttribution)
+            assert found.score == pytest.approx(score, rel=1e-5, abs=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("family", "chosen"),
+    [
+        ("mpnet", ("--model-preset", "sbert", "--instructions", "official")),  # plain cosine
+        ("mpnet", ("--retriever", "dense", "--option", "query_prefix=Find the passage: ")),
+        ("mpnet", ("--retriever", "dense", "--option", "query_prompt=Which passage? ", *SCALE_1)),
+        ("t5", ("--model-preset", "inst-l", "--instructions", "bright")),  # prompts, unpooled
+    ],
+    ids=["sbert-scale-1", "query-prefix", "query-prompt-scale-1", "instructor-prompts"],
+)
+def test_an_explanation_totals_the_run_on_its_scale_and_query_text(
+    tiny_st, tmp_path, family, chosen
+):
+    run, config = _run("", tiny_st[family], "", tmp_path, *chosen)
+    _explained_totals(config, tmp_path, run)

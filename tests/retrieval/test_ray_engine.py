@@ -23,10 +23,11 @@ from locations import ROOT, SUPPORT  # noqa: E402
 
 from mmbright_core.data.sources import FolderSource, open_source  # noqa: E402
 from mmbright_core.retrieval.cache import EmbeddingCache, content_key  # noqa: E402
-from mmbright_core.retrieval.encoders import BatchEncoder, EncoderSpec  # noqa: E402
+from mmbright_core.retrieval.encoders import BatchEncoder  # noqa: E402
 from mmbright_core.retrieval.engines import RayEncodingRetriever  # noqa: E402
 from mmbright_core.retrieval.ray_engine import (  # noqa: E402
     SHARD_PREFIX,
+    EncoderSpec,
     RayEngine,
     encode_items,
     plan_shards,
