@@ -66,7 +66,9 @@ def show_regions(
     if TASK_TABLE[task].text_only or not query.images or not names:
         st.caption("This query has no image to occlude.")
         return
-    name = st.selectbox("Run", names, index=len(names) - 1, key="insp_regions_run")
+    name = st.selectbox(
+        "Run", names, index=len(names) - 1, key="insp_regions_run", format_func=visible
+    )
     entry = entries[name]
     retriever = explain_cache.entry_retriever(entry)
     if isinstance(retriever, Unavailable):
@@ -169,7 +171,9 @@ def _show(
             shown.append((result.versus, result.versus_score, "Compared with"))
         for doc, score, what in shown:
             with st.container(border=True):
-                st.markdown(f"**{what}** · score {score:.4f}  \n{literal(display_id(doc))}")
+                st.markdown(
+                    f"**{literal(what)}** · score {score:.4f}  \n{literal(display_id(doc))}"
+                )
                 render.show_document(source, domain, doc, documents.get(doc))
 
 

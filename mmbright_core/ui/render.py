@@ -66,10 +66,10 @@ def progress_bar(text: str, unit: str) -> Iterator[Callable[[int, int], None]]:
 
     The bar is removed when the block ends, however it ends.
     """
-    bar = st.progress(0.0, text=text)
+    bar = st.progress(0.0, text=literal(text))
 
     def update(done: int, total: int) -> None:
-        bar.progress(done / total, text=f"{done} of {total} {unit}")
+        bar.progress(done / total, text=literal(f"{done} of {total} {unit}"))
 
     try:
         yield update

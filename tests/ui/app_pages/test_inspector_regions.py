@@ -75,8 +75,10 @@ def _says(at: AppTest) -> str:
 
 
 def test_the_button_shows_the_grid_and_sentence_of_explain_regions_for_the_chosen_pair(
-    corner_run: Path, tmp_path: Path
+    corner_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
+    # A cache of its own: another test may have computed the same pair into the suite's.
+    monkeypatch.setenv("MMBRIGHT_CACHE", str(tmp_path / "app-cache"))
     query = _hurt(corner_run)
     at = _open(corner_run, query)
     assert at.selectbox(key="insp_regions_run").value == read_outputs(corner_run).model
