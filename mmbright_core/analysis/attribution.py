@@ -43,6 +43,7 @@ from mmbright_core.analysis.regions import ImageRegions, RegionAttribution, expl
 from mmbright_core.errors import InputError, MissingDependencyError
 from mmbright_core.retrieval.base import ImageSource, Retriever, RunConfig, check_task
 from mmbright_core.retrieval.explanation import (
+    NO_RETRIEVER,
     Attribution,
     DenseAttribution,
     ExplainsScores,
@@ -52,6 +53,7 @@ from mmbright_core.retrieval.explanation import (
     Span,
     TermContribution,
     Unavailable,
+    explained_query,
 )
 from mmbright_core.retrieval.rebuild import NotRebuildable, rebuild_retriever
 from mmbright_core.types import TaskData
@@ -125,18 +127,9 @@ def explain(
             the task.
     """
     if retriever is None or isinstance(retriever, Unavailable):
-        reason = retriever or Unavailable(
-            "explaining a score needs the retriever that made the run: "
-            "rebuild it with retriever_from_config(config) or pass it"
-        )
+        reason = retriever or NO_RETRIEVER
         return dict.fromkeys(doc_ids, reason)
-    query = next((q for q in data.queries if q.query_id == query_id), None)
-    if query is None:
-        raise InputError(
-            f"query {query_id!r} is not in the task's data",
-            expected=f"a query id of task {data.task}, domain {data.domain}",
-            found=query_id,
-        )
+    query = explained_query(data, query_id)
     check_task(retriever, data.task)
     wanted = set(doc_ids)
     where = {doc.doc_id: i for i, doc in enumerate(data.corpus) if doc.doc_id in wanted}

@@ -54,7 +54,7 @@ from mmbright_core.retrieval.base import ImageSource, Retriever, check_task
 from mmbright_core.retrieval.cache import content_key, default_cache_dir, settings_key
 from mmbright_core.retrieval.dual_vectors import image_key
 from mmbright_core.retrieval.encoders import document_bytes
-from mmbright_core.retrieval.explanation import Unavailable
+from mmbright_core.retrieval.explanation import NO_RETRIEVER, Unavailable, explained_query
 from mmbright_core.retrieval.fusion import Fusion
 from mmbright_core.retrieval.index import l2_normalise
 from mmbright_core.retrieval.verify import bytes_match, bytes_record, remove, report_damaged
@@ -339,17 +339,8 @@ def explain_regions(
     """
     check_options(grid, fill, side)
     if retriever is None or isinstance(retriever, Unavailable):
-        return retriever or Unavailable(
-            "explaining a score needs the retriever that made the run: "
-            "rebuild it with retriever_from_config(config) or pass it"
-        )
-    query = next((q for q in data.queries if q.query_id == query_id), None)
-    if query is None:
-        raise InputError(
-            f"query {query_id!r} is not in the task's data",
-            expected=f"a query id of task {data.task}, domain {data.domain}",
-            found=query_id,
-        )
+        return retriever or NO_RETRIEVER
+    query = explained_query(data, query_id)
     check_task(retriever, data.task)
     if not isinstance(retriever, EncodesImages) or not retriever.fusion.images:
         return Unavailable(

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal, NamedTuple, Protocol, runti
 
 from PIL import Image
 
+from mmbright_core.errors import InputError
 from mmbright_core.types import Query, TaskData
 
 if TYPE_CHECKING:
@@ -190,6 +191,28 @@ class Unavailable:
 
 
 Attribution = LexicalAttribution | FusionAttribution | DenseAttribution | Unavailable
+
+NO_RETRIEVER = Unavailable(
+    "explaining a score needs the retriever that made the run: "
+    "rebuild it with retriever_from_config(config) or pass it"
+)
+"""The answer where no retriever was given to explain a run's scores."""
+
+
+def explained_query(data: TaskData, query_id: str) -> Query:
+    """Return query ``query_id`` of ``data``, the query whose scores are explained.
+
+    Raises:
+        InputError: ``data`` has no such query.
+    """
+    query = next((q for q in data.queries if q.query_id == query_id), None)
+    if query is None:
+        raise InputError(
+            f"query {query_id!r} is not in the task's data",
+            expected=f"a query id of task {data.task}, domain {data.domain}",
+            found=query_id,
+        )
+    return query
 
 
 @runtime_checkable
