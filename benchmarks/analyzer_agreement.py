@@ -1,4 +1,4 @@
-"""Measure how closely ``mmbright_core.retrieval.analyzer`` agrees with pyserini's analyzer.
+"""Measure how closely ``mmbright_core.retrieval.lexical.analyzer`` agrees with pyserini's analyzer.
 
 The reference is the analyzer of the official BM25 baseline:
 ``pyserini.analysis.Analyzer(get_lucene_analyzer())`` (Anserini's ``DefaultEnglishAnalyzer``
@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def load_analyzer_module():
     """Import the analyzer module of this checkout (its tokenizer comes with it)."""
     sys.path.insert(0, str(ROOT))
-    return importlib.import_module("mmbright_core.retrieval.analyzer")
+    return importlib.import_module("mmbright_core.retrieval.lexical.analyzer")
 
 
 def demo_texts() -> list[tuple[str, str]]:

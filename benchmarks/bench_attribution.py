@@ -21,8 +21,8 @@ from bench_bm25 import PHYSICS, synthetic_texts  # the script's folder is on sys
 from common import best
 
 from mmbright_core.analysis.attribution import LexicalAttribution, explain
-from mmbright_core.retrieval.bm25 import BM25Retriever
-from mmbright_core.retrieval.index import top_k_array
+from mmbright_core.retrieval.lexical.bm25 import BM25Retriever
+from mmbright_core.retrieval.search.index import top_k_array
 from mmbright_core.types import Document, Query, TaskData
 
 

@@ -34,10 +34,10 @@ from pathlib import Path
 
 import numpy as np
 
-from mmbright_core.retrieval.analyzer import EnglishAnalyzer
-from mmbright_core.retrieval.bm25 import BM25Retriever
-from mmbright_core.retrieval.bm25_index import BM25Index
-from mmbright_core.retrieval.index import top_k_array
+from mmbright_core.retrieval.lexical.analyzer import EnglishAnalyzer
+from mmbright_core.retrieval.lexical.bm25 import BM25Retriever
+from mmbright_core.retrieval.lexical.bm25_index import BM25Index
+from mmbright_core.retrieval.search.index import top_k_array
 
 TARGET_SEARCH = 8.0
 TARGET_INDEX = 3.0  # against rank_bm25; 1x against gensim, which is handed analysed tokens

@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 from common import best, sizes
 
-from mmbright_core.retrieval import verify
-from mmbright_core.retrieval.bm25_index import BM25Index
-from mmbright_core.retrieval.cache import EmbeddingCache
+from mmbright_core.retrieval.cache import verify
+from mmbright_core.retrieval.cache.store import EmbeddingCache
+from mmbright_core.retrieval.lexical.bm25_index import BM25Index
 
 
 def _corpus(passages: int, rng: np.random.Generator) -> list[list[str]]:

@@ -32,7 +32,7 @@ from fractions import Fraction
 import numpy as np
 from threadpoolctl import threadpool_info
 
-from mmbright_core.retrieval.index import VectorIndex, dense_top_k, l2_normalise, top_k_array
+from mmbright_core.retrieval.search.index import VectorIndex, dense_top_k, l2_normalise, top_k_array
 
 # Set on some processors to work around old OpenBLAS builds; they slow a current numpy.
 _FORCING = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from mmbright_core.retrieval.cache import content_key
-from mmbright_core.retrieval.clip import ClipRetriever
+from mmbright_core.retrieval.backends.clip import ClipRetriever
+from mmbright_core.retrieval.cache.store import content_key
 
 TINY = {
     "embed_dim": 32,

@@ -35,7 +35,7 @@ from openai_server import CHAT_MODEL, KEY, serving  # noqa: E402
 
 from mmbright_core.llm.cache import AnswerCache  # noqa: E402
 from mmbright_core.llm.chat import ChatClient  # noqa: E402
-from mmbright_core.retrieval.api_client import Limits  # noqa: E402
+from mmbright_core.retrieval.backends.api_client import Limits  # noqa: E402
 
 CONCURRENCY = (1, 8, 32)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from mmbright_core.analysis.attribution import RegionAttribution, explain_regions
 from mmbright_core.data.sources import open_source
-from mmbright_core.retrieval.clip import ClipRetriever
+from mmbright_core.retrieval.backends.clip import ClipRetriever
 
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent / "tests" / "support")]
 from tiny_clip import TINY_CLIP_CONFIG  # noqa: E402  (the test suite's tiny config)

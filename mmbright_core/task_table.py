@@ -7,7 +7,7 @@ imports nothing but the shared types and errors, so every layer (``io`` included
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
@@ -104,6 +104,24 @@ TASK_TABLE: Mapping[int, TaskInfo] = MappingProxyType({row[0]: TaskInfo(*row) fo
 
 TASKS: tuple[Task, ...] = tuple(info.number for info in TASK_TABLE.values())
 """The four tasks of MM-BRIGHT (docs/protocol.md, "The benchmark")."""
+
+
+def tasks_where(test: Callable[[TaskInfo], bool]) -> frozenset[Task]:
+    """Return the tasks whose record passes ``test``: what a retriever runs, read from the table.
+
+    ``tasks_where(lambda t: t.corpus_text)`` are the tasks whose documents carry text (BM25's).
+    """
+    return frozenset(info.number for info in TASK_TABLE.values() if test(info))
+
+
+TEXT_CORPUS_TASKS = tasks_where(lambda t: t.corpus_text)
+"""The tasks whose documents carry text: what a text retriever ranks (BM25, a dense model)."""
+
+PASSAGE_TASKS = tasks_where(lambda t: t.corpus == "passages")
+"""The tasks whose documents are passages alone: what a text-only embedder ranks."""
+
+IMAGE_QUERY_TEXT_TASKS = tasks_where(lambda t: t.corpus_text and not t.text_only)
+"""The tasks whose queries carry images and whose documents text: where OCR adds words."""
 
 
 def task_info(task: int) -> TaskInfo:

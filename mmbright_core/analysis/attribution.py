@@ -9,11 +9,11 @@ offer:
 
 - ``bm25``, ``ocr-bm25``: each query term's share of the BM25 sum, with its origin (the query
   text, the words read from the query images, or both) and a passage snippet whose matched
-  words can be highlighted (:mod:`~mmbright_core.retrieval.bm25_explain`);
+  words can be highlighted (:mod:`~mmbright_core.retrieval.lexical.bm25_explain`);
 - ``clip`` and every dual encoder built on an Embedder (plugins included) whose fusion is
   linear (``raw-mean``, ``zero-image``, ``normalised-mean``): the fused query's text part and
   image part, which add up to the score, and the images used
-  (:mod:`~mmbright_core.retrieval.dual`); ``joint`` and ``text`` fusions say
+  (:mod:`~mmbright_core.retrieval.dual.encoder`); ``joint`` and ``text`` fusions say
   their scores have no such split;
 - ``dense``, ``ocr-dense``: the similarity, and for ``ocr-dense`` the similarity without the
   words read from the images.
@@ -26,8 +26,8 @@ Everything is computed on demand from the retriever that made the run (one index
 one batch of encodings per call), so the parts add up to the run's stored score. A run read
 from files is explained only through the retriever its configuration rebuilds
 (:func:`retriever_from_config`, with the recipe each retriever declares in
-:mod:`~mmbright_core.retrieval.rebuild`); without one, the answer is :class:`Unavailable`, never a
-guess.
+:mod:`~mmbright_core.retrieval.runner.rebuild`); without one, the answer is :class:`Unavailable`,
+never a guess.
 
 Example:
     >>> retriever = retriever_from_config(outputs_config)  # doctest: +SKIP
@@ -40,8 +40,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mmbright_core.analysis.regions import ImageRegions, RegionAttribution, explain_regions
+from mmbright_core.data.images import ImageSource
 from mmbright_core.errors import InputError, MissingDependencyError
-from mmbright_core.retrieval.base import ImageSource, Retriever, RunConfig, check_task
+from mmbright_core.retrieval.base import Retriever, RunConfig, check_task
 from mmbright_core.retrieval.explanation import (
     NO_RETRIEVER,
     Attribution,
@@ -55,7 +56,7 @@ from mmbright_core.retrieval.explanation import (
     Unavailable,
     explained_query,
 )
-from mmbright_core.retrieval.rebuild import NotRebuildable, rebuild_retriever
+from mmbright_core.retrieval.runner.rebuild import NotRebuildable, rebuild_retriever
 from mmbright_core.types import TaskData
 
 __all__ = [
@@ -82,7 +83,7 @@ def retriever_from_config(
     """Rebuild the retriever that made a run to explain its scores, or say why not.
 
     The rebuild itself, one recipe per retriever, is
-    :func:`~mmbright_core.retrieval.rebuild.rebuild_retriever`, which takes the same
+    :func:`~mmbright_core.retrieval.runner.rebuild.rebuild_retriever`, which takes the same
     arguments (``cache_dir``, ``device``, ``ocr_words``, ``rewrites``); here a refusal
     becomes the answer every document of the run gets.
 

@@ -2,8 +2,8 @@
 
 Scores are reported as the benchmark does (docs/protocol.md, Scoring): per-domain mean over queries,
 then the unweighted mean over domains, x100 with one decimal. Published numbers (docs/protocol.md,
-Published numbers) are kept as data (:mod:`~mmbright_core.retrieval.reference`) and each matching
-run is flagged ``OK`` / ``OKish`` / ``differs``, as pyserini's reproduction pages do.
+Published numbers) are kept as data (:mod:`~mmbright_core.retrieval.catalogue.reference`) and each
+matching run is flagged ``OK`` / ``OKish`` / ``differs``, as pyserini's reproduction pages do.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from mmbright_core.errors import InputError
-from mmbright_core.retrieval.reference import ReferenceScore, load_reference
+from mmbright_core.retrieval.catalogue.reference import ReferenceScore, load_reference
 from mmbright_core.task_table import MAIN_SCORE
 
 AVERAGE = "Avg."

@@ -31,7 +31,8 @@ from mmbright_core.analysis.regions import (
     RegionAttribution,
     explain_regions,
 )
-from mmbright_core.retrieval.base import ImageSource, Retriever
+from mmbright_core.data.images import ImageSource
+from mmbright_core.retrieval.base import Retriever
 from mmbright_core.retrieval.explanation import Unavailable
 from mmbright_core.types import TaskData
 

@@ -47,17 +47,17 @@ import numpy as np
 from PIL import Image, ImageFilter, ImageStat
 
 from mmbright_core.data.image_batches import ImageLoader
-from mmbright_core.data.images import QueryImages, decode_image
+from mmbright_core.data.images import ImageSource, QueryImages, decode_image
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.io.atomic import atomic_write_text
-from mmbright_core.retrieval.base import ImageSource, Retriever, check_task
-from mmbright_core.retrieval.cache import content_key, default_cache_dir, settings_key
-from mmbright_core.retrieval.dual_vectors import image_key
-from mmbright_core.retrieval.encoders import document_bytes
+from mmbright_core.retrieval.base import Retriever, check_task
+from mmbright_core.retrieval.cache.store import content_key, default_cache_dir, settings_key
+from mmbright_core.retrieval.cache.verify import bytes_match, bytes_record, remove, report_damaged
+from mmbright_core.retrieval.dual.encoder import image_key
+from mmbright_core.retrieval.dual.fusion import Fusion
 from mmbright_core.retrieval.explanation import NO_RETRIEVER, Unavailable, explained_query
-from mmbright_core.retrieval.fusion import Fusion
-from mmbright_core.retrieval.index import l2_normalise
-from mmbright_core.retrieval.verify import bytes_match, bytes_record, remove, report_damaged
+from mmbright_core.retrieval.runner.encoders import document_bytes
+from mmbright_core.retrieval.search.index import l2_normalise
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Document, Query, TaskData
 
@@ -83,7 +83,7 @@ Box = tuple[int, int, int, int]
 class EncodesImages(Protocol):
     """A retriever that encodes images and forms its queries through the dual encoder API.
 
-    :class:`~mmbright_core.retrieval.dual.DualEncoderRetriever` and every wrapper that
+    :class:`~mmbright_core.retrieval.dual.encoder.DualEncoderRetriever` and every wrapper that
     forwards to one (plugins, rewritten queries) offer it.
     """
 

@@ -20,7 +20,7 @@ import pandas as pd
 
 from mmbright_core.analysis.two_stage import ALL_DOMAINS, MEASURE, TwoStage
 from mmbright_core.io.recorded import config_differences
-from mmbright_core.retrieval.rewritten import SET_KEY, is_set_setting
+from mmbright_core.retrieval.runner.rewritten import SET_KEY, is_set_setting
 
 COLUMNS = ["domain", "queries", "plain", "rewritten", "gain", "helped", "hurt"]
 

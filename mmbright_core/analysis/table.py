@@ -240,13 +240,13 @@ def _header_size(data: bytes | None) -> tuple[float, float]:
 
 
 def _cached_ocr(cache_root: Path) -> Any:
-    from mmbright_core.retrieval.ocr_reader import OcrReader
+    from mmbright_core.retrieval.backends.ocr_reader import OcrReader
 
     return OcrReader(cache_root)
 
 
 def _recorded_words(words: OcrWords | None, source: Source, query: Any) -> float:
-    from mmbright_core.retrieval.cache import content_key
+    from mmbright_core.retrieval.cache.store import content_key
 
     read = None if words is None else words.images_read(query.domain, query.query_id)
     if not read:
@@ -260,7 +260,7 @@ def _recorded_words(words: OcrWords | None, source: Source, query: Any) -> float
 
 def _cached_words(reader: Any, source: Source, query: Any) -> float:
     from mmbright_core.data.images import query_images
-    from mmbright_core.retrieval.cache import content_key
+    from mmbright_core.retrieval.cache.store import content_key
 
     images = query_images(source, query, "first")
     if not images.images:

@@ -140,7 +140,7 @@ def _sliced(
     """The image effect by ``--by``; the image slices read the query images' features."""
     from mmbright_core.analysis.slices import slice_effect
     from mmbright_core.analysis.table import query_image_features
-    from mmbright_core.retrieval.cache import default_cache_dir
+    from mmbright_core.retrieval.cache.store import default_cache_dir
 
     features = None
     if args.by in _IMAGE_SLICES:

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 def add_engine_arguments(parser: argparse.ArgumentParser | Any) -> None:
     """Add ``--engine``, ``--address``, ``--workers`` and ``--gpus-per-worker`` to a parser."""
-    from mmbright_core.retrieval.engines import ENGINES
+    from mmbright_core.retrieval.runner.engines import ENGINES
 
     parser.add_argument(
         "--engine",
@@ -35,8 +35,8 @@ def with_engine(name: str, options: dict[str, Any], args: argparse.Namespace) ->
         InputError: Ray options without ``--engine ray``, a bad worker count, or
             ``--engine ray`` for a retriever with no corpus encoding to distribute.
     """
-    from mmbright_core.retrieval.engines import build_retriever
-    from mmbright_core.retrieval.ray_engine import RayEngine
+    from mmbright_core.retrieval.runner.engines import build_retriever
+    from mmbright_core.retrieval.runner.ray_engine import RayEngine
 
     if args.engine == "local":
         if args.address or args.gpus_per_worker or args.workers != 1:

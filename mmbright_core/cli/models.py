@@ -1,4 +1,4 @@
-"""``mmbright models``: list the model catalogue's presets (``retrieval/catalogue.json``)."""
+"""``mmbright models``: list the model catalogue's presets (``retrieval/catalogue/``)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def register(subparsers: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Print the presets as a table or as JSON."""
-    from mmbright_core.retrieval.catalogue import presets
+    from mmbright_core.retrieval.catalogue.presets import presets
 
     chosen = presets(args.task)
     if args.format == "json":

@@ -18,7 +18,7 @@ from mmbright_core.data.choices import POLICIES
 from mmbright_core.errors import InputError, printable
 
 if TYPE_CHECKING:
-    from mmbright_core.retrieval.preset_run import Resolved
+    from mmbright_core.retrieval.catalogue.preset_run import Resolved
 
 
 RUN_COMMAND = Command(
@@ -76,7 +76,7 @@ def declare_backend(parser: argparse.ArgumentParser) -> None:
 def _declare_model(parser: argparse.ArgumentParser) -> None:
     """Add the retriever or preset, the model and the settings that choose its vectors."""
     from mmbright_core.retrieval.backends import BACKENDS
-    from mmbright_core.retrieval.instructions import INSTRUCTION_SETS
+    from mmbright_core.retrieval.backends.instructions import INSTRUCTION_SETS
     from mmbright_core.retrieval.registry import available_retrievers
 
     parser.add_argument("--retriever", help=f"one of: {', '.join(available_retrievers())}")
@@ -178,8 +178,12 @@ def chosen_retriever(args: argparse.Namespace) -> Resolved:
     Raises:
         InputError: Neither or both of ``--retriever`` and ``--model-preset``.
     """
-    from mmbright_core.retrieval.catalogue import get_preset
-    from mmbright_core.retrieval.preset_run import Resolved, instructions_without_preset, resolve
+    from mmbright_core.retrieval.catalogue.preset_run import (
+        Resolved,
+        instructions_without_preset,
+        resolve,
+    )
+    from mmbright_core.retrieval.catalogue.presets import get_preset
 
     if (args.retriever is None) == (args.model_preset is None):
         raise InputError(
@@ -220,7 +224,7 @@ def on_rewritten_queries(retriever: Any, path: str, task: int, source: str) -> A
         InputError: The set is unreadable, or was written for another task or source.
     """
     from mmbright_core.io.rewrites import read_query_set
-    from mmbright_core.retrieval.rewritten import Rewritten
+    from mmbright_core.retrieval.runner.rewritten import Rewritten
 
     queries = read_query_set(path)
     for what, wanted, found in (
@@ -243,8 +247,8 @@ def handle(args: argparse.Namespace) -> int:
     """Run the subcommand and print each domain's nDCG@10."""
     from mmbright_core.cli.engine_options import with_engine
     from mmbright_core.data.sources import open_source
-    from mmbright_core.retrieval.preset_run import Chosen, set_score_scale
-    from mmbright_core.retrieval.runner import run_task
+    from mmbright_core.retrieval.catalogue.preset_run import Chosen, set_score_scale
+    from mmbright_core.retrieval.runner.task_run import run_task
 
     chosen = chosen_retriever(args)
     retriever = with_engine(chosen.retriever, chosen.options, args)

@@ -57,10 +57,17 @@ class ImageDecodeError(InputError):
 
 
 class ImageSource(Protocol):
-    """What :func:`query_images` needs from a source: query image bytes by path."""
+    """Where images are read, by domain and path: a data source satisfies it.
+
+    :func:`query_images` reads query images through it, a retriever its corpus images too.
+    """
 
     def query_image_bytes(self, domain: str, path: str) -> bytes | None:
-        """Return the bytes of one query image, or None when the source lacks it."""
+        """Return a query image's raw file bytes, or None when the data has none."""
+        ...
+
+    def document_image_bytes(self, domain: str, path: str) -> bytes | None:
+        """Return a corpus image's raw file bytes, or None when the data has none."""
         ...
 
 

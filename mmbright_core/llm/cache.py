@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mmbright_core.io.atomic import atomic_write_text
-from mmbright_core.retrieval.cache import settings_key
+from mmbright_core.retrieval.cache.store import settings_key
 
 FORMAT = "mmbright-chat-answer/1"
 

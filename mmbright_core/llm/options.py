@@ -14,8 +14,8 @@ from typing import Any
 from mmbright_core.errors import InputError
 from mmbright_core.llm.cache import AnswerCache
 from mmbright_core.llm.chat import DEFAULT_PARAMETERS, SAMPLING, ChatClient
-from mmbright_core.retrieval.api_client import DEFAULT_KEY_ENV, Limits, whole_option
-from mmbright_core.retrieval.cache import default_cache_dir
+from mmbright_core.retrieval.backends.api_client import DEFAULT_KEY_ENV, Limits, whole_option
+from mmbright_core.retrieval.cache.store import default_cache_dir
 
 #: ``--option`` names that set the client's limits, with their types.
 LIMIT_OPTIONS = {

@@ -22,7 +22,7 @@ from mmbright_core.errors import InputError
 from mmbright_core.llm.chat import ChatClient, Message, Reply
 from mmbright_core.llm.images import DEFAULT_SIDE, data_url, user_message
 from mmbright_core.llm.prompts import Prompt
-from mmbright_core.retrieval.cache import content_key
+from mmbright_core.retrieval.cache.store import content_key
 from mmbright_core.task_table import task_info
 from mmbright_core.types import Query
 

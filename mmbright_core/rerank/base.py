@@ -20,7 +20,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from mmbright_core.retrieval.base import ImageSource
+from mmbright_core.data.images import ImageSource
 
 #: The images a reranker reads: ``query_image_bytes(domain, path)`` for the query's,
 #: ``document_image_bytes(domain, path)`` for a candidate's (a data source satisfies it).

@@ -19,7 +19,7 @@ from typing import Any
 
 from mmbright_core.io.atomic import atomic_write_text
 from mmbright_core.rerank.base import Reranked
-from mmbright_core.retrieval.cache import content_key, default_cache_dir, settings_key
+from mmbright_core.retrieval.cache.store import content_key, default_cache_dir, settings_key
 
 #: The cache's folder under the package's cache root (``$MMBRIGHT_CACHE``, ``--cache-dir``).
 FOLDER = "rerank"

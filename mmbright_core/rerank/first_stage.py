@@ -18,7 +18,7 @@ from typing import Any
 from mmbright_core.data.sources import Source
 from mmbright_core.errors import InputError
 from mmbright_core.io.runs import run_json
-from mmbright_core.retrieval.cache import content_key
+from mmbright_core.retrieval.cache.store import content_key
 from mmbright_core.task_runs import Scope, check_task_runs, read_task_file, read_task_outputs
 from mmbright_core.types import Protocol4
 

@@ -46,7 +46,7 @@ from mmbright_core.llm.images import DEFAULT_SIDE, data_url, user_message
 from mmbright_core.llm.options import chat_client, option_number
 from mmbright_core.llm.prompts import BRIGHT_PARAMETERS, BRIGHT_SYSTEM
 from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, RerankQuery
-from mmbright_core.retrieval.api_client import whole_option
+from mmbright_core.retrieval.backends.api_client import whole_option
 from mmbright_core.task_table import TASK_TABLE, task_info
 
 MODES = ("pointwise", "listwise", "bright")

@@ -4,12 +4,12 @@
 inputs2, task_metadata=...)`` gets what MTEB's reranking evaluation gives it: row-paired
 ``DataLoader`` batches made by MTEB's ``create_dataloader`` (the query, once per candidate,
 and the candidate), under the ``TaskMetadata`` of MTEB's MM-BRIGHT task of the run's task
-and domain (:mod:`mmbright_core.retrieval.mteb_tasks`), so the model reads its prompt and
+and domain (:mod:`mmbright_core.retrieval.backends.mteb_tasks`), so the model reads its prompt and
 modalities from it. A query of tasks 2-4 carries its first decodable image; a Task 3
 candidate is its image; a Task 4 pair its passage and image (a text-only pair its passage,
 in a batch of its own: MTEB batches cannot hold a missing image); each image with the
 pixels this package decoded, never re-compressed
-(:func:`~mmbright_core.retrieval.mteb_tasks.task_rows`).
+(:func:`~mmbright_core.retrieval.backends.mteb_tasks.task_rows`).
 ``mteb/baseline-random-cross-encoder`` runs offline.
 """
 
@@ -23,10 +23,15 @@ from PIL import Image
 from mmbright_core.data.images import ImageDecodeError, decode_image
 from mmbright_core.errors import InputError
 from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, RerankQuery
+from mmbright_core.retrieval.backends.code_gate import gate
+from mmbright_core.retrieval.backends.mteb_registry import load_model, loader_runs_code, split_name
+from mmbright_core.retrieval.backends.mteb_tasks import (
+    IMAGE_ROWS,
+    TASK_NAMES,
+    task_metadata,
+    task_rows,
+)
 from mmbright_core.retrieval.base import require
-from mmbright_core.retrieval.mteb_registry import load_model, loader_runs_code, split_name
-from mmbright_core.retrieval.mteb_tasks import IMAGE_ROWS, TASK_NAMES, task_metadata, task_rows
-from mmbright_core.retrieval.remote_code import gate
 from mmbright_core.task_table import TASK_TABLE
 
 _WHAT = "the mteb reranker"

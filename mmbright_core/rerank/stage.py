@@ -1,13 +1,13 @@
 """Reranking a first-stage run: the second stage as a retriever the runner writes out.
 
-:func:`rerank_task` hands :class:`RerankStage` to :func:`~mmbright_core.retrieval.runner.run_task`,
-so a reranked run gets what every run gets (docs/protocol.md, "Two-stage runs"): the
-official layout, a ``config.json`` per domain written last (a killed job re-runs only the
-domains it had not finished), the folder never shared with another configuration, the
-metrics and ``run.trec``. Its configuration records the reranker, its settings, the depth
-and the first stage (:mod:`mmbright_core.rerank.first_stage`). Within a domain every
-answer is cached as soon as it is given (:mod:`mmbright_core.rerank.cache`), so a resumed
-job asks nothing twice; an unusable answer is not kept, so a rerun asks that query again.
+:func:`rerank_task` hands :class:`RerankStage` to
+:func:`~mmbright_core.retrieval.runner.task_run.run_task`, so a reranked run gets what every run
+gets (docs/protocol.md, "Two-stage runs"): the official layout, a ``config.json`` per domain
+written last (a killed job re-runs only the domains it had not finished), the folder never shared
+with another configuration, the metrics and ``run.trec``. Its configuration records the reranker,
+its settings, the depth and the first stage (:mod:`mmbright_core.rerank.first_stage`). Within a
+domain every answer is cached as soon as it is given (:mod:`mmbright_core.rerank.cache`), so a
+resumed job asks nothing twice; an unusable answer is not kept, so a rerun asks that query again.
 Each domain also gets ``rerank.json``: the reranker's own scores (of the candidates it
 ranked) and the problem of every query whose answer was unusable (kept in first-stage
 order).
@@ -38,8 +38,8 @@ from mmbright_core.rerank.base import (
 )
 from mmbright_core.rerank.cache import AnswerCache, answer_key
 from mmbright_core.rerank.first_stage import FirstStage
-from mmbright_core.retrieval.cache import content_key
-from mmbright_core.retrieval.runner import RunOutcome, run_task
+from mmbright_core.retrieval.cache.store import content_key
+from mmbright_core.retrieval.runner.task_run import RunOutcome, run_task
 from mmbright_core.task_table import TASK_TABLE, task_info
 from mmbright_core.types import Document, Query, TaskData
 
@@ -249,7 +249,7 @@ def rerank_task(
         cache_dir: The cache root of the answers.
         cache: False to ask every query afresh and keep no answer.
         **run: ``k`` (the per-query cut of the reranked run), ``progress`` and
-            ``new_folder``, as :func:`~mmbright_core.retrieval.runner.run_task` takes them.
+            ``new_folder``, as :func:`~mmbright_core.retrieval.runner.task_run.run_task` takes them.
 
     Raises:
         InputError: A bad depth, a task the reranker cannot read (images for a text

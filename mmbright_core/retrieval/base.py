@@ -24,18 +24,8 @@ from mmbright_core.io._json import json_kind
 from mmbright_core.types import TaskData
 
 if TYPE_CHECKING:
+    from mmbright_core.data.images import ImageSource
     from mmbright_core.io.ocr_words import OcrWords
-
-
-@runtime_checkable
-class ImageSource(Protocol):
-    """Where a retriever reads image bytes; a data source satisfies it."""
-
-    def query_image_bytes(self, domain: str, path: str) -> bytes | None:
-        """Return a query image's raw file bytes, or None when the data has none."""
-
-    def document_image_bytes(self, domain: str, path: str) -> bytes | None:
-        """Return a corpus image's raw file bytes, or None when the data has none."""
 
 
 @runtime_checkable

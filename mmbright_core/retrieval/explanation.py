@@ -3,8 +3,9 @@
 A retriever offers attribution by having an ``explain_scores`` method (:class:`ExplainsScores`);
 :func:`~mmbright_core.analysis.attribution.explain` asks it a :class:`Question` and hands the
 answers on. Each formula sits with the retriever it explains: BM25's per-term shares in
-:mod:`~mmbright_core.retrieval.bm25_explain`, a dual encoder's text and image parts in
-:mod:`~mmbright_core.retrieval.dual`, a dense similarity in :mod:`~mmbright_core.retrieval.dense`.
+:mod:`~mmbright_core.retrieval.lexical.bm25_explain`, a dual encoder's text and image parts in
+:mod:`~mmbright_core.retrieval.dual.encoder`, a dense similarity in
+:mod:`~mmbright_core.retrieval.backends.dense`.
 
 Every record but :class:`Unavailable` carries the score recomputed from its parts, which
 equals the run's stored score where the run was made by this package with the same
@@ -25,7 +26,7 @@ from mmbright_core.errors import InputError
 from mmbright_core.types import Query, TaskData
 
 if TYPE_CHECKING:
-    from mmbright_core.retrieval.base import ImageSource
+    from mmbright_core.data.images import ImageSource
 
 Origin = Literal["text", "image", "both", "llm"]
 """Where a query term comes from: the query text, the words read from its images, both, or

@@ -3,8 +3,8 @@
 ``mmbright run --retriever mypkg.models:make`` imports ``mypkg.models`` (from ``sys.path``
 or the current folder) and calls ``make(**options)`` with the ``--option`` values. The
 factory returns a :class:`~mmbright_core.retrieval.base.Retriever`, or an
-:class:`~mmbright_core.retrieval.embedder.Embedder` which the package runs as a
-:class:`~mmbright_core.retrieval.dual.DualEncoderRetriever` (fusion, cache, exclusions,
+:class:`~mmbright_core.retrieval.dual.embedder.Embedder` which the package runs as a
+:class:`~mmbright_core.retrieval.dual.encoder.DualEncoderRetriever` (fusion, cache, exclusions,
 cut, Ray and attribution included). Installed packages register names in the entry-point
 group ``mmbright.retrievers`` (``name = "pkg.module:factory"``).
 
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.base import Retriever
-from mmbright_core.retrieval.embedder import Embedder
+from mmbright_core.retrieval.dual.embedder import Embedder
 
 if TYPE_CHECKING:
     from mmbright_core.retrieval.base import RebuildContext, RunConfig
@@ -158,7 +158,7 @@ class PluginFactory:
             made = self.factory(**mine)
         recorded = {k: v for k, v in mine.items() if k not in _UNRECORDED}
         if isinstance(made, Embedder):
-            from mmbright_core.retrieval.dual import DualEncoderRetriever
+            from mmbright_core.retrieval.dual.encoder import DualEncoderRetriever
 
             self._check(rest, WRAPPER_OPTIONS, accepted)
             inner: Retriever = DualEncoderRetriever(made, name=self.name, **rest)

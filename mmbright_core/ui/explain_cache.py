@@ -29,10 +29,10 @@ from mmbright_core.analysis.attribution import (
 from mmbright_core.errors import MissingDependencyError
 from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.io.rewrites import Rewrite
+from mmbright_core.retrieval.backends.ocr import OcrAugmented
 from mmbright_core.retrieval.base import Retriever
-from mmbright_core.retrieval.cache import content_key
-from mmbright_core.retrieval.ocr import OcrAugmented
-from mmbright_core.retrieval.rebuild import ImportNotAllowed, plugin_module
+from mmbright_core.retrieval.cache.store import content_key
+from mmbright_core.retrieval.runner.rebuild import ImportNotAllowed, plugin_module
 from mmbright_core.types import Task, TaskData
 from mmbright_core.ui.confine import data_root
 from mmbright_core.ui.literal import literal

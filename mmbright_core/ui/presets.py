@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from mmbright_core.errors import UnknownNameError
-from mmbright_core.retrieval.catalogue import Preset, get_preset, presets
-from mmbright_core.retrieval.remote_code import ENV
+from mmbright_core.retrieval.backends.code_gate import ENV
+from mmbright_core.retrieval.catalogue.presets import Preset, get_preset, presets
 from mmbright_core.ui.state import RunEntry
 
 GPU_PARAMETERS = 1_000_000_000
@@ -81,7 +81,8 @@ def reproducing(entries: Mapping[str, RunEntry], task: int) -> dict[str, str]:
         task: The task of the published table.
 
     Returns:
-        run name -> the model's name in the published table (``retrieval/reference.json``).
+        run name -> the model's name in the published table
+        (``retrieval/catalogue/reference.json``).
     """
     models: dict[str, str] = {}
     for name, entry in entries.items():

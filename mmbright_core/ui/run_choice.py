@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 
 from mmbright_core.errors import InputError, MMBrightError, show
 from mmbright_core.retrieval.backends import BACKENDS
+from mmbright_core.retrieval.backends.instructions import DEFAULT_INSTRUCTIONS
 from mmbright_core.retrieval.base import require
-from mmbright_core.retrieval.catalogue import get_preset
-from mmbright_core.retrieval.instructions import DEFAULT_INSTRUCTIONS
-from mmbright_core.retrieval.preset_run import Resolved, resolve
+from mmbright_core.retrieval.catalogue.preset_run import Resolved, resolve
+from mmbright_core.retrieval.catalogue.presets import get_preset
 from mmbright_core.retrieval.registry import available_retrievers, declared_tasks
 from mmbright_core.types import Task
 from mmbright_core.ui.confine import Confinement, check_typed
@@ -47,7 +47,7 @@ _LOCAL_DIR = "local-dir:"
 _HUB_PREFIX = "hf-hub:"  # open_clip's model from the hub
 # A hub id or registry name, optionally at a revision: ORG/NAME, NAME, NAME@REVISION.
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?(@[\w.-]+)?")
-# Pretrained values that name no file: random weights, the model's own (retrieval/clip.py).
+# Pretrained values that name no file: random weights, the model's own (retrieval/backends/clip.py).
 _SPECIAL_TAGS = frozenset({"none", "auto"})
 CLIP_MODEL = BACKENDS["clip"].default_model
 """The clip retriever's model when the Model field is blank (its pretrained tags apply)."""

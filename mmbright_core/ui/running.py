@@ -1,6 +1,6 @@
 """Running a retriever from the dashboard: progress within each domain, cancel, reuse.
 
-The run goes through the core's runner (:func:`mmbright_core.retrieval.runner.run_task`) in
+The run goes through the core's runner (:func:`mmbright_core.retrieval.runner.task_run.run_task`) in
 one call, which writes the official outputs and reuses a domain whose stored configuration
 matches; its ``progress`` hook moves the bar per batch of queries, and its ``guard`` checks
 every folder and file it reads or writes against the server's data root. Cancelling reruns
@@ -22,8 +22,8 @@ import streamlit as st
 from mmbright_core.errors import InputError, MMBrightError
 from mmbright_core.io.recorded import config_differences
 from mmbright_core.retrieval import Retriever, get_retriever
-from mmbright_core.retrieval.preset_run import Chosen, Resolved
-from mmbright_core.retrieval.runner import Progress, RunOutcome, run_task
+from mmbright_core.retrieval.catalogue.preset_run import Chosen, Resolved
+from mmbright_core.retrieval.runner.task_run import Progress, RunOutcome, run_task
 from mmbright_core.types import Task
 from mmbright_core.ui import loaders, run_choice, state
 from mmbright_core.ui.confine import Confinement, data_root

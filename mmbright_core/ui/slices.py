@@ -23,7 +23,7 @@ from mmbright_core.data.ids import check_protocol
 from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.notes import DEFAULT_TAGS, NotesStore, default_path, scope_tags
 from mmbright_core.ranking import top_k
-from mmbright_core.retrieval.cache import default_cache_dir
+from mmbright_core.retrieval.cache.store import default_cache_dir
 from mmbright_core.types import Task
 from mmbright_core.ui import loaders, state
 from mmbright_core.ui.literal import visible

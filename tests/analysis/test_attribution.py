@@ -28,12 +28,12 @@ from mmbright_core.data.sources import open_source
 from mmbright_core.errors import InputError
 from mmbright_core.io.official import read_outputs
 from mmbright_core.retrieval import get_retriever
-from mmbright_core.retrieval.analyzer import EnglishAnalyzer
+from mmbright_core.retrieval.backends.ocr import OcrAugmented
+from mmbright_core.retrieval.backends.ocr_reader import OcrReader
 from mmbright_core.retrieval.base import RunConfig
-from mmbright_core.retrieval.bm25 import BM25Retriever
-from mmbright_core.retrieval.bm25_explain import SNIPPET_WIDTH
-from mmbright_core.retrieval.ocr import OcrAugmented
-from mmbright_core.retrieval.ocr_reader import OcrReader
+from mmbright_core.retrieval.lexical.analyzer import EnglishAnalyzer
+from mmbright_core.retrieval.lexical.bm25 import BM25Retriever
+from mmbright_core.retrieval.lexical.bm25_explain import SNIPPET_WIDTH
 from mmbright_core.types import Document, ImageRef, Query, TaskData
 
 SHIPPED = Path(mmbright_core.data.__file__).parent / "demo" / "runs"

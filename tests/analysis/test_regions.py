@@ -31,7 +31,7 @@ from mmbright_core.data.images import query_images
 from mmbright_core.data.sources import open_source
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval import get_retriever
-from mmbright_core.retrieval.dual import DualEncoderRetriever
+from mmbright_core.retrieval.dual.encoder import DualEncoderRetriever
 from mmbright_core.types import ImageRef
 
 CORNER = "corner_embedder:make"

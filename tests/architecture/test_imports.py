@@ -107,6 +107,15 @@ def test_retrieval_imports_nothing_from_analysis() -> None:
     assert found == [], f"retrieval sits below analysis, yet: {found}"
 
 
+def test_retrieval_shows_its_parts_in_at_most_twelve_entries() -> None:
+    # The contract, the explanations, the registry and the plugins, and one folder per part
+    # (docs/development.md, Structure).
+    entries = sorted(p.name for p in (PACKAGE / "retrieval").iterdir() if p.name != "__pycache__")
+    assert len(entries) <= 12, entries
+    folders = {p.name for p in (PACKAGE / "retrieval").iterdir() if (p / "__init__.py").is_file()}
+    assert folders == {"lexical", "dual", "backends", "search", "cache", "catalogue", "runner"}
+
+
 def _said(found: list[list[str]]) -> str:
     return "import circles: " + "; ".join(" <-> ".join(c) for c in found)
 

@@ -14,7 +14,7 @@ import write_audit
 
 from mmbright_core.notes import NotesStore
 from mmbright_core.notes.database import default_path
-from mmbright_core.retrieval.cache import default_cache_dir
+from mmbright_core.retrieval.cache.store import default_cache_dir
 from mmbright_core.ui.running import default_output_folder
 
 

@@ -17,7 +17,7 @@ import serving
 
 from mmbright_core.data.sources import open_source
 from mmbright_core.retrieval import get_retriever
-from mmbright_core.retrieval.runner import run_task
+from mmbright_core.retrieval.runner.task_run import run_task
 from mmbright_core.ui.navigation import PAGE_DIR
 
 SHOTS = serving.ROOT / "test-artifacts" / "screenshots"

@@ -9,7 +9,7 @@ import pytest
 
 from mmbright_core.cli import main
 from mmbright_core.io.official import read_outputs
-from mmbright_core.retrieval.sentence_models import default_text_model
+from mmbright_core.retrieval.backends.sentence_models import default_text_model
 
 DEMO = ("--source", "demo", "--domain", "gis")
 

@@ -31,9 +31,9 @@ from mmbright_core.io.rewrites import query_set_text, read_query_set
 from mmbright_core.llm.prompts import REASON_IMAGES
 from mmbright_core.ranking import top_k
 from mmbright_core.retrieval import get_retriever
-from mmbright_core.retrieval.analyzer import EnglishAnalyzer
-from mmbright_core.retrieval.cache import content_key
-from mmbright_core.retrieval.rewritten import Rewritten
+from mmbright_core.retrieval.cache.store import content_key
+from mmbright_core.retrieval.lexical.analyzer import EnglishAnalyzer
+from mmbright_core.retrieval.runner.rewritten import Rewritten
 
 DEMO = open_source("demo")
 

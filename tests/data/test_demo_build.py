@@ -19,7 +19,7 @@ from PIL import Image
 from mmbright_core.data import demo_build, demo_images, demo_pictures, demo_source
 from mmbright_core.errors import InputError
 from mmbright_core.ranking import ranked
-from mmbright_core.retrieval.bm25 import BM25Retriever
+from mmbright_core.retrieval.lexical.bm25 import BM25Retriever
 
 PACKAGED = demo_build.DEMO_DIR
 STR_LIST = pa.list_(pa.string())

@@ -10,7 +10,7 @@ import mmbright_core.data
 from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import read_outputs
 from mmbright_core.retrieval import get_retriever
-from mmbright_core.retrieval.runner import run_task
+from mmbright_core.retrieval.runner.task_run import run_task
 
 SHIPPED = Path(mmbright_core.data.__file__).parent / "demo" / "runs"
 

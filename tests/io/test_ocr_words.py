@@ -24,11 +24,11 @@ from mmbright_core.io.ocr_words import OCR_FILE, ImageRead, ocr_words_json, read
 from mmbright_core.io.official import read_outputs
 from mmbright_core.ranking import top_k
 from mmbright_core.retrieval import get_retriever
-from mmbright_core.retrieval.bm25 import BM25Retriever
-from mmbright_core.retrieval.cache import content_key
-from mmbright_core.retrieval.ocr import OcrAugmented
-from mmbright_core.retrieval.ocr_reader import OcrReader
-from mmbright_core.retrieval.runner import run_task
+from mmbright_core.retrieval.backends.ocr import OcrAugmented
+from mmbright_core.retrieval.backends.ocr_reader import OcrReader
+from mmbright_core.retrieval.cache.store import content_key
+from mmbright_core.retrieval.lexical.bm25 import BM25Retriever
+from mmbright_core.retrieval.runner.task_run import run_task
 
 SHIPPED = Path(mmbright_core.data.__file__).parent / "demo" / "runs"
 OCR_RUNS = ("run_it2t_ocr-bm25", "it2it_ocr-bm25")  # tasks 2 and 4

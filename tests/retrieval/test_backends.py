@@ -1,17 +1,24 @@
-"""One record per built-in backend, and every consumer reading it (retrieval/backends.py)."""
+"""One record per built-in backend, and every consumer reading it
+(retrieval/backends/__init__.py)."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import re
+from pathlib import Path
 
 import pytest
 
+import mmbright_core
 from mmbright_core.cli import main
+from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.backends import BACKENDS, PRESET_BACKENDS
-from mmbright_core.retrieval.catalogue import load_catalogue
+from mmbright_core.retrieval.catalogue.presets import load_catalogue
 from mmbright_core.retrieval.registry import NOT_REBUILDABLE, available_retrievers
 from mmbright_core.ui import run_choice
+
+PACKAGE = Path(mmbright_core.__file__).parent
 
 
 @pytest.mark.parametrize("name", sorted(BACKENDS))
@@ -42,14 +49,14 @@ def test_the_registry_the_catalogue_and_the_run_page_read_the_records():
 
 
 def test_the_hub_code_interfaces_are_the_backends_calls():
-    from mmbright_core.retrieval import remote
+    from mmbright_core.retrieval.backends.hub_code import interfaces as remote
 
     assert set(BACKENDS["remote"].interfaces) == set(remote.INTERFACES)
     assert {p.interface for p in load_catalogue() if p.interface} <= set(remote.INTERFACES)
 
 
 def test_the_clip_default_is_the_records():
-    from mmbright_core.retrieval.clip import ClipRetriever
+    from mmbright_core.retrieval.backends.clip import ClipRetriever
 
     default = inspect.signature(ClipRetriever).parameters["model"].default
     assert default == BACKENDS["clip"].default_model == run_choice.CLIP_MODEL
@@ -62,3 +69,29 @@ def test_the_model_flags_help_names_every_backend_that_runs_a_model(capsys):
     named = ",".join(n for n, b in BACKENDS.items() if b.takes_model)
     assert f"modelnameorlocalpath({named})" in text
     assert "bm25" not in named
+
+
+def test_the_tasks_a_backend_runs_are_read_from_the_task_table():
+    # The facts of docs/protocol.md: text retrievers rank the tasks whose documents carry text,
+    # OCR adds words where queries carry images, an endpoint embeds passages alone.
+    assert BACKENDS["bm25"].tasks == BACKENDS["dense"].tasks == {1, 2, 4}
+    assert BACKENDS["ocr-bm25"].tasks == BACKENDS["ocr-dense"].tasks == {2, 4}
+    assert BACKENDS["api"].tasks == {1, 2}
+    assert BACKENDS["clip"].tasks == BACKENDS["random"].tasks == {1, 2, 3, 4}
+    for name in ("bm25", "random"):
+        assert get_retriever(name).tasks == BACKENDS[name].tasks
+    for name in ("dense", "clip", "api"):
+        backend = BACKENDS[name]
+        made = getattr(importlib.import_module(backend.module), backend.factory)
+        assert made.tasks == backend.tasks
+
+
+def test_no_retriever_spells_its_tasks():
+    spelled = re.compile(r"frozenset\(\{[1-4](, [1-4])*\}\)")
+    found = [
+        str(path.relative_to(PACKAGE))
+        for part in ("retrieval", "rerank")
+        for path in (PACKAGE / part).rglob("*.py")
+        if spelled.search(path.read_text(encoding="utf-8"))
+    ]
+    assert found == []

@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from mmbright_core.analysis.attribution import explain
+from mmbright_core.data.images import ImageSource
 from mmbright_core.io.rewrites import Rewrite
-from mmbright_core.retrieval.base import ImageSource
 from mmbright_core.retrieval.explanation import DenseAttribution, Question, Unavailable
-from mmbright_core.retrieval.rewritten import Rewritten
+from mmbright_core.retrieval.runner.rewritten import Rewritten
 from mmbright_core.types import Document, Query, TaskData
 
 DATA = TaskData(

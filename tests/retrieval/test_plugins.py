@@ -87,7 +87,7 @@ def test_the_documented_example_runs_records_and_scores(plugin_dir: Path, task: 
 
 def test_a_factory_returning_a_retriever_answers_to_its_spec(plugin_dir: Path) -> None:
     (plugin_dir / "plugin_cases.py").write_text(
-        "from mmbright_core.retrieval.random_rank import RandomRetriever\n"
+        "from mmbright_core.retrieval.backends.random_rank import RandomRetriever\n"
         "def random(seed=0):\n    return RandomRetriever(seed=seed)\n"
         "def nothing():\n    return 42\n"
         "not_callable = 3\n",

@@ -23,9 +23,7 @@ import pytest
 from large_images import TASK3_CHILD, build_large_images
 from PIL import Image
 
-import mmbright_core.retrieval.dual as dual
-import mmbright_core.retrieval.dual_queries as dual_queries
-import mmbright_core.retrieval.dual_vectors as dual_vectors
+import mmbright_core.retrieval.dual.encoder as dual
 from mmbright_core.data.image_batches import LazyImages, each_preprocessed
 from mmbright_core.data.sources import open_source
 from mmbright_core.errors import InputTooLargeError
@@ -58,13 +56,9 @@ def many_images(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_large_images(tmp_path_factory.mktemp("many-images"), count=40, side=64)
 
 
-# The dual encoder's modules that decode images: its documents, queries and cached vectors.
-DECODING = (dual, dual_queries, dual_vectors)
-
-
 def _decode_with(monkeypatch: pytest.MonkeyPatch, decode: Callable[..., Any]) -> None:
-    for module in DECODING:
-        monkeypatch.setattr(module, "decode_image", decode)
+    # The dual encoder decodes its documents', queries' and cached vectors' images in one module.
+    monkeypatch.setattr(dual, "decode_image", decode)
 
 
 def _retriever(kind: str, cache: Path, tiny_clip: str, tiny_hf: dict[str, Path]) -> Any:
@@ -99,7 +93,7 @@ def test_task3_decodes_one_image_at_a_time(
 def test_hf_pixels_of_one_image_at_a_time_equal_the_batch_processed_at_once(
     tiny_hf: dict[str, Path],
 ) -> None:
-    from mmbright_core.retrieval.hf_clip import HFClipEmbedder
+    from mmbright_core.retrieval.backends.hf_clip import HFClipEmbedder
 
     embedder = HFClipEmbedder(str(tiny_hf["clip"]), device="cpu")
     images = [Image.new("RGB", (40 + 30 * i, 90 - 10 * i), (50 * i, 90, 200)) for i in range(4)]

@@ -13,9 +13,9 @@ import pytest
 from mmbright_core.cli.engine_options import add_engine_arguments, with_engine
 from mmbright_core.data.sources import FolderSource
 from mmbright_core.errors import InputError
-from mmbright_core.retrieval.cache import EmbeddingCache, content_key
-from mmbright_core.retrieval.engines import RayEncodingRetriever
-from mmbright_core.retrieval.ray_engine import RayEngine, encode_shard, plan_shards
+from mmbright_core.retrieval.cache.store import EmbeddingCache, content_key
+from mmbright_core.retrieval.runner.engines import RayEncodingRetriever
+from mmbright_core.retrieval.runner.ray_engine import RayEngine, encode_shard, plan_shards
 
 
 class CountingEncoder:

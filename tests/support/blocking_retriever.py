@@ -12,8 +12,8 @@ import os
 import threading
 from typing import Any
 
-from mmbright_core.retrieval.base import ImageSource
-from mmbright_core.retrieval.bm25 import BM25Retriever
+from mmbright_core.data.images import ImageSource
+from mmbright_core.retrieval.lexical.bm25 import BM25Retriever
 from mmbright_core.types import TaskData
 
 STOP_ENV = "MMBRIGHT_TEST_STOP_AT"

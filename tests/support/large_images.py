@@ -89,11 +89,11 @@ import open_clip
 if model.endswith(".json"):
     open_clip.add_model_config(model)
     model = Path(model).stem
-import mmbright_core.retrieval.dual_vectors as dual_vectors
+import mmbright_core.retrieval.dual.encoder as dual_encoder
 if mode == "eager":
-    dual_vectors.LazyImages = lambda loaders: [load() for load in loaders]
+    dual_encoder.LazyImages = lambda loaders: [load() for load in loaders]
 from mmbright_core.data.sources import open_source
-from mmbright_core.retrieval.clip import ClipRetriever
+from mmbright_core.retrieval.backends.clip import ClipRetriever
 def status(field):
     with open("/proc/self/status") as lines:
         return 1024 * int(next(l.split()[1] for l in lines if l.startswith(field)))

@@ -18,8 +18,8 @@ import numpy as np
 from PIL import Image
 
 from mmbright_core.retrieval import get_retriever
-from mmbright_core.retrieval.catalogue import get_preset
-from mmbright_core.retrieval.preset_run import resolve
+from mmbright_core.retrieval.catalogue.preset_run import resolve
+from mmbright_core.retrieval.catalogue.presets import get_preset
 
 
 def pil(raw: bytes) -> Image.Image:

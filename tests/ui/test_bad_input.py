@@ -23,7 +23,7 @@ from streamlit.testing.v1 import AppTest
 
 from mmbright_core.data.sources import open_source
 from mmbright_core.retrieval import get_retriever
-from mmbright_core.retrieval.runner import run_task
+from mmbright_core.retrieval.runner.task_run import run_task
 from mmbright_core.ui.render import escape_md, escape_message
 
 PAGES = ("home", "per_query", "compare", "inspector", "run")

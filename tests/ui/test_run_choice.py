@@ -20,7 +20,7 @@ from streamlit.testing.v1 import AppTest
 
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval import registry
-from mmbright_core.retrieval.catalogue import presets
+from mmbright_core.retrieval.catalogue.presets import presets
 from mmbright_core.ui import run_choice
 from mmbright_core.ui.confine import ROOT_ENV, Confinement
 

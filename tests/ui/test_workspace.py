@@ -9,7 +9,7 @@ import pytest
 from mmbright_core.data.sources import open_source
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval import get_retriever
-from mmbright_core.retrieval.runner import run_task
+from mmbright_core.retrieval.runner.task_run import run_task
 from mmbright_core.ui import workspace
 
 A1 = "academia/a1b2c3d4_101.txt"

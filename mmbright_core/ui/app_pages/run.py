@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from mmbright_core.retrieval import available_retrievers
-from mmbright_core.retrieval.catalogue import get_preset
-from mmbright_core.retrieval.remote_code import remote_code_allowed
+from mmbright_core.retrieval.backends.code_gate import remote_code_allowed
+from mmbright_core.retrieval.catalogue.presets import get_preset
 from mmbright_core.task_table import RUN_DEPTH
 from mmbright_core.ui import loaders, presets, render, run_choice, running, state
 from mmbright_core.ui.literal import literal

@@ -282,7 +282,7 @@ def test_a_failed_save_shows_the_message_and_keeps_the_text(hurt, monkeypatch):
 
 def test_a_fusion_run_shows_the_text_and_image_split_of_every_hit(tiny_clip, tmp_path: Path):
     from mmbright_core.retrieval import get_retriever
-    from mmbright_core.retrieval.runner import run_task
+    from mmbright_core.retrieval.runner.task_run import run_task
 
     clip = get_retriever(
         "clip", model=tiny_clip, pretrained="none", image_policy="concat", cache_dir=str(tmp_path)

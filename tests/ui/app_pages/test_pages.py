@@ -42,7 +42,7 @@ from mmbright_core.io.official import read_outputs, write_domain_outputs, write_
 from mmbright_core.io.runs import read_run, write_trec_run
 from mmbright_core.present import comparison_figures
 from mmbright_core.retrieval import get_retriever
-from mmbright_core.retrieval.runner import run_task
+from mmbright_core.retrieval.runner.task_run import run_task
 from mmbright_core.ui import state, views
 from mmbright_core.ui.headlines import HEADLINE
 

@@ -1,0 +1,152 @@
+"""Reading the words in an image file with rapidocr, cached by the file's content.
+
+The OCR retrievers (:mod:`mmbright_core.retrieval.backends.ocr`) read each query image through an
+:class:`OcrReader`. What it read is cached on disk by the sha256 of the image file's bytes, each
+entry with a checksum of its text that is checked when read; a reader given a run's recorded
+words (``ocr.json``, :mod:`mmbright_core.io.ocr_words`) answers from them first, so a run is
+explained without the engine.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from mmbright_core.data.images import decode_image
+from mmbright_core.errors import InputError, MissingDependencyError
+from mmbright_core.io.atomic import atomic_write_text
+from mmbright_core.io.ocr_words import OcrWords
+from mmbright_core.retrieval.base import require
+from mmbright_core.retrieval.cache.store import content_key, settings_key
+from mmbright_core.retrieval.cache.verify import bytes_match, bytes_record, remove, report_damaged
+
+
+class OcrReader:
+    """Reads text from image files with rapidocr, keyed by the sha256 of each file's bytes.
+
+    What it read is kept in memory, and on disk under ``cache_root``; a reader given a run's
+    recorded words (``ocr.json``) answers from them first and reports the engine settings
+    they were read with, so a run is explained from its own record without any engine.
+
+    Args:
+        cache_root: The cache root, or None to keep nothing on disk.
+        min_score: Text boxes recognised with lower confidence are dropped.
+        recorded: Words a run recorded; the reader then stands for the engine that read them.
+    """
+
+    def __init__(
+        self, cache_root: Path | None, min_score: float = 0.5, recorded: OcrWords | None = None
+    ) -> None:
+        self.min_score = float(min_score)
+        self._installed = {
+            "engine": "rapidocr-onnxruntime",
+            "version": _version("rapidocr-onnxruntime"),
+            "min_score": self.min_score,
+        }
+        self.settings: dict[str, Any] = (
+            dict(self._installed) if recorded is None else dict(recorded.engine)
+        )
+        self.recorded = recorded
+        self.folder = (
+            None if cache_root is None else cache_root / "ocr" / settings_key(self.settings)
+        )
+        self._known: dict[str, str] = {} if recorded is None else dict(recorded.texts)
+        self._engine: Any = None
+
+    def read(self, data: bytes, image: Image.Image | None = None) -> str:
+        """Return the text found in an image file, its boxes in reading order, one per line.
+
+        Args:
+            data: The image file's bytes (they key the result).
+            image: The same image decoded, when the caller has it already.
+
+        Raises:
+            MissingDependencyError: The text is neither recorded nor cached and the OCR
+                engine is not installed.
+            InputError: The engine installed is not the one the recorded words were read
+                with, or the bytes do not decode.
+        """
+        key = content_key(data)
+        text = self.cached(key)
+        if text is None:
+            text = self._recognise(image if image is not None else decode_image(data, key))
+            path = self._path(key)
+            if path is not None:
+                checksum = bytes_record(text.encode("utf-8"))["checksum"]
+                atomic_write_text(path, json.dumps({"text": text, "checksum": checksum}) + "\n")
+        self._known[key] = text
+        return text
+
+    def cached(self, key: str) -> str | None:
+        """Return the text recorded or read earlier for the file of sha256 ``key``, or None.
+
+        Never runs OCR. A cache entry that does not match its checksum is reported, deleted
+        and counts as absent (the image is read again).
+        """
+        if key in self._known:
+            return self._known[key]
+        path = self._path(key)
+        if path is None or not path.is_file():
+            return None
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+            text = entry["text"]
+            if isinstance(text, str) and bytes_match(text.encode("utf-8"), entry["checksum"]):
+                return text
+            problem = "its checksum does not match its text"
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            problem = f"unreadable ({type(err).__name__})"
+        report_damaged(path, problem)
+        remove([path])
+        return None
+
+    def _path(self, key: str) -> Path | None:
+        return None if self.folder is None else self.folder / key[:2] / f"{key}.json"
+
+    def _recognise(self, image: Image.Image) -> str:
+        if self._engine is None:
+            what = (
+                ENGINE_USER
+                if self.recorded is None
+                else ("reading a query image whose words the run did not record")
+            )
+            rapidocr = require("rapidocr_onnxruntime", what, "ocr")
+            if self.settings != self._installed:
+                raise InputError(
+                    "a query image's words are not recorded with the run, and the OCR "
+                    "engine installed is not the one that read the others",
+                    expected=f"OCR engine {self.settings}",
+                    found=f"OCR engine {self._installed}",
+                    hint="Install the recorded version, or run the retriever again",
+                )
+            self._engine = rapidocr.RapidOCR()
+        boxes, _ = self._engine(np.asarray(image.convert("RGB")))
+        kept = [(box, text) for box, text, score in boxes or () if float(score) >= self.min_score]
+        # Top to bottom, then left to right, by each box's top-left corner.
+        kept.sort(key=lambda item: (round(item[0][0][1] / 10), item[0][0][0]))
+        return "\n".join(text for _, text in kept)
+
+
+ENGINE_USER = "the OCR engine of ocr-bm25 and ocr-dense"
+"""What needs the OCR engine, as the message of a missing ``ocr`` extra names it."""
+
+
+def engine_installed() -> bool:
+    """Whether the OCR engine can be imported (the ``ocr`` extra is installed)."""
+    try:
+        require("rapidocr_onnxruntime", ENGINE_USER, "ocr")
+    except MissingDependencyError:
+        return False
+    return True
+
+
+def _version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"

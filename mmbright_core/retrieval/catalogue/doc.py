@@ -1,0 +1,213 @@
+"""``docs/models.md``, generated from the catalogue.
+
+Regenerate it with ``python -m mmbright_core.retrieval.catalogue.doc``.
+
+A test checks that the committed page equals what :func:`models_markdown` writes, so the
+page cannot drift from ``catalogue.json``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from mmbright_core.io.atomic import atomic_write_text
+from mmbright_core.retrieval.catalogue.presets import Preset, load_catalogue
+
+PASSAGES = 2_499_273
+"""Task 1's passages: encoded once for tasks 1, 2 and 4 (the cache shares them)."""
+_TOKENS: dict[int | str, int] = {"long": 560, 512: 420, 384: 350, 256: 250}
+"""Mean tokens per passage at a truncation (docs/performance.md's basis); shorter ones fill."""
+_SMALL = 125_000_000
+_OWN_POOLING = "the model's own code"
+_OWN_LENGTH = "the model's own"
+_UNPINNED = "unpinned in the official harness"
+_OFFLINE = {
+    "tested": "exercised offline by the tests: tiny random weights of the same architecture",
+    "untested": "runs offline, but no test runs this preset on tiny weights of its architecture",
+    "hub-code": "runs the model's own code from the hub: only with --trust-remote-code",
+    "api": "an embeddings endpoint: tested against a loopback server speaking the API",
+}
+
+
+_STAND_IN = "the tests run this path on a local stand-in whose own code offers the same call"
+_HUB_CODE: dict[str, tuple[str, str]] = {
+    "hf": (
+        "transformers' AutoModel loaded with trust_remote_code, its last_hidden_state pooled "
+        "and normalised by this package "
+        "(tests/retrieval/backends/hub_code/test_interfaces.py, a causal stand-in)",
+        "the model's forward pass",
+    ),
+    "dense": (
+        "SentenceTransformer loaded with trust_remote_code, encode(strings, "
+        "normalize_embeddings=True)",
+        "the model's modules (NomicBERT)",
+    ),
+    "gritlm": (
+        "gritlm.GritLM(mode='embedding') loading AutoModel with trust_remote_code, "
+        "encode(texts, instruction=, batch_size=1, max_length=) as retrieval_grit calls it "
+        "(tests/retrieval/backends/test_gritlm.py, a tiny transformers Mistral)",
+        "the bidirectional attention (is_causal=False) of GritLM-7B's modeling code",
+    ),
+    "encode-text-image": (
+        "AutoModel with trust_remote_code, encode_text(texts) and encode_image(images), the "
+        "zero-image fusion",
+        "the towers, their tokenisation, truncation and image preprocessing",
+    ),
+    "text-vision-pair": (
+        "two AutoModels with trust_remote_code: the text model's states mean-pooled, "
+        "layer-normalised, the vision model's first token, the normalised mean",
+        "both forward passes; the image processor is transformers' own",
+    ),
+    "encode-images-text": (
+        "AutoModel with trust_remote_code, set_processor(model), encode(images=PNG path, "
+        "text=text cut at 150 characters), the shorter cuts while the model raises "
+        "'size of tensor'",
+        "the joint encoding itself, its processor and 77-token limit",
+    ),
+    "st-dicts": (
+        "SentenceTransformer with trust_remote_code, encode of strings, {'text', 'image'} "
+        "and {'image'} dicts (a query with an image alone), normalised",
+        "the Qwen2-VL module: its chat template, image resizing and pooling; "
+        "sentence-transformers 6 refuses image dicts for a module that does not list its "
+        "modalities, which only the hub's module can tell",
+    ),
+    "encode-instruction": (
+        "AutoModel with trust_remote_code in the checkpoint's dtype, encode(texts, "
+        "instruction=, batch_size=, max_length=32768), the cosine",
+        "the tokenisation, instruction template and pooling (its encode)",
+    ),
+    "sentence-embedding": (
+        "AutoModelForSequenceClassification with trust_remote_code, the tokenizer of a second "
+        "id (option tokenizer), padded batches cut at 32,768 tokens, the output's "
+        "sentence_embedding normalised",
+        "the Monarch-mixer forward pass and its sentence_embedding",
+    ),
+}
+
+
+def _offline(preset: Preset) -> list[str]:
+    line = f"- offline: {_OFFLINE[preset.offline]} ({preset.architecture})"
+    if preset.offline != "hub-code":
+        return [line]
+    tested, hub_only = _HUB_CODE[preset.interface or preset.backend]
+    return [
+        line,
+        f"- run: `mmbright run --model-preset {preset.name} --task {preset.tasks[0]} "
+        "--trust-remote-code`",
+        f"- tested offline: {tested}; {_STAND_IN}",
+        f"- only the hub code does: {hub_only}",
+    ]
+
+
+def gpu_hours(preset: Preset) -> float | None:
+    """Estimate one GPU's hours to encode the corpus: 2 x parameters x tokens at 100/300 TFLOP/s.
+
+    The basis of docs/performance.md: about 100 TFLOP/s (bf16, H100/H200) up to 125 M
+    parameters, 300 TFLOP/s above; None for BM25 and remote models.
+    """
+    cut = preset.passage_tokens
+    tokens = cut if cut is None else _TOKENS.get(cut, cut)
+    if preset.parameters is None or not isinstance(tokens, int):
+        return None
+    flops = 2 * preset.parameters * tokens * PASSAGES
+    rate = 100e12 if preset.parameters <= _SMALL else 300e12
+    return flops / rate / 3600
+
+
+def _hours(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"~{value * 60:.0f} min" if value < 1 else f"~{value:.1f} h"
+
+
+def _instructions(preset: Preset) -> str:
+    parts = []
+    for name, texts in preset.instructions.items():
+        shown = " / ".join(repr(t) for t in (texts.query, texts.document))
+        parts.append(f"{name}: {shown}")
+    if preset.mteb_model:
+        parts.append(f"mteb: MTEB's prompts for `{preset.mteb_model}`")
+    return "; ".join(parts)
+
+
+#: How a preset's ``scores.json`` holds its scores, by ``score_scale``.
+_SCALES = {
+    None: "BM25 scores",
+    1: "the plain cosine, as the official code writes it",
+    100: "the cosine x 100, as the official code writes it",
+}
+
+
+def _section(preset: Preset) -> list[str]:
+    published = ", ".join(f"Task {p.task} {p.value:.1f} ({p.model})" for p in preset.published)
+    lines = [
+        f"### `{preset.name}` ({preset.paper})",
+        "",
+        f"- model: `{preset.model or '-'}`, revision: {preset.revision or _UNPINNED}",
+        f"- backend `{preset.backend}`, pooling {preset.pooling or _OWN_POOLING}, "
+        f"max length {preset.max_length or _OWN_LENGTH}, fusion `{preset.fusion}`, "
+        f"tasks {', '.join(str(t) for t in preset.tasks)}",
+        f"- published: {published or 'none'}",
+        f"- scores written: {_SCALES[preset.score_scale]}",
+        f"- instructions: {_instructions(preset)}",
+        *_offline(preset),
+        f"- follows: `{preset.source}`",
+    ]
+    if preset.options:
+        lines.append(
+            f"- recipe options: {', '.join(f'{k}={v!r}' for k, v in preset.options.items())}"
+        )
+    lines += [f"- departs: {d}" for d in preset.departures]
+    lines += [f"- upstream bug, Task {b.task}: {b.effect}" for b in preset.upstream_bugs]
+    return [*lines, ""]
+
+
+def models_markdown() -> str:
+    """Return the text of ``docs/models.md``."""
+    every = load_catalogue()
+    lines = [
+        "# Model presets",
+        "",
+        "Generated from `mmbright_core/retrieval/catalogue/catalogue.json` by "
+        "`python -m mmbright_core.retrieval.catalogue.doc`; do not edit by hand.",
+        "",
+        "Each preset is a model of the paper's tables as the official harness "
+        "(mm-bright/MM-BRIGHT) runs it: `mmbright run --model-preset NAME --task N`. "
+        "Revisions are unpinned in the official harness, so none is pinned here. "
+        "Instruction texts may hold `{domain}`, filled with the domain's name. "
+        "A `hub-code` preset runs the model's own code from the hub, so it runs only with "
+        "`--trust-remote-code` (the Run page's checkbox), and nowhere the operator set "
+        "`MMBRIGHT_ALLOW_REMOTE_CODE=0` (docs/safety.md).",
+        "",
+        "A *departure* is where mmbright computes something other than the official code "
+        "would, and its effect on a score. An *upstream bug* is a defect of the official code "
+        "that changes its published number and that mmbright does not reproduce: it encodes "
+        "the images the data holds, so its number for that task answers another question "
+        "than the published one.",
+        "",
+        "| preset | paper | backend | fusion | tasks | published | offline | 1 GPU (est.) |",
+        "|---|---|---|---|---|---|---|--:|",
+    ]
+    for p in every:
+        published = ", ".join(f"T{x.task} {x.value:.1f}" for x in p.published) or "-"
+        tasks = ",".join(str(t) for t in p.tasks)
+        lines.append(
+            f"| `{p.name}` | {p.paper} | `{p.backend}` | `{p.fusion}` | {tasks} | {published} "
+            f"| {p.offline} | {_hours(gpu_hours(p))} |"
+        )
+    lines += ["", "GPU estimates: see docs/performance.md for the basis (not measurements).", ""]
+    for p in every:
+        lines += _section(p)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main() -> int:
+    """Write ``docs/models.md`` under the folder given (default: the current one)."""
+    root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path.cwd()
+    atomic_write_text(root / "docs" / "models.md", models_markdown())
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
