@@ -21,10 +21,10 @@ from pathlib import Path
 from mmbright_core.benchmark import check_doc_ids
 from mmbright_core.data.sources import Source
 from mmbright_core.errors import InputError, InputTooLargeError, InputWarning, show
-from mmbright_core.io._open import Readable
 from mmbright_core.io.mteb import looks_like_mteb, mteb_task_name, read_mteb_predictions
 from mmbright_core.io.official import OfficialOutputs, holds_outputs, read_outputs
 from mmbright_core.io.official_json import read_summary
+from mmbright_core.io.reading import Readable
 from mmbright_core.io.runs import read_run
 from mmbright_core.metrics.id_check import EXAMPLES, check_ids, id_warnings, normalised
 from mmbright_core.task_table import TASK_TABLE, task_of_type

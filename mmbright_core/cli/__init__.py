@@ -31,7 +31,7 @@ from mmbright_core.errors import InputWarning, MMBrightError, printable
 INTERRUPTED = 130
 _SUBCOMMANDS = (
     "eval",
-    "data",
+    "dataset",
     "run",
     "rewrite",
     "rerank",

@@ -1,8 +1,13 @@
 """File formats: runs, qrels, the official harness's outputs, and atomic writes.
 
-This is the only layer that touches files (docs/development.md, the layout). It depends on nothing
-else of the package but the shared types, errors and ranking rule; scoring lives in
-:mod:`mmbright_core.metrics`.
+It depends on nothing else of the package but the shared types, errors, ranking rule and task
+table; scoring lives in :mod:`mmbright_core.metrics`. Its reading API is public and shared with
+the layers that read files of their own: :mod:`~mmbright_core.io.reading` (open, bound,
+decompress, refuse binary data, decode) and :mod:`~mmbright_core.io.json_shapes` (JSON read with
+its shapes checked by path) are what ``task_runs``, ``notes``, ``llm`` and the retrievers'
+``config.json`` use, so every file the package reads is bounded and checked the same way. Other
+layers open files of their own kinds: ``data`` its parquet files and images, ``notes`` its
+SQLite file, the embedding cache its shards.
 """
 
 from __future__ import annotations

@@ -28,8 +28,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from mmbright_core.errors import InputError, show
-from mmbright_core.io._open import PARQUET_MAGIC
 from mmbright_core.io.limits import MAX_ID_CHARS, long_id_error, max_input_bytes, too_large
+from mmbright_core.io.reading import PARQUET_MAGIC
 
 _REQUIRED = ("query_id", "doc_id", "score")
 

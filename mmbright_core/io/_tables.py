@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from mmbright_core.io._json import nested_json
-from mmbright_core.io._open import Loaded, decode
+from mmbright_core.io.json_shapes import nested_json
 from mmbright_core.io.limits import check_id_lengths
+from mmbright_core.io.reading import Loaded, decode
 
 V = TypeVar("V")
 
@@ -29,7 +29,7 @@ def parse_table(
     Args:
         loaded: The source's content.
         is_json: Given the decoded text, whether it is to be read as JSON.
-        leaf: Converts one JSON value (see :func:`~mmbright_core.io._json.nested_json`).
+        leaf: Converts one JSON value (see :func:`~mmbright_core.io.json_shapes.nested_json`).
         what: What the values are ("score", "relevance"), for messages.
         parse_trec: Parses the text as TREC lines, given it and the source's name.
 

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from mmbright_core.errors import InputError
-from mmbright_core.io._json import json_kind, json_path, object_pairs, parse_json
-from mmbright_core.io._open import decode, load
+from mmbright_core.io.json_shapes import json_kind, json_path, object_pairs, parse_json
+from mmbright_core.io.reading import decode, load
 
 OCR_FILE = "ocr.json"
 """The file name, in each domain folder of a run."""

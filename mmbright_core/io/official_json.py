@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mmbright_core.errors import InputError
-from mmbright_core.io._json import (
+from mmbright_core.io.json_shapes import (
     JsonObject,
     finite_number,
     json_kind,
@@ -20,7 +20,7 @@ from mmbright_core.io._json import (
     object_pairs,
     parse_json,
 )
-from mmbright_core.io._open import decode, load
+from mmbright_core.io.reading import decode, load
 
 WARNINGS = "warnings"
 """The key of a ``metrics.json`` that holds the run's warnings, not a metric."""

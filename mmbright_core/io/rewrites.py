@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mmbright_core.errors import InputError, InputWarning, show
-from mmbright_core.io._json import JsonObject, json_kind, object_pairs, parse_json
-from mmbright_core.io._open import Readable, decode, load
+from mmbright_core.io.json_shapes import JsonObject, json_kind, object_pairs, parse_json
+from mmbright_core.io.reading import Readable, decode, load
 
 FORMAT = "mmbright-rewrites/1"
 SHARED = ("source", "task", "prompt", "llm")

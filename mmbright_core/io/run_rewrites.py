@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mmbright_core.errors import InputError, show
-from mmbright_core.io._json import object_pairs, parse_json
-from mmbright_core.io._open import Readable, decode, load
+from mmbright_core.io.json_shapes import object_pairs, parse_json
+from mmbright_core.io.reading import Readable, decode, load
 from mmbright_core.io.rewrites import Rewrite, plain
 
 REWRITES_FILE = "rewrites.json"

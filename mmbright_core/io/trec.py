@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from mmbright_core.errors import InputError, InputWarning, show
-from mmbright_core.io._json import json_path
+from mmbright_core.io.json_shapes import json_path
 
 V = TypeVar("V")
 

@@ -32,7 +32,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from mmbright_core.errors import EndpointError, RequestBudgetError
-from mmbright_core.io._json import json_kind
+from mmbright_core.io.json_shapes import json_kind
 from mmbright_core.io.rewrites import MOST_TOKENS
 from mmbright_core.llm.cache import AnswerCache, ChatAnswer, request_key
 from mmbright_core.retrieval.backends.api_client import DEFAULT_KEY_ENV, EndpointClient, Limits

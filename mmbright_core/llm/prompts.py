@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mmbright_core.errors import InputError
-from mmbright_core.io._open import decode, load
+from mmbright_core.io.reading import decode, load
 
 # xlang-ai/BRIGHT reason.py, ``__main__``: ``prompt = (f'{cur_post}\n\n' f'Instructions:\n' ...)``.
 REASON = (

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from mmbright_core.errors import NotesError, show
-from mmbright_core.io._json import JsonObject, json_kind, parse_json
-from mmbright_core.io._open import decode, load
 from mmbright_core.io.csv_safe import csv_text, unprotect
+from mmbright_core.io.json_shapes import JsonObject, json_kind, parse_json
+from mmbright_core.io.reading import decode, load
 from mmbright_core.notes.records import (
     TAG_SEPARATOR,
     QueryNotes,

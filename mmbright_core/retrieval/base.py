@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from mmbright_core.data.ids import passage_id as passage_id
 from mmbright_core.errors import InputError, MissingDependencyError
-from mmbright_core.io._json import json_kind
+from mmbright_core.io.json_shapes import json_kind
 from mmbright_core.types import TaskData
 
 if TYPE_CHECKING:

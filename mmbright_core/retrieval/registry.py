@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mmbright_core.errors import InputError, UnknownNameError
-from mmbright_core.retrieval.backends import BACKENDS
+from mmbright_core.retrieval.backends import BACKENDS, canonical_name
 from mmbright_core.retrieval.base import Rebuild, Retriever
 
 #: Built-in retrievers without a rebuild recipe, and why: their runs are explained only by
@@ -57,6 +57,7 @@ def rebuild_recipe(name: str) -> Rebuild | None:
     """
     if name in _EXTRA:
         return _EXTRA_REBUILD.get(name)
+    name = canonical_name(name)
     if name in BACKENDS:
         backend = BACKENDS[name]
         if backend.rebuild is None:
@@ -103,6 +104,7 @@ def _returned_class(factory: Callable[..., Retriever]) -> type | None:
 def _factory(name: str) -> Callable[..., Retriever]:
     if name in _EXTRA:
         return _EXTRA[name]
+    name = canonical_name(name)
     if name not in BACKENDS:
         from mmbright_core.retrieval.plugins import plugin_factory
 

@@ -17,7 +17,7 @@ from mmbright_core.analysis.region_weight import Case, case, query_weights, weig
 from mmbright_core.analysis.regions import GRID
 from mmbright_core.ranking import ranked
 from mmbright_core.retrieval.explanation import Unavailable
-from mmbright_core.ui import explain_cache, inspect, loaders, render
+from mmbright_core.ui import explain_cache, inspector_view, loaders, render
 from mmbright_core.ui.literal import literal
 from mmbright_core.ui.state import Compared, InspectTarget
 
@@ -103,7 +103,7 @@ def _cases(compared: Compared, comparison: Comparison, limit: int) -> list[Case]
         order = [
             d
             for d, _ in ranked(
-                inspect.scored(entry, target, excluded.get(target.query_id, frozenset()))
+                inspector_view.scored(entry, target, excluded.get(target.query_id, frozenset()))
             )
         ]
         if order:

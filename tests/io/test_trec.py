@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 import pytrec_eval
 
-import mmbright_core.io._open as opening
+import mmbright_core.io.reading as opening
 from mmbright_core.cli import main
 from mmbright_core.errors import InputError, InputWarning
-from mmbright_core.io._open import load
 from mmbright_core.io.qrels import read_qrels
+from mmbright_core.io.reading import load
 from mmbright_core.io.runs import read_run
 
 CLEAN = (

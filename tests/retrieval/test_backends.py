@@ -13,9 +13,14 @@ import pytest
 import mmbright_core
 from mmbright_core.cli import main
 from mmbright_core.retrieval import get_retriever
-from mmbright_core.retrieval.backends import BACKENDS, PRESET_BACKENDS
+from mmbright_core.retrieval.backends import BACKENDS, PRESET_BACKENDS, canonical_name
 from mmbright_core.retrieval.catalogue.presets import load_catalogue
-from mmbright_core.retrieval.registry import NOT_REBUILDABLE, available_retrievers
+from mmbright_core.retrieval.registry import (
+    NOT_REBUILDABLE,
+    available_retrievers,
+    declared_tasks,
+    rebuild_recipe,
+)
 from mmbright_core.ui import run_choice
 
 PACKAGE = Path(mmbright_core.__file__).parent
@@ -42,7 +47,7 @@ def test_the_registry_the_catalogue_and_the_run_page_read_the_records():
     } == NOT_REBUILDABLE
     assert {p.backend for p in load_catalogue()} <= set(PRESET_BACKENDS)
     assert {"api"} == run_choice.COMMAND_LINE_ONLY
-    assert {"remote", "gritlm"} == run_choice.PRESETS_ONLY
+    assert {"hub-code", "gritlm"} == run_choice.PRESETS_ONLY
     assert dict(run_choice.RETRIEVER_FIELDS) == {
         n: b.fields for n, b in BACKENDS.items() if b.fields
     }
@@ -51,7 +56,7 @@ def test_the_registry_the_catalogue_and_the_run_page_read_the_records():
 def test_the_hub_code_interfaces_are_the_backends_calls():
     from mmbright_core.retrieval.backends.hub_code import interfaces as remote
 
-    assert set(BACKENDS["remote"].interfaces) == set(remote.INTERFACES)
+    assert set(BACKENDS["hub-code"].interfaces) == set(remote.INTERFACES)
     assert {p.interface for p in load_catalogue() if p.interface} <= set(remote.INTERFACES)
 
 
@@ -95,3 +100,14 @@ def test_no_retriever_spells_its_tasks():
         if spelled.search(path.read_text(encoding="utf-8"))
     ]
     assert found == []
+
+
+def test_the_hub_code_backend_answers_to_its_former_name():
+    # ``remote`` named the hub-code backend while the remote endpoint is ``api``: runs,
+    # scripts and preset files that name it keep working.
+    assert canonical_name("remote") == "hub-code" == canonical_name("hub-code")
+    assert "remote" not in BACKENDS and "remote" not in available_retrievers()
+    factory = BACKENDS["hub-code"].factory
+    assert declared_tasks("remote") == declared_tasks("hub-code")
+    assert rebuild_recipe("remote") is None is rebuild_recipe("hub-code")
+    assert factory == "hub_code_retriever"

@@ -71,7 +71,7 @@ def test_the_mteb_backend_is_offered_with_a_model_field():
     at = _page(2)
     assert {"mteb", "hf"} <= set(at.selectbox(key="run_retriever").options)
     assert "api" not in at.selectbox(key="run_retriever").options  # the server's key
-    assert "remote" not in at.selectbox(key="run_retriever").options  # its presets, opted in
+    assert "hub-code" not in at.selectbox(key="run_retriever").options  # its presets, opted in
     at.selectbox(key="run_retriever").set_value("mteb").run()
     assert "run_model" in {t.key for t in at.text_input}
 

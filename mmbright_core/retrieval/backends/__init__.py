@@ -185,9 +185,9 @@ BACKENDS: Mapping[str, Backend] = {
             tasks=PASSAGE_TASKS,
         ),
         Backend(
-            "remote",
+            "hub-code",
             f"{_PACKAGE}.backends.hub_code.interfaces",
-            "remote_retriever",
+            "hub_code_retriever",
             not_rebuildable="its models run their own hub code, which is not run again to "
             "explain a run",
             preset_recipe="zoo",
@@ -219,6 +219,16 @@ BACKENDS: Mapping[str, Backend] = {
     )
 }
 """Every built-in backend by name."""
+
+ALIASES: Mapping[str, str] = {"remote": "hub-code"}
+"""Former names still accepted (``--retriever remote``, a recorded ``config.json``, a preset
+file): ``remote`` was the hub-code backend's name while the remote endpoint is ``api``."""
+
+
+def canonical_name(name: str) -> str:
+    """Return the built-in backend's name for ``name``, a former one included."""
+    return ALIASES.get(name, name)
+
 
 PRESET_BACKENDS = tuple(name for name, b in BACKENDS.items() if b.preset_recipe is not None)
 """The backends a catalogue preset may name. MTEB's implementation of a model is a preset's

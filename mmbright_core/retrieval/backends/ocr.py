@@ -47,6 +47,9 @@ class OcrAugmented:
             ``all`` (read every decodable image).
     """
 
+    #: Both OCR backends' records name the same tasks; an instance reads its own.
+    tasks = BACKENDS["ocr-bm25"].tasks
+
     def __init__(self, name: str, inner: Retriever, reader: OcrReader, image_policy: str) -> None:
         if image_policy not in OCR_POLICIES:
             raise UnknownNameError("OCR image policy", image_policy, OCR_POLICIES)

@@ -22,7 +22,7 @@ from importlib import resources
 from typing import Any
 
 from mmbright_core.errors import InputError, UnknownNameError
-from mmbright_core.retrieval.backends import BACKENDS, PRESET_BACKENDS
+from mmbright_core.retrieval.backends import BACKENDS, PRESET_BACKENDS, canonical_name
 from mmbright_core.retrieval.catalogue.reference import load_reference
 from mmbright_core.task_table import TASKS
 
@@ -267,7 +267,7 @@ def _preset(record: Mapping[str, Any], reference: Mapping[tuple[int, str], float
             paper=str(record["paper"]),
             model=record["model"],
             revision=record["revision"],
-            backend=str(record["backend"]),
+            backend=canonical_name(str(record["backend"])),
             interface=record["interface"],
             pooling=record["pooling"],
             max_length=record["max_length"],

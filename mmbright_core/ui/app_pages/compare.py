@@ -12,7 +12,7 @@ from mmbright_core.present import comparison_figures
 from mmbright_core.present.report_tables import format_value, shown_table, summary_tables
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.ui import (
-    inspect,
+    inspector_view,
     loaders,
     queries,
     render,
@@ -104,8 +104,8 @@ if domain_tab.open:
 
 if pair_tab.open:
     # A clicked point leaves the page: open it before the figures are built and sent again.
-    inspect.open_query(
-        comparison.per_query, inspect.point_positions(st.session_state.get("cmp_scatter"))
+    inspector_view.open_query(
+        comparison.per_query, inspector_view.point_positions(st.session_state.get("cmp_scatter"))
     )
     with pair_tab:
         st.caption(
@@ -178,14 +178,14 @@ if hurt_tab.open:
             },
         )
         st.caption(f"{len(hurt)} of {len(losing)} losing queries listed (the worst first).")
-        inspect.open_query(hurt, rows.selection.rows if rows is not None else [])
+        inspector_view.open_query(hurt, rows.selection.rows if rows is not None else [])
         render.csv_download(
             views.named_columns(hurt, run_a, run_b, comparison.measure),
             f"most_hurt_{run_a}_vs_{run_b}.csv",
             key="cmp_hurt_csv",
         )
         if len(hurt) and st.button("Inspect the most hurt query", key="cmp_inspect"):
-            inspect.open_query(hurt, [0])
+            inspector_view.open_query(hurt, [0])
 
 if slice_tab.open:
     with slice_tab:

@@ -12,7 +12,7 @@ from mmbright_core.ui import (
     attribution_html,
     explain_cache,
     explain_view,
-    inspect,
+    inspector_view,
     loaders,
     notes_panel,
     regions_view,
@@ -31,24 +31,30 @@ spec, task, protocol = state.source_spec(), state.current_task(), state.current_
 source = render.attempt(loaders.get_source, spec)
 if source is None:
     st.stop()
-order = inspect.hurt_order(spec, task, protocol)
-target = inspect.sync_target(source, task, protocol, order)
+order = inspector_view.hurt_order(spec, task, protocol)
+target = inspector_view.sync_target(source, task, protocol, order)
 if target is None:
     st.info("This source has no query for this task.")
     st.stop()
 
 pick_domain, pick_query = st.columns([2, 3], vertical_alignment="bottom")
-pick_domain.selectbox("Domain", source.domains(), key=inspect.DOMAIN_KEY, on_change=inspect.on_pick)
+pick_domain.selectbox(
+    "Domain", source.domains(), key=inspector_view.DOMAIN_KEY, on_change=inspector_view.on_pick
+)
 ids = list(loaders.queries(spec, task, target.domain, protocol))
 pick_query.selectbox(
-    "Query", ids, key=inspect.QUERY_KEY, on_change=inspect.on_pick, format_func=visible
+    "Query",
+    ids,
+    key=inspector_view.QUERY_KEY,
+    on_change=inspector_view.on_pick,
+    format_func=visible,
 )
 with st.container(horizontal=True, vertical_alignment="center", key="insp_nav"):
     st.button(
         "Previous",
         key="insp_prev",
         icon=":material/arrow_back:",
-        on_click=inspect.step,
+        on_click=inspector_view.step,
         args=(order, -1),
         disabled=not order,
         width="content",
@@ -57,18 +63,20 @@ with st.container(horizontal=True, vertical_alignment="center", key="insp_nav"):
         "Next",
         key="insp_next",
         icon=":material/arrow_forward:",
-        on_click=inspect.step,
+        on_click=inspector_view.step,
         args=(order, 1),
         disabled=not order,
         width="content",
     )
     if order:
-        st.caption(literal(inspect.order_caption(order, target)))
+        st.caption(literal(inspector_view.order_caption(order, target)))
 
 query = loaders.queries(spec, task, target.domain, protocol)[target.query_id]
 qrels = loaders.qrels(spec, task, target.domain, protocol).get(target.query_id, {})
 runs = state.task_runs()
-runs_key = widgets.sticky_runs(state.INSPECT_RUNS_KEY, list(runs), inspect.default_runs(runs))
+runs_key = widgets.sticky_runs(
+    state.INSPECT_RUNS_KEY, list(runs), inspector_view.default_runs(runs)
+)
 shown = st.multiselect(
     "Runs",
     list(runs),
@@ -108,11 +116,11 @@ found = {
     or {}
     for name, (top, _) in tops.items()
 }
-words = inspect.image_words(spec, task, protocol, target, {n: runs[n] for n in rankings})
+words = inspector_view.image_words(spec, task, protocol, target, {n: runs[n] for n in rankings})
 wanted = {doc for top, _ in tops.values() for doc in top["doc_id"]} | set(qrels)
 documents = loaders.shown_documents(spec, task, target.domain, protocol, wanted)
 items = explain_view.Items(source, target.domain, documents)
-origins = inspect.origins(task, {name: runs[name] for name in shown})  # those words can have
+origins = inspector_view.origins(task, {name: runs[name] for name in shown})  # those words can have
 
 st.subheader(f"{literal(target.domain)} / {literal(target.query_id)}")
 st.caption(f"{len(query.images)} image(s) · {sum(v > 0 for v in qrels.values())} relevant")
@@ -123,7 +131,7 @@ with query_col:
         rewrite_view.rewrites_of({n: runs[n] for n in shown}, target.domain, target.query_id)
     )
     explain_view.show_query_images(source, query, words, key="insp_qimg")
-    for name, fusion in inspect.fusions(found).items():
+    for name, fusion in inspector_view.fusions(found).items():
         explain_view.show_fusion(name, fusion, key=f"insp_fusion_{shown.index(name)}")
 with notes_col:
     notes_panel.show_notes(target.domain, target.query_id)
@@ -136,8 +144,8 @@ if len(tops) >= 2:
     a, b = list(tops)[:2]
     diff = rank_diff(
         qrels,
-        inspect.scored(runs[a], target, excluded[a]),
-        inspect.scored(runs[b], target, excluded[b]),
+        inspector_view.scored(runs[a], target, excluded[a]),
+        inspector_view.scored(runs[b], target, excluded[b]),
         k=TOP,
     )
     explain_view.show_displacing(items, b, tops[b][0], diff.docs, found[b], key="insp_push")
@@ -150,7 +158,9 @@ if tops:
         protocol,
         {name: runs[name] for name in tops},
         {
-            name: [doc for doc, _ in ranked(inspect.scored(runs[name], target, excluded[name]))]
+            name: [
+                doc for doc, _ in ranked(inspector_view.scored(runs[name], target, excluded[name]))
+            ]
             for name in tops
         },
         qrels,
@@ -195,7 +205,7 @@ if missed_tab.open:
                     )
 if attribution_tab.open:
     attribution_tab.dataframe(
-        inspect.attribution_table(tops, found, origins),
+        inspector_view.attribution_table(tops, found, origins),
         hide_index=True,
         key="insp_attribution",
     )
@@ -208,7 +218,7 @@ if aligned_tab.open:
             tau, overlap = st.columns(2)
             tau.metric("Kendall tau (top 10 union)", render.score_text(diff.kendall_tau))
             overlap.metric("RBO (p = 0.9)", render.score_text(diff.rbo))
-            st.dataframe(inspect.aligned(diff.docs), hide_index=True, key="insp_rankdiff")
+            st.dataframe(inspector_view.aligned(diff.docs), hide_index=True, key="insp_rankdiff")
             if (diff.docs["relevance"] > 0).any():
                 st.plotly_chart(rank_slope(diff.docs, a, b, TOP), key="insp_slope")
             render.csv_download(

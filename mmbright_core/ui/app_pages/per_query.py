@@ -10,7 +10,7 @@ from mmbright_core.analysis.compare import JUDGED
 from mmbright_core.analysis.slices import tagged, with_tags
 from mmbright_core.present import figures
 from mmbright_core.ui import (
-    inspect,
+    inspector_view,
     loaders,
     navigation,
     queries,
@@ -28,7 +28,7 @@ Range = tuple[float, float]
 CHOICES_KEY = "pq_choices"
 
 # "Open in inspector" leaves the page: go before the table is scored and sent again.
-inspect.open_clicked("pq_open", "pq_query", CHOICES_KEY)
+inspector_view.open_clicked("pq_open", "pq_query", CHOICES_KEY)
 st.title("Per-query scores")
 spec, task, protocol = state.source_spec(), state.current_task(), state.current_protocol()
 names = selected_runs()
@@ -106,7 +106,7 @@ if paired:
         shown = shown.loc[shown["delta"] < 0].reset_index(drop=True)
 
 labels = [f"{d} / {q}" for d, q in zip(shown["domain"], shown["query_id"], strict=True)]
-inspect.remember_choices(CHOICES_KEY, labels, shown)
+inspector_view.remember_choices(CHOICES_KEY, labels, shown)
 st.caption(
     f"{len(shown)} of {len(rows)} queries shown (queries without a score are left out"
     + (", and those B does not score)." if paired else ").")
@@ -171,7 +171,7 @@ with table_tab:
         key="pq_csv",
     )
 # A picked row opens its query in the inspector, as on Compare.
-inspect.open_query(shown, picked.selection.rows if picked is not None else [])
+inspector_view.open_query(shown, picked.selection.rows if picked is not None else [])
 
 left, right = st.columns([2, 1], vertical_alignment="bottom")
 choice = left.selectbox("Query to inspect", labels, key="pq_query") if labels else None

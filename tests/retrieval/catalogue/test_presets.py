@@ -50,14 +50,18 @@ def test_every_paper_number_of_reference_json_has_a_preset_with_that_number():
 def test_a_published_number_is_stored_once_in_reference_json():
     """The catalogue names each number by task and model; its value lives in reference.json."""
     packaged = ROOT / "mmbright_core"
-    records = json.loads((packaged / "retrieval" / "catalogue.json").read_text("utf-8"))
+    records = json.loads(
+        (packaged / "retrieval" / "catalogue" / "catalogue.json").read_text("utf-8")
+    )
     named = [number for preset in records["presets"] for number in preset["published"]]
     assert named and all(set(number) == {"task", "model"} for number in named)
     assert sorted(p.name for p in packaged.rglob("reference.json")) == ["reference.json"]
 
 
 def test_a_preset_naming_a_number_the_reference_lacks_fails_the_load():
-    record = json.loads((ROOT / "mmbright_core" / "retrieval" / "catalogue.json").read_text())
+    record = json.loads(
+        (ROOT / "mmbright_core" / "retrieval" / "catalogue" / "catalogue.json").read_text()
+    )
     preset = dict(record["presets"][0], published=[{"task": 1, "model": "No-Such-Model"}])
     with pytest.raises(InputError, match=r"not in reference\.json.*No-Such-Model"):
         catalogue._preset(preset, catalogue._paper_numbers())
@@ -149,13 +153,13 @@ def test_every_preset_resolves_for_every_task_and_instruction_set():
             assert options[f"query_{kind}"] == texts.query
             assert options[f"document_{kind}"] == texts.document
             assert options["model"] == preset.model
-        elif preset.backend in ("hf", "api", "remote", "gritlm"):
+        elif preset.backend in ("hf", "api", "hub-code", "gritlm"):
             assert options["query_instruction"] == texts.query
             assert options["document_instruction"] == texts.document
             assert options["model"] == preset.model
-        if preset.backend == "remote":
+        if preset.backend == "hub-code":
             assert options["interface"] == preset.interface
-        if preset.backend in ("hf", "remote", "gritlm"):
+        if preset.backend in ("hf", "hub-code", "gritlm"):
             assert options.get("pooling") == preset.pooling
             assert options.get("max_length") == preset.max_length
         assert ("image_policy" in options) == preset.multimodal

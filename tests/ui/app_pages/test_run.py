@@ -233,7 +233,7 @@ def test_a_preset_whose_extra_is_missing_is_marked_and_cannot_start(
     box = run_page.selectbox(key="run_preset")
     offered = [p for p in presets(1) if p.backend != "api"]
     shown = {p.name: label for p, label in zip(offered, box.options, strict=True)}
-    hf_presets = [p.name for p in offered if p.backend in ("hf", "remote")]
+    hf_presets = [p.name for p in offered if p.backend in ("hf", "hub-code")]
     assert hf_presets and all(
         shown[n].endswith(" · unavailable: needs pip install 'mmbright[hf]'") for n in hf_presets
     )

@@ -105,12 +105,12 @@ def refuse_untrusted(model: str) -> InputError:
     """Return the refusal of a ``remote`` run without ``trust_remote_code``."""
     return InputError(
         "the remote backend runs a model's own code from the hub",
-        found=f"--retriever remote --model {model} without --trust-remote-code",
+        found=f"--retriever hub-code --model {model} without --trust-remote-code",
         hint="Add --trust-remote-code to run it.",
     )
 
 
-def remote_retriever(
+def hub_code_retriever(
     model: str,
     interface: str,
     trust_remote_code: bool = False,
@@ -169,4 +169,4 @@ def remote_retriever(
     options |= {"text_char_limit": text_char_limit, "tokenizer": tokenizer}
     embedder = hub_embedder(interface, str(model), options)
     store = DualOptions(image_policy, cache_dir, index, cache_dtype, batch_size)
-    return store.build(embedder, "remote")
+    return store.build(embedder, "hub-code")

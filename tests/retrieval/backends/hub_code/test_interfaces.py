@@ -82,7 +82,7 @@ def _numpy(vectors) -> np.ndarray:
 def test_jina_clip_is_the_zero_image_mean_of_its_encode_calls(tiny_remote, tmp_path):
     run, config = _run(tmp_path, "jina-clip", 2, tiny_remote["jina"])
     assert (config["retriever"], config["preset"], config["fusion"]) == (
-        "remote",
+        "hub-code",
         "jina-clip",
         "zero-image",
     )
@@ -263,7 +263,7 @@ def test_reasonir_is_its_own_encode_with_each_roles_instruction(tiny_text_hub, t
     )
     options = config["options"]
     assert (config["retriever"], options["interface"], options["trust_remote_code"]) == (
-        "remote",
+        "hub-code",
         "encode-instruction",
         True,
     )
@@ -345,7 +345,8 @@ def test_without_the_flag_a_hub_code_preset_is_refused_in_one_line(preset, capsy
     [
         ["--model-preset", "jina-clip"],
         ["--retriever", "hf", "--option", "pooling=mean"],
-        ["--retriever", "remote", "--option", "interface=encode-text-image"],
+        ["--retriever", "hub-code", "--option", "interface=encode-text-image"],
+        ["--retriever", "remote", "--option", "interface=encode-text-image"],  # its former name
     ],
 )
 def test_the_operator_forbids_hub_code_whoever_asks(
@@ -360,9 +361,10 @@ def test_the_operator_forbids_hub_code_whoever_asks(
     assert err.count("\n") == 1
 
 
-def test_the_remote_backend_needs_the_flag(tiny_remote, capsys, tmp_path):
+@pytest.mark.parametrize("name", ["hub-code", "remote"])
+def test_the_hub_code_backend_needs_the_flag(name, tiny_remote, capsys, tmp_path):
     args = ["run", "--source", "demo", "--domain", DOMAIN, "--task", "2", "--out", str(tmp_path)]
-    chosen = ["--retriever", "remote", "--option", "interface=encode-text-image"]
+    chosen = ["--retriever", name, "--option", "interface=encode-text-image"]
     assert main([*args, *chosen, "--model", str(tiny_remote["jina"])]) == 2
     assert "without --trust-remote-code" in capsys.readouterr().err
 
