@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE.parent / "tests" / "support"))  # the loopback serve
 
 from openai_server import CHAT_MODEL, KEY, serving  # noqa: E402
 
-from mmbright_core.llm.cache import AnswerCache  # noqa: E402
+from mmbright_core.llm.cache import ChatCache  # noqa: E402
 from mmbright_core.llm.chat import ChatClient  # noqa: E402
 from mmbright_core.retrieval.backends.api_client import Limits  # noqa: E402
 
@@ -71,7 +71,7 @@ def client_run(
 ) -> float:
     """Seconds :meth:`ChatClient.complete_all` takes for ``requests``."""
     client = ChatClient(
-        CHAT_MODEL, url, limits=Limits(concurrency=workers, retries=0), cache=AnswerCache(cache)
+        CHAT_MODEL, url, limits=Limits(concurrency=workers, retries=0), cache=ChatCache(cache)
     )
     start = time.perf_counter()
     replies = client.complete_all(requests)

@@ -34,7 +34,7 @@ from tqdm.auto import tqdm
 from mmbright_core.errors import EndpointError, RequestBudgetError
 from mmbright_core.io.json_shapes import json_kind
 from mmbright_core.io.rewrites import MOST_TOKENS
-from mmbright_core.llm.cache import AnswerCache, ChatAnswer, request_key
+from mmbright_core.llm.cache import ChatAnswer, ChatCache, request_key
 from mmbright_core.retrieval.backends.api_client import DEFAULT_KEY_ENV, EndpointClient, Limits
 
 Message = Mapping[str, Any]
@@ -98,14 +98,14 @@ class ChatClient(EndpointClient):
         api_key_env: str = DEFAULT_KEY_ENV,
         parameters: Mapping[str, Any] | None = None,
         limits: Limits | None = None,
-        cache: AnswerCache | None = None,
+        cache: ChatCache | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         super().__init__(
             model, endpoint, api_key_env=api_key_env, limits=limits, sleep=sleep, what="LLM calls"
         )
         self.parameters = dict(DEFAULT_PARAMETERS if parameters is None else parameters)
-        self.cache = cache or AnswerCache(None)
+        self.cache = cache or ChatCache(None)
         self.answered = self.empty = self.from_cache = self.tokens = 0
 
     def key(self, messages: Sequence[Message]) -> str:

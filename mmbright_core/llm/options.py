@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mmbright_core.errors import InputError
-from mmbright_core.llm.cache import AnswerCache
+from mmbright_core.llm.cache import ChatCache
 from mmbright_core.llm.chat import DEFAULT_PARAMETERS, SAMPLING, ChatClient
 from mmbright_core.retrieval.backends.api_client import DEFAULT_KEY_ENV, Limits, whole_option
 from mmbright_core.retrieval.cache.store import default_cache_dir
@@ -80,7 +80,7 @@ def chat_client(
         api_key_env=str(rest.get("api_key_env", DEFAULT_KEY_ENV)),
         parameters=parameters,
         limits=Limits(**limits),
-        cache=AnswerCache(default_cache_dir(cache_dir)),
+        cache=ChatCache(default_cache_dir(cache_dir)),
     )
 
 

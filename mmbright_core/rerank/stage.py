@@ -36,7 +36,7 @@ from mmbright_core.rerank.base import (
     RerankQuery,
     answers,
 )
-from mmbright_core.rerank.cache import AnswerCache, answer_key
+from mmbright_core.rerank.cache import RerankCache, answer_key
 from mmbright_core.rerank.first_stage import FirstStage
 from mmbright_core.retrieval.cache.store import content_key
 from mmbright_core.retrieval.runner.task_run import RunOutcome, run_task
@@ -64,7 +64,7 @@ class RerankStage:
     recorded_files = (RERANK_FILE,)
 
     def __init__(
-        self, reranker: Reranker, first: FirstStage, depth: int, cache: AnswerCache | None
+        self, reranker: Reranker, first: FirstStage, depth: int, cache: RerankCache | None
     ) -> None:
         self.reranker, self.first, self.depth, self.cache = reranker, first, depth, cache
         self.tasks: frozenset[int] = getattr(reranker, "tasks", _ALL_TASKS)
@@ -260,7 +260,7 @@ def rerank_task(
     check_reranker_task(reranker, task)
     check_judged_alike(first, task, protocol, negatives)
     chosen = list(domains) if domains else [d for d in source.domains() if d in first.runs]
-    stage = RerankStage(reranker, first, depth, AnswerCache(cache_dir) if cache else None)
+    stage = RerankStage(reranker, first, depth, RerankCache(cache_dir) if cache else None)
     return run_task(
         source, task, stage, out_dir, domains=chosen, protocol=protocol, negatives=negatives, **run
     )

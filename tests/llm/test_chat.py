@@ -8,7 +8,7 @@ import pytest
 from openai_server import CHAT_MODEL, KEY, message_text, reply_of, serving
 
 from mmbright_core.errors import EndpointError, RequestBudgetError
-from mmbright_core.llm.cache import AnswerCache, ChatAnswer
+from mmbright_core.llm.cache import ChatAnswer, ChatCache
 from mmbright_core.llm.chat import ChatClient
 from mmbright_core.retrieval.backends.api_client import Limits
 
@@ -26,7 +26,7 @@ def asking(text: str) -> list[dict[str, str]]:
 
 def client(url: str, tmp_path: Path | None = None, **options: object) -> ChatClient:
     options.setdefault("limits", FAST)
-    cache = AnswerCache(None if tmp_path is None else tmp_path / "cache")
+    cache = ChatCache(None if tmp_path is None else tmp_path / "cache")
     return ChatClient(CHAT_MODEL, url, cache=cache, sleep=lambda _: None, **options)  # type: ignore[arg-type]
 
 
