@@ -17,7 +17,9 @@ from __future__ import annotations
 import os
 import stat
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from mmbright_core.data.files import FolderFiles, HubFiles
 from mmbright_core.data.ids import check_protocol
@@ -36,7 +38,9 @@ __all__ = [
     "FolderSource",
     "HubSource",
     "Source",
+    "SourceSpec",
     "open_source",
+    "parse_source_spec",
 ]
 
 _TaskKey = tuple[int, Protocol4, Negatives]  # what a task's data depends on, checked
@@ -157,29 +161,66 @@ def _demo_root() -> Path:
     return Path(__file__).parent / "demo"
 
 
+@dataclass(frozen=True)
+class SourceSpec:
+    """What a source spec names: the embedded demo, the hub at one revision, or a folder.
+
+    Attributes:
+        kind: ``"demo"``, ``"hf"`` or ``"folder"``.
+        revision: The hub revision (``hf`` only, empty otherwise): the one after ``@``, else
+            the one given beside the spec, else the benchmark's pinned one.
+        folder: The folder as written, ``~`` not yet expanded (``folder`` only, empty
+            otherwise).
+    """
+
+    kind: Literal["demo", "hf", "folder"]
+    revision: str = ""
+    folder: str = ""
+
+
+def parse_source_spec(spec: str, revision: str | None = None) -> SourceSpec:
+    """Read a source spec: ``"demo"``, ``"hf"``, ``"hf@<revision>"`` or a folder.
+
+    The spec is taken as written: ``hf@`` names no revision, as ``hf``, and a folder whose
+    name is ``demo``, ``hf`` or starts with ``hf@`` is named by a path (``./hf@x``).
+
+    Args:
+        spec: The spec (``mmbright --source``, ``MMBRIGHT_SOURCE``, the sidebar's choice).
+        revision: A hub revision given beside it (``"hf"`` only).
+
+    Raises:
+        InputError: For a revision given twice or to a non-hub source.
+    """
+    kind, _, at_revision = spec.partition("@") if spec.startswith("hf@") else (spec, "", "")
+    if at_revision and revision and at_revision != revision:
+        raise InputError("two different revisions", found=f"{spec!r} and revision={revision!r}")
+    if kind == "hf":
+        return SourceSpec("hf", revision=at_revision or revision or PINNED_REVISION)
+    if revision:
+        raise InputError(
+            "a revision applies to the hub source only",
+            found=f"{spec!r} with revision={revision!r}",
+        )
+    return SourceSpec("demo") if kind == "demo" else SourceSpec("folder", folder=spec)
+
+
 def open_source(spec: str, revision: str | None = None) -> Source:
     """Open a copy of MM-BRIGHT.
 
     Args:
         spec: ``"demo"`` (the embedded demo dataset), ``"hf"`` or ``"hf@<revision>"`` (the hub
-            dataset, pinned to the benchmark's revision unless told otherwise), or a folder.
+            dataset, pinned to the benchmark's revision unless told otherwise), or a folder
+            (:func:`parse_source_spec`).
         revision: A hub revision (``"hf"`` only).
 
     Raises:
         InputError: For a revision given twice or to a non-hub source, or a folder that is
             missing, not a folder, unreadable or not in the published layout.
     """
-    kind, _, at_revision = spec.partition("@") if spec.startswith("hf@") else (spec, "", "")
-    if at_revision and revision and at_revision != revision:
-        raise InputError("two different revisions", found=f"{spec!r} and revision={revision!r}")
-    if kind == "hf":
-        return HubSource(at_revision or revision or PINNED_REVISION)
-    if revision:
-        raise InputError(
-            "a revision applies to the hub source only",
-            found=f"{spec!r} with revision={revision!r}",
-        )
-    if kind == "demo":
+    parsed = parse_source_spec(spec, revision)
+    if parsed.kind == "hf":
+        return HubSource(parsed.revision)
+    if parsed.kind == "demo":
         root = _demo_root()
         if not any(root.glob("*/*.parquet")):
             raise InputError(
@@ -188,8 +229,8 @@ def open_source(spec: str, revision: str | None = None) -> Source:
                 hint="Build it with the mmbright_core.data.demo_build module",
             )
         return FolderSource(root, name="demo")
-    root = Path(spec).expanduser()
-    _check_folder(root, spec)
+    root = Path(parsed.folder).expanduser()
+    _check_folder(root, parsed.folder)
     return FolderSource(root)
 
 

@@ -5,6 +5,9 @@ and each domain's in ``<domain>/config.json``. A folder must hold one configurat
 (docs/commands.md, "Output folders"): a domain scored under other settings, or one with
 no record beside domains that have one, would give a benchmark figure that answers no
 single run, and one that differs from what ``summary.json`` says.
+
+The same comparison says how a retriever rebuilt from a run's configuration differs from it
+(:mod:`mmbright_core.retrieval.runner.rebuild`): one rule, and one wording, for both refusals.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from mmbright_core.analysis.compare import JUDGED, Comparison, compare_runs, pai
 from mmbright_core.analysis.leaderboard import leaderboard
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.data.ids import check_protocol
-from mmbright_core.data.sources import Source, open_source
+from mmbright_core.data.sources import Source, open_source, parse_source_spec
 from mmbright_core.task_table import MAIN_SCORE, TASK_TABLE
 from mmbright_core.types import Document, Query, Task
 from mmbright_core.ui import workspace
@@ -37,7 +37,7 @@ def get_source(spec: str) -> Source:
     A folder spec is confined to the server's data root, if one is set (:mod:`.confine`):
     the folder and every config folder and file in it, before the source opens any.
     """
-    if spec == "demo" or spec == "hf" or spec.startswith("hf@"):
+    if parse_source_spec(spec).kind != "folder":
         return open_source(spec)
     return open_source(str(dataset_folder(spec)))
 

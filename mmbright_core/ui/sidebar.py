@@ -10,6 +10,7 @@ import streamlit as st
 
 from mmbright_core.data.choices import PROTOCOLS
 from mmbright_core.data.layout import PINNED_REVISION
+from mmbright_core.data.sources import parse_source_spec
 from mmbright_core.errors import InputError
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.ui import loaders, state, widgets
@@ -23,15 +24,15 @@ TASK_LABELS = {number: info.label for number, info in TASK_TABLE.items()}
 def initial_source() -> tuple[str, str, str]:
     """The source widgets' first values, from ``MMBRIGHT_SOURCE``: (kind, folder, revision).
 
-    The spec reads as ``mmbright --source`` reads it: ``demo`` (or unset), ``hf``,
-    ``hf@<revision>``, or a folder. The user may still change it in the sidebar.
+    The spec reads as ``mmbright --source`` reads it (``parse_source_spec``): ``demo`` (or
+    unset), ``hf``, ``hf@<revision>``, or a folder. The user may still change it in the sidebar.
     """
-    spec = state.initial_source_spec()
-    if spec == state.DEFAULT_SOURCE:
+    parsed = parse_source_spec(state.initial_source_spec())
+    if parsed.kind == "demo":
         return SOURCE_KINDS[0], "", PINNED_REVISION
-    if spec == "hf" or spec.startswith("hf@"):
-        return SOURCE_KINDS[2], "", spec.partition("@")[2] or PINNED_REVISION
-    return SOURCE_KINDS[1], spec, PINNED_REVISION
+    if parsed.kind == "hf":
+        return SOURCE_KINDS[2], "", parsed.revision
+    return SOURCE_KINDS[1], parsed.folder, PINNED_REVISION
 
 
 def _source_spec(kind: str) -> str:

@@ -27,6 +27,7 @@ from streamlit.testing.v1 import AppTest
 
 from mmbright_core.cli import app as cli_app
 from mmbright_core.cli import main
+from mmbright_core.data.layout import PINNED_REVISION
 from mmbright_core.ui import navigation
 from mmbright_core.ui.sidebar import SOURCE_KINDS, initial_source
 from mmbright_core.ui.state import SOURCE_ENV
@@ -84,8 +85,11 @@ def test_the_server_puts_python_objects_on_the_c_allocator(monkeypatch: pytest.M
     [
         ("", (SOURCE_KINDS[0], "")),
         ("demo", (SOURCE_KINDS[0], "")),
+        ("hf", (SOURCE_KINDS[2], PINNED_REVISION)),
+        ("hf@", (SOURCE_KINDS[2], PINNED_REVISION)),
         ("hf@abc123", (SOURCE_KINDS[2], "abc123")),
         ("/data/mm-bright", (SOURCE_KINDS[1], "/data/mm-bright")),
+        ("./hf@x", (SOURCE_KINDS[1], "./hf@x")),
     ],
 )
 def test_initial_source(monkeypatch: pytest.MonkeyPatch, spec: str, expected: tuple[str, str]):

@@ -18,7 +18,13 @@ from locations import ROOT
 
 from mmbright_core.data import image_store, sources
 from mmbright_core.data.layout import DOMAINS, PINNED_REVISION
-from mmbright_core.data.sources import FolderSource, HubSource, open_source
+from mmbright_core.data.sources import (
+    FolderSource,
+    HubSource,
+    SourceSpec,
+    open_source,
+    parse_source_spec,
+)
 from mmbright_core.errors import InputError
 
 
@@ -84,6 +90,40 @@ def test_spec_errors() -> None:
         open_source("demo", revision="b")
     with pytest.raises(InputError, match=r"no such folder: '/no/such/folder'; expected 'demo'"):
         open_source("/no/such/folder")
+
+
+@pytest.mark.parametrize(
+    ("spec", "revision", "parsed"),
+    [
+        ("demo", None, SourceSpec("demo")),
+        ("hf", None, SourceSpec("hf", revision=PINNED_REVISION)),
+        ("hf", "abc123", SourceSpec("hf", revision="abc123")),
+        ("hf@abc123", None, SourceSpec("hf", revision="abc123")),
+        ("hf@abc123", "abc123", SourceSpec("hf", revision="abc123")),
+        ("hf@", None, SourceSpec("hf", revision=PINNED_REVISION)),  # an empty revision
+        ("hf@", "abc123", SourceSpec("hf", revision="abc123")),
+        ("hf@a@b", None, SourceSpec("hf", revision="a@b")),  # the first "@" splits
+        ("/data/mm-bright", None, SourceSpec("folder", folder="/data/mm-bright")),
+        ("~/mm-bright", None, SourceSpec("folder", folder="~/mm-bright")),  # as written
+        ("./hf@x", None, SourceSpec("folder", folder="./hf@x")),  # a folder named hf@x
+        ("./demo", None, SourceSpec("folder", folder="./demo")),
+        ("HF", None, SourceSpec("folder", folder="HF")),  # the names are exact
+        ("hfx", None, SourceSpec("folder", folder="hfx")),
+        ("x@y", None, SourceSpec("folder", folder="x@y")),
+    ],
+)
+def test_a_spec_reads_as_the_demo_the_hub_or_a_folder(
+    spec: str, revision: str | None, parsed: SourceSpec
+) -> None:
+    assert parse_source_spec(spec, revision) == parsed
+
+
+def test_the_parser_refuses_what_open_source_refuses() -> None:
+    with pytest.raises(InputError, match=r"two different revisions.*'hf@a' and revision='b'"):
+        parse_source_spec("hf@a", "b")
+    for spec in ("demo", "/data/mm-bright", "./hf@x"):
+        with pytest.raises(InputError, match="hub source only"):
+            parse_source_spec(spec, "b")
 
 
 def test_a_file_is_not_a_folder(tmp_path: Path) -> None:

@@ -8,7 +8,9 @@ import pytest
 from fixture_dataset import A1, A_HARD, A_NEG
 
 from mmbright_core.data.sources import open_source
+from mmbright_core.errors import InputError
 from mmbright_core.ui import loaders
+from mmbright_core.ui.confine import ROOT_ENV
 from mmbright_core.ui.state import RunEntry
 
 
@@ -44,3 +46,13 @@ def test_only_the_compared_pair_is_scored(fixture_dir):
     comparison = loaders.comparison_for(str(fixture_dir), 2, "paper", entries, "a", "b")
     assert (comparison.run_a, comparison.run_b) == ("a", "b")
     assert set(comparison.per_query["query_id"]) == {"a1"}
+
+
+def test_only_a_folder_spec_is_confined_to_the_data_root(tmp_path, monkeypatch):
+    # A folder named like the hub spec is written as a path, and is a folder like any other.
+    (tmp_path / "served").mkdir()
+    (tmp_path / "hf@x").mkdir()
+    monkeypatch.setenv(ROOT_ENV, str(tmp_path / "served"))
+    assert loaders.get_source("demo").name == "demo"
+    with pytest.raises(InputError, match="dataset folder is outside"):
+        loaders.get_source(str(tmp_path / "hf@x"))

@@ -30,6 +30,7 @@ from typing import Any
 
 from mmbright_core.errors import InputError, MissingDependencyError
 from mmbright_core.io.ocr_words import OcrWords
+from mmbright_core.io.recorded import config_differences, describe_differences
 from mmbright_core.io.rewrites import Rewrite
 from mmbright_core.retrieval.base import NotRebuildable as NotRebuildable
 from mmbright_core.retrieval.base import Rebuild as Rebuild
@@ -124,10 +125,11 @@ def rebuild_retriever(
             f"{config.retriever!r} needs (read the run folder's config.json, not a summary)"
         ) from err
     retriever, rebuilt = _built(config, options)
-    differences = _differences(config, rebuilt)
+    differences = config_differences(_compared(config), _compared(rebuilt))
     if differences:
         raise NotRebuildable(
-            f"the rebuilt {config.retriever!r} differs from the run's: " + "; ".join(differences)
+            f"the rebuilt {config.retriever!r} differs from the run's: "
+            + describe_differences(differences)
         )
     return retriever
 
@@ -191,16 +193,10 @@ def as_config(config: RunConfig | Mapping[str, Any]) -> RunConfig:
     )
 
 
-def _differences(recorded: RunConfig, rebuilt: RunConfig) -> list[str]:
-    """Return ``name: recorded X, now Y`` for every setting that differs (version aside)."""
-    old, new = recorded.to_dict(), rebuilt.to_dict()
-    for side in (old, new):
-        side.pop("package_version")
-        for label in ("preset", "instructions"):  # where the settings came from, not settings
-            side.pop(label)
-        side.update({f"options.{k}": v for k, v in side.pop("options").items()})
-    return [
-        f"{key}: recorded {old.get(key)!r}, now {new.get(key)!r}"
-        for key in sorted(set(old) | set(new))
-        if old.get(key) != new.get(key)
-    ]
+def _compared(config: RunConfig) -> dict[str, Any]:
+    """The configuration as :func:`~mmbright_core.io.recorded.config_differences` compares it.
+
+    Where the settings came from (the preset, the instruction set) are not settings: a
+    rebuilt retriever need not report them.
+    """
+    return {k: v for k, v in config.to_dict().items() if k not in ("preset", "instructions")}

@@ -20,6 +20,7 @@ from mmbright_core.retrieval.base import RunConfig
 from mmbright_core.retrieval.lexical.bm25 import BM25Retriever
 from mmbright_core.retrieval.lexical.bm25 import rebuild as rebuild_bm25
 from mmbright_core.retrieval.registry import NOT_REBUILDABLE, rebuild_recipe
+from mmbright_core.retrieval.runner.folders import conflict
 from mmbright_core.retrieval.runner.rebuild import (
     ImportNotAllowed,
     NotRebuildable,
@@ -138,3 +139,24 @@ def test_a_plugin_module_is_imported_only_when_allowed_and_rewritten_runs_too(
     with pytest.raises(NotRebuildable):  # allowed: imported and called, then compared
         rebuild_retriever(config, import_modules=["planted_plugin:make"])
     assert marker.read_text() == "imported"
+
+
+def test_a_rebuilt_retriever_and_a_stored_folder_name_one_difference_alike(tmp_path):
+    # One comparison (io.recorded) for both refusals: the same pair of configurations reads
+    # the same whether a rebuilt retriever or an output folder is refused.
+    genuine = config_of(BM25Retriever())
+    stale = "0" * 16
+    recorded = {**genuine, "options": {**genuine["options"], "analyzer_settings": stale}}
+    now = genuine["options"]["analyzer_settings"]
+    difference = f"options.analyzer_settings (recorded {stale!r}, now {now!r})"
+    with pytest.raises(NotRebuildable) as refused:
+        rebuild_retriever(recorded)
+    assert str(refused.value) == f"the rebuilt 'bm25' differs from the run's: {difference}"
+    (tmp_path / "config.json").write_text(json.dumps({"config": recorded}))
+    reason = conflict(tmp_path, RunConfig.from_dict(genuine), lambda _: None)
+    assert reason == f"holds another configuration (by its config.json): {difference}"
+
+
+def test_where_the_settings_came_from_is_no_difference_to_a_rebuilt_retriever():
+    config = {**config_of(BM25Retriever()), "preset": "bm25-paper", "instructions": "none"}
+    assert isinstance(rebuild_retriever(config), BM25Retriever)
