@@ -1,7 +1,8 @@
 """Compare's "where the image's weight lies": run B's occlusion grids over queries, on request.
 
 For at most N queries with an image (in the comparison's order), run B's top hit against its
-best-ranked relevant item is occluded (:mod:`~mmbright_core.analysis.region_weight`), with a
+best-ranked relevant item is occluded (:mod:`~mmbright_core.analysis.region_weight`), and,
+where the ``ocr`` extra is installed, the text in each image is found by its OCR boxes, with a
 progress bar; the grids are content-keyed in the cache (asking again reads them back) and the
 table is kept for the session. Cancel, or any other widget used while it runs, stops it at the
 next query.
@@ -16,12 +17,15 @@ from mmbright_core.analysis.compare import Comparison
 from mmbright_core.analysis.region_weight import Case, case, query_weights, weight_groups
 from mmbright_core.analysis.regions import GRID
 from mmbright_core.ranking import ranked
+from mmbright_core.retrieval.backends.ocr_reader import OcrReader, engine_installed
+from mmbright_core.retrieval.cache.store import default_cache_dir
 from mmbright_core.retrieval.explanation import Unavailable
 from mmbright_core.ui import explain_cache, inspector_view, loaders, render
 from mmbright_core.ui.literal import literal
 from mmbright_core.ui.state import Compared, InspectTarget
 
-#: Session state: (run B fingerprint, queries, grid) -> (per-query table, skipped cases).
+#: Session state: (run B fingerprint, queries, grid, OCR installed) -> (per-query table,
+#: skipped cases).
 RESULTS_KEY = "cmp_weights_results"
 #: How many queries are weighed unless the user asks for another number.
 QUERIES = 20
@@ -30,6 +34,7 @@ QUERIES = 20
 def show_weights(compared: Compared, comparison: Comparison) -> None:
     """The section: how many queries, a button, then the groups and the per-query shares."""
     st.subheader("Where the image's weight lies")
+    ocr = engine_installed()
     st.caption(
         literal(
             f"Occlusion of the query image in {compared.run_b} (B): for each query, the share "
@@ -37,6 +42,12 @@ def show_weights(compared: Compared, comparison: Comparison) -> None:
             "and on the edges (every other cell), of B's top hit against its best-ranked "
             "relevant item (the hit's score alone when it is relevant or none is ranked). "
             "A query is 'edges' when the edges weigh more per cell than the centre."
+            + (
+                " The text cells are those the OCR engine's text boxes cover a tenth of; a "
+                "query is 'text' first, when they weigh more per cell than the others."
+                if ocr
+                else " Install the ocr extra to find the images' text regions too."
+            )
         )
     )
     entry = compared.entries[compared.run_b]
@@ -51,7 +62,7 @@ def show_weights(compared: Compared, comparison: Comparison) -> None:
     count, grid = st.columns(2)
     limit = int(count.number_input("Queries (at most)", 1, 500, QUERIES, key="cmp_weights_n"))
     cells = int(grid.number_input("Grid", 2, 16, GRID, key="cmp_weights_grid"))
-    key = (entry.fingerprint, limit, cells)
+    key = (entry.fingerprint, limit, cells, ocr)
     results = st.session_state.setdefault(RESULTS_KEY, {})
     if st.button("Weigh the query images", key="cmp_weights_go", icon=":material/grid_on:"):
         st.button("Cancel", key="cmp_weights_cancel")
@@ -67,6 +78,7 @@ def show_weights(compared: Compared, comparison: Comparison) -> None:
                 ),
                 grid=cells,
                 progress=bar,
+                text_boxes=OcrReader(default_cache_dir()).text_boxes if ocr else None,
             )
         if found is not None:
             results[key] = found
@@ -81,6 +93,7 @@ def show_weights(compared: Compared, comparison: Comparison) -> None:
             column_config={
                 "delta": st.column_config.NumberColumn("mean B − A", format="%+.3f"),
                 "edge_share": st.column_config.NumberColumn("mean edge share", format="%.2f"),
+                "text_share": st.column_config.NumberColumn("mean text share", format="%.2f"),
             },
         )
         st.dataframe(weights, hide_index=True, key="cmp_weights_queries")

@@ -4,13 +4,16 @@ The OCR retrievers (:mod:`mmbright_core.retrieval.backends.ocr`) read each query
 :class:`OcrReader`. What it read is cached on disk by the sha256 of the image file's bytes, each
 entry with a checksum of its text that is checked when read; a reader given a run's recorded
 words (``ocr.json``, :mod:`mmbright_core.io.ocr_words`) answers from them first, so a run is
-explained without the engine.
+explained without the engine. The same engine also says where the text lies
+(:meth:`OcrReader.text_boxes`, what the dashboard's "where the image's weight lies" groups by),
+cached beside the texts.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,9 @@ from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.cache.store import content_key, settings_key
 from mmbright_core.retrieval.cache.verify import bytes_match, bytes_record, remove, report_damaged
+
+#: A box ``(left, top, right, bottom)`` in an image's pixels.
+Box = tuple[float, float, float, float]
 
 
 class OcrReader:
@@ -56,6 +62,7 @@ class OcrReader:
             None if cache_root is None else cache_root / "ocr" / settings_key(self.settings)
         )
         self._known: dict[str, str] = {} if recorded is None else dict(recorded.texts)
+        self._boxes: dict[str, str] = {}
         self._engine: Any = None
 
     def read(self, data: bytes, image: Image.Image | None = None) -> str:
@@ -74,11 +81,9 @@ class OcrReader:
         key = content_key(data)
         text = self.cached(key)
         if text is None:
-            text = self._recognise(image if image is not None else decode_image(data, key))
-            path = self._path(key)
-            if path is not None:
-                checksum = bytes_record(text.encode("utf-8"))["checksum"]
-                atomic_write_text(path, json.dumps({"text": text, "checksum": checksum}) + "\n")
+            lines = self._lines(image if image is not None else decode_image(data, key))
+            text = "\n".join(line for _, line in lines)
+            _store(self._path(key), text)
         self._known[key] = text
         return text
 
@@ -90,25 +95,37 @@ class OcrReader:
         """
         if key in self._known:
             return self._known[key]
-        path = self._path(key)
-        if path is None or not path.is_file():
+        return _stored(self._path(key))
+
+    def text_boxes(self, image: Image.Image) -> tuple[Box, ...]:
+        """The box of each line of text the engine reads in ``image``, in reading order.
+
+        Each box is ``(left, top, right, bottom)`` in the image's pixels, bounding one line
+        kept (confidence at least ``min_score``), as :meth:`read` keeps them. Keyed by the
+        image's pixels (mode, size and bytes: a picture composed in memory has no file),
+        kept in memory and on disk under ``boxes/`` beside the texts, each entry checked as
+        a text entry is. A run records its words, not their boxes: these need the engine,
+        or the cache.
+
+        Raises:
+            MissingDependencyError: Not cached and the OCR engine is not installed.
+        """
+        key = content_key(f"{image.mode} {image.width}x{image.height}\n".encode() + image.tobytes())
+        path = self._path(key, "boxes")
+        stored = self._boxes.get(key) or _stored(path)
+        if stored is None:
+            stored = json.dumps([_bounds(quad) for quad, _ in self._lines(image)])
+            _store(path, stored)
+        self._boxes[key] = stored
+        return tuple((float(a), float(b), float(c), float(d)) for a, b, c, d in json.loads(stored))
+
+    def _path(self, key: str, kind: str = "") -> Path | None:
+        if self.folder is None:
             return None
-        try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
-            text = entry["text"]
-            if isinstance(text, str) and bytes_match(text.encode("utf-8"), entry["checksum"]):
-                return text
-            problem = "its checksum does not match its text"
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            problem = f"unreadable ({type(err).__name__})"
-        report_damaged(path, problem)
-        remove([path])
-        return None
+        return self.folder / kind / key[:2] / f"{key}.json"
 
-    def _path(self, key: str) -> Path | None:
-        return None if self.folder is None else self.folder / key[:2] / f"{key}.json"
-
-    def _recognise(self, image: Image.Image) -> str:
+    def _lines(self, image: Image.Image) -> list[tuple[Any, str]]:
+        """(corner points, text) of each line the engine reads and keeps, in reading order."""
         if self._engine is None:
             what = (
                 ENGINE_USER
@@ -129,7 +146,40 @@ class OcrReader:
         kept = [(box, text) for box, text, score in boxes or () if float(score) >= self.min_score]
         # Top to bottom, then left to right, by each box's top-left corner.
         kept.sort(key=lambda item: (round(item[0][0][1] / 10), item[0][0][0]))
-        return "\n".join(text for _, text in kept)
+        return kept
+
+
+def _bounds(quad: Sequence[Sequence[float]]) -> Box:
+    """The upright box ``(left, top, right, bottom)`` around a line's four corner points."""
+    xs, ys = [float(x) for x, _ in quad], [float(y) for _, y in quad]
+    return (min(xs), min(ys), max(xs), max(ys))
+
+
+def _store(path: Path | None, text: str) -> None:
+    """Write ``text`` with its checksum to ``path``, atomically (nothing without a path)."""
+    if path is not None:
+        checksum = bytes_record(text.encode("utf-8"))["checksum"]
+        atomic_write_text(path, json.dumps({"text": text, "checksum": checksum}) + "\n")
+
+
+def _stored(path: Path | None) -> str | None:
+    """The text of the entry at ``path``, or None when there is none.
+
+    An entry that does not match its checksum is reported, deleted and counts as absent.
+    """
+    if path is None or not path.is_file():
+        return None
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8"))
+        text = entry["text"]
+        if isinstance(text, str) and bytes_match(text.encode("utf-8"), entry["checksum"]):
+            return text
+        problem = "its checksum does not match its text"
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        problem = f"unreadable ({type(err).__name__})"
+    report_damaged(path, problem)
+    remove([path])
+    return None
 
 
 ENGINE_USER = "the OCR engine of ocr-bm25 and ocr-dense"

@@ -74,6 +74,42 @@ def test_results_are_ordered_filtered_and_cached_by_content(tmp_path: Path):
     assert fresh.read(png(render("y"))) and fresh._engine.calls == 1
 
 
+def test_text_boxes_are_the_lines_kept_in_reading_order_cached_by_pixels(tmp_path: Path):
+    reader = OcrReader(tmp_path, min_score=0.5)
+    reader._engine = engine = FakeEngine()
+    picture = render("x")
+    assert reader.text_boxes(picture) == ((10, 10, 90, 40), (10, 60, 90, 90))
+    assert reader.text_boxes(picture.copy()) == reader.text_boxes(picture) and engine.calls == 1
+    fresh = OcrReader(tmp_path, min_score=0.5)
+    fresh._engine = FakeEngine()
+    assert fresh.text_boxes(render("x")) == ((10, 10, 90, 40), (10, 60, 90, 90))  # from disk
+    assert fresh._engine.calls == 0
+    (entry,) = (tmp_path / "ocr").glob("*/boxes/*/*.json")
+    entry.write_text(entry.read_text().replace("90", "91"))  # damaged: checked, read again
+    again = OcrReader(tmp_path, min_score=0.5)
+    again._engine = FakeEngine()
+    assert again.text_boxes(render("x")) == ((10, 10, 90, 40), (10, 60, 90, 90))
+    assert again._engine.calls == 1
+    assert again.text_boxes(render("x").convert("L")) and again._engine.calls == 2  # other pixels
+    assert again.read(png(picture)) == "first\nsecond" and again._engine.calls == 3  # texts apart
+
+
+@pytest.mark.models
+@pytest.mark.slow
+def test_rapidocr_finds_the_box_of_rendered_text(tmp_path: Path):
+    image = Image.new("RGB", (720, 480), "white")
+    ImageDraw.Draw(image).text(
+        (300, 330), "TARDIGRADE", fill="black", font=ImageFont.load_default(size=48)
+    )
+    left, top, right, bottom = ImageDraw.Draw(image).textbbox(
+        (300, 330), "TARDIGRADE", font=ImageFont.load_default(size=48)
+    )
+    ((x0, y0, x1, y1),) = OcrReader(tmp_path).text_boxes(image)
+    # The line's box holds the drawn text, give or take the engine's margin.
+    assert x0 <= left + 8 and y0 <= top + 8 and x1 >= right - 8 and y1 >= bottom - 8
+    assert x0 >= left - 40 and y0 >= top - 40 and x1 <= right + 40 and y1 <= bottom + 40
+
+
 def _task(task: int = 2) -> TaskData:
     corpus = (
         Document("d/0.txt", "Tardigrades survive drying by vitrification."),

@@ -15,8 +15,10 @@ from apptest import choose_pair, fresh, open_tab
 from corner_embedder import SPEC, demo_run
 
 from mmbright_core.analysis.attribution import explain_regions, retriever_from_config
+from mmbright_core.analysis.region_weight import text_share
 from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import read_outputs
+from mmbright_core.retrieval.backends.ocr_reader import OcrReader
 from mmbright_core.ui import state
 
 pytestmark = pytest.mark.slow  # AppTest runs and a plugin run of the demo
@@ -66,7 +68,12 @@ def test_the_edge_share_of_each_query_is_that_of_its_grid_and_dominates(
         assert row.centre_share == pytest.approx(values[centre].sum() / values.sum(), rel=1e-9)
         assert row.edge_share == pytest.approx(values[~centre].sum() / values.sum(), rel=1e-9)
         assert row.edge_share > row.centre_share
-        assert row.where == ("edges" if row.edge_share > 40 / 49 else "centre")
+        # The OCR engine (installed with the tests) finds the picture's text, read afresh.
+        boxes = OcrReader(tmp_path / "ocr").text_boxes(direct.images[0].picture)
+        text, area = text_share(direct.images, [boxes])
+        assert (row.text_share, row.text_area) == pytest.approx((text, area), rel=1e-9)
+        edges = "edges" if row.edge_share > 40 / 49 else "centre"
+        assert row.where == ("text" if 0 < area < 1 and text > area else edges)
     (groups,) = [f.value for f in at.dataframe if "losses" in f.value.columns]
     assert groups["queries"].sum() == 4
     assert set(groups["group"]) == set(table["where"])
