@@ -19,8 +19,9 @@ offer:
   words read from the images.
 
 Where in an image a score came from (occlusion over a grid of the query image, or of an
-item's own image) is :func:`explain_regions` (:mod:`~mmbright_core.analysis.regions`), for
-every retriever that encodes images.
+item's own image) is ``explain(..., regions=True)``, one :func:`explain_regions`
+(:mod:`~mmbright_core.analysis.regions`) per document, for every retriever that encodes
+images.
 
 Everything is computed on demand from the retriever that made the run (one index look-up or
 one batch of encodings per call), so the parts add up to the run's stored score. A run read
@@ -32,14 +33,23 @@ never a guess.
 Example:
     >>> retriever = retriever_from_config(outputs_config)  # doctest: +SKIP
     >>> explain(retriever, data, source, "biology_0", ["biology/d1.txt"])  # doctest: +SKIP
+    >>> explain(retriever, data, source, "biology_0", ["biology/d1.txt"],
+    ...         regions=True, versus="biology/d2.txt", grid=7)  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal, overload
 
-from mmbright_core.analysis.regions import ImageRegions, RegionAttribution, explain_regions
+from mmbright_core.analysis.regions import (
+    GRID,
+    ImageRegions,
+    Progress,
+    RegionAttribution,
+    explain_regions,
+)
 from mmbright_core.data.images import ImageSource
 from mmbright_core.errors import InputError, MissingDependencyError
 from mmbright_core.retrieval.base import Retriever, RunConfig, check_task
@@ -100,13 +110,51 @@ def retriever_from_config(
         return Unavailable(str(err))
 
 
+@overload
 def explain(
     retriever: Retriever | Unavailable | None,
     data: TaskData,
     source: ImageSource | None,
     query_id: str,
     doc_ids: Sequence[str],
-) -> dict[str, Attribution]:
+    *,
+    regions: Literal[False] = False,
+) -> dict[str, Attribution]: ...
+
+
+@overload
+def explain(
+    retriever: Retriever | Unavailable | None,
+    data: TaskData,
+    source: ImageSource | None,
+    query_id: str,
+    doc_ids: Sequence[str],
+    *,
+    regions: Literal[True],
+    versus: str | None = None,
+    side: str = "query",
+    grid: int = GRID,
+    fill: str = "mean",
+    cache_dir: str | Path | None = None,
+    progress: Progress | None = None,
+) -> dict[str, RegionAttribution | Unavailable]: ...
+
+
+def explain(
+    retriever: Retriever | Unavailable | None,
+    data: TaskData,
+    source: ImageSource | None,
+    query_id: str,
+    doc_ids: Sequence[str],
+    *,
+    regions: bool = False,
+    versus: str | None = None,
+    side: str = "query",
+    grid: int = GRID,
+    fill: str = "mean",
+    cache_dir: str | Path | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Attribution] | dict[str, RegionAttribution | Unavailable]:
     """Explain the scores of ``doc_ids`` for one query, as ``retriever`` computes them.
 
     Args:
@@ -117,16 +165,64 @@ def explain(
         source: Where the query and corpus images come from (tasks 2-4 of ``clip``, OCR).
         query_id: The query.
         doc_ids: The documents to explain (typically the run's top 10 for the query).
+        regions: Explain where in an image each score came from instead of its parts:
+            :func:`explain_regions` of each document, with the options below (which
+            are refused without it).
+        versus: With ``regions``: a second item; each grid then holds the changes of
+            ``score(doc) - score(versus)``.
+        side: With ``regions``: ``query`` (occlude the query image) or ``document`` (each
+            document's own image, tasks 3 and 4).
+        grid: With ``regions``: cells per side (``grid**2 + 1`` forward passes per image).
+        fill: With ``regions``: ``mean`` (the image's mean colour), ``grey`` or ``blur``.
+        cache_dir: With ``regions``: the cache root of the grids.
+        progress: With ``regions``: called with (passes done, passes in all).
 
     Returns:
         doc_id -> its attribution, in the order given; a document absent from the corpus
         gets :class:`Unavailable`, and so does every document when the query side cannot
-        be computed (an OCR run's image words neither recorded nor readable here).
+        be computed (an OCR run's image words neither recorded nor readable here). With
+        ``regions``: doc_id -> its :class:`RegionAttribution`, or :class:`Unavailable`
+        (the run cannot be rebuilt, or its retriever reads no images).
 
     Raises:
         InputError: ``query_id`` is not a query of ``data``, or the retriever cannot run
-            the task.
+            the task; with ``regions``, an invalid grid, fill or side (as
+            :func:`explain_regions`).
     """
+    if regions:
+        return {
+            doc_id: explain_regions(
+                retriever,
+                data,
+                source,
+                query_id,
+                doc_id,
+                versus=versus,
+                side=side,
+                grid=grid,
+                fill=fill,
+                cache_dir=cache_dir,
+                progress=progress,
+            )
+            for doc_id in dict.fromkeys(doc_ids)
+        }
+    if (versus, side, grid, fill, cache_dir, progress) != (None, "query", GRID, "mean", None, None):
+        raise InputError(
+            "versus, side, grid, fill, cache_dir and progress are options of the regions' "
+            "explanation",
+            hint="Pass regions=True, or leave them out",
+        )
+    return _parts(retriever, data, source, query_id, doc_ids)
+
+
+def _parts(
+    retriever: Retriever | Unavailable | None,
+    data: TaskData,
+    source: ImageSource | None,
+    query_id: str,
+    doc_ids: Sequence[str],
+) -> dict[str, Attribution]:
+    """Each document's score taken apart (:func:`explain` without ``regions``)."""
     if retriever is None or isinstance(retriever, Unavailable):
         reason = retriever or NO_RETRIEVER
         return dict.fromkeys(doc_ids, reason)

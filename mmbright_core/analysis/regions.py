@@ -434,10 +434,12 @@ class _Occlusion:
         assert self.source is not None
         found = self.retriever.query_pictures(self.query, self.source)
         decodable = [ref.path for ref in self.query.images if ref.path not in found.problems]
+        if not self.query.images:
+            return Unavailable(f"query {self.query.query_id!r} has no image: nothing to occlude")
         if not decodable:
             return Unavailable(
-                f"query {self.query.query_id!r} has no image that decodes (the run fused "
-                "its text with the white stand-in, or used it alone): nothing to occlude"
+                f"none of the {len(self.query.images)} image(s) of query "
+                f"{self.query.query_id!r} decodes: nothing to occlude"
             )
         if len(found.images) == 1 and len(decodable) > 1:  # concat: one picture of them all
             return [(" + ".join(decodable), found.images[0])]

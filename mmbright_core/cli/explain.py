@@ -45,7 +45,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--regions", action="store_true", help="occlusion over a grid")
     declare_later(parser, _region_options)
     parser.add_argument("--format", choices=("json", "png"), default="json")
-    parser.add_argument("--out", help="png: the file to write (several images: -2, -3... added)")
+    parser.add_argument(
+        "--out",
+        help="the file to write (json: instead of printing; png: several images get -2, -3...)",
+    )
     parser.add_argument(
         "--allow-import",
         action="append",
@@ -78,15 +81,15 @@ def handle(args: argparse.Namespace) -> int:
     """Explain, then print JSON or write the PNG overlay."""
     from mmbright_core.errors import InputError
 
-    if args.format == "png" and not (args.regions and args.out):
-        raise InputError(
-            "--format png draws the regions grid", hint="Give --regions and --out FILE.png"
-        )
+    if args.format == "png" and not args.regions:
+        raise InputError("--format png draws the regions grid", hint="Add --regions")
+    if args.format == "png" and not args.out:
+        raise InputError("--format png writes a file", hint="Give --out FILE.png")
     if args.versus is not None and not args.regions:
         raise InputError("--versus compares two items' regions", hint="Add --regions")
     retriever, data, source = _rebuilt(args)
     if not args.regions:
-        print(json.dumps(_attributions(retriever, data, source, args), indent=2))
+        _print_json(_attributions(retriever, data, source, args), args.out)
         return 0
     from mmbright_core.analysis.attribution import Unavailable, explain_regions
 
@@ -105,7 +108,7 @@ def handle(args: argparse.Namespace) -> int:
     if isinstance(result, Unavailable):
         raise InputError(f"no regions to show: {result.reason}")
     if args.format == "json":
-        print(json.dumps({**result.to_dict(), "run": str(args.run)}, indent=2))
+        _print_json({**result.to_dict(), "run": str(args.run)}, args.out)
         return 0
     from mmbright_core.present.region_overlay import overlay, sentence
 
@@ -116,6 +119,18 @@ def handle(args: argparse.Namespace) -> int:
         overlay(regions).save(path, format="PNG")
         print(f"wrote {path}: {sentence(result, index)}")
     return 0
+
+
+def _print_json(value: Any, out: str | None) -> None:
+    """Print ``value`` as JSON, or write it to ``out`` and say so."""
+    text = json.dumps(value, indent=2)
+    if out is None:
+        print(text)
+        return
+    from mmbright_core.io.atomic import atomic_write_text
+
+    atomic_write_text(Path(out), text + "\n")
+    print(f"wrote {out}")
 
 
 def _rebuilt(args: argparse.Namespace) -> tuple[Any, Any, Any]:
@@ -154,11 +169,18 @@ def _domain_of(runs: dict[str, dict[str, Any]], query_id: str, where: str) -> st
     from mmbright_core.errors import InputError
 
     found = [domain for domain, run in runs.items() if query_id in run]
-    if len(found) != 1:
+    if not found:
+        raise InputError(
+            f"query {query_id!r} is in none of the run's domains",
+            source=where,
+            hint="Check the query id (as the run's files write it), or name its domain with "
+            "--domain",
+        )
+    if len(found) > 1:
         raise InputError(
             f"query {query_id!r} is in {len(found)} of the run's domains",
             source=where,
-            found=", ".join(found) or "none",
+            found=", ".join(found),
             hint="Name its domain with --domain",
         )
     return found[0]

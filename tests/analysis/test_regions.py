@@ -23,6 +23,7 @@ from toy_embedders import ToyEmbedder, ToyJoint
 from mmbright_core.analysis.attribution import (
     RegionAttribution,
     Unavailable,
+    explain,
     explain_regions,
     retriever_from_config,
 )
@@ -251,6 +252,28 @@ def test_a_result_is_read_back_from_the_cache_and_keyed_by_its_options(
     assert caplog.text.count(f"damaged cache entry {stored}: its checksum") == 1
 
 
+def test_explain_with_regions_gives_each_documents_grid(tmp_path: Path):
+    source, data, corner, query, doc = _corner_case(tmp_path)
+    other = data.corpus[1].doc_id
+    found = explain(
+        corner, data, source, query.query_id, [doc, other, doc],
+        regions=True, versus=data.corpus[2].doc_id, grid=3, fill="grey", cache_dir=tmp_path,
+    )  # fmt: skip
+    assert list(found) == [doc, other]
+    for doc_id, result in found.items():
+        direct = explain_regions(
+            corner, data, source, query.query_id, doc_id,
+            versus=data.corpus[2].doc_id, grid=3, fill="grey", cache_dir=tmp_path / "direct",
+        )  # fmt: skip
+        assert isinstance(result, RegionAttribution) and result == direct
+        assert (result.grid, result.fill, result.versus) == (3, "grey", data.corpus[2].doc_id)
+    parts = explain(corner, data, source, query.query_id, [doc])
+    assert not isinstance(parts[doc], RegionAttribution | Unavailable)  # the fused parts
+    for option in ({"grid": 3}, {"versus": other}, {"side": "document"}, {"cache_dir": tmp_path}):
+        with pytest.raises(InputError, match="options of the regions' explanation"):
+            explain(corner, data, source, query.query_id, [doc], **option)  # type: ignore[call-overload]
+
+
 def test_a_progress_callback_that_raises_cancels(tmp_path: Path):
     source, data, corner, query, doc = _corner_case(tmp_path, batch_size=4)
 
@@ -286,7 +309,14 @@ def test_what_has_no_regions_says_why(tmp_path: Path):
     blind = dataclasses.replace(query, images=(ImageRef("biology/nowhere.png"),))
     blinded = dataclasses.replace(data, queries=(blind,))
     found = explain_regions(corner, blinded, source, blind.query_id, doc, cache_dir=tmp_path)
-    assert isinstance(found, Unavailable) and "no image that decodes" in found.reason
+    assert isinstance(found, Unavailable) and "none of the 1 image(s)" in found.reason
+    imageless = dataclasses.replace(query, images=())
+    found = explain_regions(
+        corner, dataclasses.replace(data, queries=(imageless,)), source, query.query_id, doc
+    )
+    assert isinstance(found, Unavailable) and found.reason.endswith(
+        "has no image: nothing to occlude"
+    )
 
 
 def test_bad_options_are_refused(tmp_path: Path):

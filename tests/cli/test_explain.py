@@ -67,6 +67,22 @@ def test_the_grid_printed_as_json_puts_the_weight_on_the_quarter_the_model_sees(
     assert any(values[r][c] != 0 for r in range(3) for c in range(3))
 
 
+def test_json_with_out_is_written_to_the_file_instead_of_printed(
+    corner_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wrong, relevant = _wrong_and_relevant(corner_run)
+    regions = _explain(corner_run, "--doc", wrong, "--versus", relevant, "--regions", "--grid", "3")
+    assert main(regions) == 0
+    printed = capsys.readouterr().out
+    out = tmp_path / "grid.json"
+    assert main([*regions, "--out", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == f"wrote {out}"
+    assert json.loads(out.read_text()) == json.loads(printed)
+    parts = tmp_path / "parts.json"
+    assert main([*_explain(corner_run, "--doc", wrong), "--out", str(parts)]) == 0
+    assert json.loads(parts.read_text())["doc_id"] == wrong
+
+
 def test_the_png_is_the_query_image_with_the_heat_over_it(
     corner_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -105,6 +121,8 @@ def test_mistakes_are_one_line_each(
     base = _explain(corner_run, "--doc", wrong)
     cases = [
         ([*base, "--format", "png"], "--format png draws the regions grid"),
+        ([*base, "--format", "png", "--regions"], "--format png writes a file"),
+        ([*(a if a != QUERY else "biology_999" for a in base)], "in none of the run's domains"),
         ([*base, "--versus", relevant], "--versus compares two items' regions"),
         ([*base, "--regions", "--grid", "0"], "invalid grid size"),
         ([*base[:-2], "--doc", "biology/nowhere.txt", "--regions"], "not in the corpus"),
