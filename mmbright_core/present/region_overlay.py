@@ -128,23 +128,26 @@ def sentence(result: RegionAttribution, image: int = 0) -> str:
     """The strongest cell of one image's grid, said plainly with its share of the target.
 
     E.g. "Filling the lower-left cell lowers the margin of A over B by 60% (2.10 of
-    3.50)". The share is the cell's value over the score (or margin) with the image whole:
-    the model's response is not a sum over cells, so shares need not add up to 100%.
+    3.50)": a cell of the query image, or, on the document side, "Filling the lower-left
+    cell of the hit's image lowers...". The share is the cell's value over the score (or
+    margin) with the image whole: the model's response is not a sum over cells, so shares
+    need not add up to 100%.
     """
     grid = result.images[image]
     cells = [(v, r, c) for r, row in enumerate(grid.values) for c, v in enumerate(row)]
     value, row, col = max(cells, key=lambda cell: abs(cell[0]))
     where = region_name(row, col, result.grid)
+    of_image = " of the hit's image" if result.side == "document" else ""
     if result.versus is not None:
         target = f"the margin of {result.doc_id} over {result.versus}"
     else:
         target = f"the score of {result.doc_id}"
     if value == 0:
-        return f"No cell of the {result.grid}x{result.grid} grid changes {target}."
+        return f"No cell of the {result.grid}x{result.grid} grid{of_image} changes {target}."
     change = "lowers" if value > 0 else "raises"
     whole = result.target
     fraction = abs(value) / abs(whole) if whole else 0.0
     percent = f"{fraction:.0%}" if fraction >= 0.01 else f"{fraction:.1%}"
     share = f" by {percent} ({abs(value):.2f} of {abs(whole):.2f})"
     amount = share if whole else f" by {abs(value):.2f}"
-    return f"Filling the {where} cell {change} {target}{amount}."
+    return f"Filling the {where} cell{of_image} {change} {target}{amount}."

@@ -1,12 +1,15 @@
-"""Where in the query image a wrong hit beat a relevant item: occlusion on request.
+"""Where in an image a wrong hit beat a relevant item: occlusion on request.
 
-The grid is :func:`~mmbright_core.analysis.attribution.explain_regions` of the run's own
-retriever (rebuilt as the text/image split rebuilds it, :mod:`~mmbright_core.ui.explain_cache`),
-computed only when the button is pressed, with a progress bar. Pressing Cancel (or any other
-widget of the page) while it runs stops it at its next batch: Streamlit stops a running script
-when the page is used, and the progress update is where it stops; nothing partial is stored.
-Each result is kept for the session and content-keyed in the cache under ``regions/``, so
-asking again, in this session or another, reads it back.
+The image occluded is the query's, or, where the task's items carry images (TASK_TABLE's
+``corpus``: tasks 3 and 4), the hit's own, as the choice of side says (:func:`sides`); a query
+without an image still has the hit's image to occlude. The grid is
+:func:`~mmbright_core.analysis.attribution.explain_regions` of the run's own retriever (rebuilt
+as the text/image split rebuilds it, :mod:`~mmbright_core.ui.explain_cache`), computed only
+when the button is pressed, with a progress bar. Pressing Cancel (or any other widget of the
+page) while it runs stops it at its next batch: Streamlit stops a running script when the page
+is used, and the progress update is where it stops; nothing partial is stored. Each result is
+kept for the session and content-keyed in the cache under ``regions/``, so asking again, in
+this session or another, reads it back.
 """
 
 from __future__ import annotations
@@ -27,12 +30,25 @@ from mmbright_core.ui import explain_cache, loaders, render
 from mmbright_core.ui.literal import literal, visible
 from mmbright_core.ui.state import RunEntry
 
-#: Session state: (run fingerprint, query, wrong, relevant, grid) -> the result shown.
+#: Session state: (run fingerprint, domain, query, side, wrong, relevant, grid) -> the result.
 RESULTS_KEY = "insp_regions_results"
 #: Session state: set by Cancel, read by the next run to say the work was stopped.
 CANCELLED_KEY = "insp_regions_cancelled"
 #: The deepest rank offered in the pickers.
 PICK_DEPTH = 100
+#: How each side of :data:`~mmbright_core.analysis.regions.SIDES` reads in the choice.
+SIDE_LABELS = {"query": "the query image", "document": "the hit's own image"}
+
+
+def sides(task: Task, query: Query) -> list[str]:
+    """The images the panel can occlude for ``query``: the query's, the hit's own, or none.
+
+    The query's when the task's queries carry images and this one has one; the hit's own
+    when the task's items carry images (TASK_TABLE's ``corpus``), whatever the query holds.
+    """
+    info = TASK_TABLE[task]
+    offered = {"query": not info.text_only and bool(query.images), "document": info.corpus_images}
+    return [side for side, shown in offered.items() if shown]
 
 
 def default_pair(ranked: Sequence[str], qrels: Mapping[str, int]) -> tuple[str | None, str | None]:
@@ -63,7 +79,8 @@ def show_regions(
     """
     st.subheader("Where in the image")
     names = [n for n in ranked if ranked[n]]
-    if TASK_TABLE[task].text_only or not query.images or not names:
+    offered = sides(task, query)
+    if not offered or not names:
         st.caption("This query has no image to occlude.")
         return
     name = st.selectbox(
@@ -81,6 +98,15 @@ def show_regions(
         if isinstance(found, Unavailable):
             st.info(literal(f"No regions: {found.reason}"), icon=":material/info:")
         return
+    side = "query"
+    if TASK_TABLE[task].corpus_images:
+        side = st.radio(
+            "Occlude",
+            offered,
+            horizontal=True,
+            key="insp_regions_side",
+            format_func=SIDE_LABELS.__getitem__,
+        )
     options = list(ranked[name])[:PICK_DEPTH]
     rank = {doc: i for i, doc in enumerate(options, 1)}
     wrong, relevant = default_pair(options, qrels)
@@ -110,7 +136,7 @@ def show_regions(
     if versus == doc:
         st.info("Choose two different items to compare.")
         return
-    key = (entry.fingerprint, domain, query.query_id, doc, versus, grid)
+    key = (entry.fingerprint, domain, query.query_id, side, doc, versus, grid)
     results = st.session_state.setdefault(RESULTS_KEY, {})
     if st.button("Where in the image", key="insp_regions_go", icon=":material/grid_on:"):
         st.session_state.pop(CANCELLED_KEY, None)
@@ -124,6 +150,7 @@ def show_regions(
                 query.query_id,
                 doc,
                 versus=versus,
+                side=side,
                 grid=grid,
                 progress=bar,
             )

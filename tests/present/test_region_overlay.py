@@ -16,11 +16,13 @@ from mmbright_core.present.region_overlay import (
 )
 
 
-def _result(values: list[list[float]], versus: str | None = "rel", score: float = 5.0):
+def _result(
+    values: list[list[float]], versus: str | None = "rel", score: float = 5.0, side: str = "query"
+):
     picture = Image.new("RGB", (30, 20), (255, 255, 255))
     grid = ImageRegions("q.png", 30, 20, tuple(map(tuple, values)), picture)
     return RegionAttribution(
-        query_id="q", doc_id="wrong", versus=versus, side="query", grid=len(values),
+        query_id="q", doc_id="wrong", versus=versus, side=side, grid=len(values),
         fill="mean", score=score, versus_score=1.0 if versus else None, images=(grid,),
         retriever="clip", model="m", settings_key="k", passes=len(values) ** 2 + 1,
     )  # fmt: skip
@@ -57,6 +59,18 @@ def test_the_sentence_names_the_strongest_cell_and_its_share():
     assert sentence(small).endswith("lowers the score of wrong by 0.5% (0.02 of 4.00).")
     flat = _result([[0.0]], versus=None)
     assert sentence(flat) == "No cell of the 1x1 grid changes the score of wrong."
+
+
+def test_on_the_document_side_the_sentence_says_the_cell_is_of_the_hits_image():
+    own = _result([[0.0, 0.0], [0.0, 2.4]], side="document")
+    assert sentence(own) == (
+        "Filling the lower-right cell of the hit's image lowers the margin of wrong over rel "
+        "by 60% (2.40 of 4.00)."
+    )
+    flat = _result([[0.0]], versus=None, side="document")
+    assert sentence(flat) == (
+        "No cell of the 1x1 grid of the hit's image changes the score of wrong."
+    )
 
 
 def test_region_names():

@@ -50,14 +50,14 @@ def make() -> CornerEmbedder:
 SPEC = "corner_embedder:make"
 
 
-def demo_run(out: Path) -> Path:
-    """Run the plugin on the demo's Task 2 biology queries under ``out``; the run's folder.
+def demo_run(out: Path, task: int = 2) -> Path:
+    """Run the plugin on the demo's biology queries of ``task`` under ``out``; the run's folder.
 
     Its embeddings are cached under ``out / "cache"``.
     """
     from mmbright_core.cli import main
 
-    args = ["run", "--retriever", SPEC, "--source", "demo", "--task", "2"]
+    args = ["run", "--retriever", SPEC, "--source", "demo", "--task", str(task)]
     cache = ["--cache-dir", str(out / "cache")]
     assert main([*args, "--domain", "biology", "--out", str(out / "runs"), *cache]) == 0
     (folder,) = (out / "runs").iterdir()
