@@ -131,7 +131,9 @@ def sentence(result: RegionAttribution, image: int = 0) -> str:
     3.50)": a cell of the query image, or, on the document side, "Filling the lower-left
     cell of the hit's image lowers...". The share is the cell's value over the score (or
     margin) with the image whole: the model's response is not a sum over cells, so shares
-    need not add up to 100%.
+    need not add up to 100%. A margin below zero (the hit scores below the item it is
+    compared with) is given as it is, not as a share; a cell whose filling alone would
+    reverse the two items' order says so.
     """
     grid = result.images[image]
     cells = [(v, r, c) for r, row in enumerate(grid.values) for c, v in enumerate(row)]
@@ -148,6 +150,12 @@ def sentence(result: RegionAttribution, image: int = 0) -> str:
     whole = result.target
     fraction = abs(value) / abs(whole) if whole else 0.0
     percent = f"{fraction:.0%}" if fraction >= 0.01 else f"{fraction:.1%}"
-    share = f" by {percent} ({abs(value):.2f} of {abs(whole):.2f})"
-    amount = share if whole else f" by {abs(value):.2f}"
+    if result.versus is not None and whole < 0:  # the hit is below the item it is compared with
+        amount = f" by {abs(value):.2f} (the margin is {whole:.2f}: {result.versus} scores higher)"
+    elif whole:
+        amount = f" by {percent} ({abs(value):.2f} of {abs(whole):.2f})"
+    else:
+        amount = f" by {abs(value):.2f}"
+    if result.versus is not None and whole and (whole - value) * whole < 0:
+        amount += ", enough to reverse their order"
     return f"Filling the {where} cell{of_image} {change} {target}{amount}."

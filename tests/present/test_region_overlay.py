@@ -61,6 +61,23 @@ def test_the_sentence_names_the_strongest_cell_and_its_share():
     assert sentence(flat) == "No cell of the 1x1 grid changes the score of wrong."
 
 
+def test_a_negative_margin_is_given_as_it_is_and_a_reversal_is_said():
+    below = _result([[-3.12, 0.0], [0.0, 0.0]], score=-26.62)  # margin -27.62
+    assert sentence(below) == (
+        "Filling the upper-left cell raises the margin of wrong over rel by 3.12 "
+        "(the margin is -27.62: rel scores higher)."
+    )
+    flipped = _result([[0.0, 0.0], [5.0, 0.0]])  # margin 4.00, the cell alone worth 5.00
+    assert sentence(flipped) == (
+        "Filling the lower-left cell lowers the margin of wrong over rel by 125% (5.00 of "
+        "4.00), enough to reverse their order."
+    )
+    back = _result([[-2.0]], score=0.0)  # margin -1.00: filling it puts wrong above rel
+    assert sentence(back).endswith("rel scores higher), enough to reverse their order.")
+    kept = _result([[3.0]])  # lowers the margin of 4.00 by 3.00: still above
+    assert "reverse" not in sentence(kept)
+
+
 def test_on_the_document_side_the_sentence_says_the_cell_is_of_the_hits_image():
     own = _result([[0.0, 0.0], [0.0, 2.4]], side="document")
     assert sentence(own) == (
