@@ -62,7 +62,6 @@ def default_pair(ranked: Sequence[str], qrels: Mapping[str, int]) -> tuple[str |
     return wrong, relevant
 
 
-@st.fragment
 def show_regions(
     spec: str,
     task: Task,
@@ -75,7 +74,10 @@ def show_regions(
 ) -> None:
     """The "Where in the image" panel: pick a run and two items, compute on request, show.
 
-    A fragment: choosing the items, computing and cancelling rerun this panel alone.
+    Not a fragment: a widget of a fragment asks for a rerun of that fragment, which
+    Streamlit queues behind the fragment's run in progress instead of stopping it, so
+    Cancel would wait for the whole occlusion to end (and store it). Each choice here
+    reruns the page, as any other widget of the inspector does.
     """
     st.subheader("Where in the image")
     names = [n for n in ranked if ranked[n]]

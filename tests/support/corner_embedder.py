@@ -50,14 +50,15 @@ def make() -> CornerEmbedder:
 SPEC = "corner_embedder:make"
 
 
-def demo_run(out: Path, task: int = 2) -> Path:
-    """Run the plugin on the demo's biology queries of ``task`` under ``out``; the run's folder.
+def demo_run(out: Path, task: int = 2, spec: str = SPEC) -> Path:
+    """Run plugin ``spec`` (this one by default) on the demo's biology queries of ``task``.
 
-    Its embeddings are cached under ``out / "cache"``.
+    The run is made under ``out``, its embeddings cached under ``out / "cache"``; the run's
+    folder is returned.
     """
     from mmbright_core.cli import main
 
-    args = ["run", "--retriever", SPEC, "--source", "demo", "--task", str(task)]
+    args = ["run", "--retriever", spec, "--source", "demo", "--task", str(task)]
     cache = ["--cache-dir", str(out / "cache")]
     assert main([*args, "--domain", "biology", "--out", str(out / "runs"), *cache]) == 0
     (folder,) = (out / "runs").iterdir()
