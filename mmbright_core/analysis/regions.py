@@ -163,7 +163,8 @@ class RegionAttribution:
         side: ``query`` (the query image occluded) or ``document`` (the item's image).
         grid: Cells per side.
         fill: How a cell was filled (``mean``, ``grey``, ``blur``).
-        score: ``doc_id``'s score with the image whole (the run's score).
+        score: ``doc_id``'s score with the image whole, recomputed here as the run computed
+            it (from float32 vectors: it equals the run's ``scores.json`` to float32 precision).
         versus_score: ``versus``'s score, or None.
         images: One grid per image occluded (``all`` policy: each of the query's images
             in turn, the others whole).

@@ -162,6 +162,45 @@ def test_a_plugin_ending_the_program_is_one_line_with_status_2(
     assert not list((plugin_dir / "o").rglob("*.json"))
 
 
+APART = """
+import numpy as np
+
+from hashed_bow import HashedBow
+
+
+class Apart(HashedBow):
+    modalities = frozenset({"text", "image"})
+    fusion = "raw-mean"
+
+    def encode_images(self, images, role):
+        return np.ones((len(images), self.dim // 2), dtype=np.float32)
+
+
+def make():
+    return Apart(16)
+"""
+
+
+@pytest.mark.parametrize("task", [2, 4])
+def test_text_and_image_vectors_of_two_lengths_are_one_line_naming_both(
+    plugin_dir: Path, capsys: pytest.CaptureFixture[str], task: int
+) -> None:
+    # Task 2 fuses each query's text and image, Task 4 each passage's: both refuse to add
+    # vectors of 16 and 8 numbers (Task 4's would otherwise be read as rows of 16).
+    (plugin_dir / "apart.py").write_text(APART, encoding="utf-8")
+    args = ["run", "--source", "demo", "--task", str(task), "--domain", "gis"]
+    assert main([*args, "--retriever", "apart:make", "--out", str(plugin_dir / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "mmbright run: error: fusion 'raw-mean' adds each text vector to an image vector, "
+        "and the model's text and image vectors differ in length; expected text and image "
+        "vectors of one length; found text vectors of 16 numbers, image vectors of 8. "
+    ), err
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert not list((plugin_dir / "o").rglob("*.json"))
+    sys.modules.pop("apart", None)
+
+
 @pytest.fixture
 def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """A distribution installed on sys.path that registers ``toy-plugin``."""

@@ -205,11 +205,10 @@ class DualEncoderRetriever:
         texts = self.encode_texts([d.text for d in first])
         paths = sorted({d.image.path for d in docs if d.image is not None})
         row = {path: i for i, path in enumerate(paths)}
-        # reshape: a domain without images gives an empty (0, 0) block.
         found = self.document_image_vectors(data.domain, paths, source)
-        images = np.vstack(
-            [found.reshape(-1, texts.shape[1]), self.missing_image_vector(texts.shape[1])]
-        )
+        missing = self.missing_image_vector(texts.shape[1])
+        # A domain without images gives an empty (0, 0) block: no rows, of the other's length.
+        images = np.vstack([found if paths else found.reshape(0, missing.shape[1]), missing])
         image_of = [row[d.image.path] if d.image is not None else len(paths) for d in docs]
         return self.fusion.fuse(texts[passages.unit_of_doc], images[image_of])
 

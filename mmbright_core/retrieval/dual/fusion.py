@@ -27,7 +27,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from mmbright_core.errors import UnknownNameError
+from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval.search.index import l2_normalise
 
 Vectors = npt.NDArray[np.float32]
@@ -86,12 +86,25 @@ class Fusion:
         """Return the L2-normalised fusion of raw text and image vectors, row by row.
 
         Raises:
+            InputError: The text and image vectors differ in length (a model, or a plugin,
+                whose two towers do not share one space).
             ValueError: The rule is not linear (``joint``, ``text``): the embedder fuses.
         """
+        texts, images = np.asarray(text, np.float32), np.asarray(image, np.float32)
+        if self.linear and texts.shape[-1:] != images.shape[-1:]:
+            raise InputError(
+                f"fusion {self.name!r} adds each text vector to an image vector, and the "
+                "model's text and image vectors differ in length",
+                expected="text and image vectors of one length",
+                found=f"text vectors of {texts.shape[-1]} numbers, image vectors of "
+                f"{images.shape[-1]}",
+                hint="encode_texts and encode_images must return vectors of one space, "
+                "or the embedder fuses itself (fusion 'joint', docs/plugins.md).",
+            )
         if self.name == "normalised-mean":
-            return _normalised_mean(np.asarray(text, np.float32), np.asarray(image, np.float32))
+            return _normalised_mean(texts, images)
         if self.linear:
-            return _raw_mean(np.asarray(text, np.float32), np.asarray(image, np.float32))
+            return _raw_mean(texts, images)
         raise ValueError(f"fusion {self.name!r} is not computed from separate vectors")
 
     def weights(self, text: np.ndarray, image: np.ndarray) -> tuple[float, float]:
