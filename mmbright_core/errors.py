@@ -172,6 +172,20 @@ class InputTooLargeError(InputError):
         super().__init__(problem, **details)
 
 
+class MissingFileError(InputError):
+    """A local copy of the dataset lacks one config's file for one domain.
+
+    Attributes:
+        config: The config (``examples``, ``documents``...).
+        domain: The domain.
+    """
+
+    def __init__(self, problem: str, *, config: str, domain: str, **details: Any) -> None:
+        self.config = config
+        self.domain = domain
+        super().__init__(problem, **details)
+
+
 class NotesError(InputError):
     """The notes database cannot be read or written (corrupt, locked, read-only, bad import).
 

@@ -70,7 +70,8 @@ def run_stats(args: argparse.Namespace) -> int:
     from mmbright_core.data.stats import STATS_COLUMNS, TASKS, collect_stats, spec_table
 
     source = open_source(args.source)
-    rows = collect_stats(source, args.task or TASKS, args.domains, args.protocol)
+    tasks = args.task or TASKS  # all by default: those a partial copy holds
+    rows = collect_stats(source, tasks, args.domains, args.protocol, held_only=not args.task)
     if args.format == "json":
         json.dump([asdict(r) for r in rows], sys.stdout, indent=2)
         sys.stdout.write("\n")

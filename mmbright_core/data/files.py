@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mmbright_core.data.layout import CONFIGS, DOMAINS, PINNED_REVISION, REPO_ID, parquet_name
-from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.errors import InputError, MissingFileError, UnknownNameError
 from mmbright_core.io.limits import MAX_INPUT_ENV, max_input_bytes, size_text, too_large
 from mmbright_core.io.official import check_name
 
@@ -147,8 +147,10 @@ class FolderFiles(ParquetFiles):
     def _locate(self, config: str, domain: str) -> Path:
         path = self.root / parquet_name(config, domain)
         if not path.is_file():
-            raise InputError(
+            raise MissingFileError(
                 f"missing file for config {config!r}, domain {domain!r}",
+                config=config,
+                domain=domain,
                 source=str(path),
                 hint=f"Copy {parquet_name(config, domain)} of the dataset into {self.root}",
             )

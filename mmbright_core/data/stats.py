@@ -11,6 +11,7 @@ padded"), while ``undecodable_images`` counts the dropped ones.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, MutableMapping, Sequence
 from dataclasses import astuple, dataclass, fields
 
@@ -19,6 +20,7 @@ from mmbright_core.data.images import check_image
 from mmbright_core.data.pairs import pair_corpus
 from mmbright_core.data.sources import Source
 from mmbright_core.data.task_inputs import decodable_images, read_passages
+from mmbright_core.errors import InputWarning, MissingFileError
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Protocol4
 
@@ -121,6 +123,8 @@ def collect_stats(
     tasks: Iterable[int] = TASKS,
     domains: Sequence[str] | None = None,
     protocol: Protocol4 = "paper",
+    *,
+    held_only: bool = False,
 ) -> list[TaskStats]:
     """Count every (task, domain), then add one ``"total"`` row per task.
 
@@ -129,15 +133,37 @@ def collect_stats(
         tasks: The tasks to count.
         domains: The domains (default: all the source holds).
         protocol: The Task 4 protocol.
+        held_only: Leave out, with one :class:`~mmbright_core.errors.InputWarning` each, the
+            tasks a local copy lacks a file of (a copy made for some tasks only); the error
+            is raised still when it holds none of them.
+
+    Raises:
+        MissingFileError: A task's file is missing (with ``held_only``: every task's).
     """
     chosen = tuple(dict.fromkeys(domains)) if domains else source.domains()  # each once
     rows: list[TaskStats] = []
     padded: dict[str, int] = {}
+    missing: list[tuple[int, MissingFileError]] = []
     for task in dict.fromkeys(tasks):
-        per_domain = [task_stats(source, task, d, protocol, padded=padded) for d in chosen]
+        try:
+            per_domain = [task_stats(source, task, d, protocol, padded=padded) for d in chosen]
+        except MissingFileError as err:
+            if not held_only:
+                raise
+            missing.append((task, err))
+            continue
         sums = [sum(values) for values in zip(*(astuple(r)[2:] for r in per_domain), strict=True)]
         rows.extend(per_domain)
         rows.append(TaskStats("total", task, *sums))
+    if missing and not rows:
+        raise missing[0][1]
+    for task, absent in missing:
+        warnings.warn(
+            f"task {task} left out: the copy has no {absent.config}/{absent.domain}.parquet "
+            "(give --task to count only the tasks it holds)",
+            InputWarning,
+            stacklevel=2,
+        )
     return rows
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import io
 import json
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -90,6 +91,37 @@ def test_stats_cli_tsv_json_and_table(
         "biology\t2\t4\t2\t2\t2",
         "total\t6\t11\t7\t5\t6",
     ]
+
+
+def _copy_of(fixture_dir: Path, folder: Path, configs: tuple[str, ...]) -> Path:
+    for config in configs:
+        shutil.copytree(fixture_dir / config, folder / config)
+    return folder
+
+
+def test_a_copy_made_for_some_tasks_is_counted_for_those_and_says_which_are_left_out(
+    fixture_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    task2 = _copy_of(fixture_dir, tmp_path / "t2", ("documents", "examples_multimodal"))
+    assert main(["stats", "--source", str(task2), "--format", "json"]) == 0
+    counted = capsys.readouterr()
+    assert json.loads(counted.out) == [asdict(r) for r in EXPECTED if r.task == 2]
+    assert counted.err.splitlines() == [
+        f"mmbright stats: warning: task {task} left out: the copy has no {config}/academia"
+        ".parquet (give --task to count only the tasks it holds)"
+        for task, config in [(1, "examples"), (3, "document_images"), (4, "document_images")]
+    ]
+    # A task named is a task asked for: its missing file is the error, as before.
+    assert main(["stats", "--source", str(task2), "--task", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "missing file for config 'examples', domain 'academia'" in err
+    assert "Copy examples/academia.parquet of the dataset into" in err
+    # A copy holding no task at all: the first missing file, and no warning before it.
+    bare = _copy_of(fixture_dir, tmp_path / "bare", ("documents",))
+    assert main(["stats", "--source", str(bare)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mmbright stats: error: ") and "warning" not in err
+    assert "missing file for config 'examples', domain 'academia'" in err
 
 
 def test_qrels_cli_writes_trec(
