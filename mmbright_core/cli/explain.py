@@ -110,14 +110,14 @@ def handle(args: argparse.Namespace) -> int:
     if args.format == "json":
         _print_json({**result.to_dict(), "run": str(args.run)}, args.out)
         return 0
-    from mmbright_core.present.region_overlay import overlay, sentence
+    from mmbright_core.present.region_overlay import legend, overlay, png_info, sentence
 
     for index, regions in enumerate(result.images):
         path = Path(args.out)
         if index:
             path = path.with_name(f"{path.stem}-{index + 1}{path.suffix}")
-        overlay(regions).save(path, format="PNG")
-        print(f"wrote {path}: {sentence(result, index)}")
+        overlay(regions).save(path, format="PNG", pnginfo=png_info(result, index))
+        print(f"wrote {path}: {sentence(result, index)} {legend(result)}")
     return 0
 
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 
 import plotly.graph_objects as go
 from PIL import Image, ImageColor, ImageDraw
+from PIL.PngImagePlugin import PngInfo
 
 from mmbright_core.analysis.regions import ImageRegions, RegionAttribution
 from mmbright_core.present.figure_parts import MARGIN
@@ -49,6 +51,34 @@ def overlay(regions: ImageRegions, picture: Image.Image | None = None) -> Image.
             alpha = round(STRONGEST * abs(value) / strongest)
             draw.rectangle((left, top, right - 1, bottom - 1), fill=(*colour[:3], alpha))
     return Image.alpha_composite(image.convert("RGBA"), tint).convert("RGB")
+
+
+def legend(result: RegionAttribution) -> str:
+    """What the colours mean, and how the grid was made: under the heat, on screen and in a file."""
+    over = f" over {result.versus}" if result.versus else ""
+    how = "read from the cache" if result.cached else f"{result.passes} forward passes"
+    return (
+        f"Red: the cell raised {result.doc_id}{over}; blue: it worked the other way. "
+        f"Fill {result.fill} · {how}."
+    )
+
+
+def png_info(result: RegionAttribution, image: int = 0) -> PngInfo:
+    """The text an overlay's PNG carries: its sentence, legend and grid, for any reader.
+
+    ``Title`` names the image occluded, ``Description`` is :func:`sentence`, ``Comment``
+    is :func:`legend` with the tint's scale, and ``mmbright:grid`` the grid's values as
+    JSON (rows top to bottom, each left to right), so the file alone says what it shows.
+    """
+    grid = result.images[image]
+    strongest = max((abs(v) for row in grid.values for v in row), default=0.0)
+    info = PngInfo()
+    info.add_text("Title", grid.image)
+    info.add_text("Description", sentence(result, image))
+    scale = f" Tint: in proportion to the cell's value, the strongest ({strongest:.2f}) the most."
+    info.add_text("Comment", legend(result) + scale)
+    info.add_text("mmbright:grid", json.dumps(grid.values))
+    return info
 
 
 def heat_figure(

@@ -23,7 +23,7 @@ from mmbright_core.analysis.attribution import RegionAttribution, Unavailable, e
 from mmbright_core.analysis.regions import GRID, EncodesImages
 from mmbright_core.data.ids import display_id
 from mmbright_core.data.sources import Source
-from mmbright_core.present.region_overlay import heat_figure, sentence
+from mmbright_core.present.region_overlay import heat_figure, legend, sentence
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Document, Query, Task
 from mmbright_core.ui import explain_cache, loaders, render
@@ -186,14 +186,7 @@ def _show(
                 st.plotly_chart(heat_figure(image), key=f"insp_regions_heat_{index}")
                 st.caption(literal(image.image))
             st.dataframe(grid_table(result, index), key=f"insp_regions_grid_{index}")
-        how = "read from the cache" if result.cached else f"{result.passes} forward passes"
-        st.caption(
-            literal(
-                f"Red: the cell raised {result.doc_id}"
-                + (f" over {result.versus}" if result.versus else "")
-                + f"; blue: it worked the other way. Fill {result.fill} · {how}."
-            )
-        )
+        st.caption(literal(legend(result)))
     with items_col:
         shown = [(result.doc_id, result.score, "Wrong hit")]
         if result.versus is not None and result.versus_score is not None:

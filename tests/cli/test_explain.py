@@ -101,6 +101,17 @@ def test_the_png_is_the_query_image_with_the_heat_over_it(
         # The lower-right cell is untouched (the model never sees it): the image's own pixels.
         corner = (picture.width - 2, picture.height - 2)
         assert drawn.convert("RGB").getpixel(corner) == picture.getpixel(corner)
+        # The file says what it shows: the printed sentence, the colours' legend, the grid.
+        text = dict(drawn.text)  # type: ignore[attr-defined]
+    assert said == f"wrote {out}: {text['Description']} {text['Comment'].split(' Tint:')[0]}\n"
+    assert text["Title"] == query.images[0].path
+    assert text["Comment"].startswith(f"Red: the cell raised {wrong} over {relevant}; blue:")
+    assert "Fill grey" in text["Comment"] and "the strongest (" in text["Comment"]
+    grid = json.loads(text["mmbright:grid"])
+    assert len(grid) == 4 and all(len(row) == 4 for row in grid)
+    strongest = max(abs(v) for row in grid for v in row)
+    assert strongest > 0 and f"the strongest ({strongest:.2f})" in text["Comment"]
+    assert all(grid[r][c] == 0 for r in range(4) for c in range(4) if r >= 2 or c >= 2)
 
 
 def test_without_regions_the_scores_parts_are_printed(
