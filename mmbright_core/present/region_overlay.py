@@ -40,7 +40,7 @@ def overlay(regions: ImageRegions, picture: Image.Image | None = None) -> Image.
     image = picture if picture is not None else regions.picture
     if image is None or image.size != (regions.width, regions.height):
         raise ValueError(f"the grid is of a {regions.width}x{regions.height} image")
-    strongest = max((abs(v) for row in regions.values for v in row), default=0.0)
+    strongest = _strongest(regions)
     tint = Image.new("RGBA", image.size, (0, 0, 0, 0))
     draw = ImageDraw.Draw(tint)
     for values, boxes in zip(regions.values, regions.boxes(), strict=True):
@@ -51,6 +51,11 @@ def overlay(regions: ImageRegions, picture: Image.Image | None = None) -> Image.
             alpha = round(STRONGEST * abs(value) / strongest)
             draw.rectangle((left, top, right - 1, bottom - 1), fill=(*colour[:3], alpha))
     return Image.alpha_composite(image.convert("RGBA"), tint).convert("RGB")
+
+
+def _strongest(regions: ImageRegions) -> float:
+    # The largest absolute cell value: the one drawn most opaque.
+    return max((abs(v) for row in regions.values for v in row), default=0.0)
 
 
 def legend(result: RegionAttribution) -> str:
@@ -71,7 +76,7 @@ def png_info(result: RegionAttribution, image: int = 0) -> PngInfo:
     JSON (rows top to bottom, each left to right), so the file alone says what it shows.
     """
     grid = result.images[image]
-    strongest = max((abs(v) for row in grid.values for v in row), default=0.0)
+    strongest = _strongest(grid)
     info = PngInfo()
     info.add_text("Title", grid.image)
     info.add_text("Description", sentence(result, image))
@@ -106,7 +111,7 @@ def heat_figure(
     boxes = [box for row in regions.boxes() for box in row]
     xs = [box[0] for box in boxes[:grid]] + [regions.width]
     ys = [boxes[row * grid][1] for row in range(grid)] + [regions.height]
-    strongest = max((abs(v) for row in regions.values for v in row), default=0.0) or 1.0
+    strongest = _strongest(regions) or 1.0
     names = [
         [f"{region_name(r, c, grid)} (row {r + 1}, column {c + 1})" for c in range(grid)]
         for r in range(grid)
