@@ -23,7 +23,7 @@ from typing import Any
 
 from mmbright_core.errors import InputError
 from mmbright_core.rerank.base import Asked, Candidate, ImageStore, Reranked, RerankQuery
-from mmbright_core.retrieval.backends.code_gate import gate
+from mmbright_core.retrieval.backends.code_gate import gate, load_keyword, no_prompt
 from mmbright_core.retrieval.backends.sentence_models import cannot_load, model_identity
 from mmbright_core.retrieval.backends.textcap import DEFAULT_TOKEN_BOUND, cap_text
 from mmbright_core.retrieval.base import model_label, require
@@ -85,15 +85,16 @@ class CrossEncoderReranker:
         """
         if self._encoder is None:
             st = require("sentence_transformers", _WHAT, "text")
-            trust = gate(self.model, self.revision, bool(self.trust))
+            trust = load_keyword(gate(self.model, self.revision, bool(self.trust)))
             try:
-                self._encoder = st.CrossEncoder(
-                    self.model,
-                    revision=self.revision,
-                    max_length=self.max_length,
-                    device=self.device,
-                    **trust,
-                )
+                with no_prompt(self.model):
+                    self._encoder = st.CrossEncoder(
+                        self.model,
+                        revision=self.revision,
+                        max_length=self.max_length,
+                        device=self.device,
+                        **trust,
+                    )
             except OSError as err:
                 raise cannot_load("the cross-encoder", self.model, err) from err
         return self._encoder

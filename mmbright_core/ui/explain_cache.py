@@ -8,9 +8,10 @@ itself goes under an ``_``-prefixed argument that the cache does not hash.
 
 A run folder never chooses code to run. A run made by a ``MODULE:FACTORY`` plugin is rebuilt
 by importing that module: a shared server (``MMBRIGHT_DATA_ROOT`` set) never does, and a
-dashboard run locally does only once the user has allowed that module in this session
-(:func:`pending_import`, :func:`allow_import`); built-in retrievers and installed entry-point
-plugins need no consent (docs/safety.md).
+dashboard run locally does only once the user has allowed that very call in this session,
+the factory and the arguments the run recorded (:func:`pending_import`, :func:`allow_import`):
+the same module called with other arguments asks again. Built-in retrievers and installed
+entry-point plugins need no consent (docs/safety.md).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from mmbright_core.io.rewrites import Rewrite
 from mmbright_core.retrieval.backends.ocr import OcrAugmented
 from mmbright_core.retrieval.base import Retriever
 from mmbright_core.retrieval.cache.store import content_key
-from mmbright_core.retrieval.runner.rebuild import ImportNotAllowed, plugin_module
+from mmbright_core.retrieval.runner.rebuild import ImportNotAllowed, as_config, plugin_module
 from mmbright_core.types import Task, TaskData
 from mmbright_core.ui.confine import data_root
 from mmbright_core.ui.literal import literal
@@ -42,7 +43,7 @@ from mmbright_core.ui.state import RunEntry
 QueryKey = tuple[str, Task, str, str, str, str, str]
 """What a query's cached results are keyed by: (source spec, task, domain, protocol, run
 name, run fingerprint, query id)."""
-#: Session state: the plugin specs (``MODULE:FACTORY``) the user allowed to import.
+#: Session state: the plugin calls (``MODULE:FACTORY(arguments)``) the user allowed to run.
 ALLOWED_KEY = "explain_allowed_modules"
 
 
@@ -79,38 +80,51 @@ def retriever_for(
 
 
 def pending_import(entry: RunEntry) -> str | None:
-    """The plugin spec a locally run dashboard must be allowed to import to explain ``entry``.
+    """The plugin call a locally run dashboard must be allowed to run to explain ``entry``.
 
-    None when the run needs no import, when it was allowed already, or on a shared server,
-    which never imports one (:func:`entry_retriever` says so instead).
+    None when the run needs no import, when that call was allowed already, or on a shared
+    server, which never imports one (:func:`entry_retriever` says so instead).
+    """
+    call = plugin_call(entry)
+    if call is None or data_root() is not None or _allowed(call):
+        return None
+    return call
+
+
+def plugin_call(entry: RunEntry) -> str | None:
+    """The call rebuilding ``entry`` makes: ``MODULE:FACTORY(name=value, ...)``, or None.
+
+    Its arguments are the ``plugin_options`` the run recorded, which the rebuild passes to the
+    factory again (docs/plugins.md); None: the run imports nothing.
     """
     spec = _plugin_spec(entry)
-    if spec is None or data_root() is not None or _allowed(spec):
+    if spec is None or entry.config is None:
         return None
-    return spec
+    given = dict(as_config(entry.config).options).get("plugin_options") or {}
+    if not isinstance(given, Mapping):
+        return f"{spec}(**{given!r})"
+    return f"{spec}({', '.join(f'{name}={value!r}' for name, value in given.items())})"
 
 
-def ask_import(plugin: str, name: str, key: str) -> None:
-    """Warn that explaining run ``name`` imports ``plugin``'s module; a button allows it."""
-    module = plugin.partition(":")[0]
+def ask_import(call: str, name: str, key: str) -> None:
+    """Warn that explaining run ``name`` makes plugin ``call``; a button allows that call."""
+    module = call.partition(":")[0]
     st.warning(
-        f"Run {literal(name)} was made by the plugin {literal(plugin)}: explaining its scores "
-        f"imports the module {literal(module)} and runs its code. Allow it only if you trust "
-        "the folder the run came from.",
+        f"Run {literal(name)} was made by a plugin: explaining its scores calls "
+        f"{literal(call)}, which imports the module {literal(module)} and runs its code. "
+        "Allow it only if you trust the folder the run came from.",
         icon=":material/gpp_maybe:",
     )
-    st.button(
-        f"Import {literal(module)} and explain", key=key, on_click=allow_import, args=(plugin,)
-    )
+    st.button(f"Call {literal(call)} and explain", key=key, on_click=allow_import, args=(call,))
 
 
-def allow_import(spec: str) -> None:
-    """Let this session's explanations import the module of plugin ``spec``."""
-    st.session_state[ALLOWED_KEY] = {*st.session_state.get(ALLOWED_KEY, ()), spec}
+def allow_import(call: str) -> None:
+    """Let this session's explanations make plugin ``call`` (its module, its arguments)."""
+    st.session_state[ALLOWED_KEY] = {*st.session_state.get(ALLOWED_KEY, ()), call}
 
 
-def _allowed(spec: str) -> bool:
-    return spec in st.session_state.get(ALLOWED_KEY, ())
+def _allowed(call: str) -> bool:
+    return call in st.session_state.get(ALLOWED_KEY, ())
 
 
 def _plugin_spec(entry: RunEntry) -> str | None:
@@ -133,7 +147,8 @@ def entry_retriever(entry: RunEntry) -> Retriever | Unavailable:
             "folder names (built-in retrievers and installed plugins only): open the run in "
             "a dashboard on your own machine to explain it"
         )
-    if spec is not None and not _allowed(spec):
+    call = plugin_call(entry)
+    if spec is not None and call is not None and not _allowed(call):
         return Unavailable(f"{ImportNotAllowed(spec)}: allow it above to explain this run")
     words = entry.ocr_words
     key = "" if words is None and not entry.rewrites else entry.fingerprint
@@ -162,12 +177,12 @@ def explanations(
 
 
 def _consent(entry: RunEntry) -> bool:
-    """Whether the import the run needs is allowed.
+    """Whether the plugin call the run needs is allowed.
 
     Part of each cache key, so that allowing it computes what was refused before.
     """
-    spec = _plugin_spec(entry)
-    return spec is not None and _allowed(spec)
+    call = plugin_call(entry)
+    return call is not None and _allowed(call)
 
 
 @st.cache_resource(max_entries=64, show_spinner="Explaining the scores…")

@@ -22,24 +22,39 @@ Path({marker!r}).write_text("the repository's code ran")
 '''
 
 
-def plant(cache: Path, repo: str, marker: Path, revision: str = REVISION) -> Path:
+PADDING = 5 << 20
+"""Bytes of an unused field that pad a config past the 4 MiB the remote-code gate reads whole."""
+
+
+def plant(cache: Path, repo: str, marker: Path, revision: str = REVISION, padding: int = 0) -> Path:
     """Plant ``repo`` at ``revision`` in the hub cache ``cache``; return its snapshot folder.
 
-    Its ``config.json`` maps transformers' auto classes to ``configuration_planted`` and
-    ``modeling_planted``, each of which writes ``marker`` when imported.
+    Its files are :func:`plant_folder`'s.
     """
     entry = cache / f"models--{repo.replace('/', '--')}"
     snapshot = entry / "snapshots" / revision
-    snapshot.mkdir(parents=True, exist_ok=True)
-    (entry / "refs").mkdir(exist_ok=True)
+    (entry / "refs").mkdir(parents=True, exist_ok=True)
     (entry / "refs" / "main").write_text(revision)
+    return plant_folder(snapshot, marker, padding)
+
+
+def plant_folder(folder: Path, marker: Path, padding: int = 0) -> Path:
+    """Write a model folder whose code writes ``marker`` when imported; return the folder.
+
+    Its ``config.json`` maps transformers' auto classes to ``configuration_planted`` and
+    ``modeling_planted``, each of which writes ``marker`` when imported, and carries an unused
+    field of ``padding`` spaces (:data:`PADDING`: more than the gate reads whole).
+    """
+    folder.mkdir(parents=True, exist_ok=True)
     for module in ("configuration_planted", "modeling_planted"):
-        (snapshot / f"{module}.py").write_text(_CODE.format(marker=str(marker)))
+        (folder / f"{module}.py").write_text(_CODE.format(marker=str(marker)))
     auto_map = {
         "AutoConfig": "configuration_planted.PlantedConfig",
         "AutoModel": "modeling_planted.PlantedModel",
         "AutoModelForSequenceClassification": "modeling_planted.PlantedModel",
     }
     config = {"model_type": "planted", "architectures": ["PlantedModel"], "auto_map": auto_map}
-    (snapshot / "config.json").write_text(json.dumps(config))
-    return snapshot
+    if padding:
+        config["padding"] = " " * padding
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder

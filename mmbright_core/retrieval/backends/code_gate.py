@@ -16,18 +16,24 @@ tower that does), or whose loader runs hub code, or that is asked to run it, loa
   run, whoever asks (docs/safety.md).
 
 Otherwise the load is refused in one line, before anything of the model's repository is
-imported.
+imported. A file the gate must read to know (a configuration, ``modules.json``) that it cannot
+read whole is refused the same way, never taken as naming nothing; every load passes
+``trust_remote_code`` explicitly, and runs with transformers' own "run the custom code?
+[y/N]" question turned off (:func:`no_prompt`): standard input is never read (docs/safety.md).
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, MMBrightError
 
 ENV = "MMBRIGHT_ALLOW_REMOTE_CODE"
 """The operator's switch: ``0`` (or ``false``, ``no``, ``off``) forbids running hub code."""
@@ -37,7 +43,22 @@ _OFF = frozenset({"0", "false", "no", "off"})
 _REVISION = re.compile(r"[\w.-]+")
 # The package whose module types in modules.json are sentence-transformers' own code.
 _ST_OWN = "sentence_transformers."
-_JSON_LIMIT = 4 << 20  # a config larger than this is no config: read as naming nothing
+_JSON_LIMIT = 4 << 20  # the most bytes of a file the gate must read whole
+# The files a loader reads a pointer to code from (an auto_map, a module of its own).
+_POINTERS = frozenset(
+    {
+        "config.json",
+        "tokenizer_config.json",
+        "preprocessor_config.json",
+        "processor_config.json",
+        "video_preprocessor_config.json",
+        "audio_tokenizer_config.json",
+        "open_clip_config.json",
+        "modules.json",
+    }
+)
+# What transformers' refusal of hub code says (an explicit False, or its question turned off).
+_TRANSFORMERS_REFUSAL = "trust_remote_code=True"
 
 
 def remote_code_allowed() -> bool:
@@ -107,13 +128,56 @@ def _names_code(path: Path, model: str) -> str | None:
     return None
 
 
+def _must_read(path: Path) -> bool:
+    """Whether a loader may read a pointer to code from ``path``, so the gate must read it whole.
+
+    These are transformers' configurations (of the model, its tokenizer, processors and
+    preprocessors), open_clip's, and sentence-transformers' ``modules.json``; the others
+    (``tokenizer.json``, vocabularies, weight indexes, training notes) name no code to any
+    loader.
+    """
+    return path.name in _POINTERS
+
+
 def _read_json(path: Path) -> Any:
+    """Return the JSON of ``path``; None for a file no loader reads code from that is unreadable.
+
+    Raises:
+        InputError: A file the gate must read (:func:`_must_read`) is not a regular file, is
+            larger than 4 MiB, is not UTF-8 JSON, or is not of its kind's shape (an object;
+            ``modules.json``: an array).
+    """
+    if not _must_read(path):
+        try:
+            if not path.is_file() or path.stat().st_size > _JSON_LIMIT:
+                return None
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return None  # names no code to any loader: the loader reports it, in its own words
+    if not path.is_file():  # a FIFO would block, a device read without end
+        raise _unchecked(path, "not a regular file")
+    size = path.stat().st_size
+    if size > _JSON_LIMIT:
+        limit = f"the {_JSON_LIMIT >> 20} MiB a model's configuration file may be"
+        raise _unchecked(path, f"{size / (1 << 20):.1f} MiB, more than {limit}")
     try:
-        if path.stat().st_size > _JSON_LIMIT:
-            return None
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None  # an unreadable config: the loader reports it, in its own words
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as err:  # a bad byte is a ValueError too
+        raise _unchecked(path, f"not UTF-8 JSON ({type(err).__name__})") from err
+    shape, kind = (list, "an array") if path.name == "modules.json" else (dict, "an object")
+    if not isinstance(record, shape):
+        raise _unchecked(path, f"a JSON {type(record).__name__}, not {kind}")
+    return record
+
+
+def _unchecked(path: Path, found: str) -> InputError:
+    return InputError(
+        "cannot check this file of the model for code of its own, so the model is not loaded",
+        source=str(path),
+        found=found,
+        hint="A model's configuration is a JSON object of kilobytes: fix the file, or save "
+        "the model again (save_pretrained) into a fresh folder.",
+    )
 
 
 def gate(
@@ -136,30 +200,67 @@ def gate(
         loader_runs_code: Why the model's loader runs hub code whatever it is passed, if it does.
 
     Returns:
-        ``{"trust_remote_code": True}`` where hub code may run, else ``{}``.
+        ``{"trust_remote_code": True}`` where hub code may run, else ``{}`` (the load then
+        passes ``trust_remote_code=False``: :func:`load_keyword`).
 
     Raises:
         InputError: The operator forbids hub code (:data:`ENV`) and the model would run
-            some, or the model runs its own code and the opt-in was not given.
+            some, the model runs its own code and the opt-in was not given, or a file the
+            gate must read cannot be read whole (:func:`_read_json`).
     """
+    if trust_remote_code and remote_code_allowed():
+        return {"trust_remote_code": True}
     why = loader_runs_code or hub_code(model, revision)
     if not trust_remote_code and why is None:
         return {}
+    raise _refusal(model, why)
+
+
+def load_keyword(trust: dict[str, bool]) -> dict[str, bool]:
+    """Return the ``trust_remote_code`` a load passes, explicitly, for :func:`gate`'s answer."""
+    return {"trust_remote_code": bool(trust)}
+
+
+def _refusal(model: str, why: str | None) -> InputError:
+    """Return the refusal of ``model``'s hub code (``why``: what names it; None: it was asked)."""
     if not remote_code_allowed():
-        raise InputError(
+        return InputError(
             "running a model's own code from the hub is forbidden on this installation",
             found=f"{model}{f', whose {why}' if why else ' with trust_remote_code'}, "
             f"{ENV}={os.environ.get(ENV, '')}",
             hint="The operator set this; run a model whose code ships with transformers, "
             "or ask the operator.",
         )
-    if not trust_remote_code:
-        raise InputError(
-            f"model {model!r} runs its own code from the hub (trust_remote_code)",
-            found=f"{model}, whose {why}, without {FLAG}",
-            hint=f"Read that code, then add {FLAG} (the Run page: its checkbox) to run it.",
-        )
-    return {"trust_remote_code": True}
+    return InputError(
+        f"model {model!r} runs its own code from the hub (trust_remote_code)",
+        found=f"{model}, whose {why}, without {FLAG}",
+        hint=f"Read that code, then add {FLAG} (the Run page: its checkbox) to run it.",
+    )
+
+
+@contextlib.contextmanager
+def no_prompt(model: str) -> Iterator[None]:
+    """Run a load of ``model`` with transformers' question on standard input turned off.
+
+    transformers asks "Do you wish to run the custom code? [y/N]" on standard input when a
+    model names code of its own and its loader passed no ``trust_remote_code`` (open_clip's
+    transformers towers, some of MTEB's loaders), so ``yes y | mmbright ...`` would answer it.
+    Its timeout at 0 makes it refuse instead, as an explicit ``trust_remote_code=False`` does
+    (the process never wants the question, so it stays off); either refusal becomes the
+    gate's one line.
+
+    Raises:
+        InputError: transformers refused to run the model's code.
+    """
+    with contextlib.suppress(ImportError):
+        dynamic: Any = importlib.import_module("transformers.dynamic_module_utils")
+        dynamic.TIME_OUT_REMOTE_CODE = 0
+    try:
+        yield
+    except ValueError as err:
+        if isinstance(err, MMBrightError) or _TRANSFORMERS_REFUSAL not in str(err):
+            raise
+        raise _refusal(model, "files name code of its own, which transformers would run") from err
 
 
 def needs_opt_in(preset: str) -> InputError:

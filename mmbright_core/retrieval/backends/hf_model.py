@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from mmbright_core.errors import InputError, UnknownNameError
-from mmbright_core.retrieval.backends.code_gate import gate
+from mmbright_core.retrieval.backends.code_gate import gate, load_keyword, no_prompt
 from mmbright_core.retrieval.backends.model_files import FOLDER_HINT, model_files
 from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.cache.store import path_sha256
@@ -76,12 +76,13 @@ def load_pretrained(
             it, it is neither a local folder nor a hub id in the local cache, or a file of
             the local folder cannot be loaded.
     """
-    kwargs |= gate(model, revision, trust_remote_code)
+    kwargs |= load_keyword(gate(model, revision, trust_remote_code))
     if Path(model).expanduser().is_dir():  # local files: each fault of one is one line
-        with model_files("the transformers model", model, FOLDER_HINT):
+        with model_files("the transformers model", model, FOLDER_HINT), no_prompt(model):
             return factory.from_pretrained(model, revision=revision, **kwargs)
     try:
-        return factory.from_pretrained(model, revision=revision, **kwargs)
+        with no_prompt(model):
+            return factory.from_pretrained(model, revision=revision, **kwargs)
     except OSError as err:
         raise InputError(
             "cannot load the transformers model",

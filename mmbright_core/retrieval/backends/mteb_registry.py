@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from mmbright_core.errors import InputError
-from mmbright_core.retrieval.backends.code_gate import gate, local_files
+from mmbright_core.retrieval.backends.code_gate import gate, local_files, no_prompt
 from mmbright_core.retrieval.base import require
 
 WHAT = "the mteb retriever"
@@ -44,7 +44,12 @@ def load_model(
     mteb = require("mteb", what, "mteb")
     gate(model, revision, trust_remote_code, loader_runs_code(mteb.get_model_meta(model)))
     try:
-        return mteb.get_model(model, revision, device=device)
+        # Not every loader of MTEB's takes trust_remote_code: without the opt-in it is left to
+        # the loader, whose question on standard input is off.
+        with no_prompt(model):
+            return mteb.get_model(model, revision, device=device)
+    except InputError:
+        raise  # the gate's refusal: said as it is
     except ImportError as err:
         raise needs_packages(model, err) from err
     except (OSError, ValueError, RuntimeError) as err:

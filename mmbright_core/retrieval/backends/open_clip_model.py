@@ -32,7 +32,7 @@ from PIL import Image
 
 from mmbright_core.data.image_batches import each_preprocessed
 from mmbright_core.errors import InputError, InputWarning, UnknownNameError
-from mmbright_core.retrieval.backends.code_gate import gate
+from mmbright_core.retrieval.backends.code_gate import gate, no_prompt
 from mmbright_core.retrieval.backends.hf_model import as_float32
 from mmbright_core.retrieval.backends.model_files import (
     FILE_HINT,
@@ -169,7 +169,12 @@ class OpenClipEmbedder:
             if not self.model.startswith(_LOCAL_DIR) and self.model not in open_clip.list_models():
                 raise UnknownNameError("open_clip model", self.model, open_clip.list_models())
             source, hint = self._check_files()
-            with model_files(_WHAT, source, hint), torch.random.fork_rng(devices=[]):
+            name = self.model.removeprefix(_LOCAL_DIR)
+            with (
+                model_files(_WHAT, source, hint),
+                no_prompt(name),
+                torch.random.fork_rng(devices=[]),
+            ):
                 torch.manual_seed(self.seed)  # random weights reproduce across runs
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
@@ -181,7 +186,8 @@ class OpenClipEmbedder:
                     )
             _pass_on(caught, self.activation)
             model.eval()
-            self._loaded = (model, preprocess, open_clip.get_tokenizer(self.model))
+            with no_prompt(name):  # a transformers tower's tokenizer
+                self._loaded = (model, preprocess, open_clip.get_tokenizer(self.model))
         return self._loaded
 
     def _check_files(self) -> tuple[str, str]:

@@ -7,11 +7,12 @@ same identity for each (a local folder by the sha256 of its files, not by where 
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
 from mmbright_core.errors import InputError, MissingDependencyError
-from mmbright_core.retrieval.backends.code_gate import gate
+from mmbright_core.retrieval.backends.code_gate import gate, load_keyword, no_prompt
 from mmbright_core.retrieval.backends.model_files import FOLDER_HINT, model_files
 from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.cache.store import path_sha256
@@ -55,14 +56,16 @@ def load_sentence_transformer(
         MissingDependencyError: sentence-transformers is not installed.
     """
     st = require("sentence_transformers", "the dense retriever", "text")
-    trust = gate(model, revision, trust_remote_code)
+    trust = load_keyword(gate(model, revision, trust_remote_code))
+    # Local files: each fault of one (a corrupt safetensors, a bad config) is one line.
+    faults = (
+        model_files("the sentence-transformers model", model, FOLDER_HINT)
+        if Path(model).expanduser().exists()
+        else contextlib.nullcontext()
+    )
     try:
-        if not Path(model).expanduser().exists():
+        with faults, no_prompt(model):
             loaded = st.SentenceTransformer(model, device=device, revision=revision, **trust)
-        else:
-            # Local files: each fault of one (a corrupt safetensors, a bad config) is one line.
-            with model_files("the sentence-transformers model", model, FOLDER_HINT):
-                loaded = st.SentenceTransformer(model, device=device, revision=revision, **trust)
     except OSError as err:
         raise cannot_load("the sentence-transformers model", model, err) from err
     if max_length is not None:

@@ -339,8 +339,13 @@ def test_a_tag_is_renamed_in_the_inspector_and_its_labels_follow(hurt):
     assert saved.tags == ("ocr read words",)
 
 
-def _planted_plugin_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    """A toy plugin's run whose config.json names a module that leaves a mark when imported."""
+def _planted_plugin_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *options: str
+) -> tuple[Path, Path]:
+    """A toy plugin's run whose config.json names a module that leaves a mark when imported.
+
+    ``options`` are its factory's (``NAME=VALUE``, each passed with ``--option``).
+    """
     from mmbright_core.cli import main
 
     marker = tmp_path / "imported"
@@ -349,23 +354,25 @@ def _planted_plugin_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tupl
         "from toy_embedders import make\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    out = tmp_path / "out"
+    out = tmp_path / f"out{len(list(tmp_path.glob('out*')))}"
     args = ["run", "--source", "demo", "--task", "2", "--domain", "biology", "--out", str(out)]
     plugin = ["--retriever", "toy_embedders:make", "--cache-dir", str(tmp_path / "cache")]
-    assert main([*args, *plugin]) == 0
+    assert main([*args, *plugin, *(part for o in options for part in ("--option", o))]) == 0
     (folder,) = [p for p in out.iterdir() if p.is_dir()]
     for path in folder.rglob("config.json"):  # the run's, and each domain's
         path.write_text(path.read_text().replace('"toy_embedders:make"', '"planted_toy:make"'))
     return folder, marker
 
 
-def _open_plugin_run(folder: Path) -> AppTest:
+def _open_plugin_run(folder: Path, *more: Path) -> AppTest:
+    """The inspector on ``folder``'s run beside bm25's (or, given ``more``, beside that run)."""
     at = fresh(timeout=120)
     at.selectbox(key="task").set_value(2).run()
-    at.text_input(key="runs_folder").input(str(folder)).run()
-    at.button(key="add_folder").click().run()
+    for each in (folder, *more):
+        at.text_input(key="runs_folder").input(str(each)).run()
+        at.button(key="add_folder").click().run()
     run = read_outputs(folder)
-    choose_pair(at, A, run.model)
+    choose_pair(at, *((run.model, f"{run.model} (2)") if more else (A, run.model)))
     query = next(q for q, docs in run.runs["biology"].items() if docs)
     at.session_state["inspect_query"] = InspectTarget("biology", query)
     at.switch_page("app_pages/inspector.py").run()
@@ -410,3 +417,21 @@ def test_a_local_dashboard_asks_before_importing_the_module_a_run_folder_names(
     assert hits and all(
         re.search(r'data-part="text"', "".join(_html(block))) for block in hits.values()
     )
+
+
+def test_the_consent_names_the_call_and_its_arguments_and_asks_again_for_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from mmbright_core.ui.literal import literal
+
+    plain, marker = _planted_plugin_run(tmp_path, monkeypatch)
+    other, _ = _planted_plugin_run(tmp_path, monkeypatch, "fusion=raw-mean")
+    at = _open_plugin_run(plain, other)
+    calls = ["planted_toy:make()", "planted_toy:make(fusion='raw-mean')"]
+    warnings = [w.value for w in at.warning if "planted" in w.value]
+    assert len(warnings) == 2 and not marker.exists()
+    assert all(any(f"calls {literal(c)}, which" in w for w in warnings) for c in calls)
+    at.button(key="insp_allow_0").click().run()  # the first call only
+    assert not at.exception, at.exception
+    (left,) = [w.value for w in at.warning if "planted" in w.value]
+    assert f"calls {literal(calls[1])}, which" in left
