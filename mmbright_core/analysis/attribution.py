@@ -70,7 +70,7 @@ from mmbright_core.retrieval.runner.rebuild import NotRebuildable, rebuild_retri
 from mmbright_core.types import TaskData
 
 if TYPE_CHECKING:
-    from typing import Unpack  # Python 3.11; annotations are never evaluated here
+    from typing import Unpack  # new in Python 3.11; annotations here are never evaluated
 
 __all__ = [
     "Attribution",
@@ -126,7 +126,7 @@ class RegionOptions(TypedDict, total=False):
 
 
 #: :func:`explain_regions`' own defaults: what :func:`explain` accepts without ``regions``.
-NO_REGION_OPTIONS: RegionOptions = {
+_REGION_DEFAULTS: RegionOptions = {
     "versus": None,
     "side": "query",
     "grid": GRID,
@@ -210,7 +210,7 @@ def explain(
             doc_id: explain_regions(retriever, data, source, query_id, doc_id, **options)
             for doc_id in dict.fromkeys(doc_ids)
         }
-    if {**NO_REGION_OPTIONS, **options} != NO_REGION_OPTIONS:
+    if {**_REGION_DEFAULTS, **options} != _REGION_DEFAULTS:
         raise InputError(
             "versus, side, grid, fill, cache_dir and progress are options of the regions' "
             "explanation",
