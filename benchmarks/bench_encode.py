@@ -12,22 +12,15 @@ Run: ``python benchmarks/bench_encode.py [--batches 1 8 16] [--items 16]``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
+from common import TINY_CLIP, tiny_clip_folder, torch_threads
 from PIL import Image
 
 from mmbright_core.retrieval.backends.clip import ClipRetriever
 from mmbright_core.retrieval.cache.store import content_key
-
-TINY = {
-    "embed_dim": 32,
-    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "head_width": 16, "patch_size": 16},
-    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-}
 
 
 def throughput(model: str, batch: int, items: int, cache: Path) -> tuple[float, float]:
@@ -52,23 +45,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8, 16])
     parser.add_argument("--items", type=int, default=16)
-    parser.add_argument("--models", nargs="+", default=["mmbright-bench-tiny", "ViT-B-32"])
+    parser.add_argument("--models", nargs="+", default=[TINY_CLIP, "ViT-B-32"])
     args = parser.parse_args()
-    import open_clip
-    import torch
-
-    with tempfile.TemporaryDirectory() as folder:
-        config = Path(folder) / "mmbright-bench-tiny.json"
-        config.write_text(json.dumps(TINY))
-        open_clip.add_model_config(config)
-        print(
-            f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, "
-            f"{args.items} items per measurement"
-        )
+    with tiny_clip_folder() as folder:
+        print(f"{torch_threads()}, {args.items} items per measurement")
         print(f"{'model':<22}{'batch':>6}{'images/s':>12}{'texts/s':>12}")
         for model in args.models:
             for batch in args.batches:
-                images, texts = throughput(model, batch, args.items, Path(folder) / "cache")
+                images, texts = throughput(model, batch, args.items, folder / "cache")
                 print(f"{model:<22}{batch:>6}{images:>12.1f}{texts:>12.1f}")
     return 0
 

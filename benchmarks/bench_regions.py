@@ -14,19 +14,16 @@ Run: ``python benchmarks/bench_regions.py [--grid 7] [--models tiny ViT-B-32]``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from common import TINY_CLIP, tiny_clip_folder, torch_threads
 
 from mmbright_core.analysis.attribution import RegionAttribution, explain_regions
 from mmbright_core.data.sources import open_source
 from mmbright_core.retrieval.backends.clip import ClipRetriever
-
-sys.path[:0] = [str(Path(__file__).resolve().parent.parent / "tests" / "support")]
-from tiny_clip import TINY_CLIP_CONFIG  # noqa: E402  (the test suite's tiny config)
 
 QUERY = "biology_1"
 
@@ -63,25 +60,18 @@ def main() -> int:
     parser.add_argument("--grid", type=int, default=7)
     parser.add_argument("--models", nargs="+", default=["tiny", "ViT-B-32"])
     args = parser.parse_args()
-    import open_clip
-    import torch
-
-    with tempfile.TemporaryDirectory() as folder:
-        config = Path(folder) / "mmbright-bench-tiny.json"
-        config.write_text(json.dumps(TINY_CLIP_CONFIG))
-        open_clip.add_model_config(config)
+    with tiny_clip_folder() as folder:
         passes = args.grid**2 + 1
         print(
-            f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, "
-            f"grid {args.grid} ({passes} image passes), load average "
+            f"{torch_threads()}, grid {args.grid} ({passes} image passes), load average "
             + ", ".join(f"{v:.1f}" for v in os.getloadavg())
         )
         print(
             f"{'model':<12}{'load s':>9}{'cold s':>9}{'passes/s':>10}{'other s':>9}{'reopen s':>10}"
         )
         for name in args.models:
-            model = "mmbright-bench-tiny" if name == "tiny" else name
-            got = measure(model, args.grid, Path(folder))
+            model = TINY_CLIP if name == "tiny" else name
+            got = measure(model, args.grid, folder)
             print(
                 f"{name:<12}{got['load']:>9.2f}{got['cold']:>9.2f}{passes / got['cold']:>10.1f}"
                 f"{got['other item']:>9.2f}{got['reopened']:>10.3f}"

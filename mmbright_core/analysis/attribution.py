@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, overload
 
 from mmbright_core.analysis.regions import (
     GRID,
@@ -69,6 +69,9 @@ from mmbright_core.retrieval.explanation import (
 from mmbright_core.retrieval.runner.rebuild import NotRebuildable, rebuild_retriever
 from mmbright_core.types import TaskData
 
+if TYPE_CHECKING:
+    from typing import Unpack  # new in Python 3.11; annotations here are never evaluated
+
 __all__ = [
     "Attribution",
     "DenseAttribution",
@@ -78,6 +81,7 @@ __all__ = [
     "LexicalAttribution",
     "Question",
     "RegionAttribution",
+    "RegionOptions",
     "Span",
     "TermContribution",
     "Unavailable",
@@ -110,6 +114,28 @@ def retriever_from_config(
         return Unavailable(str(err))
 
 
+class RegionOptions(TypedDict, total=False):
+    """The options of :func:`explain_regions` that :func:`explain` passes on with ``regions``."""
+
+    versus: str | None
+    side: str
+    grid: int
+    fill: str
+    cache_dir: str | Path | None
+    progress: Progress | None
+
+
+#: :func:`explain_regions`' own defaults: what :func:`explain` accepts without ``regions``.
+_REGION_DEFAULTS: RegionOptions = {
+    "versus": None,
+    "side": "query",
+    "grid": GRID,
+    "fill": "mean",
+    "cache_dir": None,
+    "progress": None,
+}
+
+
 @overload
 def explain(
     retriever: Retriever | Unavailable | None,
@@ -131,12 +157,7 @@ def explain(
     doc_ids: Sequence[str],
     *,
     regions: Literal[True],
-    versus: str | None = None,
-    side: str = "query",
-    grid: int = GRID,
-    fill: str = "mean",
-    cache_dir: str | Path | None = None,
-    progress: Progress | None = None,
+    **options: Unpack[RegionOptions],
 ) -> dict[str, RegionAttribution | Unavailable]: ...
 
 
@@ -148,12 +169,7 @@ def explain(
     doc_ids: Sequence[str],
     *,
     regions: bool = False,
-    versus: str | None = None,
-    side: str = "query",
-    grid: int = GRID,
-    fill: str = "mean",
-    cache_dir: str | Path | None = None,
-    progress: Progress | None = None,
+    **options: Unpack[RegionOptions],
 ) -> dict[str, Attribution] | dict[str, RegionAttribution | Unavailable]:
     """Explain the scores of ``doc_ids`` for one query, as ``retriever`` computes them.
 
@@ -191,22 +207,10 @@ def explain(
     """
     if regions:
         return {
-            doc_id: explain_regions(
-                retriever,
-                data,
-                source,
-                query_id,
-                doc_id,
-                versus=versus,
-                side=side,
-                grid=grid,
-                fill=fill,
-                cache_dir=cache_dir,
-                progress=progress,
-            )
+            doc_id: explain_regions(retriever, data, source, query_id, doc_id, **options)
             for doc_id in dict.fromkeys(doc_ids)
         }
-    if (versus, side, grid, fill, cache_dir, progress) != (None, "query", GRID, "mean", None, None):
+    if {**_REGION_DEFAULTS, **options} != _REGION_DEFAULTS:
         raise InputError(
             "versus, side, grid, fill, cache_dir and progress are options of the regions' "
             "explanation",

@@ -185,19 +185,13 @@ def _pair_task(
     corpus: tuple[Document, ...] = ()
     if with_corpus:
         corpus = _pair_documents([*pairs, *judged.added], dict(zip(ids, texts, strict=True)))
-    return _finish(
-        4,
-        domain,
-        protocol,
-        records,
-        corpus,
-        judged.qrels,
-        judged.excluded,
-        orphan_positives=judged.orphan_positives,
-        unavailable_positives=judged.unavailable_positives,
-        undecodable_images=problems,
-        added_judged_pairs=len(judged.added),
-    )
+    counted = {
+        "orphan_positives": judged.orphan_positives,
+        "unavailable_positives": judged.unavailable_positives,
+        "undecodable_images": problems,
+        "added_judged_pairs": len(judged.added),
+    }
+    return _finish(4, domain, protocol, records, corpus, judged.qrels, judged.excluded, **counted)
 
 
 def _pair_documents(pairs: Sequence[Pair], text_of: dict[str, str]) -> tuple[Document, ...]:

@@ -15,6 +15,7 @@ this session or another, reads it back.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import pandas as pd
 import streamlit as st
@@ -24,8 +25,9 @@ from mmbright_core.analysis.regions import GRID, EncodesImages
 from mmbright_core.data.ids import display_id
 from mmbright_core.data.sources import Source
 from mmbright_core.present.region_overlay import heat_figure, legend, sentence
+from mmbright_core.retrieval.base import Retriever
 from mmbright_core.task_table import TASK_TABLE
-from mmbright_core.types import Document, Query, Task
+from mmbright_core.types import Document, Query, Task, TaskData
 from mmbright_core.ui import explain_cache, loaders, render
 from mmbright_core.ui.literal import literal, visible
 from mmbright_core.ui.state import RunEntry
@@ -62,6 +64,15 @@ def default_pair(ranked: Sequence[str], qrels: Mapping[str, int]) -> tuple[str |
     return wrong, relevant
 
 
+class _Choice(NamedTuple):
+    """What the panel occludes and compares: the side, the wrong hit, the item, the grid."""
+
+    side: str
+    doc: str
+    versus: str | None
+    grid: int
+
+
 def show_regions(
     spec: str,
     task: Task,
@@ -89,27 +100,69 @@ def show_regions(
         "Run", names, index=len(names) - 1, key="insp_regions_run", format_func=visible
     )
     entry = entries[name]
+    found = _image_retriever(entry, spec, task, domain, protocol, query.query_id)
+    if found is None:
+        return
+    retriever, data, source = found
+    side = _side(task, offered)
+    choice = _choose(side, list(ranked[name])[:PICK_DEPTH], qrels)
+    if choice is None:
+        return
+    key = (entry.fingerprint, domain, query.query_id, *choice)
+    result = _on_request(key, retriever, data, source, query.query_id, choice)
+    if isinstance(result, Unavailable):
+        _no_regions(result)
+    elif isinstance(result, RegionAttribution):
+        compared = {d for d in (choice.doc, choice.versus) if d is not None}
+        documents = loaders.shown_documents(spec, task, domain, protocol, compared)
+        _show(result, source, domain, documents)
+
+
+def _no_regions(why: Unavailable) -> None:
+    st.info(literal(f"No regions: {why.reason}"), icon=":material/info:")
+
+
+def _image_retriever(
+    entry: RunEntry, spec: str, task: Task, domain: str, protocol: str, query_id: str
+) -> tuple[Retriever, TaskData, Source] | None:
+    """The run's retriever, if it encodes images, with what it scores against.
+
+    None, once the panel says why, for a run whose retriever cannot be rebuilt or reads no
+    images (answered at once: nothing is computed).
+    """
     retriever = explain_cache.entry_retriever(entry)
     if isinstance(retriever, Unavailable):
-        st.info(literal(f"No regions: {retriever.reason}"), icon=":material/info:")
-        return
+        _no_regions(retriever)
+        return None
     data = explain_cache.task_data(spec, task, domain, protocol)
     source = loaders.get_source(spec)
-    if not isinstance(retriever, EncodesImages):  # answered at once, nothing computed
-        found = render.attempt(explain_regions, retriever, data, source, query.query_id, "")
+    if not isinstance(retriever, EncodesImages):
+        found = render.attempt(explain_regions, retriever, data, source, query_id, "")
         if isinstance(found, Unavailable):
-            st.info(literal(f"No regions: {found.reason}"), icon=":material/info:")
-        return
-    side = "query"
-    if TASK_TABLE[task].corpus_images:
-        side = st.radio(
-            "Occlude",
-            offered,
-            horizontal=True,
-            key="insp_regions_side",
-            format_func=SIDE_LABELS.__getitem__,
-        )
-    options = list(ranked[name])[:PICK_DEPTH]
+            _no_regions(found)
+        return None
+    return retriever, data, source
+
+
+def _side(task: Task, offered: list[str]) -> str:
+    """The image occluded: the query's, unless the task's items carry images to choose from."""
+    if not TASK_TABLE[task].corpus_images:
+        return "query"
+    return st.radio(
+        "Occlude",
+        offered,
+        horizontal=True,
+        key="insp_regions_side",
+        format_func=SIDE_LABELS.__getitem__,
+    )
+
+
+def _choose(side: str, options: list[str], qrels: Mapping[str, int]) -> _Choice | None:
+    """The wrong hit, the item it is compared with and the grid, as picked in one row.
+
+    The pickers start on :func:`default_pair`. None, once the panel says so, when the two
+    items picked are the same.
+    """
     rank = {doc: i for i, doc in enumerate(options, 1)}
     wrong, relevant = default_pair(options, qrels)
 
@@ -137,22 +190,38 @@ def show_regions(
     grid = int(size.number_input("Grid", 2, 16, GRID, key="insp_regions_grid"))
     if versus == doc:
         st.info("Choose two different items to compare.")
-        return
-    key = (entry.fingerprint, domain, query.query_id, side, doc, versus, grid)
+        return None
+    return _Choice(side, doc, versus, grid)
+
+
+def _on_request(
+    key: tuple[object, ...],
+    retriever: Retriever,
+    data: TaskData,
+    source: Source,
+    query_id: str,
+    choice: _Choice,
+) -> RegionAttribution | Unavailable | None:
+    """The grid computed when the button is pressed (with Cancel beside its progress bar).
+
+    The session keeps each result under ``key``; a rerun that follows Cancel says that
+    nothing was stored. None: not asked for yet, or the computation failed (said on the page).
+    """
     results = st.session_state.setdefault(RESULTS_KEY, {})
     if st.button("Where in the image", key="insp_regions_go", icon=":material/grid_on:"):
         st.session_state.pop(CANCELLED_KEY, None)
         st.button("Cancel", key="insp_regions_cancel", on_click=_cancel)
+        grid = choice.grid
         with render.progress_bar(f"Occluding {grid}x{grid} cells…", "forward passes") as bar:
             found = render.attempt(
                 explain_regions,
                 retriever,
                 data,
                 source,
-                query.query_id,
-                doc,
-                versus=versus,
-                side=side,
+                query_id,
+                choice.doc,
+                versus=choice.versus,
+                side=choice.side,
                 grid=grid,
                 progress=bar,
             )
@@ -160,14 +229,7 @@ def show_regions(
             results[key] = found
     elif st.session_state.pop(CANCELLED_KEY, False):
         st.info("Cancelled: nothing was stored. Press the button to start again.")
-    result = results.get(key)
-    if isinstance(result, Unavailable):
-        st.info(literal(f"No regions: {result.reason}"), icon=":material/info:")
-    elif isinstance(result, RegionAttribution):
-        documents = loaders.shown_documents(
-            spec, task, domain, protocol, {d for d in (doc, versus) if d is not None}
-        )
-        _show(result, source, domain, documents)
+    return results.get(key)
 
 
 def _cancel() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import html
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
 
@@ -93,6 +93,22 @@ def csv_download(
         key=key,
         icon=":material/download:",
         on_click="ignore",  # a download changes nothing on the page: no rerun
+    )
+
+
+def number_table(frame: pd.DataFrame, key: str, numbers: Mapping[str, tuple[str, str]]) -> None:
+    """Show a table without its index, each column of ``numbers`` under its label and format.
+
+    ``numbers``: column -> (label, printf-style format), e.g. ``{"delta": ("B − A", "%+.3f")}``.
+    """
+    st.dataframe(
+        frame,
+        hide_index=True,
+        key=key,
+        column_config={
+            column: st.column_config.NumberColumn(label, format=shown)
+            for column, (label, shown) in numbers.items()
+        },
     )
 
 

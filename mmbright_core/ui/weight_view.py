@@ -86,14 +86,13 @@ def show_weights(compared: Compared, comparison: Comparison) -> None:
         return
     weights, skipped = results[key]
     if len(weights):
-        st.dataframe(
+        render.number_table(
             weight_groups(weights, comparison.per_query),
-            hide_index=True,
-            key="cmp_weights_groups",
-            column_config={
-                "delta": st.column_config.NumberColumn("mean B − A", format="%+.3f"),
-                "edge_share": st.column_config.NumberColumn("mean edge share", format="%.2f"),
-                "text_share": st.column_config.NumberColumn("mean text share", format="%.2f"),
+            "cmp_weights_groups",
+            {
+                "delta": ("mean B − A", "%+.3f"),
+                "edge_share": ("mean edge share", "%.2f"),
+                "text_share": ("mean text share", "%.2f"),
             },
         )
         st.dataframe(weights, hide_index=True, key="cmp_weights_queries")

@@ -43,6 +43,18 @@ def order(docs: dict[str, float]) -> list[str]:
     return [doc_id for doc_id, _ in ranked(docs)]
 
 
+def kept_first_stage(folder: Path) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
+    """Check that the rerank in ``folder`` kept every query's first-stage top ``DEPTH``.
+
+    Returns the first stage's run and what ``rerank.json`` records of each query.
+    """
+    first, reranked = read_outputs(FIRST).runs[DOMAIN], read_outputs(folder).runs[DOMAIN]
+    for query_id, docs in first.items():
+        assert order(reranked[query_id])[:DEPTH] == order(docs)[:DEPTH]
+    recorded = json.loads((folder / DOMAIN / "rerank.json").read_text())["queries"]
+    return first, recorded
+
+
 def reverse_window(body: dict[str, Any]) -> str:
     found = re.search(r"Rank the (\d+) documents", message_text(body))
     n = int(found.group(1)) if found else 0
@@ -95,10 +107,8 @@ def test_a_listwise_answer_that_is_no_permutation_keeps_the_first_stage_order(
 ) -> None:
     chat_server.reply = lambda body: "[1] > [1] > [2]"
     folder = rerank(chat_server, tmp_path, "mode=listwise", "window=4", "step=2")
-    first, reranked = read_outputs(FIRST).runs[DOMAIN], read_outputs(folder).runs[DOMAIN]
-    recorded = json.loads((folder / DOMAIN / "rerank.json").read_text())["queries"]
-    for query_id, docs in first.items():
-        assert order(reranked[query_id])[:DEPTH] == order(docs)[:DEPTH]
+    first, recorded = kept_first_stage(folder)
+    for query_id in first:
         problem = recorded[query_id]["problem"]
         assert problem.startswith("window 5-8: the answer '[1] > [1] > [2]' is not a permutation")
     assert len(chat_server.requests) == len(first)  # the first bad window ends the query
@@ -157,10 +167,8 @@ def test_an_answer_holding_a_digit_is_no_grade_and_is_asked_again(
 ) -> None:
     chat_server.reply = lambda body: "alert(1)"
     folder = rerank(chat_server, tmp_path, "mode=pointwise")
-    first, reranked = read_outputs(FIRST).runs[DOMAIN], read_outputs(folder).runs[DOMAIN]
-    recorded = json.loads((folder / DOMAIN / "rerank.json").read_text())["queries"]
-    for query_id, docs in first.items():
-        assert order(reranked[query_id])[:DEPTH] == order(docs)[:DEPTH]
+    first, recorded = kept_first_stage(folder)
+    for query_id in first:
         assert "the answer 'alert(1)' is no grade 0-3" in recorded[query_id]["problem"]
         assert recorded[query_id]["scores"] is None
     assert not list((tmp_path / "cache").rglob("*.json"))  # nothing kept: a rerun asks again
@@ -172,10 +180,8 @@ def test_a_listwise_answer_with_a_5000_digit_number_is_a_problem_and_not_kept(
     assert isinstance(parse_permutation("[" + "7" * 5000 + "] > [1] > [2]", 3), str)
     chat_server.reply = lambda body: "[" + "7" * 5000 + "] > [1] > [2] > [3]"
     folder = rerank(chat_server, tmp_path, "mode=listwise", "window=4", "step=2")
-    first, reranked = read_outputs(FIRST).runs[DOMAIN], read_outputs(folder).runs[DOMAIN]
-    recorded = json.loads((folder / DOMAIN / "rerank.json").read_text())["queries"]
-    for query_id, docs in first.items():
-        assert order(reranked[query_id])[:DEPTH] == order(docs)[:DEPTH]
+    first, recorded = kept_first_stage(folder)
+    for query_id in first:
         problem = recorded[query_id]["problem"]
         assert "is not a permutation of [1]..[4]" in problem and len(problem) < 1000
     assert not list((tmp_path / "cache").rglob("*.json"))
@@ -345,10 +351,8 @@ def test_a_bright_answer_without_a_usable_list_keeps_the_first_stage_and_is_aske
     assert fallback
     chat_server.reply = lambda body: answer
     folder = bright_rerank(chat_server, tmp_path, FIRST, "demo", 2)
-    first, reranked = read_outputs(FIRST).runs[DOMAIN], read_outputs(folder).runs[DOMAIN]
-    recorded = json.loads((folder / DOMAIN / "rerank.json").read_text())["queries"]
-    for query_id, docs_ in first.items():
-        assert order(reranked[query_id])[:DEPTH] == order(docs_)[:DEPTH]
+    first, recorded = kept_first_stage(folder)
+    for query_id in first:
         problem = recorded[query_id]["problem"]
         assert problem.startswith(f"all {DEPTH} candidates: the answer") and "\n" not in problem
     asked = len(chat_server.requests)

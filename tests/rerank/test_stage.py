@@ -243,6 +243,16 @@ def test_bad_input_says_what_was_wrong(tmp_path: Path, capsys, reranker, extra, 
     assert said in capsys.readouterr().err
 
 
+def _plugin_error(tmp_path: Path, capsys, factory: str) -> str:
+    """Rerank the first stage with plugin ``factory``: exit 2 and one error line, returned."""
+    args = [str(FIRST), "--source", "demo", "--task", "2", "--domain", DOMAIN]
+    args += ["--reranker", f"rerank_plugins:{factory}", "--out", str(tmp_path / "out")]
+    assert main(["rerank", *args, "--cache-dir", str(tmp_path / "cache")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
 @pytest.mark.parametrize(
     ("factory", "found"),
     [
@@ -256,11 +266,7 @@ def test_bad_input_says_what_was_wrong(tmp_path: Path, capsys, reranker, extra, 
 def test_a_plugin_answering_no_reranked_is_one_line_naming_it(
     tmp_path: Path, capsys, factory: str, found: str
 ):
-    args = [str(FIRST), "--source", "demo", "--task", "2", "--domain", DOMAIN]
-    args += ["--reranker", f"rerank_plugins:{factory}", "--out", str(tmp_path / "out")]
-    assert main(["rerank", *args, "--cache-dir", str(tmp_path / "cache")]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "Traceback" not in err
+    err = _plugin_error(tmp_path, capsys, factory)
     assert err.startswith(
         f"mmbright rerank: error: the reranker plugin 'rerank_plugins:{factory}' answered query '"
     )
@@ -276,11 +282,7 @@ def test_a_plugin_answering_no_reranked_is_one_line_naming_it(
 def test_a_plugin_ending_the_program_is_one_line_naming_it(
     tmp_path: Path, capsys, factory: str, doing: str, code: int
 ):
-    args = [str(FIRST), "--source", "demo", "--task", "2", "--domain", DOMAIN]
-    args += ["--reranker", f"rerank_plugins:{factory}", "--out", str(tmp_path / "out")]
-    assert main(["rerank", *args, "--cache-dir", str(tmp_path / "cache")]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "Traceback" not in err
+    err = _plugin_error(tmp_path, capsys, factory)
     assert err.startswith(
         f"mmbright rerank: error: the plugin 'rerank_plugins:{factory}' tried to end the "
         f"program while {doing}"

@@ -184,13 +184,12 @@ with published_tab:
     matched = reproduction(board) if boards else None
     if matched is not None and len(matched):
         st.markdown("**Runs matching a published model**")
-        st.dataframe(
+        render.number_table(
             matched.drop(columns=["citation", "task", "source"]),
-            hide_index=True,
-            key="reproduction_table",
-            column_config={
-                "ours": st.column_config.NumberColumn("ours", format="%.1f"),
-                "reported": st.column_config.NumberColumn("reported", format="%.1f"),
-                "difference": st.column_config.NumberColumn("diff.", format="%+.1f"),
+            "reproduction_table",
+            {
+                "ours": ("ours", "%.1f"),
+                "reported": ("reported", "%.1f"),
+                "difference": ("diff.", "%+.1f"),
             },
         )

@@ -224,14 +224,23 @@ def test_exact_search_ranks_at_the_rules_float32_precision_and_reports_float64_s
     assert found["a"] != found["b"]
 
 
+def random_search(seed: int, docs: int, queries: int, dim: int):
+    """Seeded unit vectors of ``docs`` passages and ``queries`` queries, with no exclusions.
+
+    The ids are ``d`` and the position, zero-padded to the width of the last: id order is
+    corpus order.
+    """
+    rng = np.random.default_rng(seed)
+    vectors = l2_normalise(rng.normal(size=(docs, dim)))
+    asked = l2_normalise(rng.normal(size=(queries, dim)))
+    ids = np.array([f"d{i:0{len(str(docs - 1))}d}" for i in range(docs)])
+    return vectors, asked, ids, [np.array([], dtype=np.int64)] * queries
+
+
 def test_a_query_scores_the_same_alone_as_among_others():
     # BLAS rounds a one-row or tiny product (gemv, small-matrix kernels) differently from a
     # large one: a query's scores must not depend on how many are searched with it.
-    rng = np.random.default_rng(3)
-    vectors = l2_normalise(rng.normal(size=(3000, 64)))
-    queries = l2_normalise(rng.normal(size=(30, 64)))
-    ids = np.array([f"d{i:04d}" for i in range(3000)])
-    none = [np.array([], dtype=np.int64)] * 30
+    vectors, queries, ids, none = random_search(3, 3000, 30, 64)
     index = VectorIndex(vectors)
     together = dense_top_k(index, queries, ids, 200, none)
     alone = [dense_top_k(index, queries[i : i + 1], ids, 200, none[:1])[0] for i in range(30)]
@@ -239,11 +248,7 @@ def test_a_query_scores_the_same_alone_as_among_others():
 
 
 def test_score_blocks_stay_under_the_memory_bound_and_change_no_result(monkeypatch):
-    rng = np.random.default_rng(4)
-    vectors = l2_normalise(rng.normal(size=(2000, 16)))
-    queries = l2_normalise(rng.normal(size=(70, 16)))
-    ids = np.array([f"d{i:04d}" for i in range(2000)])
-    none = [np.array([], dtype=np.int64)] * 70
+    vectors, queries, ids, none = random_search(4, 2000, 70, 16)
     wide = dense_top_k(VectorIndex(vectors), queries, ids, 30, none)
     monkeypatch.setattr(exact, "BLOCK_BYTES", 20 * 2000 * 4)  # 20 rows of 2,000 scores
     blocks = [block.shape for _, block in exact.score_blocks(vectors, queries)]
@@ -402,12 +407,8 @@ def test_flat_search_returns_faiss_flat_scores_best_first():
 def test_two_passages_with_one_vector_score_alike_wherever_they_are():
     # BLAS rounds by a column's place in its tile too: the same vector at positions 0 and
     # 1,999 must get one score, and the tie goes by doc id.
-    rng = np.random.default_rng(7)
-    vectors = l2_normalise(rng.normal(size=(2000, 48)))
-    queries = l2_normalise(rng.normal(size=(40, 48)))
+    vectors, queries, ids, none = random_search(7, 2000, 40, 48)
     vectors[1999] = vectors[0]
-    ids = np.array([f"d{i:04d}" for i in range(2000)])
-    none = [np.array([], dtype=np.int64)] * 40
     for found in dense_top_k(VectorIndex(vectors), queries, ids, 2000, none):
         assert found["d0000"] == found["d1999"]
         order = list(found)
@@ -415,11 +416,7 @@ def test_two_passages_with_one_vector_score_alike_wherever_they_are():
 
 
 def test_plain_cosine_scale_ranks_random_vectors_as_x100_and_writes_the_cosine():
-    rng = np.random.default_rng(7)
-    vectors = l2_normalise(rng.normal(size=(500, 32)))
-    queries = l2_normalise(rng.normal(size=(20, 32)))
-    ids = np.array([f"d{i:03d}" for i in range(500)])
-    none = [np.array([], dtype=np.int64)] * 20
+    vectors, queries, ids, none = random_search(7, 500, 20, 32)
     index = VectorIndex(vectors)
     cosine = dense_top_k(index, queries, ids, 50, none, scale=1.0)
     x100 = dense_top_k(index, queries, ids, 50, none)

@@ -22,6 +22,7 @@ with the same model, transcribed here within 1e-5:
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -106,21 +107,32 @@ def test_nomic_vision_task2_is_retrieval_nomic_vision(tiny_remote, tmp_path):
     np.testing.assert_allclose(queries, torch.cat(expected_queries).numpy(), atol=1e-5)
 
 
+def _first_fitting(limits: list[int], encode):
+    """``retrieval_bge_vl``'s cut ladder: ``encode(limit)`` of the first limit whose text fits.
+
+    A limit is passed over when the model says the tensor sizes do not match (the text is
+    too long for it); None when none fits.
+    """
+    for char_limit in limits:
+        try:
+            return encode(char_limit)
+        except RuntimeError as e:
+            if "size of tensor" not in str(e):
+                raise
+    return None
+
+
 def _bge_documents(model, documents: list[str]) -> np.ndarray:
     # retrieval_bge_vl, "DOCUMENT EMBEDDINGS": each passage alone, the cut ladder.
+    def passage(doc_text: str, char_limit: int):
+        truncated_text = ultra_safe_truncate(doc_text, max_chars=char_limit)
+        if len(truncated_text.strip()) < 5:
+            truncated_text = doc_text[:40].strip()
+        return model.encode(text=truncated_text)
+
     rows = []
     for doc_text in documents:
-        embedding = None
-        for char_limit in [150, 120, 100, 80, 60, 40]:
-            try:
-                truncated_text = ultra_safe_truncate(doc_text, max_chars=char_limit)
-                if len(truncated_text.strip()) < 5:
-                    truncated_text = doc_text[:40].strip()
-                embedding = model.encode(text=truncated_text)
-                break
-            except RuntimeError as e:
-                if "size of tensor" not in str(e):
-                    raise
+        embedding = _first_fitting([150, 120, 100, 80, 60, 40], partial(passage, doc_text))
         if embedding is None:
             truncated_text = doc_text[:20].strip()
             if len(truncated_text) < 3:
@@ -132,24 +144,20 @@ def _bge_documents(model, documents: list[str]) -> np.ndarray:
 
 def _bge_queries(model, texts: list[str], images: list, folder: Path) -> np.ndarray:
     # retrieval_bge_vl, "ENCODE QUERIES": the image saved as PNG, handed over by its path.
+    def query(number: int, query_text: str, image, char_limit: int):
+        truncated_query = ultra_safe_truncate(query_text, max_chars=char_limit)
+        if len(truncated_query.strip()) < 3:
+            truncated_query = query_text[:20].strip()
+        if image is None:
+            return model.encode(text=truncated_query)
+        tmp_path = folder / f"{number}.png"
+        image.convert("RGB").save(tmp_path, format="PNG")
+        return model.encode(images=str(tmp_path), text=truncated_query)
+
     rows = []
     for number, (query_text, image) in enumerate(zip(texts, images, strict=True)):
-        query_emb = None
-        for char_limit in [150, 120, 100, 80, 60, 40, 20]:
-            try:
-                truncated_query = ultra_safe_truncate(query_text, max_chars=char_limit)
-                if len(truncated_query.strip()) < 3:
-                    truncated_query = query_text[:20].strip()
-                if image is not None:
-                    tmp_path = folder / f"{number}.png"
-                    image.convert("RGB").save(tmp_path, format="PNG")
-                    query_emb = model.encode(images=str(tmp_path), text=truncated_query)
-                else:
-                    query_emb = model.encode(text=truncated_query)
-                break
-            except RuntimeError as e:
-                if "size of tensor" not in str(e):
-                    raise
+        limits = [150, 120, 100, 80, 60, 40, 20]
+        query_emb = _first_fitting(limits, partial(query, number, query_text, image))
         if query_emb is None:
             truncated_query = query_text[:15].strip() if query_text.strip() else "query"
             query_emb = model.encode(text=truncated_query)
