@@ -23,8 +23,7 @@ from PIL import Image
 from mmbright_core.data.images import ImageDecodeError, decode_image
 from mmbright_core.errors import InputError
 from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, RerankQuery
-from mmbright_core.retrieval.backends.code_gate import gate
-from mmbright_core.retrieval.backends.mteb_registry import load_model, loader_runs_code, split_name
+from mmbright_core.retrieval.backends.mteb_registry import gated_meta, load_model
 from mmbright_core.retrieval.backends.mteb_tasks import (
     IMAGE_ROWS,
     TASK_NAMES,
@@ -86,11 +85,8 @@ class MtebReranker:
         batch_size: int = 32,
         trust_remote_code: bool = False,
     ) -> None:
-        self.model, revision = split_name(model)
-        self.meta = cross_encoder_meta(self.model, revision)
+        self.model, self.meta, self.trust = gated_meta(model, cross_encoder_meta, trust_remote_code)
         self.revision: str | None = self.meta.revision
-        why = loader_runs_code(self.meta)  # refused before any pair is scored
-        self.trust = bool(gate(self.model, self.revision, trust_remote_code, why))
         self.name = f"mteb:{model}"
         self.device, self.batch_size = device, batch_size
         self._model: Any = None

@@ -27,13 +27,11 @@ import numpy as np
 from PIL import Image
 
 from mmbright_core.errors import InputError
-from mmbright_core.retrieval.backends.code_gate import gate
 from mmbright_core.retrieval.backends.mteb_registry import (
     WHAT,
+    gated_meta,
     load_model,
-    loader_runs_code,
     model_meta,
-    split_name,
 )
 from mmbright_core.retrieval.backends.mteb_tasks import (
     IMAGE_ROWS,
@@ -72,12 +70,8 @@ class MtebEmbedder:
         batch_size: int = 32,
         trust_remote_code: bool = False,
     ) -> None:
-        self.model, revision = split_name(model)
-        self.meta = model_meta(self.model, revision)
+        self.model, self.meta, self.trust = gated_meta(model, model_meta, trust_remote_code)
         self.revision: str | None = self.meta.revision
-        # Refused here, before a run starts, as the load would refuse it.
-        why = loader_runs_code(self.meta)
-        self.trust = bool(gate(self.model, self.revision, trust_remote_code, why))
         self.device, self.batch_size = device, batch_size
         self.name = self.model.rsplit("/", 1)[-1]
         images = "image" in (self.meta.modalities or ())

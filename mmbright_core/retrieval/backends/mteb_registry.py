@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from typing import Any
 
 from mmbright_core.errors import InputError
@@ -104,6 +105,21 @@ def split_name(model: str) -> tuple[str, str | None]:
     """Split ``NAME[@REVISION]`` into the name and the revision (None when not given)."""
     name, sep, revision = model.partition("@")
     return name, (revision or None) if sep else None
+
+
+def gated_meta(
+    model: str, find: Callable[[str, str | None], Any], trust_remote_code: bool
+) -> tuple[str, Any, bool]:
+    """Return the name of ``model`` (``NAME[@REVISION]``), its registry entry and the trust.
+
+    ``find`` looks the entry up (:func:`model_meta`, or a reranker's own lookup); the gate is
+    asked here, so a model whose loader would run code without the opt-in is refused before
+    any input is encoded or scored, as the load would refuse it.
+    """
+    name, revision = split_name(model)
+    meta = find(name, revision)
+    trust = bool(gate(name, meta.revision, trust_remote_code, loader_runs_code(meta)))
+    return name, meta, trust
 
 
 def model_meta(name: str, revision: str | None) -> Any:
