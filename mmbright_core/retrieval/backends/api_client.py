@@ -46,6 +46,7 @@ from mmbright_core.retrieval.backends.endpoint_errors import (
     retry_after,
 )
 from mmbright_core.retrieval.base import require
+from mmbright_core.retrieval.cache.verify import length_problem
 
 #: The environment variable the key is read from unless ``api_key_env`` names another.
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -279,6 +280,13 @@ class EndpointClient:
                     hint="Check that --endpoint is the API's base URL (ending in /v1 for "
                     "most servers) and that the server speaks OpenAI's API.",
                 ) from None
+            except OverflowError as err:  # the openai library's, on a number of 401 digits
+                raise EndpointError(
+                    f"{self.endpoint} (model {self.model!r}) answered a number no float holds",
+                    found=f"{type(err).__name__}: {err}",
+                    hint="Check that the server speaks OpenAI's API; nothing of this answer "
+                    "is kept.",
+                ) from None
             except (errors.APIConnectionError, errors.APIStatusError) as err:
                 if not self._retryable(err) or attempt == self.limits.retries:
                     raise failure(self, err, attempt + 1) from err
@@ -405,7 +413,16 @@ class EmbeddingClient(EndpointClient):
         if len(sizes) > 1:
             raise self._malformed(": its vectors differ in size", "one size", f"sizes {sizes}")
         self._check_size(sizes[0])
-        return np.asarray(rows, dtype=np.float32)
+        vectors = np.asarray(rows, dtype=np.float32)
+        found = length_problem(vectors)
+        if found is not None:
+            number, problem, _ = found
+            raise self._malformed(
+                f": vector {number} {problem}",
+                "a vector with a direction (one of no length scores 0 against everything)",
+                hint="Check the model and what was sent; nothing of this answer is kept.",
+            )
+        return vectors
 
     def _check_row(self, number: int, row: Any) -> None:
         if not isinstance(row, list):
@@ -416,12 +433,6 @@ class EmbeddingClient(EndpointClient):
         wrong = next((x for x in row if type(x) not in (float, int)), _NONE)
         if wrong is not _NONE:
             raise self._malformed(f": vector {number} holds {_quote(wrong)}", "numbers")
-        if not any(row):
-            raise self._malformed(
-                f": vector {number} is all zeros",
-                "a vector with a direction (an all-zero one scores 0 against everything)",
-                hint="Check the model and what was sent; nothing of this answer is kept.",
-            )
 
     def _check_size(self, size: int) -> None:
         if self.size is None:

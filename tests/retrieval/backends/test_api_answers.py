@@ -87,6 +87,35 @@ def test_a_batch_that_fails_a_check_is_never_cached(
     assert kept <= shards(tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        ("tiny_values", "vector 0 is all zeros (as float32)"),
+        ("huge_values", "vector 0 has a length that overflows float32 (numbers near 1e38)"),
+        ("long_number", None),
+    ],
+)
+def test_vectors_float32_cannot_score_are_one_line_and_never_cached(
+    server: OpenAIServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    fault: str,
+    said: str | None,
+) -> None:
+    # Numbers JSON carries but no float32 vector can score: 1e-50 is 0 in float32, the length
+    # of numbers near 1e38 overflows (both would be scored as all zeros), 401 digits no float
+    # holds. The second request's answer carries them: only the first batch is kept.
+    server.faults = ["", fault]
+    assert run_api(server.url, tmp_path) == 2
+    err = one_line(capsys.readouterr().err)
+    if said is None:  # no float holds it: the openai library cannot read the answer
+        said = f"{server.url} (model {MODEL!r}) answered a number no float holds"
+    else:
+        said = f"{server.url} answered a malformed embeddings response: {said}"
+    assert err.startswith(f"mmbright run: error: {said}"), err
+    assert len(shards(tmp_path)) == 1
+
+
 def test_a_size_that_changes_between_answers_stops_and_the_rerun_keeps_good_shards(
     server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
