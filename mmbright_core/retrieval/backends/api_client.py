@@ -19,6 +19,7 @@ checked before anything is sent.
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -159,18 +160,30 @@ def check_endpoint(url: str) -> str:
     """Return ``url`` if it is an http(s) base URL with nothing but a host, port and path.
 
     A user name or password would be sent as HTTP Basic credentials in place of the key, and
-    a query or fragment breaks every path the API appends; neither is ever shown back.
+    a query or fragment breaks every path the API appends; neither is ever shown back. A
+    control character or a blank (a CR/LF) and a port that is no number from 1 to 65535
+    would fail inside the HTTP library.
 
     Raises:
-        EndpointError: Another scheme, no host, credentials, a query or a fragment.
+        EndpointError: Another scheme, no host, credentials, a query, a fragment, a control
+            character or a blank, or a malformed port or host.
     """
-    parts = urlsplit(url)
-    problems = [
+    problems = []
+    if any(char.isspace() or not char.isprintable() for char in url):
+        problems.append("a control character or a blank")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # a port out of range or not a number, a broken [IPv6] host
+        problems.append("a port that is no number from 1 to 65535, or a malformed host")
+        parts, port = urlsplit("http://host"), None
+    problems += [
         what
         for what, found in (
             ("a user name or password", parts.username is not None or parts.password is not None),
             ("a query", bool(parts.query) or url.rstrip("#").endswith("?")),
             ("a fragment", bool(parts.fragment)),
+            ("the port 0", port == 0),
         )
         if found
     ]
@@ -178,13 +191,21 @@ def check_endpoint(url: str) -> str:
         problems.insert(0, "no http or https scheme and host")
     if problems:
         raise EndpointError(
-            f"the endpoint {public_endpoint(url)} holds {' and '.join(problems)}",
+            f"the endpoint {_shown_endpoint(url)} holds {' and '.join(problems)}",
             expected="an http(s) base URL with a host and a path only, such as "
             "https://api.openai.com/v1",
             hint="The key goes in the environment variable named by --option api_key_env; "
             "Azure OpenAI serves such a URL at https://RESOURCE.openai.azure.com/openai/v1.",
         )
     return url
+
+
+def _shown_endpoint(url: str) -> str:
+    # What may be shown of an endpoint refused: never its user info, query or fragment.
+    try:
+        return public_endpoint(url) if url.isprintable() else show(_SECRETS.sub("", url))
+    except ValueError:  # unparsed: the text before any user info, query or fragment
+        return show(_SECRETS.sub("", url))
 
 
 def batches(texts: Sequence[str], limits: Limits) -> Iterator[tuple[int, int]]:
@@ -257,15 +278,28 @@ class EndpointClient:
         self.sleep = sleep
         self.requests = self.retried = 0
         self._lock = threading.Lock()
+        self._failed: EndpointError | None = None
 
     def call(self, send: Callable[[], T]) -> T:
         """Return ``send()``, tried again as the limits allow.
+
+        Once a request has failed for good, no other is sent: every later call (one a
+        thread had queued meanwhile) raises the same error unsent, so ``retries=0`` and
+        one request at a time send one request to an endpoint that fails.
 
         Raises:
             EndpointError: The server refused the key or the model, stayed unreachable or
                 kept failing after the retries (or ``send`` found the answer malformed).
             RequestBudgetError: The request budget was spent before an answer came.
         """
+        try:
+            return self._attempts(send)
+        except EndpointError as err:
+            with self._lock:
+                self._failed = self._failed or err
+            raise
+
+    def _attempts(self, send: Callable[[], T]) -> T:
         errors = self.openai
         for attempt in range(self.limits.retries + 1):
             self._spend()
@@ -302,6 +336,8 @@ class EndpointClient:
     def _spend(self) -> None:
         budget = self.limits.max_requests
         with self._lock:
+            if self._failed is not None:
+                raise self._failed
             if budget is None or self.requests < budget:
                 self.requests += 1
                 return
@@ -467,6 +503,8 @@ class EmbeddingClient(EndpointClient):
 
 
 _NONE = object()
+# The parts of a URL that may hold secrets: user info, a query, a fragment.
+_SECRETS = re.compile(r"(?<=//)[^/?#]*@|[?#].*", re.DOTALL)
 
 
 def _quote(value: object) -> str:

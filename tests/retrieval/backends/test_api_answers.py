@@ -208,3 +208,26 @@ def test_a_servers_hostile_error_text_reaches_the_terminal_escaped(
     assert "\x1b" not in err and "\x07" not in err and "\u202e" not in err
     assert "model \\x1b[31mred\\x1b]0;owned\\x07 \\u202eevil" in err
     assert printable(HOSTILE) in err
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "shown", "holds"),
+    [
+        ("http://127.0.0.1:99999/v1", "'http://127.0.0.1:99999/v1'", "a port that is no number"),
+        (
+            "http://127.0.0.1:8000/v1\r\nX-Evil: 1",
+            r"'http://127.0.0.1:8000/v1\r\nX-Evil: 1'",
+            "a control character or a blank",
+        ),
+        ("http://user:s3cret@127.0.0.1:-1/v1", "'http://127.0.0.1:-1/v1'", "a port that is no"),
+        ("http://[::1/v1?key=s3cret", "'http://[::1/v1'", "a port that is no number"),
+    ],
+)
+def test_an_endpoint_with_a_control_character_or_no_port_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], endpoint: str, shown: str, holds: str
+) -> None:
+    # Each was a traceback from urllib or httpx (ValueError: Port out of range 0-65535).
+    assert run_api(endpoint, tmp_path) == 2
+    err = one_line(capsys.readouterr().err)
+    assert err.startswith(f"mmbright run: error: the endpoint {shown} holds {holds}"), err
+    assert "s3cret" not in err and not (tmp_path / "out").exists()
