@@ -8,10 +8,11 @@ prompt and ``bright`` reranking; they key the answer cache), the client's limits
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, cut
 from mmbright_core.llm.cache import ChatCache
 from mmbright_core.llm.chat import DEFAULT_PARAMETERS, SAMPLING, ChatClient
 from mmbright_core.retrieval.backends.api_client import DEFAULT_KEY_ENV, Limits, whole_option
@@ -46,7 +47,7 @@ def split_options(
     rest: dict[str, Any] = {}
     for name, value in options.items():
         if name in SAMPLING:
-            parameters[name] = value
+            parameters[name] = sampling_option(name, value)
         elif name in LIMIT_OPTIONS:
             limits[name] = option_number(name, value, LIMIT_OPTIONS[name])
         elif name == "image_side":  # the side images are scaled to; 0 would be no image
@@ -59,6 +60,33 @@ def split_options(
                 f"unknown option {name!r}", expected=f"one of {', '.join(known)}", found=name
             )
     return parameters, limits, rest
+
+
+def sampling_option(name: str, value: Any) -> Any:
+    """Return sampling parameter ``name``'s ``value`` if the chat API takes it.
+
+    ``temperature`` is a finite number of at least 0, ``top_p`` one from 0 to 1,
+    ``max_tokens`` a whole number of at least 1, ``seed`` a whole number, ``stop`` a text or
+    a list of texts: anything else (``top_p=nan``, a text for a number) would be sent to the
+    server, or key the answer cache, as given.
+
+    Raises:
+        InputError: Any other value.
+    """
+    if name in ("max_tokens", "seed"):
+        return whole_option(name, value, 1 if name == "max_tokens" else -(2**63))
+    if name == "stop":
+        texts = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        if isinstance(value, str) or (texts and value):
+            return value
+        expected = "a text, or a list of texts"
+    else:
+        most = 1.0 if name == "top_p" else math.inf
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if number and math.isfinite(value) and 0 <= value <= most:
+            return value
+        expected = f"a number from 0 to {most:g}" if name == "top_p" else "a number of at least 0"
+    raise InputError(f"option {name} is not valid", expected=expected, found=cut(repr(value), 60))
 
 
 def chat_client(

@@ -6,19 +6,21 @@ tasks 2-4 (:mod:`.images`; ``first`` or ``all`` of those that decode), and
 the answers are gathered by the chat client: concurrent, retried, budgeted and cached, so
 a rerun (after a kill, a spent budget, a network failure) asks only what is not cached and
 writes the same bytes. A query whose answer was unusable keeps its original text and says
-why (``problem``); a ``caption`` prompt for a query without a decodable image asks nothing.
+why (``problem``), and when every answer was, the job warns (an ``InputWarning``); a
+``caption`` prompt for a query without a decodable image asks nothing.
 The set's format is :mod:`mmbright_core.io.rewrites`.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mmbright_core.data.images import images_taken
 from mmbright_core.data.sources import Source
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, InputWarning, cut
 from mmbright_core.llm.chat import ChatClient, Message, Reply
 from mmbright_core.llm.images import DEFAULT_SIDE, data_url, user_message
 from mmbright_core.llm.prompts import Prompt
@@ -109,6 +111,15 @@ def rewrite_task(
     sent = [a for a in asked if a.messages is not None]
     replies = iter(client.complete_all([a.messages or () for a in sent], desc="rewrite"))
     answers = {id(a): next(replies) for a in sent}
+    problems = [reply.problem for reply in answers.values()]
+    if problems and None not in problems:
+        warnings.warn(
+            f"every answer of {client.endpoint} (model {client.model!r}) was unusable: the "
+            f"{len(problems)} queries asked keep their own text; the first: "
+            + cut(str(problems[0])),
+            InputWarning,
+            stacklevel=2,
+        )
     shared = rewrite_settings(source, task, prompt, client, image_policy, side)
     return [_record(shared, a, prompt, answers.get(id(a))) for a in asked]
 

@@ -10,20 +10,21 @@ domain every answer is cached as soon as it is given (:mod:`mmbright_core.rerank
 resumed job asks nothing twice; an unusable answer is not kept, so a rerun asks that query again.
 Each domain also gets ``rerank.json``: the reranker's own scores (of the candidates it
 ranked) and the problem of every query whose answer was unusable (kept in first-stage
-order).
+order); a domain where every answer was unusable is warned of (an ``InputWarning``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tqdm.auto import tqdm
 
 from mmbright_core.data.sources import Source
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, InputWarning, cut
 from mmbright_core.ranking import ranked
 from mmbright_core.rerank.answers import checked_order, reranked_run
 from mmbright_core.rerank.base import (
@@ -108,6 +109,15 @@ class RerankStage:
             recorded[question.query_id] = _recorded(answer, problem, candidates)
             found[question.query_id] = reranked_run(ranking, order)
         self._answers[data.domain] = recorded
+        problems = [answer["problem"] for answer in recorded.values()]
+        if problems and None not in problems:
+            warnings.warn(
+                f"every answer of the reranker {self.reranker.name!r} on {data.domain} was "
+                f"unusable: its {len(problems)} queries keep their first-stage order; the "
+                f"first: {cut(str(problems[0]))}",
+                InputWarning,
+                stacklevel=2,
+            )
         return found
 
     def records(self, data: TaskData, source: ImageStore | None) -> dict[str, str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import json
+import math
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -253,6 +254,13 @@ class RunConfig:
                 source,
                 "an object of the retriever's settings",
                 json_kind(options),
+            )
+        scale = options.get("score_scale", 1.0)
+        if not _is_kind(scale, (int, float)) or not 0 < scale < math.inf:
+            # What the cosine is multiplied by in the scores: 0, a negative number or a
+            # text would rebuild a retriever scoring 0, or in reverse, or not at all.
+            raise _not_a_config(
+                "bad option 'score_scale'", source, "a number above 0", json_kind(scale)
             )
         given["options"] = tuple(sorted(options.items()))
         return cls(**given)

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, cut
 from mmbright_core.retrieval.base import Retriever
 from mmbright_core.retrieval.dual.embedder import Embedder
 
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 ENTRY_POINT_GROUP = "mmbright.retrievers"
 #: Options the wrapper of an Embedder takes (when the factory does not take them itself).
 WRAPPER_OPTIONS = ("image_policy", "no_image", "cache_dir", "index", "cache_dtype", "batch_size")
+# What no ranking holds: the sentinel of a plugin answer found well formed.
+_NO_ANSWER = object()
 # Options that change where or how fast vectors are made, never which: not recorded.
 _UNRECORDED = frozenset({"cache_dir", "device"})
 
@@ -232,7 +234,19 @@ class PluginRetriever:
     def retrieve(self, data: Any, source: Any, k: int) -> dict[str, dict[str, float]]:
         """Rank with the plugin's retriever (its Embedder encoding, if it made one)."""
         with plugin_code(self.name, f"ranking {data.domain!r}"):
-            return self.inner.retrieve(data, source, k)
+            found = self.inner.retrieve(data, source, k)
+        answers = found.values() if isinstance(found, Mapping) else [found]
+        wrong = next((v for v in answers if not isinstance(v, Mapping)), _NO_ANSWER)
+        if wrong is not _NO_ANSWER:
+            kind = "None" if wrong is None else f"a {type(wrong).__name__}"
+            raise InputError(
+                f"the plugin {self.name!r} answered {kind} from retrieve"
+                + ("" if wrong is found else " for a query"),
+                expected="a dict of query id -> {doc id: score} (docs/plugins.md)",
+                found=cut(repr(wrong), 80),
+                hint="Return the ranking of every query it ranks as a dict of dicts.",
+            )
+        return dict(found)
 
     def __getattr__(self, attribute: str) -> Any:
         # Optional capabilities (Ray's corpus_jobs/batch_encoder, explain_scores) are the

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import typing
 from collections.abc import Callable
 from typing import Any
 
-from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.errors import InputError, UnknownNameError, cut
 from mmbright_core.retrieval.backends import BACKENDS, canonical_name
 from mmbright_core.retrieval.base import Rebuild, Retriever
 
@@ -146,7 +147,33 @@ def get_retriever(name: str, **options: Any) -> Retriever:
             expected=f"some of: {', '.join(sorted(accepted or ()))}",
             found=", ".join(f"{key}={given[key]!r}" for key in unknown),
         )
+    if name in BACKENDS:  # a plugin's factory checks its own options
+        _check_numbers(factory, given)
     return factory(**given)
+
+
+def _check_numbers(factory: Callable[..., Retriever], given: dict[str, Any]) -> None:
+    """Refuse a value that is not the number an option of ``factory`` is declared as.
+
+    ``--option k1=abc`` reaches a built-in backend as the text ``'abc'``: it failed inside
+    the backend with a traceback, and ``k1=NaN`` was used as given. (Options declared
+    ``int`` are each checked by their backend, with their least value.)
+
+    Raises:
+        InputError: A text, a boolean, NaN or an infinity for an option declared ``float``.
+    """
+    for param in inspect.signature(factory).parameters.values():
+        kinds = set(str(param.annotation).replace(" ", "").split("|")) - {"None"}
+        if param.name not in given or kinds != {"float"}:
+            continue
+        value = given[param.name]
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not (number and math.isfinite(value)):
+            raise InputError(
+                f"option {param.name} is not valid",
+                expected="a finite number",
+                found=cut(repr(value), 60),
+            )
 
 
 def _accepted_options(factory: Callable[..., Retriever]) -> set[str] | None:

@@ -7,6 +7,7 @@ quarter of the image, so the grid it prints must put its weight there.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from PIL import Image
 from mmbright_core.cli import main
 from mmbright_core.data.images import query_images
 from mmbright_core.data.sources import open_source
+from mmbright_core.io.json_shapes import json_kind
 from mmbright_core.io.official import read_outputs
 from mmbright_core.present.region_overlay import region_name
 
@@ -148,3 +150,26 @@ def test_mistakes_are_one_line_each(
     assert main([*refused, "--regions"]) == 2
     err = capsys.readouterr().err
     assert "imports the module 'corner_embedder'" in err and "--allow-import" in err
+
+
+@pytest.mark.parametrize("scale", ["abc", 0, -100])
+def test_a_score_scale_that_is_no_number_above_0_is_one_line(
+    corner_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], scale: object
+) -> None:
+    # A text ended in a traceback (float('abc')); 0 or a negative scale rebuilt a retriever
+    # scoring everything 0, or in reverse.
+    run = Path(shutil.copytree(corner_run, tmp_path / corner_run.name))
+    for path in run.rglob("config.json"):
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        stored["config"]["options"]["score_scale"] = scale
+        path.write_text(json.dumps(stored), encoding="utf-8")
+    wrong, _ = _wrong_and_relevant(run)
+    args = _explain(run, "--doc", wrong)
+    args[args.index("--cache-dir") + 1] = str(corner_run.parent.parent / "cache")
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "mmbright explain: error: not a run configuration: bad option 'score_scale'; "
+        f"expected a number above 0; found {json_kind(scale)}"
+    ), err
+    assert err.count("\n") == 1

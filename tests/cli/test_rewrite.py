@@ -338,3 +338,51 @@ def test_an_image_side_that_is_no_size_is_refused_before_any_request(
     assert "option image_side is not valid; expected a whole number of at least 1" in err
     assert len(err.strip().splitlines()) == 1
     assert chat_server.requests == [] and not (tmp_path / "q.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("option", "found"),
+    [
+        ("top_p=NaN", "option top_p is not valid; expected a number from 0 to 1; found nan"),
+        ("top_p=nan", "option top_p is not valid; expected a number from 0 to 1; found 'nan'"),
+        ("top_p=1.5", "option top_p is not valid; expected a number from 0 to 1; found 1.5"),
+        (
+            "temperature=Infinity",
+            "option temperature is not valid; expected a number of at least 0; found inf",
+        ),
+        (
+            "max_tokens=0",
+            "option max_tokens is not valid; expected a whole number of at least 1; found 0",
+        ),
+        ("stop=3", "option stop is not valid; expected a text, or a list of texts; found 3"),
+    ],
+)
+def test_sampling_options_the_chat_api_cannot_take_are_refused_before_any_request(
+    chat_server: OpenAIServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    option: str,
+    found: str,
+) -> None:
+    # top_p=NaN was sent as NaN and keyed the answer cache; a text went out as a text.
+    assert rewrite(chat_server, tmp_path, 1, "--domain", "gis", "--option", option) == 2
+    assert capsys.readouterr().err == f"mmbright rewrite: error: {found}\n"
+    assert chat_server.requests == [] and not (tmp_path / "q.jsonl").exists()
+
+
+def test_a_rewrite_whose_every_answer_was_unusable_warns_in_one_line(
+    chat_server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Every answer malformed: the set was written, each query its own text, and nothing said
+    # but a count at the end of the summary.
+    chat_server.faults = ["malformed"] * 50
+    assert rewrite(chat_server, tmp_path, 1, "--domain", "gis") == 0
+    asked = len(records(tmp_path / "q.jsonl"))
+    assert capsys.readouterr().err == (
+        f"mmbright rewrite: warning: every answer of {chat_server.url} (model {CHAT_MODEL!r}) "
+        f"was unusable: the {asked} queries asked keep their own text; the first: "
+        f"{chat_server.url} answered a malformed chat response (no choice)\n"
+    )
+    chat_server.faults = ["malformed"] * (asked - 1)  # one usable answer: no warning
+    assert rewrite(chat_server, tmp_path, 1, "--domain", "gis", "--option", "concurrency=1") == 0
+    assert "warning" not in capsys.readouterr().err

@@ -191,3 +191,14 @@ def test_a_rewrite_against_a_server_with_negative_counts_is_one_line(
     assert err.count("\n") == 1 and "Traceback" not in err
     assert "answered token counts that are not counts" in err and "-1000000" in err
     assert not (tmp_path / "q.jsonl").exists()
+
+
+def test_retries_0_one_at_a_time_sends_one_request_to_a_failing_endpoint() -> None:
+    # The pool's worker took the next queued request before the failure was seen: two
+    # requests went to an endpoint told to be tried once.
+    with serving() as server:
+        server.faults = ["500"] * 5
+        made = client(server.url, limits=Limits(retries=0, backoff=0.0, concurrency=1))
+        with pytest.raises(EndpointError, match=r"answered HTTP 500; found scripted 500"):
+            made.complete_all([asking(str(n)) for n in range(5)])
+    assert len(server.requests) == 1 and made.requests == 1

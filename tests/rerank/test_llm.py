@@ -389,3 +389,23 @@ def test_bright_refuses_task_3_and_a_bad_topk_in_one_line(
     assert main(["rerank", *args, "--task", "2", "--option", "topk=0"]) == 2
     assert "bad llm reranker option topk; expected a positive integer" in capsys.readouterr().err
     assert not chat_server.requests
+
+
+def test_a_domain_whose_every_answer_was_unusable_warns_in_one_line(
+    chat_server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The run was written in the first-stage order with exit status 0 and nothing said.
+    chat_server.faults = ["malformed"] * 500
+    folder = rerank(chat_server, tmp_path, "mode=listwise")
+    asked = len(read_outputs(FIRST).runs[DOMAIN])
+    recorded = json.loads((folder / DOMAIN / "rerank.json").read_text())["queries"]
+    problem = next(iter(recorded.values()))["problem"]
+    assert capsys.readouterr().err == (
+        f"mmbright rerank: warning: every answer of the reranker 'llm:{CHAT_MODEL}' on "
+        f"{DOMAIN} was unusable: its {asked} queries keep their first-stage order; the "
+        f"first: {problem}\n"
+    )
+    chat_server.faults = ["malformed"]  # one unusable answer among usable ones: no warning
+    chat_server.reply = reverse_window
+    rerank(chat_server, tmp_path, "mode=listwise", out="again")
+    assert "warning" not in capsys.readouterr().err

@@ -111,3 +111,21 @@ def test_the_hub_code_backend_answers_to_its_former_name():
     assert declared_tasks("remote") == declared_tasks("hub-code")
     assert rebuild_recipe("remote") is None is rebuild_recipe("hub-code")
     assert factory == "hub_code_retriever"
+
+
+@pytest.mark.parametrize(
+    ("option", "found"),
+    [
+        ("k1=abc", "option k1 is not valid; expected a finite number; found 'abc'"),
+        ("k1=NaN", "option k1 is not valid; expected a finite number; found nan"),
+        ("b=true", "option b is not valid; expected a finite number; found True"),
+    ],
+)
+def test_an_option_that_is_not_the_number_a_backend_takes_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, found: str
+) -> None:
+    # k1=abc reached BM25 as a text: a TypeError traceback ('<' between str and int).
+    args = ["run", "--source", "demo", "--task", "1", "--domain", "gis", "--retriever", "bm25"]
+    assert main([*args, "--option", option, "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err == f"mmbright run: error: {found}\n"
+    assert not (tmp_path / "o").exists()

@@ -201,6 +201,97 @@ def test_text_and_image_vectors_of_two_lengths_are_one_line_naming_both(
     sys.modules.pop("apart", None)
 
 
+HOSTILE = """
+import numpy as np
+
+from hashed_bow import HashedBow
+
+
+class Answering(HashedBow):
+    def __init__(self, answer):
+        super().__init__(16)
+        self.answer = answer
+
+    def encode_texts(self, texts, role):
+        return self.answer(len(texts), self.dim)
+
+
+def tiny():
+    return Answering(lambda n, d: np.full((n, d), 1e-50))
+
+
+def huge():
+    return Answering(lambda n, d: np.full((n, d), 1e38))
+
+
+def words():
+    return Answering(lambda n, d: [["0.5"] * d] * n)
+
+
+def ragged():
+    return Answering(lambda n, d: [[1.0] * (d - i % 2) for i in range(n)])
+
+
+def digits():
+    return Answering(lambda n, d: [[10**400] + [1.0] * (d - 1)] * n)
+
+
+class Ranking:
+    name, tasks = "ranking", frozenset({1, 2, 3, 4})
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    def label(self):
+        return "ranking"
+
+    def settings(self):
+        return {}
+
+    def retrieve(self, data, source, k):
+        return self.answer
+
+
+def none(cache_dir=None):
+    return Ranking(None)
+
+
+def listed(cache_dir=None):
+    return Ranking([["a1", "doc", 1.0]])
+"""
+
+
+@pytest.mark.parametrize(
+    ("factory", "said"),
+    [
+        ("tiny", "returned a vector that is all zeros (as float32) for the text "),
+        ("huge", "returned a vector that has a length that overflows float32 (numbers near 1e38) "),
+        ("words", "returned vectors that are not rows of numbers; "),
+        ("ragged", "returned vectors that are not rows of numbers; "),
+        ("digits", "returned vectors that are not rows of numbers; "),
+        ("none", "answered None from retrieve; "),
+        ("listed", "answered a list from retrieve; "),
+    ],
+)
+def test_a_plugins_unusable_vectors_or_ranking_are_one_line_and_nothing_is_kept(
+    plugin_dir: Path, capsys: pytest.CaptureFixture[str], factory: str, said: str
+) -> None:
+    # Vectors 1e-50 (0 in float32) or 1e38 (the length overflows) would be scored as all
+    # zeros with exit status 0; texts, rows of two lengths, 401 digits and a ranking that is
+    # no mapping ended in a traceback.
+    (plugin_dir / "hostile_plugin.py").write_text(HOSTILE, encoding="utf-8")
+    spec = f"hostile_plugin:{factory}"
+    cache = plugin_dir / "cache"
+    args = ["run", "--source", "demo", "--task", "1", "--domain", "gis", "--retriever", spec]
+    assert main([*args, "--out", str(plugin_dir / "o"), "--cache-dir", str(cache)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"'{spec}'" in err and said in err, err
+    assert not list((plugin_dir / "o").rglob("*.json"))
+    assert not list(cache.rglob("*.npy"))
+    sys.modules.pop("hostile_plugin", None)
+
+
 @pytest.fixture
 def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """A distribution installed on sys.path that registers ``toy-plugin``."""

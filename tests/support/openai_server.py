@@ -9,6 +9,9 @@ recomputes every score from the formula. Faults are scripted per request, in ord
 ``fixed_size`` is set. Answers that break the schema: ``same_index`` (every ``index`` 0),
 ``null_index``, ``text_in_vector`` (a string among the numbers), ``zeros`` (all-zero
 vectors), ``no_vector`` (empty ones), ``resized`` (vectors 4 longer than the others);
+numbers no float32 vector can score: ``tiny_values`` (every number 1e-50, 0 in float32),
+``huge_values`` (every number 1e38: the length overflows) and ``long_number`` (a number of
+401 digits first);
 ``reversed`` answers the items last first, each with its right ``index``.
 Bodies that break HTTP or JSON, on any route: ``invalid_json``, ``nested_json`` (200,000
 opened lists), ``hostile_error`` (a 500 whose message holds ANSI escapes and U+202E),
@@ -199,6 +202,10 @@ def _item(index: int, vector: np.ndarray, encoding: str | None) -> dict[str, Any
     return {"object": "embedding", "index": index, "embedding": embedding}
 
 
+#: The faults whose vectors repeat one number: none has a direction once in float32.
+FILLS = {"zeros": 0.0, "tiny_values": 1e-50, "huge_values": 1e38}
+
+
 def _broken(data: list[dict[str, Any]], fault: str | None) -> list[dict[str, Any]]:
     # The schema faults of an embeddings answer (the module's docstring lists them).
     if fault == "reversed":
@@ -211,8 +218,10 @@ def _broken(data: list[dict[str, Any]], fault: str | None) -> list[dict[str, Any
             item["index"] = None
         elif fault == "text_in_vector":
             item["embedding"] = [*vector[:-1], "0.5"]
-        elif fault == "zeros":
-            item["embedding"] = [0.0] * len(vector)
+        elif fault in FILLS:
+            item["embedding"] = [FILLS[fault]] * len(vector)
+        elif fault == "long_number":
+            item["embedding"] = [10**400, *vector[1:]]
         elif fault == "no_vector":
             item["embedding"] = []
         elif fault == "resized" and number == 0:

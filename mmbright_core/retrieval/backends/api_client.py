@@ -19,6 +19,7 @@ checked before anything is sent.
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -46,6 +47,7 @@ from mmbright_core.retrieval.backends.endpoint_errors import (
     retry_after,
 )
 from mmbright_core.retrieval.base import require
+from mmbright_core.retrieval.cache.verify import length_problem
 
 #: The environment variable the key is read from unless ``api_key_env`` names another.
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -158,18 +160,30 @@ def check_endpoint(url: str) -> str:
     """Return ``url`` if it is an http(s) base URL with nothing but a host, port and path.
 
     A user name or password would be sent as HTTP Basic credentials in place of the key, and
-    a query or fragment breaks every path the API appends; neither is ever shown back.
+    a query or fragment breaks every path the API appends; neither is ever shown back. A
+    control character or a blank (a CR/LF) and a port that is no number from 1 to 65535
+    would fail inside the HTTP library.
 
     Raises:
-        EndpointError: Another scheme, no host, credentials, a query or a fragment.
+        EndpointError: Another scheme, no host, credentials, a query, a fragment, a control
+            character or a blank, or a malformed port or host.
     """
-    parts = urlsplit(url)
-    problems = [
+    problems = []
+    if any(char.isspace() or not char.isprintable() for char in url):
+        problems.append("a control character or a blank")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # a port out of range or not a number, a broken [IPv6] host
+        problems.append("a port that is no number from 1 to 65535, or a malformed host")
+        parts, port = urlsplit("http://host"), None
+    problems += [
         what
         for what, found in (
             ("a user name or password", parts.username is not None or parts.password is not None),
             ("a query", bool(parts.query) or url.rstrip("#").endswith("?")),
             ("a fragment", bool(parts.fragment)),
+            ("the port 0", port == 0),
         )
         if found
     ]
@@ -177,13 +191,21 @@ def check_endpoint(url: str) -> str:
         problems.insert(0, "no http or https scheme and host")
     if problems:
         raise EndpointError(
-            f"the endpoint {public_endpoint(url)} holds {' and '.join(problems)}",
+            f"the endpoint {_shown_endpoint(url)} holds {' and '.join(problems)}",
             expected="an http(s) base URL with a host and a path only, such as "
             "https://api.openai.com/v1",
             hint="The key goes in the environment variable named by --option api_key_env; "
             "Azure OpenAI serves such a URL at https://RESOURCE.openai.azure.com/openai/v1.",
         )
     return url
+
+
+def _shown_endpoint(url: str) -> str:
+    # What may be shown of an endpoint refused: never its user info, query or fragment.
+    try:
+        return public_endpoint(url) if url.isprintable() else show(_SECRETS.sub("", url))
+    except ValueError:  # unparsed: the text before any user info, query or fragment
+        return show(_SECRETS.sub("", url))
 
 
 def batches(texts: Sequence[str], limits: Limits) -> Iterator[tuple[int, int]]:
@@ -256,15 +278,28 @@ class EndpointClient:
         self.sleep = sleep
         self.requests = self.retried = 0
         self._lock = threading.Lock()
+        self._failed: EndpointError | None = None
 
     def call(self, send: Callable[[], T]) -> T:
         """Return ``send()``, tried again as the limits allow.
+
+        Once a request has failed for good, no other is sent: every later call (one a
+        thread had queued meanwhile) raises the same error unsent, so ``retries=0`` and
+        one request at a time send one request to an endpoint that fails.
 
         Raises:
             EndpointError: The server refused the key or the model, stayed unreachable or
                 kept failing after the retries (or ``send`` found the answer malformed).
             RequestBudgetError: The request budget was spent before an answer came.
         """
+        try:
+            return self._attempts(send)
+        except EndpointError as err:
+            with self._lock:
+                self._failed = self._failed or err
+            raise
+
+    def _attempts(self, send: Callable[[], T]) -> T:
         errors = self.openai
         for attempt in range(self.limits.retries + 1):
             self._spend()
@@ -278,6 +313,13 @@ class EndpointClient:
                     found=f"{type(err).__name__}: {err}",
                     hint="Check that --endpoint is the API's base URL (ending in /v1 for "
                     "most servers) and that the server speaks OpenAI's API.",
+                ) from None
+            except OverflowError as err:  # the openai library's, on a number of 401 digits
+                raise EndpointError(
+                    f"{self.endpoint} (model {self.model!r}) answered a number no float holds",
+                    found=f"{type(err).__name__}: {err}",
+                    hint="Check that the server speaks OpenAI's API; nothing of this answer "
+                    "is kept.",
                 ) from None
             except (errors.APIConnectionError, errors.APIStatusError) as err:
                 if not self._retryable(err) or attempt == self.limits.retries:
@@ -294,6 +336,8 @@ class EndpointClient:
     def _spend(self) -> None:
         budget = self.limits.max_requests
         with self._lock:
+            if self._failed is not None:
+                raise self._failed
             if budget is None or self.requests < budget:
                 self.requests += 1
                 return
@@ -405,7 +449,16 @@ class EmbeddingClient(EndpointClient):
         if len(sizes) > 1:
             raise self._malformed(": its vectors differ in size", "one size", f"sizes {sizes}")
         self._check_size(sizes[0])
-        return np.asarray(rows, dtype=np.float32)
+        vectors = np.asarray(rows, dtype=np.float32)
+        found = length_problem(vectors)
+        if found is not None:
+            number, problem, _ = found
+            raise self._malformed(
+                f": vector {number} {problem}",
+                "a vector with a direction (one of no length scores 0 against everything)",
+                hint="Check the model and what was sent; nothing of this answer is kept.",
+            )
+        return vectors
 
     def _check_row(self, number: int, row: Any) -> None:
         if not isinstance(row, list):
@@ -416,12 +469,6 @@ class EmbeddingClient(EndpointClient):
         wrong = next((x for x in row if type(x) not in (float, int)), _NONE)
         if wrong is not _NONE:
             raise self._malformed(f": vector {number} holds {_quote(wrong)}", "numbers")
-        if not any(row):
-            raise self._malformed(
-                f": vector {number} is all zeros",
-                "a vector with a direction (an all-zero one scores 0 against everything)",
-                hint="Check the model and what was sent; nothing of this answer is kept.",
-            )
 
     def _check_size(self, size: int) -> None:
         if self.size is None:
@@ -456,6 +503,8 @@ class EmbeddingClient(EndpointClient):
 
 
 _NONE = object()
+# The parts of a URL that may hold secrets: user info, a query, a fragment.
+_SECRETS = re.compile(r"(?<=//)[^/?#]*@|[?#].*", re.DOTALL)
 
 
 def _quote(value: object) -> str:

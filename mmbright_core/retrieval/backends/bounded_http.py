@@ -9,9 +9,11 @@ through the ``httpx`` client :func:`bounded_client` makes, which holds each answ
   so the bytes counted are the bytes kept (a small gzip body may expand a thousandfold).
 - a time: ``timeout`` is the whole request's, from connecting to the answer's last byte,
   not httpx's per-read timeout (a server sending one byte a second never times out a read).
-  Each step (connecting, sending, the wait for the headers, each read) is given what is
-  left of it, and the body is read against the same deadline: an answer still arriving
-  then is dropped at its next byte and counts as a timeout (retried as one).
+  Every read and write of the connection's socket is given what is left of the request's
+  time, and none starts once it is spent: a status line or headers trickled a byte at a
+  time, or ``102 Processing`` interim answers sent without end (httpcore reads past each),
+  end at the deadline like a slow body. An answer still arriving then is dropped at its
+  next byte and counts as a timeout (retried as one).
 
 Redirects are not followed: a redirect is answered as the HTTP status it is, and the key
 and inputs go to no other address than the endpoint given.
@@ -19,8 +21,9 @@ and inputs go to no other address than the endpoint given.
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 from mmbright_core.errors import EndpointError
@@ -32,8 +35,9 @@ from mmbright_core.retrieval.base import require
 #: ten times a full batch of 64 vectors of 3,072 numbers written as JSON.
 DEFAULT_MAX_ANSWER_BYTES = 64 << 20
 _DEADLINE = "mmbright.deadline"
-# The shortest wait handed to a socket: 0 would make it non-blocking, not a timeout.
-_LEAST_WAIT = 0.001
+# The deadline of the request each thread is sending (a request is sent and read in the
+# thread that asked for it); the connections' sockets read it before each read or write.
+_SENDING = threading.local()
 
 
 def bounded_client(timeout: float, max_bytes: int, what: str) -> Any:
@@ -48,6 +52,7 @@ def bounded_client(timeout: float, max_bytes: int, what: str) -> Any:
         MissingDependencyError: ``httpx`` is not installed.
     """
     httpx = require("httpx", what, "api")
+    httpcore = require("httpcore", what, "api")
 
     class Bounded(httpx.SyncByteStream):  # type: ignore[name-defined]
         """An answer's body, read against the request's deadline and the byte cap."""
@@ -71,8 +76,8 @@ def bounded_client(timeout: float, max_bytes: int, what: str) -> Any:
 
     def on_request(request: Any) -> None:
         deadline = time.monotonic() + timeout
+        _SENDING.deadline = deadline
         request.extensions[_DEADLINE] = deadline
-        request.extensions["timeout"] = Remaining(request.extensions.get("timeout", {}), deadline)
         request.headers["Accept-Encoding"] = "identity"
 
     def on_response(response: Any) -> None:
@@ -87,29 +92,79 @@ def bounded_client(timeout: float, max_bytes: int, what: str) -> Any:
             )
         response.stream = Bounded(response.stream, response)
 
+    transport = httpx.HTTPTransport()
+    # httpx takes no network backend of its own; its pool (httpcore's) does.
+    pool = transport._pool
+    pool._network_backend = _deadline_backend(httpcore, pool._network_backend)
     return httpx.Client(
         timeout=timeout,
         follow_redirects=False,
+        transport=transport,
         event_hooks={"request": [on_request], "response": [on_response]},
     )
 
 
-class Remaining(dict[str, Any]):
-    """httpcore's per-step timeouts, each cut to what is left before the deadline.
+def _deadline_backend(httpcore: Any, inner: Any) -> Any:
+    """``inner`` (httpcore's network backend), its sockets bound by the request's deadline."""
 
-    httpcore reads the ``timeout`` extension when a step starts (connecting, writing, the
-    wait for the headers, the body): each then waits at most what is left of the request.
-    """
+    def left(timeout: float | None, late: type[Exception]) -> float | None:
+        # What is left of the request's time (at most ``timeout``); ``late`` once it is spent.
+        deadline = getattr(_SENDING, "deadline", None)
+        if deadline is None:
+            return timeout
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise late("the request's time was spent before its answer was read")
+        return remaining if timeout is None else min(timeout, remaining)
 
-    def __init__(self, given: Mapping[str, Any], deadline: float) -> None:
-        super().__init__(given)
-        self.deadline = deadline
+    class Stream(httpcore.NetworkStream):
+        """A connection whose every read and write ends by the request's deadline."""
 
-    def get(self, key: str, default: Any = None) -> Any:
-        """Return the step's timeout, at most the time left (at least a millisecond)."""
-        left = max(_LEAST_WAIT, self.deadline - time.monotonic())
-        value = super().get(key, default)
-        return left if value is None else min(float(value), left)
+        def __init__(self, stream: Any) -> None:
+            self.stream = stream
+
+        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            return self.stream.read(max_bytes, left(timeout, httpcore.ReadTimeout))
+
+        def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            self.stream.write(buffer, left(timeout, httpcore.WriteTimeout))
+
+        def close(self) -> None:
+            self.stream.close()
+
+        def start_tls(
+            self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+        ) -> Any:
+            wait = left(timeout, httpcore.ConnectTimeout)
+            return Stream(self.stream.start_tls(ssl_context, server_hostname, wait))
+
+        def get_extra_info(self, info: str) -> Any:
+            return self.stream.get_extra_info(info)
+
+    class Backend(httpcore.NetworkBackend):
+        """``inner``, handing out connections bound by the request's deadline."""
+
+        def connect_tcp(
+            self,
+            host: str,
+            port: int,
+            timeout: float | None = None,
+            local_address: str | None = None,
+            socket_options: Any = None,
+        ) -> Any:
+            wait = left(timeout, httpcore.ConnectTimeout)
+            return Stream(inner.connect_tcp(host, port, wait, local_address, socket_options))
+
+        def connect_unix_socket(
+            self, path: str, timeout: float | None = None, socket_options: Any = None
+        ) -> Any:
+            wait = left(timeout, httpcore.ConnectTimeout)
+            return Stream(inner.connect_unix_socket(path, wait, socket_options))
+
+        def sleep(self, seconds: float) -> None:
+            inner.sleep(seconds)
+
+    return Backend()
 
 
 def too_large(url: object, max_bytes: int) -> EndpointError:

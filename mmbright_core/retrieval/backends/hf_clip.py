@@ -92,6 +92,20 @@ def features(output: Any) -> Any:
     return getattr(output, "pooler_output", output)
 
 
+def text_length(tokenizer: Any, config: Any) -> int:
+    """The tokens a text keeps: the tokenizer's ``model_max_length``, within the model's.
+
+    A tokenizer that sets no length reports transformers' placeholder (1e30), which its
+    truncation cannot take: the text model's position count (``max_position_embeddings``,
+    77 for CLIP) is what it can read, and is used in its place, as for a length past it.
+    """
+    positions = getattr(getattr(config, "text_config", None), "max_position_embeddings", None)
+    given: int = tokenizer.model_max_length
+    if positions is None or 0 < given <= positions:
+        return int(given)
+    return int(positions)
+
+
 class HFClipEmbedder(HFModel):
     """A CLIP or SigLIP model with its Hugging Face processor (fusion ``raw-mean``).
 
@@ -110,12 +124,12 @@ class HFClipEmbedder(HFModel):
         super().__init__(model, **common)
         load_transformers()  # a missing extra is said first
         torch_dtype(self.dtype)
-        self.family = str(self.pretrained("AutoConfig").model_type)
+        config = self.pretrained("AutoConfig")
+        self.family = str(config.model_type)
         if self.family not in FAMILIES:
             raise UnknownNameError("CLIP-style model family", self.family, FAMILIES)
         self.processor = self.pretrained("AutoProcessor")
-        tokenizer = self.processor.tokenizer
-        self.max_length = int(max_length or tokenizer.model_max_length)
+        self.max_length = int(max_length or text_length(self.processor.tokenizer, config))
         self.task: int | None = None
 
     def bind(self, task: int | None, domain: str | None) -> None:

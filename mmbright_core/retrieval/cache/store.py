@@ -138,6 +138,7 @@ class EmbeddingCache:
         dtype: How vectors are stored: ``float32`` (the official caches' precision) or
             ``float16`` (half the disk; rounds scores, may reorder near-ties). It joins the
             settings, so the two never share a folder.
+        source: What makes the vectors, for messages (None: the model the settings name).
     """
 
     def __init__(
@@ -146,8 +147,10 @@ class EmbeddingCache:
         settings: Mapping[str, Any],
         shard_size: int = _SHARD_SIZE,
         dtype: str = "float32",
+        source: str | None = None,
     ) -> None:
         self.settings = {**settings, "dtype": check_dtype(dtype)}
+        self.source = source
         self.dtype = stored_dtype(self.settings)
         self.folder = None if root is None else root / "embeddings" / settings_key(self.settings)
         self.shard_size = shard_size
@@ -258,7 +261,9 @@ class EmbeddingCache:
             for start in range(0, len(keys), batch_size):
                 given = items[start : start + batch_size]
                 answer = encode_batch(given)
-                checked = checked_batch(answer, given, self.dtype, self.settings, self._dim)
+                checked = checked_batch(
+                    answer, given, self.dtype, self.settings, self._dim, self.source
+                )
                 self._dim = checked.shape[1]  # every later batch and shard has this size
                 pending.extend(checked)
                 pending_keys.extend(keys[start : start + batch_size])

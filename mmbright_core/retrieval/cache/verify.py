@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from mmbright_core.errors import InputError, printable, show
+from mmbright_core.errors import InputError, cut, printable, show
 
 LOG = logging.getLogger("mmbright")
 _BLOCK = 4 << 20
@@ -209,12 +209,72 @@ def check_finite(
     )
 
 
+def float_rows(answer: Any, who: str) -> np.ndarray:
+    """Return an encoder's answer as a float32 array, if it is an array of numbers.
+
+    Numbers past float32's range become infinities here, refused by :func:`check_finite`.
+
+    Args:
+        answer: What the encoder returned (array-like).
+        who: What returned it (``the retriever 'mod:make'``), for the message.
+
+    Raises:
+        InputError: Texts, rows of two lengths, a number no float holds (401 digits), or
+            anything else that is not an array of numbers.
+    """
+    try:
+        raw = np.asarray(answer)
+        problem = None if raw.dtype.kind in "fiu" else f"an array of {raw.dtype}"
+    except (TypeError, ValueError) as err:  # rows of two lengths
+        problem = f"{type(err).__name__}: {err}"
+    if problem is None:
+        with np.errstate(over="ignore"):
+            return raw.astype(np.float32)
+    raise InputError(
+        f"{who} returned vectors that are not rows of numbers",
+        expected="one row of numbers per input, every row of one length",
+        found=cut(problem, 200),
+        hint="nothing of this batch was cached",
+    )
+
+
+def length_problem(vectors: np.ndarray) -> tuple[int, str, int] | None:
+    """The first row of ``vectors`` with no direction once scored, what it is, how many are.
+
+    Vectors are scored in float32 after scaling to unit length: a row whose float32 length
+    is 0 (all zeros, or numbers such as 1e-50 that float32 holds as 0 or whose squares
+    vanish) or overflows (numbers near 1e38, whose squares pass float32's largest) would
+    become all zeros and score 0 against everything.
+
+    Returns:
+        ``(row, problem, count)``: the first such row, what is wrong with it (``is all
+        zeros``...), and how many rows are so; None when every row has a finite length
+        above 0.
+    """
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        lengths = np.linalg.norm(np.asarray(vectors, dtype=np.float32), axis=-1)
+    bad = np.flatnonzero(~(np.isfinite(lengths) & (lengths > 0)))
+    if not len(bad):
+        return None
+    row = int(bad[0])
+    if not np.isfinite(vectors[row]).all():
+        problem = "holds NaN or an infinity"
+    elif np.isinf(lengths[row]):
+        problem = "has a length that overflows float32 (numbers near 1e38)"
+    elif np.any(vectors[row]):
+        problem = "has a length of 0 in float32 (numbers too small for float32)"
+    else:
+        problem = "is all zeros (as float32)"
+    return row, problem, len(bad)
+
+
 def checked_batch(
     answer: Any,
     items: Sequence[object],
     dtype: np.dtype[Any],
     settings: Mapping[str, Any],
     width: int | None = None,
+    source: str | None = None,
 ) -> np.ndarray:
     """Return an encoder's answer for ``items`` cast to the stored ``dtype``, once it passes.
 
@@ -224,14 +284,16 @@ def checked_batch(
         dtype: The dtype the cache stores.
         settings: The encoder's cache settings (they name the model).
         width: The size of the vectors the cache holds already, if it holds any.
+        source: What made the vectors, for the messages (None: the model the settings name).
 
     Raises:
-        InputError: Not one ``(n, dim)`` row per item, rows of another size than ``width``
-            (stored, they would make the cache's good shards look damaged), or a row holding
-            NaN or an infinity after the cast (the message names the model and that row's
-            input).
+        InputError: Not one ``(n, dim)`` row of numbers per item, rows of another size than
+            ``width`` (stored, they would make the cache's good shards look damaged), or a
+            row holding NaN or an infinity after the cast, or of no length once scored
+            (:func:`length_problem`); the message names the source and that row's input.
     """
-    vectors = np.asarray(answer)
+    who = source or f"the model {model_name(settings)}"
+    vectors = float_rows(answer, who)
     if vectors.ndim != 2 or vectors.shape[0] != len(items):
         raise InputError(
             "encoder returned a wrong number of vectors",
@@ -248,6 +310,15 @@ def checked_batch(
     with np.errstate(over="ignore"):  # an overflow to float16 is refused below
         stored = vectors.astype(dtype)
     check_finite(stored, settings, lambda row: describe_item(items[row]))
+    found = length_problem(stored)
+    if found is not None:
+        row, problem, count = found
+        raise InputError(
+            f"{who} returned a vector that {problem} for {describe_item(items[row])}",
+            expected="vectors with a direction (one of no length scores 0 against everything)",
+            found=f"{count} of {len(stored)} vectors of the batch so",
+            hint="Check the model and what it was given; nothing of this batch was cached",
+        )
     return stored
 
 

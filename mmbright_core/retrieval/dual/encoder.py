@@ -44,6 +44,7 @@ from mmbright_core.retrieval.cache.store import (
     content_key,
     default_cache_dir,
 )
+from mmbright_core.retrieval.cache.verify import float_rows
 from mmbright_core.retrieval.dual.embedder import Embedder, JointEmbedder, Role, bind
 from mmbright_core.retrieval.dual.fusion import Fusion, get_fusion
 from mmbright_core.retrieval.explanation import (
@@ -290,6 +291,11 @@ class DualEncoderRetriever:
         with self.bound(question.data):
             return explain_fusion(self, question)
 
+    @property
+    def source(self) -> str:
+        """What makes the vectors, for messages: the retriever (a plugin's spec) and model."""
+        return f"the retriever {self.name!r} (embedder {self.embedder.name!r})"
+
     def _cache(self, modality: str, role: Role) -> EmbeddingCache:
         custom = getattr(self.embedder, "cache_settings", None)
         settings: Mapping[str, Any] = (
@@ -300,7 +306,9 @@ class DualEncoderRetriever:
         # An embedder whose answers are paid for writes after every request (api).
         shard = getattr(self.embedder, "cache_shard_size", None)
         sized = {} if shard is None else {"shard_size": int(shard)}
-        return EmbeddingCache(self.cache_root, dict(settings), dtype=self.cache_dtype, **sized)
+        return EmbeddingCache(
+            self.cache_root, dict(settings), dtype=self.cache_dtype, source=self.source, **sized
+        )
 
     def bind(self, task: int | None, domain: str | None) -> None:
         """Bind the embedder to a task and domain, if it takes them (``BoundEmbedder``).
@@ -324,7 +332,7 @@ class DualEncoderRetriever:
 
     def embed_texts(self, texts: Sequence[str], role: Role = "document") -> np.ndarray:
         """Embed one batch of texts, uncached: the embedder's raw float32 vectors."""
-        return np.asarray(self.embedder.encode_texts(list(texts), role), dtype=np.float32)
+        return float_rows(self.embedder.encode_texts(list(texts), role), self.source)
 
     def embed_images(self, images: Sequence[Image.Image], role: Role = "document") -> np.ndarray:
         """Embed one batch of images, uncached: the embedder's raw float32 vectors.
@@ -332,7 +340,7 @@ class DualEncoderRetriever:
         ``images`` may be :class:`LazyImages`, passed on as they are: the embedder decodes
         them one at a time as it preprocesses them.
         """
-        return np.asarray(self.embedder.encode_images(images, role), dtype=np.float32)
+        return float_rows(self.embedder.encode_images(images, role), self.source)
 
     def encode_texts(self, texts: Sequence[str], role: Role = "document") -> np.ndarray:
         """Return raw float32 text vectors for ``role``, cached by content."""
@@ -367,7 +375,7 @@ class DualEncoderRetriever:
         def batch(chunk: list[tuple[str, Image.Image | None]]) -> np.ndarray:
             pairs = list(zip(*chunk, strict=True))
             out = embedder.encode_joint(list(pairs[0]), list(pairs[1]), role)
-            return np.asarray(out, dtype=np.float32)
+            return float_rows(out, self.source)
 
         cache = self._cache("joint", role)
         return cache.encode(items, keys, batch, self.batch_size, desc="joint")

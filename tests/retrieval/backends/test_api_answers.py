@@ -87,6 +87,35 @@ def test_a_batch_that_fails_a_check_is_never_cached(
     assert kept <= shards(tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        ("tiny_values", "vector 0 is all zeros (as float32)"),
+        ("huge_values", "vector 0 has a length that overflows float32 (numbers near 1e38)"),
+        ("long_number", None),
+    ],
+)
+def test_vectors_float32_cannot_score_are_one_line_and_never_cached(
+    server: OpenAIServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    fault: str,
+    said: str | None,
+) -> None:
+    # Numbers JSON carries but no float32 vector can score: 1e-50 is 0 in float32, the length
+    # of numbers near 1e38 overflows (both would be scored as all zeros), 401 digits no float
+    # holds. The second request's answer carries them: only the first batch is kept.
+    server.faults = ["", fault]
+    assert run_api(server.url, tmp_path) == 2
+    err = one_line(capsys.readouterr().err)
+    if said is None:  # no float holds it: the openai library cannot read the answer
+        said = f"{server.url} (model {MODEL!r}) answered a number no float holds"
+    else:
+        said = f"{server.url} answered a malformed embeddings response: {said}"
+    assert err.startswith(f"mmbright run: error: {said}"), err
+    assert len(shards(tmp_path)) == 1
+
+
 def test_a_size_that_changes_between_answers_stops_and_the_rerun_keeps_good_shards(
     server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -179,3 +208,26 @@ def test_a_servers_hostile_error_text_reaches_the_terminal_escaped(
     assert "\x1b" not in err and "\x07" not in err and "\u202e" not in err
     assert "model \\x1b[31mred\\x1b]0;owned\\x07 \\u202eevil" in err
     assert printable(HOSTILE) in err
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "shown", "holds"),
+    [
+        ("http://127.0.0.1:99999/v1", "'http://127.0.0.1:99999/v1'", "a port that is no number"),
+        (
+            "http://127.0.0.1:8000/v1\r\nX-Evil: 1",
+            r"'http://127.0.0.1:8000/v1\r\nX-Evil: 1'",
+            "a control character or a blank",
+        ),
+        ("http://user:s3cret@127.0.0.1:-1/v1", "'http://127.0.0.1:-1/v1'", "a port that is no"),
+        ("http://[::1/v1?key=s3cret", "'http://[::1/v1'", "a port that is no number"),
+    ],
+)
+def test_an_endpoint_with_a_control_character_or_no_port_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], endpoint: str, shown: str, holds: str
+) -> None:
+    # Each was a traceback from urllib or httpx (ValueError: Port out of range 0-65535).
+    assert run_api(endpoint, tmp_path) == 2
+    err = one_line(capsys.readouterr().err)
+    assert err.startswith(f"mmbright run: error: the endpoint {shown} holds {holds}"), err
+    assert "s3cret" not in err and not (tmp_path / "out").exists()

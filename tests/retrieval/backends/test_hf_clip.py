@@ -11,6 +11,7 @@ split exactly into its text and image parts.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -95,3 +96,23 @@ def test_task2_scores_are_the_official_fusion_and_split_after_a_rebuild(
         found = explained[doc_id]
         assert isinstance(found, FusionAttribution)
         assert found.text_part + found.image_part == pytest.approx(score, abs=1e-3)
+
+
+@pytest.mark.parametrize("family", ["clip", "siglip"])
+def test_a_tokenizer_without_a_length_truncates_at_the_models_positions(
+    tiny_hf: dict[str, Path], tmp_path: Path, family: str
+) -> None:
+    # A tokenizer that sets no model_max_length reports transformers' 1e30 placeholder: the
+    # tokenizer's truncation overflowed (OverflowError: int too big to convert).
+    folder = Path(shutil.copytree(tiny_hf[family], tmp_path / family))
+    config = folder / "tokenizer_config.json"
+    settings = json.loads(config.read_text(encoding="utf-8"))
+    del settings["model_max_length"]
+    config.write_text(json.dumps(settings), encoding="utf-8")
+    out = tmp_path / "out"
+    args = ["run", "--source", "demo", "--task", "1", "--domain", DOMAIN, "--retriever", "hf"]
+    model = ["--model", str(folder), "--device", "cpu", "--cache-dir", str(tmp_path / "cache")]
+    assert main([*args, *model, "--out", str(out)]) == 0
+    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
+    stored = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+    assert stored["config"]["truncation"] == 77  # the text model's max_position_embeddings
