@@ -100,7 +100,9 @@ class OutputBusyError(InputError):
         self.target = target
         self.holder = holder
         lead = "is being written by another job"
-        said = holder.describe(QUOTE_LIMIT - len(lead) - 3) if holder else "not yet recorded"
+        said = (
+            holder.describe(QUOTE_LIMIT - len(lead) - 3) if holder else "its record not written yet"
+        )
         super().__init__(f"{lead} ({said})", source=str(target), hint=advice)
 
 

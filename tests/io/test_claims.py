@@ -138,3 +138,20 @@ def test_jobs_racing_for_one_claim_hold_it_one_at_a_time(tmp_path: Path):
     for thread in threads:
         thread.join(timeout=120)
     assert most == [1] and not lock_path(target).exists()
+
+
+def test_a_holder_that_has_not_written_its_record_yet_is_still_refused(tmp_path: Path):
+    import fcntl
+
+    target = tmp_path / "run_t2t_bm25"
+    fd = os.open(lock_path(target), os.O_RDWR | os.O_CREAT)  # locked, nothing written yet
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with pytest.raises(OutputBusyError) as refused, claimed(target):
+            pass
+        assert refused.value.holder is None
+        assert str(refused.value).startswith(
+            f"{target}: is being written by another job (its record not written yet). Wait"
+        )
+    finally:
+        os.close(fd)
