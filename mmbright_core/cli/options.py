@@ -194,3 +194,38 @@ def task_settings(args: argparse.Namespace) -> dict[str, Any]:
     in one place as they are declared in one.
     """
     return {"domains": args.domains, "protocol": args.protocol, "negatives": args.negatives}
+
+
+WAIT_ADVICE = "Wait for it to end, pass --wait, or choose another --out"
+"""What a command refused by another job's claim on its output says to do."""
+
+
+def add_wait(parser: argparse.ArgumentParser | Any) -> None:
+    """Add ``--wait [SECONDS]``: wait for another job writing the same output, not refuse."""
+    parser.add_argument(
+        "--wait",
+        nargs="?",
+        type=_seconds,
+        const=None,
+        default=0.0,
+        metavar="SECONDS",
+        help="when another job is writing the same output, wait for it to end (at most "
+        "SECONDS, when given) and then go on, instead of stopping at once",
+    )
+
+
+def claimant(args: argparse.Namespace) -> Any:
+    """The :class:`~mmbright_core.io.claims.Claimant` of ``--wait``, for a command's output."""
+    from mmbright_core.io.claims import Claimant
+
+    return Claimant(wait=args.wait, advice=WAIT_ADVICE)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, found {text!r}")
+    return value

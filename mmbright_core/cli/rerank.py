@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from mmbright_core.cli.options import Command, add_command, add_task_options, task_settings
+from mmbright_core.cli.options import (
+    Command,
+    add_command,
+    add_task_options,
+    add_wait,
+    claimant,
+    task_settings,
+)
 
 RERANK_COMMAND = Command(
     "rerank",
@@ -53,6 +60,7 @@ def register(subparsers: Any) -> None:
         "--cache-dir", help="answer cache root (default: $MMBRIGHT_CACHE or ~/.cache/mmbright)"
     )
     parser.add_argument("--out", required=True, help="output root folder")
+    add_wait(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -93,6 +101,7 @@ def handle(args: argparse.Namespace) -> int:
         args.out,
         depth=args.depth,
         cache_dir=args.cache_dir,
+        claimant=claimant(args),
         **task_settings(args),
     )
     print("domain\tfirst stage\treranked")

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from mmbright_core.cli.options import Command, add_command, add_domains, add_source, add_task
+from mmbright_core.cli.options import (
+    Command,
+    add_command,
+    add_domains,
+    add_source,
+    add_task,
+    add_wait,
+    claimant,
+)
 
 REWRITE_COMMAND = Command(
     "rewrite",
@@ -57,6 +65,7 @@ def register(subparsers: Any) -> None:
         "--cache-dir", help="answer cache root (default: $MMBRIGHT_CACHE or ~/.cache/mmbright)"
     )
     parser.add_argument("--out", required=True, metavar="Q", help="the query set file to write")
+    add_wait(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -65,6 +74,7 @@ def handle(args: argparse.Namespace) -> int:
     from mmbright_core.cli.run import parse_options
     from mmbright_core.data.sources import open_source
     from mmbright_core.io.atomic import atomic_write_text
+    from mmbright_core.io.claims import claimed
     from mmbright_core.io.rewrites import query_set_text
     from mmbright_core.llm.images import DEFAULT_SIDE
     from mmbright_core.llm.options import chat_client
@@ -75,16 +85,19 @@ def handle(args: argparse.Namespace) -> int:
     prompt = get_prompt(args.prompt, args.combine)
     client = chat_client(args.llm, args.endpoint, options, args.cache_dir, prompt.parameters)
     side = int(options.get("image_side", DEFAULT_SIDE))
-    records = rewrite_task(
-        open_source(args.source),
-        args.task,
-        client,
-        prompt,
-        domains=args.domains,
-        image_policy=args.image_policy,
-        side=side,
-    )
-    atomic_write_text(args.out, query_set_text(records))
+    # The set is claimed for the whole job: two jobs writing it at once would each say
+    # "wrote" while the file held one of them (mmbright_core.io.claims).
+    with claimed(args.out, claimant(args)):
+        records = rewrite_task(
+            open_source(args.source),
+            args.task,
+            client,
+            prompt,
+            domains=args.domains,
+            image_policy=args.image_policy,
+            side=side,
+        )
+        atomic_write_text(args.out, query_set_text(records))
     problems = sum(1 for r in records if r["problem"] is not None)
     print(
         f"{len(records)} queries, {client.answered} asked, {client.from_cache} from the cache, "

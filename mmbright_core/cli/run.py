@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mmbright_core.cli.options import (
     Command,
     add_command,
     add_task_options,
+    add_wait,
+    claimant,
     declare_later,
     task_settings,
 )
@@ -19,6 +23,7 @@ from mmbright_core.errors import InputError, printable
 
 if TYPE_CHECKING:
     from mmbright_core.retrieval.catalogue.preset_run import Resolved
+    from mmbright_core.retrieval.runner.task_run import RunOutcome
 
 
 RUN_COMMAND = Command(
@@ -65,6 +70,7 @@ def declare_backend(parser: argparse.ArgumentParser) -> None:
         "is the set's; the set's hash and rewriting settings are recorded in config.json",
     )
     parser.add_argument("--out", required=True, help="output root folder")
+    add_wait(parser)
     parser.add_argument(
         "--mteb",
         action="store_true",
@@ -259,7 +265,17 @@ def handle(args: argparse.Namespace) -> int:
     source = open_source(args.source)
     if args.queries is not None:
         retriever = on_rewritten_queries(retriever, args.queries, args.task, source.name)
-    outcome = run_task(source, args.task, retriever, args.out, k=args.k, **task_settings(args))
+    written: list[Path] = []
+    outcome = run_task(
+        source,
+        args.task,
+        retriever,
+        args.out,
+        k=args.k,
+        claimant=claimant(args),
+        finish=_mteb_writer(args.task, written) if args.mteb else None,
+        **task_settings(args),
+    )
     for domain in outcome.domains:
         note = " (reused)" if domain.reused else ""
         print(f"{domain.domain}\tnDCG@10 {100 * domain.metrics['NDCG@10']:.1f}{note}")
@@ -276,10 +292,19 @@ def handle(args: argparse.Namespace) -> int:
         mean = sum(d.metrics["NDCG@10"] for d in every) / len(every)
         print(f"Avg.\tnDCG@10 {100 * mean:.1f}")
     print(f"wrote {outcome.task_dir}")
-    if args.mteb:
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+def _mteb_writer(task: int, written: list[Path]) -> Callable[[RunOutcome], None]:
+    """Write MTEB's predictions beside summary.json, while the run still claims the folder."""
+
+    def write(outcome: RunOutcome) -> None:
         from mmbright_core.io.mteb import write_mteb_predictions
 
         runs = {d.domain: d.run for d in outcome.domains}
-        path = write_mteb_predictions(outcome.task_dir, args.task, runs, outcome.config.to_dict())
-        print(f"wrote {path}")
-    return 0
+        config = outcome.config.to_dict()
+        written.append(write_mteb_predictions(outcome.task_dir, task, runs, config))
+
+    return write

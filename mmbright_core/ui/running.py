@@ -7,7 +7,9 @@ every folder and file it reads or writes against the server's data root. Cancell
 the page: Streamlit stops the script at its next call (the next progress step); finished
 domains stay on disk and are reused by the next run. A folder holding another
 configuration is never written into: the run goes to the next free ``<subdir>_<n>`` and the
-page says where and why.
+page says where and why. A folder another job is writing (a command in a shell, another
+session's run) is not written either: the page says which job holds it
+(:mod:`mmbright_core.io.claims`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 import streamlit as st
 
 from mmbright_core.errors import InputError, MMBrightError
+from mmbright_core.io.claims import Claimant
 from mmbright_core.io.recorded import config_differences
 from mmbright_core.retrieval import Retriever, get_retriever
 from mmbright_core.retrieval.catalogue.preset_run import Chosen, Resolved
@@ -30,6 +33,9 @@ from mmbright_core.ui.confine import Confinement, data_root
 from mmbright_core.ui.literal import literal
 
 MESSAGES_KEY = "run_page_messages"
+
+PAGE_JOB = "a run from the dashboard's Run page"
+"""What a run of this page is called in its output folder's claim (another job's refusal)."""
 
 OUTPUTS_ENV = "MMBRIGHT_OUTPUTS"
 """The variable naming the Run page's default output folder."""
@@ -249,6 +255,7 @@ def _run_with_progress(
             progress=show,
             guard=confinement.output_guard(),
             new_folder=True,  # never over another configuration; the page says where
+            claimant=Claimant(job=PAGE_JOB),  # another job writing there: refused, said
         )
     finally:  # an error leaves its message, not a bar stuck half-way (a cancel ends the run)
         bar.empty()

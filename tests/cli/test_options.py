@@ -106,3 +106,18 @@ def test_the_public_api_still_imports():
     assert "evaluate" in dir(mmbright_core)
     with pytest.raises(AttributeError):
         _ = mmbright_core.no_such_name
+
+
+@pytest.mark.parametrize("command", ["run", "rerank", "rewrite"])
+def test_wait_means_the_same_in_every_command_that_writes(command, capsys):
+    parser = subcommands()[command]
+    least = REQUIRED.get(command, ["--source", "demo", "--task", "1", "--llm", "m", "--out", "q"])
+    assert parser.parse_args(least).wait == 0  # refused at once unless told to wait
+    assert parser.parse_args([*least, "--wait"]).wait is None  # as long as it takes
+    assert parser.parse_args([*least, "--wait", "2.5"]).wait == 2.5
+    for bad in ("-1", "nan", "inf", "soon"):
+        with pytest.raises(SystemExit) as stopped:
+            parser.parse_args([*least, "--wait", bad])
+        assert stopped.value.code == 2
+        said = capsys.readouterr().err.splitlines()[-1]
+        assert said.endswith(f"argument --wait: expected a number of seconds, found '{bad}'")

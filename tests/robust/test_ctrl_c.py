@@ -8,7 +8,6 @@ domain is in progress, after the first one is written: no timing, no sleep.
 from __future__ import annotations
 
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from blocking_retriever import STOP_ENV
-from locations import ROOT, SUPPORT
+from held_jobs import job_env, wait_for_domain
 
 from mmbright_core.cli import INTERRUPTED, main
 
@@ -29,39 +28,19 @@ def _command(fixture_dir: Path, out: Path) -> list[str]:
     return [*command, "--domain", *DOMAINS]
 
 
-def _env(cache: Path, **extra: str) -> dict[str, str]:
-    path = os.pathsep.join([str(SUPPORT), str(ROOT), os.environ.get("PYTHONPATH", "")])
-    return {**os.environ, "PYTHONPATH": path, "MMBRIGHT_CACHE": str(cache), **extra}
-
-
-def _wait_for_domain(fifo: Path, process: subprocess.Popen[bytes], domain: str) -> None:
-    """Wait until the run says it is inside ``domain``; fail at once if it ends instead."""
-    # Opened read-write, the FIFO never blocks the opening nor reads as ended; the run's
-    # stderr becomes readable when it fails (or exits) before reaching the domain.
-    fd = os.open(fifo, os.O_RDWR)
-    try:
-        assert process.stderr is not None
-        readable, _, _ = select.select([fd, process.stderr], [], [], 120)
-        if fd not in readable:
-            _, err = process.communicate(timeout=60)
-            pytest.fail(f"the run never reached {domain}: {err.decode()[-2000:]}")
-        assert os.read(fd, 100) == f"{domain}\n".encode()
-    finally:
-        os.close(fd)
-
-
 @pytest.mark.timeout(300)
 def test_ctrl_c_mid_domain_is_one_line_keeps_finished_domains_and_resumes(
     fixture_dir: Path, tmp_path: Path
 ):
     out, ready = tmp_path / "out", tmp_path / "ready"
     os.mkfifo(ready)
-    env = _env(tmp_path / "cache", **{STOP_ENV: f"{DOMAINS[1]}:{ready}"})
+    env = job_env(tmp_path / "cache", **{STOP_ENV: f"{DOMAINS[1]}:{ready}"})
     process = subprocess.Popen(
         _command(fixture_dir, out), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
-    _wait_for_domain(ready, process, DOMAINS[1])
-    (task_dir,) = out.iterdir()
+    wait_for_domain(ready, process, DOMAINS[1])
+    # The job's claim (a .lock file) lies beside its folder while it runs.
+    (task_dir,) = [p for p in out.iterdir() if p.is_dir()]
     first = {p.name: p.read_bytes() for p in (task_dir / DOMAINS[0]).iterdir()}
     assert {"scores.json", "metrics.json", "config.json"} <= set(first)
     assert not (task_dir / DOMAINS[1] / "config.json").exists()  # in progress
@@ -73,7 +52,10 @@ def test_ctrl_c_mid_domain_is_one_line_keeps_finished_domains_and_resumes(
     assert {p.name: p.read_bytes() for p in (task_dir / DOMAINS[0]).iterdir()} == first
 
     rerun = subprocess.run(
-        _command(fixture_dir, out), env=_env(tmp_path / "cache"), capture_output=True, timeout=300
+        _command(fixture_dir, out),
+        env=job_env(tmp_path / "cache"),
+        capture_output=True,
+        timeout=300,
     )
     assert rerun.returncode == 0, rerun.stderr.decode()[-2000:]
     printed = rerun.stdout.decode()

@@ -25,15 +25,20 @@ from mmbright_core.errors import WriteError
 from mmbright_core.io.atomic import atomic_write_text
 
 SUBDIR = "run_t2t_bm25"
+# The first file a run writes: its claim beside the folder (io/claims.py), which a full disk
+# still takes (an empty file), then the folder's config.json.
+CLAIM, CONFIG = f".{SUBDIR}.lock", f"{SUBDIR}/config.json"
 _FAULTS = {
     "full": (
         "mount -t tmpfs -o size=64k tmpfs {mnt}"
         " && (head -c 1M /dev/zero > {mnt}/fill 2>/dev/null; true)",  # filled to the last byte
         "no space left on the device (ENOSPC). Free space on that disk",
+        CONFIG,
     ),
     "read-only": (
         "mount -t tmpfs -o ro tmpfs {mnt}",
         "the file system is read-only (EROFS). Mount it writable",
+        CLAIM,
     ),
 }
 
@@ -68,7 +73,7 @@ def test_a_full_or_read_only_disk_is_one_line_naming_the_file(
 ):
     mnt = tmp_path / "disk"
     mnt.mkdir()
-    mount, reason = _FAULTS[fault]
+    mount, reason, first = _FAULTS[fault]
     run = _run_command(fixture_dir, mnt / "out", tmp_path / "cache")
     # The disk only exists inside the namespace: look for temporary files there, before exit.
     script = f"{mount.format(mnt=shlex.quote(str(mnt)))} && {{ {run}; rc=$?; "
@@ -80,7 +85,7 @@ def test_a_full_or_read_only_disk_is_one_line_naming_the_file(
         timeout=300,
     )
     line = _one_line(result)
-    target = mnt / "out" / SUBDIR / "config.json"  # the first file a run writes
+    target = mnt / "out" / first  # the first file a run writes
     assert f"error: {target}: cannot write the file: {reason}" in line
     assert "or write elsewhere (mmbright run --out, MMBRIGHT_CACHE for the caches)." in line
     assert result.stdout == ""  # no temporary file left on the disk
@@ -94,7 +99,7 @@ def test_a_folder_without_write_permission_is_one_line(fixture_dir: Path, tmp_pa
         [*_unshare("--user"), "sh", "-c", run], capture_output=True, text=True, timeout=300
     )
     line = _one_line(result)
-    target = locked / "out" / SUBDIR / "config.json"
+    target = locked / "out" / CLAIM
     assert f"error: {target}: cannot write the file: permission denied (EACCES). " in line
     assert os.listdir(locked) == []
 

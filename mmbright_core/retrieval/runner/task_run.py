@@ -13,7 +13,10 @@ the folder's ``config.json`` claims it before any domain is written (and only on
 domain's retrieval has succeeded, so a run that cannot start, for a missing extra say,
 leaves no folder behind), a folder holding
 another configuration (or outputs with none) is refused or passed over for
-``<subdir>_2``..., and the summary covers every domain the folder holds.
+``<subdir>_2``..., and the summary covers every domain the folder holds. The run holds the
+folder's claim from that choice to its last file (:mod:`mmbright_core.io.claims`): another job
+writing into the same folder is refused, or waits until this one ends and then sees what it
+wrote.
 
 A retriever may record what its run used beyond the scores (``ocr-*``: the words read from
 each query image, ``ocr.json``): one that has ``recorded_files`` and ``records(data, source)``
@@ -49,12 +52,13 @@ from mmbright_core.data.sources import Source
 from mmbright_core.data.tasks import negatives_for
 from mmbright_core.errors import InputError
 from mmbright_core.io.atomic import atomic_write_text
+from mmbright_core.io.claims import Claimant, claimed
 from mmbright_core.io.official import official_subdir, write_domain_outputs, write_summary
 from mmbright_core.io.runs import write_trec_run
 from mmbright_core.metrics.official import official_metrics
 from mmbright_core.ranking import top_k
 from mmbright_core.retrieval.base import Retriever, RunConfig, check_k, check_task
-from mmbright_core.retrieval.runner.folders import CONFIG_FILE, Guard, choose_folder
+from mmbright_core.retrieval.runner.folders import CONFIG_FILE, FolderChoice, Guard, choose_folder
 from mmbright_core.retrieval.runner.stored import (
     DOMAIN_FILES,
     DomainOutcome,
@@ -133,6 +137,8 @@ def run_task(
     progress: ProgressHook | None = None,
     guard: Guard | None = None,
     new_folder: bool = False,
+    claimant: Claimant | None = None,
+    finish: Callable[[RunOutcome], None] | None = None,
 ) -> RunOutcome:
     """Run ``retriever`` on ``task`` for each domain and write the output folders.
 
@@ -154,6 +160,10 @@ def run_task(
         new_folder: When ``<subdir>`` holds another configuration, write to the first of
             ``<subdir>_2``, ``<subdir>_3``... that is absent or holds this one, instead of
             refusing.
+        claimant: Who claims the folder for the run, and how long it waits for another
+            job's claim (default: refused at once; :mod:`mmbright_core.io.claims`).
+        finish: Called with the outcome while the folder is still claimed, to write more
+            files into it (the command line's MTEB predictions).
 
     Returns:
         What was run, reused and written.
@@ -161,24 +171,43 @@ def run_task(
     Raises:
         OutputConflictError: The folder holds outputs of another configuration, or with
             none recorded, and ``new_folder`` is False; nothing was written.
+        OutputBusyError: Another job is writing the folder; nothing was written.
     """
     config, chosen = _configure(source, task, retriever, domains, protocol, k, negatives)
     check = guard or _no_guard
     check(Path(out_dir))
     subdir = official_subdir(task, retriever.label())
-    choice = choose_folder(Path(out_dir), subdir, config, new_folder=new_folder, guard=check)
+    # The folder is chosen under the claim: no other job can write there between the
+    # check of what it holds and this run's writes (mmbright_core.io.claims).
+    with claimed(Path(out_dir) / subdir, claimant, check):
+        choice = choose_folder(Path(out_dir), subdir, config, new_folder=new_folder, guard=check)
+        outcome = _run_domains(source, retriever, choice, chosen, config, progress, check)
+        if finish is not None:
+            finish(outcome)
+        return outcome
+
+
+def _run_domains(
+    source: Source,
+    retriever: Retriever,
+    choice: FolderChoice,
+    chosen: Sequence[str],
+    config: RunConfig,
+    progress: ProgressHook | None,
+    check: Guard,
+) -> RunOutcome:
     task_dir = choice.task_dir
     names = (*DOMAIN_FILES, *_recorded_files(retriever))
     kept, held = plan_folder(task_dir, source.domains(), chosen, config, names, check)
-    claimed = False
+    claimed_folder = False
 
     def claim() -> None:  # once, before the first domain's files
-        nonlocal claimed
-        if not claimed:
+        nonlocal claimed_folder
+        if not claimed_folder:
             claim_folder(task_dir, config, held)
-            claimed = True
+            claimed_folder = True
 
-    bar = tqdm(chosen, desc=f"task {task} {retriever.name}", unit="domain", disable=None)
+    bar = tqdm(chosen, desc=f"task {config.task} {retriever.name}", unit="domain", disable=None)
     outcomes = []
     for index, domain in enumerate(bar):
         tell = _teller(progress, domain, index, len(chosen))

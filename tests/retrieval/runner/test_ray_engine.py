@@ -245,3 +245,27 @@ def test_a_preset_with_domain_instructions_on_ray_equals_the_local_run(
         runs[engine] = read_outputs(task_dir).runs
     assert runs["ray"] == runs["local"] and set(runs["ray"]) == {"gis", "biology"}
     assert any((tmp_path / "cache-ray").rglob(f"{SHARD_PREFIX}*")), "Ray encoded the corpus"
+
+
+def test_a_ray_job_into_a_folder_another_job_is_writing_is_refused_before_encoding(
+    local_ray: Any, fixture_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mmbright_core.cli import main
+    from mmbright_core.io.claims import Claimant, claimed
+    from mmbright_core.io.official import official_subdir
+
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    label = get_retriever("clip", **_clip(cache)).label()
+    task_dir = out / official_subdir(4, label)
+    args = ["run", "--source", str(fixture_dir), "--task", "4", "--domain", "academia"]
+    args += ["--retriever", "clip", "--model", TINY, "--pretrained", "none", "--k", "10"]
+    args += ["--cache-dir", str(cache), "--engine", "ray", "--out", str(out)]
+    with claimed(task_dir, Claimant(job="another job")):
+        assert main(args) == 2
+        said = capsys.readouterr().err
+        assert said.startswith(f"mmbright run: error: {task_dir}: is being written by another")
+        assert "`another job`). Wait for it to end, pass --wait" in said
+        assert not task_dir.exists() and not cache.exists()  # nothing encoded, nothing written
+    assert main(args) == 0  # the claim released, the driver takes it and the job runs
+    assert (task_dir / "academia" / "scores.json").is_file()
+    assert any(cache.rglob(f"{SHARD_PREFIX}*")), "Ray encoded the corpus"

@@ -240,3 +240,34 @@ def test_a_preset_whose_extra_is_missing_is_marked_and_cannot_start(
     assert "unavailable" not in shown[next(p.name for p in offered if p.backend == "bm25")]
     box.set_value(hf_presets[0]).run()
     assert run_page.button(key="run_start").disabled
+
+
+def test_a_folder_another_job_is_writing_is_refused_on_the_page_naming_the_job(
+    run_page: AppTest, fixture_dir: Path, tmp_path: Path
+):
+    from held_jobs import let_go, start_held
+
+    out = tmp_path / "out"
+    args = ["run", "--source", str(fixture_dir), "--task", "2", "--out", str(out)]
+    (tmp_path / "job").mkdir()
+    job, go = start_held(
+        [*args, "--retriever", "blocking_retriever:make"], "academia", tmp_path / "job"
+    )
+    try:
+        run_page.selectbox(key="run_retriever").set_value("bm25").run()
+        run_page.text_input(key="run_out").input(str(out)).run()
+        run_page.button(key="run_start").click().run()
+        (said,) = [e.replace("\\", "") for e in error_messages(run_page)]
+        assert said.startswith(
+            f"{out / 'run_it2t_bm25'}: is being written by another job (pid {job.pid} on "
+        )
+        assert "`mmbright run --source" in said and "blocking_retriever:make" in said
+        assert said.endswith("Wait for it to end, or choose another output folder")
+        assert not run_page.success and not run_page.exception
+    finally:
+        let_go(go)
+        assert job.wait(timeout=300) == 0
+    written = _files(out / "run_it2t_bm25")
+    # Once the job has ended the page runs; its settings differ, so beside the job's folder.
+    assert "2 run now, 0 reused" in _start(run_page, out, "bm25")
+    assert _files(out / "run_it2t_bm25") == written and (out / "run_it2t_bm25_2").is_dir()
