@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 
 import pytest
@@ -280,6 +281,17 @@ def test_models_table_lists_every_preset_with_its_published_number(capsys):
     assert "facebook/contriever-msmarco" in rows["contriever"]
     assert "T1 20.1" in rows["contriever"] and "unpinned" in rows["contriever"]
     assert "T2 10.4 T3 33.6" in rows["clip"]
+
+
+#: Words of a note about the scale of the scores written: the preset's ``score_scale``.
+SCALE_WORDS = re.compile(r"\b100 ?(x|×|times)\b|\bx ?100\b|score scale", re.IGNORECASE)
+
+
+def test_no_departure_note_speaks_of_the_score_scale():
+    """A preset writes its scores on the official scale (``score_scale``): no departure there."""
+    for preset in load_catalogue():
+        for note in preset.departures:
+            assert not SCALE_WORDS.search(note), (preset.name, preset.score_scale, note)
 
 
 def test_models_json_of_one_task(capsys):
