@@ -24,15 +24,18 @@ _COLUMNS = (
     "instructions",
     "upstream_bugs",
 )
-
+_REVISIONS = "Revisions (the official harness pins none), where each comes from or why none:"
+_DEPARTURES = "Departures from the official harness:"
 
 MODELS_COMMAND = Command(
     "models",
     "list the model presets: the models of the paper's tables",
-    """List every preset of the model catalogue: the checkpoint and its revision, the backend
-    that runs it, pooling, truncation, image fusion, the tasks the official harness runs it
-    on, its published average (nDCG@10 x100), its instruction sets and the tasks on which a
-    defect of the official code changes the published number (each said below the table).
+    """List every preset of the model catalogue: the checkpoint and its pinned revision, the
+    backend that runs it, pooling, truncation, image fusion, the tasks the official harness
+    runs it on, its published average (nDCG@10 x100), its instruction sets and the tasks on
+    which a defect of the official code changes the published number. Below the table: where
+    each revision comes from (or why a model is unpinned), each departure from the official
+    harness, and each defect.
     Run one with: mmbright run --model-preset NAME --task N.""",
 )
 
@@ -54,6 +57,12 @@ def handle(args: argparse.Namespace) -> int:
         print(json.dumps([preset_record(p) for p in chosen], indent=2, ensure_ascii=False))
     else:
         print(table([_row(p) for p in chosen]))
+        print(f"\n{_REVISIONS}")
+        for preset in chosen:
+            print(f"{preset.name}: {preset.revision_source}")
+        departures = [f"{p.name}: {note}" for p in chosen for note in p.departures]
+        if departures:
+            print(f"\n{_DEPARTURES}", *departures, sep="\n")
         for preset in chosen:
             for bug in preset.upstream_bugs:
                 print(f"\n{preset.name}, Task {bug.task}: {bug.effect}")
@@ -74,7 +83,7 @@ def _row(preset: Any) -> tuple[str, ...]:
         preset.name,
         preset.paper,
         preset.model or "-",
-        preset.revision or "unpinned",
+        preset.revision or ("-" if preset.model is None else "unpinned"),
         preset.backend,
         preset.pooling or "-",
         "-" if preset.max_length is None else str(preset.max_length),

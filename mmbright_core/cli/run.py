@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Callable
@@ -102,6 +103,13 @@ def _declare_model(parser: argparse.ArgumentParser) -> None:
     with_model = (name for name, backend in BACKENDS.items() if backend.takes_model)
     parser.add_argument("--model", help=f"model name or local path ({', '.join(with_model)})")
     parser.add_argument(
+        "--revision",
+        metavar="COMMIT",
+        help="the hub commit of the model to load (dense, hf, gritlm, hub-code; mteb: its "
+        "registry's), over a preset's pin; recorded in config.json. A run of a hub model "
+        "without one warns: the hub's main may hold other weights next year",
+    )
+    parser.add_argument(
         "--trust-remote-code",
         action="store_true",
         help="run the model's own code from the hub (transformers' trust_remote_code), which "
@@ -167,6 +175,7 @@ def retriever_options(args: argparse.Namespace) -> dict[str, object]:
     options = parse_options(args.option)
     flags = {
         "model": args.model,
+        "revision": args.revision,
         "pretrained": args.pretrained,
         "endpoint": args.endpoint,
         "image_policy": args.image_policy,
@@ -181,13 +190,23 @@ def retriever_options(args: argparse.Namespace) -> dict[str, object]:
 def chosen_retriever(args: argparse.Namespace) -> Resolved:
     """The retriever name and options of ``--retriever`` or ``--model-preset``, flags last.
 
+    The revision (a preset's pin, or ``--revision``) is given as the retriever takes it.
+
     Raises:
         InputError: Neither or both of ``--retriever`` and ``--model-preset``.
     """
+    from mmbright_core.retrieval.catalogue.pinning import with_revision
+
+    chosen = _chosen(args)
+    return dataclasses.replace(chosen, options=with_revision(chosen.retriever, chosen.options))
+
+
+def _chosen(args: argparse.Namespace) -> Resolved:
     from mmbright_core.retrieval.catalogue.preset_run import (
         Resolved,
         instructions_without_preset,
         resolve,
+        with_flags,
     )
     from mmbright_core.retrieval.catalogue.presets import get_preset
 
@@ -202,9 +221,7 @@ def chosen_retriever(args: argparse.Namespace) -> Resolved:
         preset = get_preset(args.model_preset)
         chosen = resolve(preset, args.task, args.instructions or "official", args.trust_remote_code)
         _check_backend(args.model_preset, chosen.retriever)
-        return Resolved(
-            chosen.retriever, {**chosen.options, **flags}, chosen.preset, chosen.instructions
-        )
+        return with_flags(chosen, preset, flags)
     if args.instructions is None:
         return Resolved(args.retriever, flags)
     texts = instructions_without_preset(args.retriever, args.model, args.instructions)
@@ -253,6 +270,7 @@ def handle(args: argparse.Namespace) -> int:
     """Run the subcommand and print each domain's nDCG@10."""
     from mmbright_core.cli.engine_options import with_engine
     from mmbright_core.data.sources import open_source
+    from mmbright_core.retrieval.catalogue.pinning import unpinned
     from mmbright_core.retrieval.catalogue.preset_run import Chosen, set_score_scale
     from mmbright_core.retrieval.runner.task_run import run_task
 
@@ -262,6 +280,9 @@ def handle(args: argparse.Namespace) -> int:
         retriever = Chosen(retriever, chosen.preset, chosen.instructions)
     if args.score_scale is not None:  # over the preset's own
         set_score_scale(retriever, args.score_scale)
+    warning = unpinned(chosen.retriever, retriever.settings())
+    if warning is not None:  # recorded as it is: revision null, or the moving name
+        print(f"mmbright run: warning: {printable(warning)}", file=sys.stderr)
     source = open_source(args.source)
     if args.queries is not None:
         retriever = on_rewritten_queries(retriever, args.queries, args.task, source.name)

@@ -176,6 +176,18 @@ def _check_numbers(factory: Callable[..., Retriever], given: dict[str, Any]) -> 
             )
 
 
+def takes_option(name: str, option: str) -> bool:
+    """Whether retriever ``name``'s factory names ``option`` among its parameters.
+
+    False for a factory that takes any keyword (``**kwargs``): it checks its options itself.
+
+    Raises:
+        UnknownNameError: ``name`` is not registered.
+    """
+    accepted = _accepted_options(_factory(name))
+    return accepted is not None and option in accepted
+
+
 def _accepted_options(factory: Callable[..., Retriever]) -> set[str] | None:
     # None means "anything goes" (a factory that takes **kwargs validates by itself).
     params = inspect.signature(factory).parameters.values()

@@ -21,7 +21,6 @@ _TOKENS: dict[int | str, int] = {"long": 560, 512: 420, 384: 350, 256: 250}
 _SMALL = 125_000_000
 _OWN_POOLING = "the model's own code"
 _OWN_LENGTH = "the model's own"
-_UNPINNED = "unpinned in the official harness"
 _OFFLINE = {
     "tested": "exercised offline by the tests: tiny random weights of the same architecture",
     "untested": "runs offline, but no test runs this preset on tiny weights of its architecture",
@@ -139,12 +138,19 @@ _SCALES = {
 }
 
 
+def _revision(preset: Preset) -> str:
+    """The pinned commit and where it comes from, or why there is none."""
+    if preset.revision is None:
+        return preset.revision_source
+    return f"`{preset.revision}`, from the {preset.revision_source}"
+
+
 def _section(preset: Preset) -> list[str]:
     published = ", ".join(f"Task {p.task} {p.value:.1f} ({p.model})" for p in preset.published)
     lines = [
         f"### `{preset.name}` ({preset.paper})",
         "",
-        f"- model: `{preset.model or '-'}`, revision: {preset.revision or _UNPINNED}",
+        f"- model: `{preset.model or '-'}`, revision: {_revision(preset)}",
         f"- backend `{preset.backend}`, pooling {preset.pooling or _OWN_POOLING}, "
         f"max length {preset.max_length or _OWN_LENGTH}, fusion `{preset.fusion}`, "
         f"tasks {', '.join(str(t) for t in preset.tasks)}",
@@ -174,7 +180,12 @@ def models_markdown() -> str:
         "",
         "Each preset is a model of the paper's tables as the official harness "
         "(mm-bright/MM-BRIGHT) runs it: `mmbright run --model-preset NAME --task N`. "
-        "Revisions are unpinned in the official harness, so none is pinned here. "
+        "The official harness pins no revision: its published runs loaded what the hub held "
+        "on their day. Here a hub model that MTEB's model registry lists is pinned to the "
+        "commit the registry gives (cited on each preset), so a rerun loads the same weights, "
+        "which may differ from those of the published runs; a model the registry lacks is "
+        "unpinned, and `mmbright run` warns when it runs one. `--revision COMMIT` pins any "
+        "run's model, over the preset's pin, and `config.json` records the revision. "
         "Instruction texts may hold `{domain}`, filled with the domain's name. "
         "A `hub-code` preset runs the model's own code from the hub, so it runs only with "
         "`--trust-remote-code` (the Run page's checkbox), and nowhere the operator set "

@@ -10,10 +10,12 @@ recipe pools without the prompt's tokens (``pooling_include_prompt: false``, ins
 MTEB's own prompts; the model's registry entry is checked then, so a set the backend would
 refuse is refused at resolution. A multimodal preset gets the
 ``first`` image policy, the released code's ``images[0]``, which made the published runs.
-A preset whose model runs its own hub code resolves only with ``trust_remote_code=True``
-(``--trust-remote-code``; :mod:`.remote_code`), and then to options that pass it on, through
-MTEB's implementation too (whose loader runs the same code); the ``remote`` backend also takes
-the preset's ``interface``.
+A preset's pinned revision (``catalogue.json``'s ``revision``) is among the options of the
+backends that load a hub model, so the loader loads that commit; :func:`with_flags` lays the
+command line's options over it. A preset whose model runs its own hub code resolves only with
+``trust_remote_code=True`` (``--trust-remote-code``; :mod:`.remote_code`), and then to options
+that pass it on, through MTEB's implementation too (whose loader runs the same code); the
+``remote`` backend also takes the preset's ``interface``.
 
 :class:`Chosen` wraps the built retriever so that ``config.json`` records the preset and the
 instruction set beside the settings they produced.
@@ -111,6 +113,19 @@ def resolve(
     if preset.trust_remote_code:
         options["trust_remote_code"] = True
     return Resolved("mteb" if via_mteb else preset.backend, options, preset.name, instructions)
+
+
+def with_flags(chosen: Resolved, preset: Preset, flags: Mapping[str, Any]) -> Resolved:
+    """Return ``chosen`` with the options given beside the preset over its own.
+
+    The preset's pinned revision is its model's: a ``model`` other than the preset's drops it,
+    so that no run records a revision its model does not have (a ``revision`` among ``flags``
+    pins the other model).
+    """
+    own = dict(chosen.options)
+    if flags.get("model") not in (None, preset.model):
+        own.pop("revision", None)
+    return Resolved(chosen.retriever, {**own, **flags}, chosen.preset, chosen.instructions)
 
 
 def _check_hub_code(preset: Preset, trusted: bool, model: str | None) -> None:

@@ -9,7 +9,10 @@ paper's model (their values are kept once, in :mod:`~mmbright_core.retrieval.cat
 instruction set, a task outside 1-4, or a published number that ``reference.json`` lacks fails
 the load), and :func:`resolve` turns a preset into the retriever name and options a run uses.
 
-Revisions are null where the official harness pins none (it pins none), never invented.
+The official harness pins no revision. A hub model is pinned here to the revision MTEB's model
+registry lists for it, and ``revision_source`` names the registry's version, entry and file; a
+model the registry lacks stays unpinned, ``revision_source`` saying why. No hash is invented: a
+test checks each pin against the registry itself.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval.backends import BACKENDS, PRESET_BACKENDS, canonical_name
+from mmbright_core.retrieval.catalogue.pinning import COMMIT
 from mmbright_core.retrieval.catalogue.reference import load_reference
 from mmbright_core.task_table import TASKS
 
@@ -81,7 +85,9 @@ class Preset:
         name: The official harness's ``--model`` name.
         paper: The model's name in the paper's tables.
         model: Hub id or backend model name (None for BM25).
-        revision: The pinned revision (None: the official harness pins none).
+        revision: The hub commit the model is pinned to (None: unpinned, or no hub model).
+        revision_source: Where the pinned revision comes from (MTEB's model registry: its
+            version, entry and file), or why there is none.
         backend: The retriever name that runs it here.
         interface: For a model whose hub code encodes, the call into that code (one of
             :attr:`.backends.Backend.interfaces`); None for the others.
@@ -115,6 +121,7 @@ class Preset:
     paper: str
     model: str | None
     revision: str | None
+    revision_source: str
     backend: str
     interface: str | None
     pooling: str | None
@@ -170,8 +177,8 @@ def load_catalogue() -> tuple[Preset, ...]:
 
     Raises:
         InputError: A preset that names an unknown backend, fusion, pooling, instruction set
-            or offline status, a task outside 1-4, a duplicate name, or a published number
-            that ``reference.json`` lacks.
+            or offline status, a task outside 1-4, a duplicate name, a published number
+            that ``reference.json`` lacks, or a revision that is not a commit.
     """
     text = resources.files("mmbright_core.retrieval.catalogue").joinpath(_FILE).read_text("utf-8")
     reference = _paper_numbers()
@@ -181,7 +188,7 @@ def load_catalogue() -> tuple[Preset, ...]:
 
 
 def check_catalogue(presets: Sequence[Preset]) -> None:
-    """Check a catalogue: names unique, every choice known, published numbers as reference.
+    """Check a catalogue: names unique, choices known, numbers as reference, revisions commits.
 
     Raises:
         InputError: The first inconsistency found, naming the preset.
@@ -193,6 +200,7 @@ def check_catalogue(presets: Sequence[Preset]) -> None:
             raise InputError("duplicate preset", source=_FILE, found=repr(preset.name))
         seen.add(preset.name)
         _check_choices(preset)
+        _check_revision(preset)
         for number in preset.published:
             if reference.get((number.task, number.model)) != number.value:
                 raise InputError(
@@ -255,6 +263,23 @@ def _check_choices(preset: Preset) -> None:
         )
 
 
+def _check_revision(preset: Preset) -> None:
+    if preset.revision is not None and not COMMIT.fullmatch(preset.revision):
+        raise InputError(
+            f"preset {preset.name!r}: a revision that is not a commit",
+            source=_FILE,
+            expected="40 lowercase hex digits, the hub commit the model is pinned to",
+            found=repr(preset.revision),
+            hint="A branch or tag moves; pin the commit (MTEB's model registry lists them).",
+        )
+    if not preset.revision_source.strip():
+        raise InputError(
+            f"preset {preset.name!r}: no revision_source",
+            source=_FILE,
+            hint="Say where the revision comes from, or why the model is unpinned.",
+        )
+
+
 def _with_interfaces() -> str:
     return ", ".join(name for name, backend in BACKENDS.items() if backend.interfaces)
 
@@ -267,6 +292,7 @@ def _preset(record: Mapping[str, Any], reference: Mapping[tuple[int, str], float
             paper=str(record["paper"]),
             model=record["model"],
             revision=record["revision"],
+            revision_source=str(record["revision_source"]),
             backend=canonical_name(str(record["backend"])),
             interface=record["interface"],
             pooling=record["pooling"],

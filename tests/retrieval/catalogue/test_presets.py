@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
+from pathlib import Path
 
 import pytest
 from locations import ROOT
@@ -67,13 +69,48 @@ def test_a_preset_naming_a_number_the_reference_lacks_fails_the_load():
         catalogue._preset(preset, catalogue._paper_numbers())
 
 
-def test_every_preset_names_known_choices_and_no_invented_revision():
+def test_every_preset_names_known_choices():
     for preset in load_catalogue():
         assert preset.backend in PRESET_BACKENDS and preset.fusion in FUSIONS
         assert set(preset.tasks) <= {1, 2, 3, 4}
         assert set(preset.instruction_sets()) <= set(INSTRUCTION_SETS)
-        assert preset.revision is None  # the official harness pins no revision
         assert preset.trust_remote_code == (preset.offline == "hub-code")
+
+
+#: How a pin cites MTEB's model registry: its version, the entry's name and the file defining it.
+REGISTRY_PIN = re.compile(
+    r"mteb (?P<version>[\d.]+) model registry: (?P<name>\S+) \((?P<file>mteb/[\w/]+\.py)\)"
+)
+
+
+def test_every_pin_is_the_commit_mtebs_own_registry_lists_for_the_model():
+    """No invented hash: each pin is read back from the registry it cites, entry and file."""
+    mteb = pytest.importorskip("mteb")
+    pinned = [p for p in load_catalogue() if p.revision is not None]
+    assert len(pinned) >= 19
+    for preset in pinned:
+        cited = REGISTRY_PIN.match(preset.revision_source)
+        assert cited, (preset.name, preset.revision_source)
+        # The hub's repository ids are case-insensitive (reasonir/ReasonIR-8B).
+        assert cited["name"].lower() == str(preset.model).lower(), preset.name
+        assert mteb.get_model_meta(cited["name"]).revision == preset.revision, preset.name
+        defined = (Path(mteb.__file__).parent.parent / cited["file"]).read_text("utf-8")
+        assert preset.revision in defined and f'"{cited["name"]}"' in defined, preset.name
+
+
+def test_a_model_left_unpinned_says_why_and_is_one_mtebs_registry_lacks():
+    mteb = pytest.importorskip("mteb")
+    for preset in load_catalogue():
+        if preset.revision is not None:
+            continue
+        if preset.model is None:
+            assert preset.revision_source.startswith("no model"), preset.name
+        elif preset.backend == "api":
+            assert preset.revision_source.startswith("not a hub model: "), preset.name
+        else:
+            assert preset.revision_source.startswith(f"unpinned: {preset.model} is not in MTEB")
+            with pytest.raises(KeyError):
+                mteb.get_model_meta(preset.model)
 
 
 @pytest.mark.parametrize(
@@ -84,6 +121,9 @@ def test_every_preset_names_known_choices_and_no_invented_revision():
         ({"tasks": (5,)}, "unknown task"),
         ({"published": (Published(1, "Contriever", 20.2),)}, "not in reference.json"),
         ({"instructions": {}}, "no official instructions"),
+        ({"revision": "main"}, "a revision that is not a commit"),
+        ({"revision": "ABE8C1493371369031BCB1E02ACB754CF4E162FA"}, "not a commit"),
+        ({"revision_source": " "}, "no revision_source"),
     ],
 )
 def test_an_inconsistent_preset_fails_the_check(change, message):
@@ -192,6 +232,7 @@ def test_grit_runs_the_gritlm_package_and_mtebs_implementation_on_request():
     assert official.retriever == "gritlm"
     assert official.options == {
         "model": "GritLM/GritLM-7B",
+        "revision": "13f00a0e36500c80ce12870ea513846a066004af",  # MTEB's registry's
         "max_length": 2048,
         "query_max_length": 256,
         "query_instruction": "",
@@ -237,6 +278,7 @@ def test_resolution_gives_the_official_texts():
         "hf",
         {
             "model": "openai/clip-vit-large-patch14",
+            "revision": "32bd64288804d66eefd0ccbe215aa642df71cc41",  # MTEB's registry's
             "max_length": 77,
             "query_instruction": "",
             "document_instruction": "",
@@ -278,8 +320,42 @@ def test_models_table_lists_every_preset_with_its_published_number(capsys):
     assert rows["clip"].endswith(" -")
     assert "jina-clip, Task 3: The official retrieval_jina_clip_it2i calls Image.open" in notes
     assert "facebook/contriever-msmarco" in rows["contriever"]
-    assert "T1 20.1" in rows["contriever"] and "unpinned" in rows["contriever"]
+    assert "T1 20.1" in rows["contriever"]
+    assert str(get_preset("contriever").revision) in rows["contriever"]
+    assert "unpinned" in rows["inst-l"]
     assert "T2 10.4 T3 33.6" in rows["clip"]
+
+
+def test_models_table_says_each_revisions_source_and_every_departure(capsys):
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    for preset in load_catalogue():
+        assert f"\n{preset.name}: {preset.revision_source}\n" in out
+        for note in preset.departures:
+            assert f"\n{preset.name}: {note}\n" in out
+    assert "\nsbert: mteb 2.26.24 model registry: sentence-transformers/all-mpnet-base-v2 (" in out
+    assert "\ninst-l: unpinned: hkunlp/instructor-large is not in MTEB's model registry" in out
+    assert "\nopenai: not a hub model: " in out
+
+
+def test_the_models_page_gives_each_revision_with_its_source():
+    page = models_markdown()
+    for preset in load_catalogue():
+        shown = preset.revision_source
+        if preset.revision is not None:
+            shown = f"`{preset.revision}`, from the {preset.revision_source}"
+        assert f"`{preset.model or '-'}`, revision: {shown}\n" in page, preset.name
+
+
+#: Words of a note about the scale of the scores written: the preset's ``score_scale``.
+SCALE_WORDS = re.compile(r"\b100 ?(x|×|times)\b|\bx ?100\b|score scale", re.IGNORECASE)
+
+
+def test_no_departure_note_speaks_of_the_score_scale():
+    """A preset writes its scores on the official scale (``score_scale``): no departure there."""
+    for preset in load_catalogue():
+        for note in preset.departures:
+            assert not SCALE_WORDS.search(note), (preset.name, preset.score_scale, note)
 
 
 def test_models_json_of_one_task(capsys):
