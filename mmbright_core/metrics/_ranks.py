@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
@@ -130,12 +132,36 @@ class DictRun:
         ranks, owners, at = rank_hits(
             scores, stops - sizes, stops, segments, ranking_scores(np.array(wanted, np.float64))
         )
-        keys: dict[int, list[str]] = {}
-        for o, s, p in zip(owners.tolist(), segments[owners].tolist(), at.tolist(), strict=True):
-            # The ranking rule's tie-break: equal scores rank by doc id descending.
-            tied = keys.setdefault(s, list(rankings[s]))[p - int(stops[s] - sizes[s])]
-            ranks[o] += tied > docs[o]
+        # The ranking rule's tie-break: equal scores rank by doc id descending. The tied
+        # documents' ids are read from each ranking in order, no further than the last.
+        owner_query = segments[owners]
+        position = at - (stops - sizes)[owner_query]
+        order = np.lexsort((position, owner_query))
+        tied = zip(
+            owners[order].tolist(),
+            owner_query[order].tolist(),
+            position[order].tolist(),
+            strict=True,
+        )
+        for s, group in itertools.groupby(tied, key=operator.itemgetter(1)):
+            entries = list(group)
+            ids = _ids_at(rankings[s], [p for _, _, p in entries])
+            for (o, _, _), doc_id in zip(entries, ids, strict=True):
+                ranks[o] += doc_id > docs[o]
         return np.array(queries, np.int64), ranks, np.array(labels, np.int64)
+
+
+def _ids_at(ranking: Iterable[str], positions: list[int]) -> list[str]:
+    """The ids at ``positions`` (ascending, repeats allowed) of ``ranking``."""
+    ids: list[str] = []
+    read, after = iter(ranking), 0
+    doc_id = ""
+    for p in positions:
+        if p >= after:
+            doc_id = next(itertools.islice(read, p - after, None))
+            after = p + 1
+        ids.append(doc_id)
+    return ids
 
 
 def concatenate(
