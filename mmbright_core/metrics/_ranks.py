@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import struct
 from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
@@ -180,10 +181,12 @@ def _finite_scores(query_id: str, ranking: Mapping[str, float]) -> FloatArray:
     official harness picks it); ranking rounds them to float32 where it compares them.
     """
     try:
-        # sum() rejects str and None, which np.fromiter would quietly turn into numbers/NaN.
+        # sum() rejects str and None, which numpy would quietly turn into numbers/NaN;
+        # struct then packs what it accepted as doubles (in C, faster than np.fromiter).
         sum(ranking.values(), 0.0)
-        scores = np.fromiter(ranking.values(), np.float64, len(ranking))
-    except (TypeError, ValueError):
+        packed = struct.pack(f"{len(ranking)}d", *ranking.values())
+        scores = np.frombuffer(packed, np.float64)
+    except (TypeError, ValueError, struct.error):
         scores = None
     if scores is not None and np.isfinite(scores).all():
         return scores
