@@ -101,7 +101,9 @@ def evaluate(
     )
     hit = set(np.unique(found.query).tolist())
     blind = (q for q in present if index[q] not in hit)
-    ids = check_ids(qrels, MappingIds(run) if isinstance(source, DictRun) else source, blind)
+    ids = check_ids(
+        qrels, MappingIds(run, source.unusual) if isinstance(source, DictRun) else source, blind
+    )
     return EvalResult(per_query, aggregate, counts, missing, tuple(map(str, wanted)), ids)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mmbright_core.errors import InputError, show
+from mmbright_core.metrics.id_check import all_plain
 from mmbright_core.ranking import ranking_scores
 
 BLOCK_ROWS = 1 << 18
@@ -81,6 +82,8 @@ class DictRun:
     def __init__(self, run: Mapping[str, Mapping[str, float]]) -> None:
         self._run = run
         self._scores: dict[str, FloatArray] = {}
+        self.unusual: list[str] = []
+        """The queries whose doc ids are not all printable ASCII (for the id check)."""
         for query_id, ranking in run.items():
             if not isinstance(query_id, str) or not isinstance(ranking, Mapping):
                 raise InputError(
@@ -89,6 +92,8 @@ class DictRun:
                     expected="str query_id -> mapping of doc_id -> score",
                     found=f"{query_id!r} -> {type(ranking).__name__}",
                 )
+            if not _plain_ids(query_id, ranking):
+                self.unusual.append(query_id)
             self._scores[query_id] = _finite_scores(query_id, ranking)
         self.query_ids = run.keys()
 
@@ -172,6 +177,21 @@ def concatenate(
         return NO_HITS
     q, r, lab = (np.concatenate([p[i] for p in parts]).astype(np.int64) for i in range(3))
     return q, r, lab
+
+
+def _plain_ids(query_id: str, ranking: Mapping[str, float]) -> bool:
+    """Whether one query's doc ids are all printable ASCII, refusing one that is not a str."""
+    try:
+        return all_plain(ranking)
+    except TypeError:
+        doc_id = next(d for d in ranking if not isinstance(d, str))
+        raise InputError(
+            f"bad doc id for query {show(query_id)}",
+            source="run",
+            expected="str doc ids",
+            found=f"{doc_id!r} ({type(doc_id).__name__})",
+            hint="Doc ids are strings, as in trec_eval runs (cast with str())",
+        ) from None
 
 
 def _finite_scores(query_id: str, ranking: Mapping[str, float]) -> FloatArray:

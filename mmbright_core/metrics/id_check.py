@@ -61,21 +61,40 @@ def printable_ascii(data: npt.NDArray[np.uint8]) -> bool:
     return not data.size or bool(data.min() >= 0x20 and data.max() <= 0x7E)
 
 
+def all_plain(doc_ids: Iterable[str]) -> bool:
+    """Whether every id is printable ASCII: joined in C, their bytes checked by numpy.
+
+    Raises:
+        TypeError: An id is not a str.
+    """
+    text = "".join(doc_ids)
+    return text.isascii() and printable_ascii(np.frombuffer(text.encode(), np.uint8))
+
+
 class MappingIds:
     """A run given as query id -> its doc ids (a mapping's keys), as an :class:`IdSource`."""
 
-    def __init__(self, run: Mapping[str, Collection[str]]) -> None:
+    def __init__(
+        self, run: Mapping[str, Collection[str]], unusual: Iterable[str] | None = None
+    ) -> None:
+        """Read ``run``.
+
+        Args:
+            run: query id -> its doc ids.
+            unusual: The queries whose doc ids are not all printable ASCII
+                (:func:`all_plain`), where the caller has found them already.
+        """
         self._run = run
+        self._unusual = unusual
         self.query_ids = run.keys()
 
     def unusual_docs(self) -> Iterator[tuple[str, list[str]]]:
         """``(query id, its doc ids that are not printable ASCII)`` for each query with any."""
-        for query_id, docs in self._run.items():
-            # A query's ids joined in C (the one pass over them), their bytes checked by numpy.
-            text = "".join(docs)
-            if text.isascii() and printable_ascii(np.frombuffer(text.encode(), np.uint8)):
-                continue
-            yield query_id, [d for d in docs if not plain(d)]
+        unusual = self._unusual
+        if unusual is None:
+            unusual = (q for q, docs in self._run.items() if not all_plain(docs))
+        for query_id in unusual:
+            yield query_id, [d for d in self._run[query_id] if not plain(d)]
 
     def retrieved(self, pairs: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
         """Those ``(query id, doc id)`` pairs whose query retrieves the doc."""

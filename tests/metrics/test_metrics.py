@@ -293,6 +293,18 @@ def test_bad_scores_in_dicts_name_query_and_doc(score: object) -> None:
         evaluate({"q": {"a": 1}}, {"q": {"a": 1.0, "bad": score}})
 
 
+@pytest.mark.parametrize("query_id", ["q", "unjudged"])
+@pytest.mark.parametrize("doc_id", [7, ("d", 1), None])
+def test_a_doc_id_that_is_not_a_string_in_dicts_is_refused_naming_its_query(
+    query_id: str, doc_id: object
+) -> None:
+    run = {"q": {"a": 1.0}, query_id: {"a": 2.0, doc_id: 1.0}}
+    with pytest.raises(
+        InputError, match=rf"bad doc id for query '{query_id}'.*{type(doc_id).__name__}"
+    ):
+        evaluate({"q": {"a": 1}}, run)
+
+
 @pytest.mark.parametrize("score", [math.nan, math.inf, None])
 def test_bad_scores_in_frames_name_row_query_and_doc(score: object) -> None:
     frame = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "bad"], "score": [1.0, score]})
