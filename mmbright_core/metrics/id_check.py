@@ -8,9 +8,10 @@ judged document, and the ids that would match once NFKC-normalised with control 
 invisible format characters removed, with examples (raw; callers escape them to show).
 
 Two different ids that are equal once normalised are not both printable ASCII, which
-normalising leaves as it is. So the check reads every doc id once, in bulk (a run's bytes
-scanned by numpy), and normalises only the distinct ids that are not printable ASCII, each
-once: on a run of plain ids it costs one pass over them.
+normalising leaves as it is. So the check reads every doc id once, in bulk (a table's id
+bytes, or a mapping's ids joined per query, scanned by numpy), and normalises only the
+distinct ids that are not printable ASCII, each once, and the judged ids that are not, whose
+forms the run is then asked for in one look-up: on a run of plain ids it costs that one pass.
 """
 
 from __future__ import annotations
