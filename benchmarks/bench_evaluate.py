@@ -6,7 +6,10 @@ that ties are common, as with fp16-era models. Each tool gets the same input in 
 process; the script checks that the numbers agree and prints medians and ratios. A run
 given as a DataFrame or Arrow table is scored on its columns (validated, query ids
 factorised, the judged documents looked up in bulk); the rows "DataFrame in, scores out"
-and "Arrow table in" time that whole path, pandas' own string columns included.
+and "Arrow table in" time that whole path, pandas' own string columns included. Every
+``evaluate`` call checks the run's ids against the qrels' (``result.ids``,
+:mod:`mmbright_core.metrics.id_check`), so every row includes that check; the script prints
+what it found on each path and what it costs alone from dicts.
 
 Run: ``python benchmarks/bench_evaluate.py [--repeat 5]``. Exits non-zero when the numbers
 disagree with pytrec_eval or a speed target (5x from dicts, 3x from a DataFrame) is missed.
@@ -26,6 +29,7 @@ import pandas as pd
 import pyarrow as pa
 
 from mmbright_core.metrics import evaluate
+from mmbright_core.metrics.id_check import MappingIds, check_ids
 
 N_QUERIES = 2_803
 DEPTH = 1_000
@@ -131,7 +135,13 @@ def main() -> int:
         f"max |ours - ranx| = {max(ranx_gap):.2e} on {sum(g > 1e-9 for g in ranx_gap)} queries "
         "(ranx breaks score ties by insertion order, not by doc id)"
     )
-    ok = worst <= 1e-9 and worst_frame <= 1e-9 and same_paths
+    check_wall, check_cpu, _ = timed(lambda: check_ids(qrels, MappingIds(run), ()), args.repeat)
+    same_ids = from_dict.ids == from_frame.ids == timings["Arrow table in"][2].ids
+    print(
+        f"id check, in every call above: {from_dict.ids}; the same on every path: {same_ids}; "
+        f"alone from dicts {check_wall * 1e3:.1f} ms wall, {check_cpu * 1e3:.1f} ms CPU"
+    )
+    ok = worst <= 1e-9 and worst_frame <= 1e-9 and same_paths and same_ids
     for name, target in (
         ("evaluate (dicts)", TARGET_DICT),
         ("DataFrame in, scores out", TARGET_FRAME),

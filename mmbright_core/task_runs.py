@@ -26,7 +26,13 @@ from mmbright_core.io.official import OfficialOutputs, holds_outputs, read_outpu
 from mmbright_core.io.official_json import read_summary
 from mmbright_core.io.reading import Readable
 from mmbright_core.io.runs import read_run
-from mmbright_core.metrics.id_check import EXAMPLES, check_ids, id_warnings, normalised
+from mmbright_core.metrics.id_check import (
+    EXAMPLES,
+    MappingIds,
+    check_ids,
+    id_warnings,
+    normalised,
+)
 from mmbright_core.task_table import TASK_TABLE, task_of_type
 from mmbright_core.types import IdCheck, Protocol4, Qrels, Run
 
@@ -277,7 +283,7 @@ def check_task_runs(
 def _id_check(qrels: Qrels, run: Run) -> IdCheck:
     # As evaluate() checks a run it scores; here before it is scored, on the run as read.
     blind = (q for q, docs in run.items() if qrels.get(q) and docs.keys().isdisjoint(qrels[q]))
-    return check_ids(qrels, run.keys(), run.items(), blind)
+    return check_ids(qrels, MappingIds(run), blind)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from mmbright_core.errors import InputError, show
 from mmbright_core.measures import FAMILIES, Measure, parse_measures
 from mmbright_core.metrics._oracle import oracle_hits
 from mmbright_core.metrics._ranks import DictRun, FloatArray, IntArray
-from mmbright_core.metrics.id_check import check_ids
+from mmbright_core.metrics.id_check import MappingIds, check_ids
 from mmbright_core.task_table import MAIN_SCORE
 from mmbright_core.types import EvalCounts, EvalResult, Missing, Qrels
 
@@ -101,12 +101,9 @@ def evaluate(
     )
     hit = set(np.unique(found.query).tolist())
     blind = (q for q in present if index[q] not in hit)
-    rankings = (
-        ((q, docs.keys()) for q, docs in run.items())
-        if isinstance(source, DictRun)
-        else source.unusual_rankings(in_run)
+    ids = check_ids(
+        qrels, MappingIds(run, source.unusual) if isinstance(source, DictRun) else source, blind
     )
-    ids = check_ids(qrels, in_run, rankings, blind)
     return EvalResult(per_query, aggregate, counts, missing, tuple(map(str, wanted)), ids)
 
 

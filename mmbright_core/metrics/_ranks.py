@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
+import struct
 from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 import numpy.typing as npt
 
 from mmbright_core.errors import InputError, show
+from mmbright_core.metrics.id_check import all_plain
 from mmbright_core.ranking import ranking_scores
 
 BLOCK_ROWS = 1 << 18
@@ -78,6 +82,8 @@ class DictRun:
     def __init__(self, run: Mapping[str, Mapping[str, float]]) -> None:
         self._run = run
         self._scores: dict[str, FloatArray] = {}
+        self.unusual: list[str] = []
+        """The queries whose doc ids are not all printable ASCII (for the id check)."""
         for query_id, ranking in run.items():
             if not isinstance(query_id, str) or not isinstance(ranking, Mapping):
                 raise InputError(
@@ -86,6 +92,8 @@ class DictRun:
                     expected="str query_id -> mapping of doc_id -> score",
                     found=f"{query_id!r} -> {type(ranking).__name__}",
                 )
+            if not _plain_ids(query_id, ranking):
+                self.unusual.append(query_id)
             self._scores[query_id] = _finite_scores(query_id, ranking)
         self.query_ids = run.keys()
 
@@ -130,12 +138,36 @@ class DictRun:
         ranks, owners, at = rank_hits(
             scores, stops - sizes, stops, segments, ranking_scores(np.array(wanted, np.float64))
         )
-        keys: dict[int, list[str]] = {}
-        for o, s, p in zip(owners.tolist(), segments[owners].tolist(), at.tolist(), strict=True):
-            # The ranking rule's tie-break: equal scores rank by doc id descending.
-            tied = keys.setdefault(s, list(rankings[s]))[p - int(stops[s] - sizes[s])]
-            ranks[o] += tied > docs[o]
+        # The ranking rule's tie-break: equal scores rank by doc id descending. The tied
+        # documents' ids are read from each ranking in order, no further than the last.
+        owner_query = segments[owners]
+        position = at - (stops - sizes)[owner_query]
+        order = np.lexsort((position, owner_query))
+        tied = zip(
+            owners[order].tolist(),
+            owner_query[order].tolist(),
+            position[order].tolist(),
+            strict=True,
+        )
+        for s, group in itertools.groupby(tied, key=operator.itemgetter(1)):
+            entries = list(group)
+            ids = _ids_at(rankings[s], [p for _, _, p in entries])
+            for (o, _, _), doc_id in zip(entries, ids, strict=True):
+                ranks[o] += doc_id > docs[o]
         return np.array(queries, np.int64), ranks, np.array(labels, np.int64)
+
+
+def _ids_at(ranking: Iterable[str], positions: list[int]) -> list[str]:
+    """The ids at ``positions`` (ascending, repeats allowed) of ``ranking``."""
+    ids: list[str] = []
+    read, after = iter(ranking), 0
+    doc_id = ""
+    for p in positions:
+        if p >= after:
+            doc_id = next(itertools.islice(read, p - after, None))
+            after = p + 1
+        ids.append(doc_id)
+    return ids
 
 
 def concatenate(
@@ -147,6 +179,21 @@ def concatenate(
     return q, r, lab
 
 
+def _plain_ids(query_id: str, ranking: Mapping[str, float]) -> bool:
+    """Whether one query's doc ids are all printable ASCII, refusing one that is not a str."""
+    try:
+        return all_plain(ranking)
+    except TypeError:
+        doc_id = next(d for d in ranking if not isinstance(d, str))
+        raise InputError(
+            f"bad doc id for query {show(query_id)}",
+            source="run",
+            expected="str doc ids",
+            found=f"{doc_id!r} ({type(doc_id).__name__})",
+            hint="Doc ids are strings, as in trec_eval runs (cast with str())",
+        ) from None
+
+
 def _finite_scores(query_id: str, ranking: Mapping[str, float]) -> FloatArray:
     """One query's scores as float64, rejecting anything that is not a finite number.
 
@@ -154,10 +201,12 @@ def _finite_scores(query_id: str, ranking: Mapping[str, float]) -> FloatArray:
     official harness picks it); ranking rounds them to float32 where it compares them.
     """
     try:
-        # sum() rejects str and None, which np.fromiter would quietly turn into numbers/NaN.
+        # sum() rejects str and None, which numpy would quietly turn into numbers/NaN;
+        # struct then packs what it accepted as doubles (in C, faster than np.fromiter).
         sum(ranking.values(), 0.0)
-        scores = np.fromiter(ranking.values(), np.float64, len(ranking))
-    except (TypeError, ValueError):
+        packed = struct.pack(f"{len(ranking)}d", *ranking.values())
+        scores = np.frombuffer(packed, np.float64)
+    except (TypeError, ValueError, struct.error):
         scores = None
     if scores is not None and np.isfinite(scores).all():
         return scores

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from mmbright_core.io._columns import RunColumns
 from mmbright_core.metrics._ranks import NO_HITS, FloatArray, IntArray, batches, rank_hits
+from mmbright_core.metrics.id_check import printable_ascii
 from mmbright_core.ranking import ranking_scores
 
 
@@ -33,21 +34,47 @@ class TableRun:
         for query_id in query_ids:
             yield self._columns.query_docs(self._code[query_id])
 
-    def unusual_rankings(self, query_ids: Iterable[str]) -> Iterator[tuple[str, list[str]]]:
-        """Each query's doc ids, for :func:`~mmbright_core.metrics.id_check.check_ids`.
-
-        None when every doc id is printable ASCII (checked in C): they need no normalising.
-        """
-        import pyarrow.compute as pc
-
+    def unusual_docs(self) -> Iterator[tuple[str, list[str]]]:
+        """Each query's doc ids that are not printable ASCII, found on the ids' bytes."""
         ids = self._columns.doc_ids
-        if pc.all(pc.and_(pc.string_is_ascii(ids), pc.utf8_is_printable(ids))).as_py() in (
-            True,
-            None,  # no rows
-        ):
+        _, offsets, data = ids.buffers()
+        kind = np.int64 if pa.types.is_large_string(ids.type) else np.int32
+        bounds = np.frombuffer(offsets, kind)[ids.offset : ids.offset + len(ids) + 1]
+        if data is None or not len(ids):
             return
-        for query_id in query_ids:
-            yield query_id, self._columns.query_docs(self._code[query_id])[0]
+        text = np.frombuffer(data, np.uint8)[bounds[0] : bounds[-1]]
+        if printable_ascii(text):  # almost every run
+            return
+        odd = np.flatnonzero((text < 0x20) | (text > 0x7E))
+        # side="right": an empty id starts where the next one does and holds no byte.
+        rows = np.unique(np.searchsorted(bounds[:-1] - bounds[0], odd, side="right") - 1)
+        segments = np.searchsorted(self._columns.starts, rows, side="right") - 1
+        by_query: dict[int, list[str]] = {}
+        odd_ids = ids.take(pa.array(rows)).to_pylist()
+        for segment, doc_id in zip(segments.tolist(), odd_ids, strict=True):
+            by_query.setdefault(segment, []).append(doc_id)
+        for segment, doc_ids in by_query.items():
+            yield self._columns.query_ids[segment], doc_ids
+
+    def retrieved(self, pairs: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+        wanted = set(pairs)
+        if not wanted:
+            return set()
+        values = list({d for _, d in wanted})
+        _, segment, value = self._look_up(values)
+        query_ids = self._columns.query_ids
+        found = zip(segment.tolist(), value.tolist(), strict=True)
+        return wanted & {(query_ids[s], values[v]) for s, v in found}
+
+    def _look_up(self, values: list[str]) -> tuple[IntArray, IntArray, IntArray]:
+        """The rows holding one of ``values``: row, its query's position, which value."""
+        columns = self._columns
+        value_set = pa.array(values, columns.doc_ids.type)
+        found = pc.fill_null(pc.index_in(columns.doc_ids, value_set=value_set), -1)
+        found_at = found.to_numpy(zero_copy_only=False)
+        rows = np.flatnonzero(found_at >= 0)
+        segment = np.searchsorted(columns.starts, rows, side="right") - 1
+        return rows, segment, found_at[rows]
 
     def hits(
         self, present: Mapping[str, Mapping[str, int]], index: Mapping[str, int]
@@ -71,19 +98,15 @@ class TableRun:
         )
         values = np.fromiter((v for docs in present.values() for v in docs.values()), np.int64)
         by_pair = np.argsort(pairs)
-        value_set = pa.array(judged, columns.doc_ids.type)
-        found = pc.fill_null(pc.index_in(columns.doc_ids, value_set=value_set), -1)
-        found_at = found.to_numpy(zero_copy_only=False)
-        rows = np.flatnonzero(found_at >= 0)
-        segment = np.searchsorted(columns.starts, rows, side="right") - 1
-        keys = segment * len(judged) + found_at[rows]
+        rows, segment, doc = self._look_up(judged)
+        keys = segment * len(judged) + doc
         at = np.minimum(np.searchsorted(pairs, keys, sorter=by_pair), pairs.size - 1)
         hit = pairs[by_pair[at]] == keys
         if not hit.any():
             return NO_HITS
         rows, segment, judgment = rows[hit], segment[hit], by_pair[at[hit]]
         queries = np.array([index.get(q, -1) for q in columns.query_ids], np.int64)[segment]
-        docs = [judged[j] for j in found_at[rows].tolist()]
+        docs = [judged[j] for j in doc[hit].tolist()]
         ranks = self._ranks(ranking_scores(columns.scores), segment, rows, docs)
         return queries, ranks, values[judgment]
 

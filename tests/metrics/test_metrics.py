@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -283,10 +284,25 @@ def test_ids_sharing_a_fingerprint_are_still_told_apart() -> None:
 # --- bad input ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("score", [math.nan, math.inf, -math.inf, "1.5", None, "high", [1.0]])
+# 1j: sum() takes it, packing it as a double does not; a Decimal: packing takes it, sum() not.
+@pytest.mark.parametrize(
+    "score", [math.nan, math.inf, -math.inf, "1.5", None, "high", [1.0], 1j, Decimal("1.5")]
+)
 def test_bad_scores_in_dicts_name_query_and_doc(score: object) -> None:
     with pytest.raises(InputError, match=r"query 'q'.*doc 'bad'"):
         evaluate({"q": {"a": 1}}, {"q": {"a": 1.0, "bad": score}})
+
+
+@pytest.mark.parametrize("query_id", ["q", "unjudged"])
+@pytest.mark.parametrize("doc_id", [7, ("d", 1), None])
+def test_a_doc_id_that_is_not_a_string_in_dicts_is_refused_naming_its_query(
+    query_id: str, doc_id: object
+) -> None:
+    run = {"q": {"a": 1.0}, query_id: {"a": 2.0, doc_id: 1.0}}
+    with pytest.raises(
+        InputError, match=rf"bad doc id for query '{query_id}'.*{type(doc_id).__name__}"
+    ):
+        evaluate({"q": {"a": 1}}, run)
 
 
 @pytest.mark.parametrize("score", [math.nan, math.inf, None])
