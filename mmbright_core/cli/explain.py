@@ -148,6 +148,9 @@ def _rebuilt(args: argparse.Namespace) -> tuple[Any, Any, Any]:
             hint="Explain a run made by `mmbright run` (its folder holds config.json)",
         )
     domain = args.domain or _domain_of(outputs.runs, args.query, str(args.run))
+    source = open_source(args.source)
+    data = source.task(args.task, domain, args.protocol)
+    _check_in_corpus(data, args, outputs.runs.get(domain, {}).get(args.query, {}))
     retriever = retriever_from_config(
         outputs.run_config,
         cache_dir=args.cache_dir,
@@ -161,8 +164,28 @@ def _rebuilt(args: argparse.Namespace) -> tuple[Any, Any, Any]:
             "Give --allow-import with the plugin it names" if "allow" in retriever.reason else None
         )
         raise InputError(f"cannot explain this run: {retriever.reason}", hint=hint)
-    source = open_source(args.source)
-    return retriever, source.task(args.task, domain, args.protocol), source
+    return retriever, data, source
+
+
+def _check_in_corpus(data: Any, args: argparse.Namespace, ranked: dict[str, float]) -> None:
+    """Refuse a --doc (or --versus) the query's corpus lacks, naming the items the run ranks."""
+    from mmbright_core.errors import InputError
+
+    if all(query.query_id != args.query for query in data.queries):
+        return  # the explanation says the query is not in the task's data
+    known = {doc.doc_id for doc in data.corpus}
+    for doc in (args.doc, args.versus):
+        if doc is None or doc in known:
+            continue
+        top = sorted(ranked, key=ranked.__getitem__, reverse=True)[:5]
+        raise InputError(
+            f"item {doc!r} is not in the corpus of query {args.query!r} "
+            f"(task {data.task}, domain {data.domain})",
+            source=str(args.run),
+            hint=f"The run ranks first for it: {', '.join(top)}"
+            if top
+            else "Check the item id (as the run's files write it)",
+        )
 
 
 def _domain_of(runs: dict[str, dict[str, Any]], query_id: str, where: str) -> str:

@@ -148,3 +148,19 @@ def test_mistakes_are_one_line_each(
     assert main([*refused, "--regions"]) == 2
     err = capsys.readouterr().err
     assert "imports the module 'corner_embedder'" in err and "--allow-import" in err
+
+
+def test_an_item_the_corpus_lacks_is_one_line_naming_it_the_query_and_the_ranked_ids(
+    corner_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ranked = read_outputs(corner_run).runs["biology"][QUERY]
+    first = sorted(ranked, key=ranked.__getitem__, reverse=True)[:5]
+    for extra in ([], ["--regions"]):
+        assert main([*_explain(corner_run, "--doc", "biology/nowhere.txt"), *extra]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+        assert err.startswith(
+            f"mmbright explain: error: {corner_run}: item 'biology/nowhere.txt' is not in the "
+            f"corpus of query {QUERY!r} (task 2, domain biology). The run ranks first for it: "
+            f"{', '.join(first)}"
+        ), err
