@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,10 @@ def handle(args: argparse.Namespace) -> int:
         raise InputError("--format png writes a file", hint="Give --out FILE.png")
     if args.versus is not None and not args.regions:
         raise InputError("--versus compares two items' regions", hint="Add --regions")
+    if args.out:
+        from mmbright_core.io.atomic import check_destination
+
+        check_destination(args.out)  # before the work, not after it
     retriever, data, source = _rebuilt(args)
     if not args.regions:
         _print_json(_attributions(retriever, data, source, args), args.out)
@@ -110,13 +115,16 @@ def handle(args: argparse.Namespace) -> int:
     if args.format == "json":
         _print_json({**result.to_dict(), "run": str(args.run)}, args.out)
         return 0
+    from mmbright_core.io.atomic import atomic_write_bytes
     from mmbright_core.present.region_overlay import legend, overlay, png_info, sentence
 
     for index, regions in enumerate(result.images):
         path = Path(args.out)
         if index:
             path = path.with_name(f"{path.stem}-{index + 1}{path.suffix}")
-        overlay(regions).save(path, format="PNG", pnginfo=png_info(result, index))
+        encoded = io.BytesIO()
+        overlay(regions).save(encoded, format="PNG", pnginfo=png_info(result, index))
+        atomic_write_bytes(path, encoded.getvalue())  # a kill or a full disk leaves no half PNG
         print(f"wrote {path}: {sentence(result, index)} {legend(result)}")
     return 0
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from corner_embedder import SPEC, demo_run
+from not_files import assert_each_refused
 from PIL import Image
 
 from mmbright_core.cli import main
@@ -164,3 +165,12 @@ def test_an_item_the_corpus_lacks_is_one_line_naming_it_the_query_and_the_ranked
             f"corpus of query {QUERY!r} (task 2, domain biology). The run ranks first for it: "
             f"{', '.join(first)}"
         ), err
+
+
+@pytest.mark.parametrize("form", ["json", "png"])
+def test_out_naming_a_link_a_fifo_or_a_device_is_refused(
+    corner_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], form: str
+) -> None:
+    wrong, _ = _wrong_and_relevant(corner_run)
+    args = _explain(corner_run, "--doc", wrong, "--regions", "--grid", "2", "--format", form)
+    assert_each_refused(tmp_path, "explain", lambda out: main([*args, "--out", out]), capsys)
