@@ -410,3 +410,20 @@ def test_a_local_dashboard_asks_before_importing_the_module_a_run_folder_names(
     assert hits and all(
         re.search(r'data-part="text"', "".join(_html(block))) for block in hits.values()
     )
+
+
+def test_the_hub_source_offline_without_its_files_is_one_line_on_the_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty"))
+    at = fresh()
+    at.radio(key="source_kind").set_value("Hugging Face").run()
+    at.switch_page("app_pages/inspector.py").run()
+    assert not at.exception
+    (error,) = [e.value for e in at.error]
+    assert "\n" not in error
+    assert "/academia.parquet is not in the local Hugging Face cache, and " in error
+    assert "HF\\_HUB\\_OFFLINE=1 allows no download. Fetch the dataset once with" in error
