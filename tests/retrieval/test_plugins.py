@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from locations import ROOT
+from raising_plugin import ESCAPED
 
 from mmbright_core.cli import main
 from mmbright_core.data.sources import open_source
@@ -25,7 +26,7 @@ from mmbright_core.io.official import read_outputs
 from mmbright_core.retrieval import get_retriever
 
 DOC = ROOT / "docs" / "plugins.md"
-MODULES = ("hashed_bow", "plugin_cases", "exiting_plugins", "exits_on_import", "raising_plugin")
+MODULES = ("hashed_bow", "plugin_cases", "exiting_plugins", "exits_on_import")
 
 
 @pytest.fixture
@@ -234,28 +235,13 @@ def test_the_run_page_lists_installed_plugins(installed: str, fixture_dir: Path)
     assert any(f"Installed plugins: {installed}." in c.value for c in at.caption)
 
 
-RAISING = """
-from mmbright_core.retrieval.backends.random_rank import RandomRetriever
-
-
-class Raising(RandomRetriever):
-    def retrieve(self, data, source, k):
-        raise RuntimeError("title \\x1b]0;pwned\\x07 \\x1b[2J cleared, \\u202eversed")
-
-
-def make():
-    return Raising()
-"""
-
-
 def test_a_plugins_traceback_shows_its_control_and_bidi_characters_escaped(
-    plugin_dir: Path, capsys: pytest.CaptureFixture[str]
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    (plugin_dir / "raising_plugin.py").write_text(RAISING, encoding="utf-8")
-    args = ["run", "--source", "demo", "--task", "1", "--domain", "gis", "--out", "o"]
-    assert main([*args, "--retriever", "raising_plugin:make"]) == 1
+    args = ["run", "--source", "demo", "--task", "1", "--domain", "gis"]
+    assert main([*args, "--out", str(tmp_path / "o"), "--retriever", "raising_plugin:make"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("Traceback (most recent call last):\n")
-    assert 'raising_plugin.py", line 7, in retrieve' in err
-    assert err.endswith("RuntimeError: title \\x1b]0;pwned\\x07 \\x1b[2J cleared, \\u202eversed\n")
+    assert 'raising_plugin.py", line 17, in retrieve' in err
+    assert err.endswith(f"RuntimeError: {ESCAPED}\n")
     assert not any(is_hidden(char) for char in err.replace("\n", ""))
