@@ -45,6 +45,17 @@ def printable(text: str, keep: str = "") -> str:
     )
 
 
+def escaped_traceback(err: BaseException) -> str:
+    """The traceback Python prints for ``err``, each hidden character escaped (lines kept).
+
+    What a plugin raises is its own to word: its message may hold an escape sequence or a
+    bidi control, shown as :func:`printable` writes it wherever it is quoted.
+    """
+    import traceback
+
+    return printable("".join(traceback.format_exception(err)), keep="\n")
+
+
 def show(value: str, limit: int = 60, *, length: int | None = None) -> str:
     """Quote a found value for a message, cut to ``limit`` characters with its length said.
 

@@ -8,7 +8,8 @@ answers without loading numpy or pandas. Errors this package raises on purpose a
 printed to stderr as one message with exit status 2; nothing prints a traceback for them.
 What an error or a warning quotes (a server's answer, a file's text, a plugin's message) is
 printed with its control and bidi characters escaped (:func:`~mmbright_core.errors.printable`):
-a terminal never runs an escape sequence it was sent.
+a terminal never runs an escape sequence it was sent; so is the traceback of an exception a
+plugin raises (exit status 1, as Python's own).
 A warning about an input read as given (text after a TREC run's tag) is one line,
 ``mmbright <command>: warning: ...``, printed once.
 Ctrl-C prints one line, ``mmbright <command>: interrupted`` followed by what was kept where
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from mmbright_core.cli.options import SubcommandParser
-from mmbright_core.errors import InputWarning, MMBrightError, printable
+from mmbright_core.errors import InputWarning, MMBrightError, escaped_traceback, printable
 
 #: The exit status after Ctrl-C (128 + SIGINT, as a shell reports a command it interrupted).
 INTERRUPTED = 130
@@ -81,6 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # By now the unwinding has freed what was allocated, so one line can be printed.
         print(f"mmbright {args.command}: error: {_out_of_memory(args.command)}", file=sys.stderr)
         return 2
+    except Exception as err:  # a plugin's own failure: its traceback, as Python's, escaped
+        print(escaped_traceback(err), end="", file=sys.stderr)
+        return 1
 
 
 def _print_input_warnings(prefix: str) -> None:

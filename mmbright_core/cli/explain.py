@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,10 @@ def handle(args: argparse.Namespace) -> int:
         raise InputError("--format png writes a file", hint="Give --out FILE.png")
     if args.versus is not None and not args.regions:
         raise InputError("--versus compares two items' regions", hint="Add --regions")
+    if args.out:
+        from mmbright_core.io.atomic import check_destination
+
+        check_destination(args.out)  # before the work, not after it
     retriever, data, source = _rebuilt(args)
     if not args.regions:
         _print_json(_attributions(retriever, data, source, args), args.out)
@@ -110,13 +115,16 @@ def handle(args: argparse.Namespace) -> int:
     if args.format == "json":
         _print_json({**result.to_dict(), "run": str(args.run)}, args.out)
         return 0
+    from mmbright_core.io.atomic import atomic_write_bytes
     from mmbright_core.present.region_overlay import legend, overlay, png_info, sentence
 
     for index, regions in enumerate(result.images):
         path = Path(args.out)
         if index:
             path = path.with_name(f"{path.stem}-{index + 1}{path.suffix}")
-        overlay(regions).save(path, format="PNG", pnginfo=png_info(result, index))
+        encoded = io.BytesIO()
+        overlay(regions).save(encoded, format="PNG", pnginfo=png_info(result, index))
+        atomic_write_bytes(path, encoded.getvalue())  # a kill or a full disk leaves no half PNG
         print(f"wrote {path}: {sentence(result, index)} {legend(result)}")
     return 0
 
@@ -148,6 +156,9 @@ def _rebuilt(args: argparse.Namespace) -> tuple[Any, Any, Any]:
             hint="Explain a run made by `mmbright run` (its folder holds config.json)",
         )
     domain = args.domain or _domain_of(outputs.runs, args.query, str(args.run))
+    source = open_source(args.source)
+    data = source.task(args.task, domain, args.protocol)
+    _check_in_corpus(data, args, outputs.runs.get(domain, {}).get(args.query, {}))
     retriever = retriever_from_config(
         outputs.run_config,
         cache_dir=args.cache_dir,
@@ -161,8 +172,28 @@ def _rebuilt(args: argparse.Namespace) -> tuple[Any, Any, Any]:
             "Give --allow-import with the plugin it names" if "allow" in retriever.reason else None
         )
         raise InputError(f"cannot explain this run: {retriever.reason}", hint=hint)
-    source = open_source(args.source)
-    return retriever, source.task(args.task, domain, args.protocol), source
+    return retriever, data, source
+
+
+def _check_in_corpus(data: Any, args: argparse.Namespace, ranked: dict[str, float]) -> None:
+    """Refuse a --doc (or --versus) the query's corpus lacks, naming the items the run ranks."""
+    from mmbright_core.errors import InputError
+
+    if all(query.query_id != args.query for query in data.queries):
+        return  # the explanation says the query is not in the task's data
+    known = {doc.doc_id for doc in data.corpus}
+    for doc in (args.doc, args.versus):
+        if doc is None or doc in known:
+            continue
+        top = sorted(ranked, key=ranked.__getitem__, reverse=True)[:5]
+        raise InputError(
+            f"item {doc!r} is not in the corpus of query {args.query!r} "
+            f"(task {data.task}, domain {data.domain})",
+            source=str(args.run),
+            hint=f"The run ranks first for it: {', '.join(top)}"
+            if top
+            else "Check the item id (as the run's files write it)",
+        )
 
 
 def _domain_of(runs: dict[str, dict[str, Any]], query_id: str, where: str) -> str:

@@ -178,20 +178,34 @@ class HubFiles(ParquetFiles):
 
     def _download(self, filename: str) -> Path:
         import huggingface_hub
-        from huggingface_hub.utils import EntryNotFoundError
+        from huggingface_hub import constants
+        from huggingface_hub.utils import EntryNotFoundError, LocalEntryNotFoundError
 
         try:
             local = huggingface_hub.hf_hub_download(
                 self.repo_id, filename, repo_type="dataset", revision=self.revision
             )
-        except (EntryNotFoundError, OSError, ValueError) as err:
+        except LocalEntryNotFoundError as err:
+            if not constants.HF_HUB_OFFLINE:
+                raise self._unfetched(filename, err) from err
             raise InputError(
-                f"cannot fetch {filename} ({type(err).__name__}: {err})",
+                f"{filename} is not in the local Hugging Face cache, and HF_HUB_OFFLINE=1 "
+                "allows no download",
                 source=f"{self.repo_id}@{self.revision}",
-                hint="Check the network (HF_HUB_OFFLINE=1 allows cached files only) and the "
-                "revision, or pass a local folder with the same layout",
+                hint="Fetch the dataset once with the network on and HF_HUB_OFFLINE unset "
+                "(mmbright stats --source hf), or pass a local folder with the same layout",
             ) from err
+        except (EntryNotFoundError, OSError, ValueError) as err:
+            raise self._unfetched(filename, err) from err
         return Path(local)
+
+    def _unfetched(self, filename: str, err: Exception) -> InputError:
+        return InputError(
+            f"cannot fetch {filename} ({type(err).__name__}: {err})",
+            source=f"{self.repo_id}@{self.revision}",
+            hint="Check the network (HF_HUB_OFFLINE=1 allows cached files only) and the "
+            "revision, or pass a local folder with the same layout",
+        )
 
 
 def _column_name(path: Path, chunk: pq.ColumnChunkMetaData) -> str:

@@ -11,6 +11,11 @@ rerun then computes again; a reader still never sees half a file. A write that f
 full disk, no permission, a read-only file system) raises a :class:`WriteError` naming the
 destination, which the command line prints as one line. :func:`write_file` is the text
 writer of every output: UTF-8, gzip-compressed when the name ends in ``.gz``.
+
+A destination that is there and is no regular file (a symbolic link, a named pipe, a
+device, a socket, a folder) is refused with an :class:`InputError` before anything is
+written (:func:`check_destination`): ``os.replace`` would put a file in its place, and
+``--out /dev/null`` run as root once replaced the device itself.
 """
 
 from __future__ import annotations
@@ -22,11 +27,32 @@ import tempfile
 from pathlib import Path
 
 from mmbright_core.errors import InputError, WriteError
+from mmbright_core.io.source_kind import kind_of
 
 # mkstemp creates files readable by the owner only; a written file should get the same
 # permissions as one made by ``open(path, "w")``. The umask can only be read by setting it.
 _UMASK = os.umask(0)
 os.umask(_UMASK)
+
+
+def check_destination(path: str | os.PathLike[str]) -> None:
+    """Refuse a destination that is there and is no regular file: it would be replaced.
+
+    Raises:
+        InputError: ``path`` is a symbolic link, a named pipe, a device, a socket or a
+            folder; the message names it and what it is.
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:  # not there (or not reachable): the write itself says what is wrong
+        return
+    kind = kind_of(mode)
+    if kind is not None:
+        raise InputError(
+            f"the destination is {kind}, not a regular file, and is left as it is",
+            source=os.fspath(path),
+            hint="Name a regular file to write (a new one, or a file to replace)",
+        )
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, sync: bool = True) -> Path:
@@ -41,10 +67,12 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, sync: bool 
         The destination as a ``Path``.
 
     Raises:
+        InputError: ``path`` is no regular file (:func:`check_destination`).
         WriteError: The file cannot be written (a full disk, no permission, a read-only file
             system); the message names ``path`` and what to do.
     """
     target = Path(path)
+    check_destination(target)
     try:
         _write(target, data, sync)
     except OSError as err:  # the system's message names no path when the disk is full

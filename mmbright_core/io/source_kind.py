@@ -15,6 +15,7 @@ from mmbright_core.errors import InputError
 from mmbright_core.io.trec import FIELD
 
 _KINDS = (
+    (stat.S_ISLNK, "a symbolic link"),  # seen only by os.lstat
     (stat.S_ISDIR, "a folder"),
     (stat.S_ISFIFO, "a named pipe (FIFO)"),
     (stat.S_ISCHR, "a character device"),
@@ -23,13 +24,20 @@ _KINDS = (
 )
 
 
+def kind_of(mode: int) -> str | None:
+    """What an ``st_mode`` that is no regular file's is ("a named pipe (FIFO)"...), or None."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+
+
 def check_regular(path: str, mode: int) -> None:
     """Refuse a path whose ``st_mode`` is not a regular file's, naming what it is."""
     # Opening a FIFO blocks until a writer comes, and /dev/zero never ends: the type is
     # checked before the file is opened for reading.
-    if stat.S_ISREG(mode):
+    kind = kind_of(mode)
+    if kind is None:
         return
-    kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
     raise InputError(
         "not a regular file",
         source=path,

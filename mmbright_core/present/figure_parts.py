@@ -5,7 +5,9 @@ names, hover text, annotations) as pseudo-HTML: ``<b>``, ``<a href>``... are ren
 the entities ``&lt;``, ``&gt;``, ``&amp;`` are shown as the characters (plotly.js decodes
 entities after tags, since 1.41). Every text that comes from users or data (run names,
 domains, query ids, measures, groups) therefore goes through :func:`plain` once, in the
-figure modules, so a run named ``<b>x</b>.trec`` is shown as written, not in bold.
+figure modules, so a run named ``<b>x</b>.trec`` is shown as written, not in bold, and
+a control or bidi character in it (U+202E would show the label in another order) is
+written out as its escape, as everywhere else on the page.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
+from mmbright_core.errors import printable
+
 MARGIN = {"l": 10, "r": 10, "t": 30, "b": 10}
 """The margins of a dashboard figure (the HTML report fits its own to the labels)."""
 # Every delta is coloured on palette.DIVERGING (red below zero, blue above); the grey
@@ -23,8 +27,11 @@ OUTLINE = {"width": 0.8, "color": "rgba(120, 120, 120, 0.9)"}
 
 
 def plain(text: object) -> str:
-    """Escape ``&``, ``<`` and ``>`` so Plotly shows ``text`` as written, never as markup."""
-    return html.escape(str(text), quote=False)
+    """Escape ``&``, ``<`` and ``>`` so Plotly shows ``text`` as written, never as markup.
+
+    Control and bidi characters are written out (:func:`~mmbright_core.errors.printable`).
+    """
+    return html.escape(printable(str(text)), quote=False)
 
 
 def plain_all(values: Iterable[object]) -> list[str]:

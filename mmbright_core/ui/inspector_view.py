@@ -24,6 +24,7 @@ from mmbright_core.ui import (
     explain_cache,
     loaders,
     navigation,
+    render,
     state,
     views,
     widgets,
@@ -32,6 +33,18 @@ from mmbright_core.ui.state import InspectTarget, RunEntry
 
 DOMAIN_KEY = "insp_domain"
 QUERY_KEY = "insp_query"
+
+
+def readable(source: Source, spec: str, task: Task, protocol: str) -> bool:
+    """Whether the source's queries can be read, the reason shown on the page where not.
+
+    A dataset the hub cache lacks, with HF_HUB_OFFLINE=1, is one line here rather than a
+    traceback from wherever the page first reads it.
+    """
+    domains = source.domains()
+    return (
+        not domains or render.attempt(loaders.queries, spec, task, domains[0], protocol) is not None
+    )
 
 
 def sync_target(

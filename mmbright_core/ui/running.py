@@ -21,7 +21,7 @@ from typing import Any
 
 import streamlit as st
 
-from mmbright_core.errors import InputError, MMBrightError
+from mmbright_core.errors import InputError, MMBrightError, escaped_traceback
 from mmbright_core.io.claims import Claimant
 from mmbright_core.io.recorded import config_differences
 from mmbright_core.retrieval import Retriever, get_retriever
@@ -140,8 +140,8 @@ def run(
         message = f"The retriever failed: {type(err).__name__}: {err}"
         st.error(literal(message), icon=":material/error:")
         if _show_tracebacks():
-            with st.expander("Details"):
-                st.exception(err)
+            with st.expander("Details"):  # a plugin's message, its controls written out
+                st.code(escaped_traceback(err), language=None)
         return
     _add(outcome, spec, task, chosen)
     st.rerun()
@@ -218,7 +218,7 @@ def _what(chosen: Resolved) -> str:
 
 
 def _show_tracebacks() -> bool:
-    # st.exception ignores client.showErrorDetails; a shared server that hides tracebacks
+    # The details are drawn by the page, not by Streamlit; a shared server that hides tracebacks
     # of uncaught errors (docs/safety.md, "Bad input and safety") must not show these either.
     return str(st.get_option("client.showErrorDetails")).lower() in ("full", "true")
 

@@ -4,6 +4,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from not_files import assert_each_refused
 
 import mmbright_core.data
 from mmbright_core.cli import main
@@ -204,3 +205,8 @@ def test_compare_reads_failure_tags_from_the_notes_file(
     page = report.read_text(encoding="utf-8")
     assert "&lt;b&gt;bold&lt;/b&gt; tag" in page and "<b>bold</b>" not in page
     assert "judgment gap" in page
+
+
+def test_a_report_naming_a_link_a_fifo_or_a_device_is_refused(fixture_dir, runs, tmp_path, capsys):
+    argv = ["compare", "--source", str(fixture_dir), "--task", "2", *runs, "--report"]
+    assert_each_refused(tmp_path, "compare", lambda out: main([*argv, out]), capsys)

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import pytrec_eval
 from locations import IO_SAMPLES
+from not_files import assert_each_refused
 
 from mmbright_core.cli import main
 from mmbright_core.io.qrels import write_qrels
@@ -270,3 +271,10 @@ def test_ids_that_match_only_once_normalised_are_warned_escaped(
     assert any("'q2\\u200b' ~ 'q2'" in line for line in warned)
     assert any("'\\u202ed1' ~ 'd1'" in line for line in warned)
     assert "\u202e" not in captured.err and "\u200b" not in captured.err
+
+
+def test_qrels_out_naming_a_link_a_fifo_or_a_device_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chosen = ["qrels", "--source", "demo", "--task", "1", "--domain", "gis"]
+    assert_each_refused(tmp_path, "qrels", lambda out: main([*chosen, "--out", out]), capsys)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from corner_embedder import SPEC, demo_run
+from not_files import assert_each_refused
 from PIL import Image
 
 from mmbright_core.cli import main
@@ -173,3 +174,28 @@ def test_a_score_scale_that_is_no_number_above_0_is_one_line(
         f"expected a number above 0; found {json_kind(scale)}"
     ), err
     assert err.count("\n") == 1
+
+
+def test_an_item_the_corpus_lacks_is_one_line_naming_it_the_query_and_the_ranked_ids(
+    corner_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ranked = read_outputs(corner_run).runs["biology"][QUERY]
+    first = sorted(ranked, key=ranked.__getitem__, reverse=True)[:5]
+    for extra in ([], ["--regions"]):
+        assert main([*_explain(corner_run, "--doc", "biology/nowhere.txt"), *extra]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+        assert err.startswith(
+            f"mmbright explain: error: {corner_run}: item 'biology/nowhere.txt' is not in the "
+            f"corpus of query {QUERY!r} (task 2, domain biology). The run ranks first for it: "
+            f"{', '.join(first)}"
+        ), err
+
+
+@pytest.mark.parametrize("form", ["json", "png"])
+def test_out_naming_a_link_a_fifo_or_a_device_is_refused(
+    corner_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], form: str
+) -> None:
+    wrong, _ = _wrong_and_relevant(corner_run)
+    args = _explain(corner_run, "--doc", wrong, "--regions", "--grid", "2", "--format", form)
+    assert_each_refused(tmp_path, "explain", lambda out: main([*args, "--out", out]), capsys)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from not_files import assert_each_refused
 
 from mmbright_core.cli import main
 from mmbright_core.notes import NotesStore, QueryKey
@@ -122,3 +123,8 @@ def test_default_file_comes_from_the_environment(tmp_path):
     assert "from env\t0\t" in done.stdout
     with NotesStore(tmp_path / "env" / "notes.sqlite3") as store:
         assert store.tags()[-1].name == "from env"
+
+
+def test_export_out_naming_a_link_a_fifo_or_a_device_is_refused(db, tmp_path, capsys):
+    export = ["notes", "export", "--db", str(db), "--out"]
+    assert_each_refused(tmp_path, "notes", lambda out: main([*export, out]), capsys)

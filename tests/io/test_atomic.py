@@ -2,7 +2,9 @@ import os
 from pathlib import Path
 
 import pytest
+from not_files import KINDS, assert_untouched, not_files, refusal
 
+from mmbright_core.errors import InputError
 from mmbright_core.io import atomic
 from mmbright_core.io.atomic import atomic_write_bytes, atomic_write_text
 
@@ -53,3 +55,12 @@ def test_an_unsynced_write_is_as_atomic_and_makes_no_fsync(
     atomic_write_text(target, "second\n", sync=False)
     assert synced == [] and target.read_text() == "second\n"
     assert os.listdir(target.parent) == ["entry.json"]  # no temporary file left
+
+
+def test_a_link_a_fifo_or_a_device_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
+    made = not_files(tmp_path)
+    for name, path in made.items():
+        with pytest.raises(InputError) as caught:
+            atomic_write_text(path, "new\n")
+        assert str(caught.value) == refusal(path, KINDS[name][1])
+    assert_untouched(made)

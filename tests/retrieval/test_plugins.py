@@ -17,10 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from locations import ROOT
+from raising_plugin import ESCAPED
 
 from mmbright_core.cli import main
 from mmbright_core.data.sources import open_source
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, is_hidden
 from mmbright_core.io.official import read_outputs
 from mmbright_core.retrieval import get_retriever
 
@@ -323,3 +324,15 @@ def test_the_run_page_lists_installed_plugins(installed: str, fixture_dir: Path)
     goto(at, "run")
     assert installed in at.selectbox(key="run_retriever").options
     assert any(f"Installed plugins: {installed}." in c.value for c in at.caption)
+
+
+def test_a_plugins_traceback_shows_its_control_and_bidi_characters_escaped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    args = ["run", "--source", "demo", "--task", "1", "--domain", "gis"]
+    assert main([*args, "--out", str(tmp_path / "o"), "--retriever", "raising_plugin:make"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):\n")
+    assert 'raising_plugin.py", line 17, in retrieve' in err
+    assert err.endswith(f"RuntimeError: {ESCAPED}\n")
+    assert not any(is_hidden(char) for char in err.replace("\n", ""))

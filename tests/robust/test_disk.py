@@ -19,10 +19,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from locations import ROOT
+from corner_embedder import SPEC, demo_run
+from locations import ROOT, SUPPORT
 
 from mmbright_core.errors import WriteError
 from mmbright_core.io.atomic import atomic_write_text
+from mmbright_core.io.official import read_outputs
 
 SUBDIR = "run_t2t_bm25"
 # The first file a run writes: its claim beside the folder (io/claims.py), which a full disk
@@ -59,11 +61,29 @@ def _run_command(fixture_dir: Path, out: Path, cache: Path) -> str:
     return f"{env} {shlex.join(command)}"
 
 
-def _one_line(result: subprocess.CompletedProcess[str]) -> str:
+def _on_faulty_disk(
+    fault: str, mnt: Path, command: str, look: str
+) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` with the disk of ``fault`` mounted at ``mnt``, then ``look`` at it.
+
+    The disk only exists inside the namespace: what is left on it is looked at there, before
+    the namespace ends; the command's exit status is the result's.
+    """
+    script = f"{_FAULTS[fault][0].format(mnt=shlex.quote(str(mnt)))} && {{ {command}; rc=$?; "
+    script += f"{look}; exit $rc; }}"
+    return subprocess.run(
+        [*_unshare("--user", "--map-root-user", "--mount"), "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _one_line(result: subprocess.CompletedProcess[str], command: str = "run") -> str:
     assert result.returncode == 2, result.stderr[-2000:]
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    assert lines[0].startswith("mmbright run: error: "), lines[0]
+    assert lines[0].startswith(f"mmbright {command}: error: "), lines[0]
     return lines[0]
 
 
@@ -73,17 +93,9 @@ def test_a_full_or_read_only_disk_is_one_line_naming_the_file(
 ):
     mnt = tmp_path / "disk"
     mnt.mkdir()
-    mount, reason, first = _FAULTS[fault]
+    _, reason, first = _FAULTS[fault]
     run = _run_command(fixture_dir, mnt / "out", tmp_path / "cache")
-    # The disk only exists inside the namespace: look for temporary files there, before exit.
-    script = f"{mount.format(mnt=shlex.quote(str(mnt)))} && {{ {run}; rc=$?; "
-    script += f"find {shlex.quote(str(mnt))} -name '*.tmp'; exit $rc; }}"
-    result = subprocess.run(
-        [*_unshare("--user", "--map-root-user", "--mount"), "sh", "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = _on_faulty_disk(fault, mnt, run, f"find {shlex.quote(str(mnt))} -name '*.tmp'")
     line = _one_line(result)
     target = mnt / "out" / first  # the first file a run writes
     assert f"error: {target}: cannot write the file: {reason}" in line
@@ -112,3 +124,21 @@ def test_a_write_error_is_an_os_error_naming_the_file(tmp_path: Path):
     assert isinstance(caught.value, OSError) and caught.value.errno == errno.EEXIST
     assert str(caught.value).startswith(f"{blocker / 'out.json'}: cannot write the file: ")
     assert caught.value.path == str(blocker / "out.json")
+
+
+def test_an_explain_png_on_a_full_disk_is_one_line_and_leaves_no_part_of_it(tmp_path: Path):
+    run = demo_run(tmp_path / "made")
+    doc = next(iter(read_outputs(run).runs["biology"]["biology_1"]))
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    out = mnt / "heat.png"
+    command = [sys.executable, "-m", "mmbright_core", "explain", "--source", "demo", "--task", "2",
+               "--run", str(run), "--query", "biology_1", "--doc", doc, "--allow-import", SPEC,
+               "--cache-dir", str(tmp_path / "cache"), "--regions", "--grid", "2",
+               "--format", "png", "--out", str(out)]  # fmt: skip
+    env = f"env PYTHONPATH={shlex.quote(f'{ROOT}:{SUPPORT}')} HF_HUB_OFFLINE=1"
+    explain = f"{env} {shlex.join(command)}"
+    result = _on_faulty_disk("full", mnt, explain, f"ls -A {shlex.quote(str(mnt))}")
+    line = _one_line(result, "explain")
+    assert f"error: {out}: cannot write the file: {_FAULTS['full'][1]}" in line
+    assert result.stdout == "fill\n"  # neither a truncated heat.png nor a temporary file

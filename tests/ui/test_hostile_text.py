@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from apptest import error_messages, fresh, goto, open_tab, stay
+from apptest import chart_traces, error_messages, fresh, goto, open_tab, stay, use_folder
 from hostile import A1, A3, hostile_copy, replace_cell
 from literal_check import BIDI, active_parts, shown
 from streamlit.proto.Block_pb2 import Block as BlockProto
@@ -174,3 +174,12 @@ def test_hostile_text_is_literal_on_every_page(hostile: Path):
     at.selectbox(key="insp_query").set_value("a4").run()
     said = _check(at, "inspector a4")
     assert f"{LINK}# x.png" in said  # the missing image's path, in its warning
+
+
+def test_the_home_heatmap_shows_a_run_names_controls_written_out(hostile: Path):
+    at = fresh()
+    use_folder(at, hostile)
+    _upload(at, f"{RUN_B}.trec", [f"academia/a1 Q0 {A1} 1 1.0 t"])
+    (heat,) = chart_traces(at, "leaderboard_heatmap")
+    assert heat["y"] == ["T2 · B\\u202e [w](www.evil.example) &lt;b&gt;b · partial 1/2"]
+    assert not any(BIDI.search(label) for label in heat["y"])

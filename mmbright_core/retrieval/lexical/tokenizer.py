@@ -12,6 +12,7 @@ from its end. It is the first stage of the English analysis
 from __future__ import annotations
 
 import re
+import sys
 import unicodedata
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
@@ -120,13 +121,19 @@ def _char_class(codes: Iterable[int]) -> str:
     return "[" + "".join(parts) + "]"
 
 
-@lru_cache(maxsize=2)
-def token_pattern(ascii_only: bool = False) -> re.Pattern[str]:
+@lru_cache(maxsize=4)
+def token_pattern(ascii_only: bool = False, *, inside: bool = False) -> re.Pattern[str]:
     """Compile ``StandardTokenizerImpl.jflex`` into one regular expression.
 
     Args:
         ascii_only: Build the same grammar over ASCII alone: much faster on ASCII text, on
             which it gives the same tokens.
+        inside: Match from anywhere, inside a run of ``_`` (ExtendNumLet) or of ZWJ too:
+            where the rest of a chopped token starts. Without it, such a run starts a
+            token only from its first character, which is where a search reaches it: a
+            search from the end of one token finds the same next token, in time linear in
+            a run of ``_`` that no letter follows (tried from each of its characters, the
+            run was read again from each).
 
     Every alternative starts on a different class of character, so Python's first match
     is jflex's longest match. Word_Break classes come from :mod:`unicodedata`, checked code
@@ -134,16 +141,27 @@ def token_pattern(ascii_only: bool = False) -> re.Pattern[str]:
     known difference: letters assigned after Unicode 12 (Vithkuqi, CJK extension G...) are
     tokens here and ignored by Lucene 9.5.
     """
+    return re.compile("|".join(_rules(ascii_only, inside).values()))
+
+
+def _rules(ascii_only: bool, inside: bool) -> dict[str, str]:
+    """The grammar's rules (:func:`token_pattern`), by name, in the order they are tried."""
     classes = _word_break_classes(ascii_only)
     c = {key: _char_class(codes) for key, codes in classes.items()}
     ext = c["E"] + "*" if classes["E"] else ""
     hebrew_codes = [] if ascii_only else [r for a, b in _HEBREW for r in range(a, b + 1)]
-    word = _word_rule(c, ext, f"{_char_class(hebrew_codes)}{ext}")
-    emoji = _emoji_rule(c["P"], [code for code in classes["E"] if code != 0x200D], ext)
-    southeast_asian = f"(?:{c['S']}{ext})+"
-    return re.compile(f"{word}|{emoji}|{southeast_asian}|{c['H']}{ext}|{c['I']}{ext}")
+    return {
+        "word": _word_rule(c, ext, f"{_char_class(hebrew_codes)}{ext}", inside),
+        "emoji": _emoji_rule(
+            c["P"], [code for code in classes["E"] if code != 0x200D], ext, inside
+        ),
+        "southeast_asian": f"(?:{c['S']}{ext})+",
+        "han": f"{c['H']}{ext}",
+        "hiragana": f"{c['I']}{ext}",
+    }
 
 
+@lru_cache(maxsize=2)
 def _word_break_classes(ascii_only: bool) -> dict[str, list[int]]:
     """Return the code points of each class the grammar starts a rule on.
 
@@ -177,7 +195,7 @@ def _word_break_classes(ascii_only: bool) -> dict[str, list[int]]:
     return classes
 
 
-def _word_rule(c: dict[str, str], ext: str, hebrew: str) -> str:
+def _word_rule(c: dict[str, str], ext: str, hebrew: str, inside: bool) -> str:
     """Return the rule of words: letters, numbers, Katakana and Hebrew, joined as UAX#29 says."""
     letter, number, connector = f"{c['L']}{ext}", f"{c['N']}{ext}", f"{c['W']}{ext}"
     katakana = f"{c['K']}{ext}"
@@ -190,10 +208,12 @@ def _word_rule(c: dict[str, str], ext: str, hebrew: str) -> str:
     numbers = f"{number}(?:(?:{connector})*{number}|{mid_num}{number})*"
     hebrews = f"{hebrew}(?:'{ext}|\"{ext}{hebrew})"
     core = f"(?:{katakana}(?:(?:{connector})*{katakana})*|(?:{hebrews}|{numbers}|{letters})+)"
-    return f"(?:{connector})*{core}(?:(?:{connector})+{core})*(?:{connector})*"
+    # A run of ExtendNumLet before the first letter: from its start only, unless inside.
+    lead = f"(?:{connector})*" if inside else f"(?:(?<!{c['W']})(?:{connector})+)?"
+    return f"{lead}{core}(?:(?:{connector})+{core})*(?:{connector})*"
 
 
-def _emoji_rule(pictograph: str, joiners: list[int], ext: str) -> str:
+def _emoji_rule(pictograph: str, joiners: list[int], ext: str, inside: bool) -> str:
     """Return the rule of emoji sequences (UTS #51 as in the jflex EMOJI rule).
 
     Pictographs with modifiers, presentation selectors and tags, joined by ZWJ; keycaps;
@@ -203,7 +223,8 @@ def _emoji_rule(pictograph: str, joiners: list[int], ext: str) -> str:
     modifier = "[\U0001f3fb-\U0001f3ff]"
     unit = f"(?:{pictograph}{plain_ext}(?:{modifier}{plain_ext})?|{modifier}{plain_ext})"
     regional = f"[\U0001f1e6-\U0001f1ff]{plain_ext}"
-    return f"\u200d*{unit}(?:\u200d+{unit})*\u200d*|[#*]\ufe0f?\u20e3{ext}|{regional}{regional}"
+    lead = "\u200d*" if inside else "(?:(?<!\u200d)\u200d+)?"  # as in _word_rule
+    return f"{lead}{unit}(?:\u200d+{unit})*\u200d*|[#*]\ufe0f?\u20e3{ext}|{regional}{regional}"
 
 
 def utf16_length(text: str) -> int:
@@ -214,13 +235,17 @@ def utf16_length(text: str) -> int:
 class StandardTokenizer:
     """The raw tokens of a text as Lucene's ``StandardTokenizer`` emits them.
 
-    ASCII text is scanned with the ASCII-only grammar (the same tokens, much faster).
+    ASCII text is scanned with the ASCII-only grammar (the same tokens, much faster). Time
+    is linear in the text, a token longer than the scanner's buffer included (a word of
+    1 MB is cut in 4,000 windows of 255 characters, each read once or twice).
     """
 
     def __init__(self) -> None:
         self._pattern = token_pattern()
         self._ascii = token_pattern(ascii_only=True)
         self._ascii_findall = self._ascii.findall
+        self._inside = token_pattern(inside=True)
+        self._ascii_inside = token_pattern(ascii_only=True, inside=True)
 
     def tokens(self, text: str) -> list[str]:
         """Return the tokens of ``text`` in order."""
@@ -238,16 +263,146 @@ class StandardTokenizer:
         return list(self._chopped(text))
 
     def _chopped(self, text: str) -> Iterator[tuple[int, str]]:
-        """Scan ``text`` token by token (start, token), chopping tokens longer than the buffer."""
-        search, match, position = self._pattern.search, self._pattern.match, 0
-        while (found := search(text, position)) is not None:
-            token, start = found.group(), found.start()
-            if utf16_length(token) > MAX_TOKEN_LENGTH:
-                # The scanner sees 255 units at most and emits the longest token among them.
-                end = start + MAX_TOKEN_LENGTH
-                while utf16_length(text[start:end]) > MAX_TOKEN_LENGTH:
-                    end -= 1
-                short = match(text, start, end)
-                token = short.group() if short is not None else text[start:end]
-            yield start, token
-            position = start + len(token)
+        """Scan ``text`` token by token (start, token), chopping tokens longer than the buffer.
+
+        A token of at most 255 UTF-16 units is the pattern's match. A longer one is cut as
+        the scanner, which sees 255 units at most, cuts it: the longest token among them,
+        then the same again from its end (:func:`_cut`).
+        """
+        plain = text.isascii()
+        scan, inside = (self._ascii, self._ascii_inside) if plain else (self._pattern, self._inside)
+        position = 0
+        while (found := scan.search(text, position)) is not None:
+            token, position = found.group(), found.end()
+            if utf16_length(token) <= MAX_TOKEN_LENGTH:
+                yield found.start(), token
+                continue
+            for start, piece in _cut((scan, inside), plain, text, found.start(), position):
+                yield start, piece
+                position = max(position, start + len(piece))
+
+
+@lru_cache(maxsize=2)
+def _run_patterns(ascii_only: bool) -> dict[str, re.Pattern[str]]:
+    """Patterns of the runs a token may start with, which a search inside them misses.
+
+    The runs: ``_`` before a letter, marks between two regional indicators.
+
+    ``lead``: a run of ``_`` (ExtendNumLet), each with its marks; ``inert``: marks that
+    start no token (Extend and Format characters that are neither South-East Asian, a
+    token of their own, nor an emoji modifier nor ZWJ, each of which may start an emoji);
+    ``joined`` and ``marks``: ``_`` or marks, and marks alone; ``connector``: one ``_``;
+    ``regional``: a regional indicator; ``marked``: the rules that may start on a mark
+    (emoji, South-East Asian), each run of ZWJ tried from its start only.
+    """
+    classes = _word_break_classes(ascii_only)
+    connector, ext = _char_class(classes["W"]), _char_class(classes["E"])
+    starting = {*classes["S"], *range(0x1F3FB, 0x1F400), 0x200D}
+    rules = _rules(ascii_only, inside=False)
+    inert = _char_class(code for code in classes["E"] if code not in starting)
+    return {
+        "lead": re.compile(f"(?:{connector}{ext}*)*"),
+        "inert": re.compile(f"{inert}*"),
+        "joined": re.compile(f"(?:{connector}|{ext})*"),
+        "marks": re.compile(f"{ext}*"),
+        "connector": re.compile(connector),
+        "regional": re.compile("[\U0001f1e6-\U0001f1ff]"),
+        "marked": re.compile(f"{rules['emoji']}|{rules['southeast_asian']}"),
+    }
+
+
+def _earlier_start(runs: dict[str, re.Pattern[str]], text: str, low: int, found: int) -> int | None:
+    """Where a token that a search from ``low`` did not see in its window may start.
+
+    ``found`` is the start the windowed search found, a mark that starts a token of its own;
+    it may lie inside a run of ``_`` before a letter, or of marks between two regional
+    indicators, that began after ``low`` and ran past the window. Returns the run's first
+    ``_`` or its regional indicator, for the caller to match, or None.
+    """
+    before = text[low:found][::-1]
+    joined = found - _reach(runs["joined"], before, 0)
+    first = runs["connector"].search(text, joined, found)
+    if first is not None:
+        return first.start()
+    marked = found - _reach(runs["marks"], before, 0) - 1
+    if marked >= low and runs["regional"].match(text, marked):
+        return marked
+    return None
+
+
+def _cut(
+    patterns: tuple[re.Pattern[str], re.Pattern[str]],
+    ascii_only: bool,
+    text: str,
+    start: int,
+    end: int,
+) -> Iterator[tuple[int, str]]:
+    """Cut the token ``text[start:end]``, longer than the buffer, as the scanner does.
+
+    ``patterns``: :func:`token_pattern`'s, and its pattern that matches from inside a run
+    of ``_`` too. Each piece is the longest token among the 255 units from where it starts
+    (the first match is the longest), or the 255 units themselves where no token fits in
+    them (a run of ``_`` longer than that). The next piece starts where the pattern next matches,
+    looked for in the next 255 characters first: a match there is the first one, since a
+    match that began earlier and ran past them would begin a run of ``_``, ZWJ or marks
+    holding them. Only where they hold no token start is the rest of the text searched;
+    when that finds a run of ``_`` before a letter, every ``_`` of the run starts a token,
+    and before none, none does, so the pieces after it are cut without searching the run
+    again. The last piece may end past ``end``, where the token would have; the next
+    search starts after it. One shape is still searched again at each cut: a run of more
+    than 255 ZWJ before an emoji.
+    """
+    scan, inside = patterns
+    match, search = inside.match, inside.search
+    runs = _run_patterns(ascii_only)
+    lead, inert = runs["lead"], runs["inert"]
+    run_end = start  # every "_" before this is followed, through "_" and marks, by a letter
+    dead_end = start  # no "_" before this is followed, through "_" and marks, by a letter
+    while True:
+        stop = _units_end(text, start)
+        short = match(text, start, stop)
+        piece = short.group() if short is not None else text[start:stop]
+        yield start, piece
+        position = start + len(piece)
+        if position >= end:
+            return
+        if position < run_end:
+            start = _reach(inert, text, position, run_end)
+            if start < run_end and _reach(lead, text, start, start + 1) > start:
+                continue  # the next "_" of the run
+        if position < dead_end:  # no "_" of this run starts a token: a mark may
+            found = runs["marked"].search(text, position, dead_end + 1)
+            found = found or scan.search(text, dead_end)
+        else:
+            found = search(text, position, min(end, position + MAX_TOKEN_LENGTH))
+        if found is None:
+            joined = _reach(runs["joined"], text, position)
+            first = runs["connector"].search(text, position, joined)
+            if first is not None and match(text, first.start()) is None:
+                dead_end = joined  # "_" and marks before no letter: each "_" starts nothing
+                found = runs["marked"].search(text, position, joined + 1)
+                found = found or scan.search(text, joined)
+            else:
+                found = search(text, position)
+        if found is None or found.start() >= end:
+            return
+        start = found.start()
+        if _reach(runs["marks"], text, start) > start:  # a mark: maybe inside a run
+            earlier = _earlier_start(runs, text, position, start)
+            if earlier is not None and match(text, earlier) is not None:
+                start = earlier
+        run_end = max(run_end, _reach(lead, text, start))
+
+
+def _reach(run: re.Pattern[str], text: str, start: int, stop: int = sys.maxsize) -> int:
+    """Where ``run`` (a pattern that may match nothing) ends, matched at ``start``."""
+    found = run.match(text, start, stop)
+    return start if found is None else found.end()
+
+
+def _units_end(text: str, start: int) -> int:
+    """Where the first 255 UTF-16 units of ``text`` from ``start`` end (a code point index)."""
+    end = min(len(text), start + MAX_TOKEN_LENGTH)
+    while utf16_length(text[start:end]) > MAX_TOKEN_LENGTH:
+        end -= 1
+    return end

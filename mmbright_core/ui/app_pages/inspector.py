@@ -29,7 +29,7 @@ TOP = 10
 st.title("Query inspector")
 spec, task, protocol = state.source_spec(), state.current_task(), state.current_protocol()
 source = render.attempt(loaders.get_source, spec)
-if source is None:
+if source is None or not inspector_view.readable(source, spec, task, protocol):
     st.stop()
 order = inspector_view.hurt_order(spec, task, protocol)
 target = inspector_view.sync_target(source, task, protocol, order)

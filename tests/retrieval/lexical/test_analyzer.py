@@ -15,6 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mmbright_core.retrieval.lexical.analyzer import STOP_WORDS, EnglishAnalyzer, java_lower
+from mmbright_core.retrieval.lexical.tokenizer import (
+    MAX_TOKEN_LENGTH,
+    StandardTokenizer,
+    token_pattern,
+    utf16_length,
+)
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +108,56 @@ def test_a_lone_surrogate_is_split_as_str_split_splits() -> None:
     # No UTF-8 spells a lone surrogate, so pyarrow cannot take it: str.split splits instead.
     texts = ["caresses \ud800 ponies", "", "  running\u3000"]
     assert _batch_terms(EnglishAnalyzer(), texts) == [["caress", "poni"], [], ["run"]]
+
+
+def _scanned(text: str) -> list[tuple[int, str]]:
+    """Lucene's scanning, step by step: from where the last token ended, the next match of
+    the grammar whole; past 255 UTF-16 units, the longest token within the first 255."""
+    pattern, position, found = token_pattern(inside=True), 0, []
+    while (whole := pattern.search(text, position)) is not None:
+        start, token = whole.start(), whole.group()
+        if utf16_length(token) > MAX_TOKEN_LENGTH:
+            stop = start + MAX_TOKEN_LENGTH
+            while utf16_length(text[start:stop]) > MAX_TOKEN_LENGTH:
+                stop -= 1
+            short = pattern.match(text, start, stop)
+            token = short.group() if short is not None else text[start:stop]
+        found.append((start, token))
+        position = start + len(token)
+    return found
+
+
+# Runs of what joins a token or ends it: "_", marks, ZWJ, emoji modifiers, regional
+# indicators, Thai vowels (a token of their own and a mark), letters and separators.
+MOTIF = st.text(
+    st.sampled_from("a9_.',#*\u0301\u0e31\u200d\ufe0f\u20e3😀🏻🇦🇨漢カא𐐀 "), min_size=1, max_size=3
+)
+RUNS = st.lists(st.tuples(MOTIF, st.sampled_from([1, 2, 40, 130, 300])), max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(RUNS)
+def test_long_tokens_are_cut_as_the_scanner_cuts_them(runs: list[tuple[str, int]]) -> None:
+    text = "".join(motif * times for motif, times in runs)
+    tokenizer = StandardTokenizer()
+    assert tokenizer.spans(text) == _scanned(text)
+    assert tokenizer.tokens(text) == [token for _, token in _scanned(text)]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("size", [200_000, 1_000_000])
+def test_a_one_word_text_of_a_megabyte_is_cut_in_time_proportional_to_it(size: int) -> None:
+    # Each cut once searched the rest of the word: a megabyte took minutes.
+    tokenizer = StandardTokenizer()
+    cuts = range(0, size, MAX_TOKEN_LENGTH)
+    assert tokenizer.tokens("a" * size) == ["a" * len(range(c, size)[:255]) for c in cuts]
+    # The 255 units of each window end with ".", which no token ends with: 254 kept.
+    dotted = ("ab." * size)[:size]
+    assert tokenizer.tokens(dotted) == [dotted[c : c + 254].rstrip(".") for c in cuts]
+    # A run of "_" holds no token, and after the first cut none of a word's trailing "_"
+    # starts one (no letter follows); each start inside the run once read the rest of it.
+    assert tokenizer.tokens("_" * size) == []
+    assert tokenizer.tokens("x" + "_" * size + " y") == ["x" + "_" * 254, "y"]
+    # Before a letter, each "_" of the run starts one: cut every 255 characters.
+    joined = "x" + "_" * size + "y"
+    assert tokenizer.tokens(joined) == [joined[c : c + 255] for c in range(0, size + 2, 255)]

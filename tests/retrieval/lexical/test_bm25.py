@@ -5,11 +5,14 @@ import math
 import numpy as np
 import pytest
 from gensim_bm25 import official_index
+from hostile import A1, hostile_copy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mmbright_core.cli import main
 from mmbright_core.data.sources import open_source
 from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.io.official import read_outputs
 from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.lexical import bm25_index
 from mmbright_core.retrieval.lexical.analyzer import EnglishAnalyzer
@@ -201,3 +204,20 @@ def test_indexing_texts_in_blocks_equals_indexing_their_token_lists(texts, block
     assert (from_texts.size, from_texts.avgdl) == (expected.size, expected.avgdl)
     assert from_texts.postings.shape == expected.postings.shape
     assert (from_texts.postings != expected.postings).nnz == 0
+
+
+@pytest.mark.timeout(120)
+def test_a_run_over_a_passage_of_one_megabyte_word_ranks_it_by_its_pieces(
+    fixture_dir, tmp_path, monkeypatch
+):
+    # The passage is cut into pieces of 255 characters; the query of one such piece finds it.
+    root = hostile_copy(fixture_dir, tmp_path, "a" * 255, "a" * 1_000_000)
+    monkeypatch.setenv("MMBRIGHT_CACHE", str(tmp_path / "cache"))
+    args = ["run", "--source", str(root), "--task", "1", "--domain", "academia"]
+    assert main([*args, "--retriever", "bm25", "--out", str(tmp_path / "out")]) == 0
+    ranked = read_outputs(tmp_path / "out" / "run_t2t_bm25").runs["academia"]
+    (query,) = [q for q in ranked if q.endswith("a1")]
+    scores = ranked[query]
+    best = max(scores, key=scores.__getitem__)
+    assert best == A1 and scores[A1] > 0
+    assert all(score == 0 for doc, score in scores.items() if doc != A1)

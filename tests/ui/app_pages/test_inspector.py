@@ -435,3 +435,20 @@ def test_the_consent_names_the_call_and_its_arguments_and_asks_again_for_others(
     assert not at.exception, at.exception
     (left,) = [w.value for w in at.warning if "planted" in w.value]
     assert f"calls {literal(calls[1])}, which" in left
+
+
+def test_the_hub_source_offline_without_its_files_is_one_line_on_the_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty"))
+    at = fresh()
+    at.radio(key="source_kind").set_value("Hugging Face").run()
+    at.switch_page("app_pages/inspector.py").run()
+    assert not at.exception
+    (error,) = [e.value for e in at.error]
+    assert "\n" not in error
+    assert "/academia.parquet is not in the local Hugging Face cache, and " in error
+    assert "HF\\_HUB\\_OFFLINE=1 allows no download. Fetch the dataset once with" in error

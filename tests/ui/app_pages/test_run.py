@@ -7,14 +7,17 @@ import sys
 from pathlib import Path
 
 import pytest
+import streamlit as st
 from apptest import error_messages, fresh, goto, use_folder
+from raising_plugin import ESCAPED, MESSAGE
 from streamlit.testing.v1 import AppTest
 
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, is_hidden
 from mmbright_core.retrieval import registry
 from mmbright_core.retrieval.catalogue.presets import presets
 from mmbright_core.ui import run_choice, running
 from mmbright_core.ui.confine import ROOT_ENV, Confinement
+from mmbright_core.ui.literal import literal
 
 
 @pytest.fixture
@@ -271,3 +274,35 @@ def test_a_folder_another_job_is_writing_is_refused_on_the_page_naming_the_job(
     # Once the job has ended the page runs; its settings differ, so beside the job's folder.
     assert "2 run now, 0 reused" in _start(run_page, out, "bm25")
     assert _files(out / "run_it2t_bm25") == written and (out / "run_it2t_bm25_2").is_dir()
+
+
+def test_an_installed_plugins_traceback_on_the_page_shows_its_controls_written_out(
+    fixture_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+):
+    site = tmp_path / "site"
+    info = site / "raising_page_plugin-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: raising-page-plugin\nVersion: 1.0\n"
+    )
+    (info / "entry_points.txt").write_text("[mmbright.retrievers]\nraising = raising_plugin:make\n")
+    monkeypatch.syspath_prepend(str(site))
+    shown = st.get_option("client.showErrorDetails")
+    st.set_option("client.showErrorDetails", "full")  # a server that shows tracebacks
+    request.addfinalizer(lambda: st.set_option("client.showErrorDetails", shown))
+    at = fresh()
+    use_folder(at, fixture_dir)
+    goto(at, "run")
+    at.selectbox(key="run_retriever").set_value("raising").run()
+    at.text_input(key="run_out").input(str(tmp_path / "out")).run()
+    at.button(key="run_start").click().run()
+    assert not at.exception
+    (failed,) = error_messages(at)
+    assert failed == literal(f"The retriever failed: RuntimeError: {MESSAGE}")
+    (trace,) = [block.value for block in at.code]
+    assert trace.startswith("Traceback (most recent call last):\n")
+    assert trace.endswith(f"RuntimeError: {ESCAPED}")
+    assert not any(is_hidden(char) for char in trace.replace("\n", ""))
