@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from typing import Any, Literal
 
 from mmbright_core.cli.options import Command, add_command, add_domains, add_source, add_task
@@ -52,11 +53,18 @@ def register(subparsers: Any) -> None:
         help="read an exported CSV or JSON file into the notes",
         description="Read an export back in one transaction. merge (default) keeps the "
         "newer of two notes and unites the tags; replace sets each query in the file to the "
-        "file's note and tags. Either way the counts say what happened.",
+        "file's note and tags, but keeps (and counts as conflicts) those changed here after "
+        "the file's version of them, unless --force. Either way the counts say what happened. "
+        "A time later than now (past a few minutes for clocks) is refused.",
     )
     read.add_argument("file", metavar="FILE", help="a file written by mmbright notes export")
     read.add_argument("--mode", choices=("merge", "replace"), default="merge")
     read.add_argument("--format", choices=("csv", "json"), help="default: by FILE's suffix")
+    read.add_argument(
+        "--force",
+        action="store_true",
+        help="with --mode replace: also overwrite notes changed here after the file's version",
+    )
 
     tags = actions.add_parser(
         "tags",
@@ -78,6 +86,7 @@ def register(subparsers: Any) -> None:
 
 def run_export(args: argparse.Namespace) -> int:
     """Write the notes chosen by the filters to ``--out`` or standard output."""
+    from mmbright_core.errors import printable
     from mmbright_core.io.atomic import atomic_write_text
     from mmbright_core.notes import NotesStore
 
@@ -90,12 +99,16 @@ def run_export(args: argparse.Namespace) -> int:
         "protocol": args.protocol,
         "domain": args.domains,
     }
-    with NotesStore(args.db) as store:
+    with NotesStore(args.db, read_only=True) as store:
         count = len(store.records(**filters))
         text = store.export(fmt, **filters)
     if args.out:
         atomic_write_text(args.out, text)
         print(f"wrote {count} annotated queries to {args.out}", file=sys.stderr)
+    elif sys.stdout.isatty():
+        # A note or tag may hold control or bidi characters: on a terminal they are shown
+        # as escapes, never run; a pipe or a file gets the export exactly.
+        sys.stdout.write(printable(text.replace("\r\n", "\n"), keep="\n"))
     else:
         sys.stdout.write(text)
     return 0
@@ -103,15 +116,26 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_import(args: argparse.Namespace) -> int:
     """Read an export into the notes and print what it did."""
+    from mmbright_core.errors import InputError, InputWarning
     from mmbright_core.notes import NotesStore
     from mmbright_core.notes.exchange import read
 
+    if args.force and args.mode != "replace":
+        raise InputError("--force only goes with --mode replace", hint="Add --mode replace")
     # The file is read and checked before the notes file is opened: a bad import leaves
     # no trace, not even a new empty notes file.
     parsed = read(args.file, args.format)
     with NotesStore(args.db) as store:
-        report = store.import_parsed(parsed, mode=args.mode)
+        report = store.import_parsed(parsed, mode=args.mode, force=args.force)
         print(f"imported {args.file} into {store.path}: {report.summary()}")
+    if report.conflicts:
+        warnings.warn(
+            f"{report.conflicts} queries were changed here after the file's version of them "
+            "and were kept as they are; compare them (mmbright notes export), then import "
+            "with --force to overwrite them",
+            InputWarning,
+            stacklevel=1,
+        )
     return 0
 
 
@@ -124,7 +148,9 @@ def run_tags(args: argparse.Namespace) -> int:
         raise InputError("--force only goes with --remove", hint="Add --remove NAME")
     if args.description and not args.add:
         raise InputError("--description only goes with --add", hint="Add --add NAME")
-    with NotesStore(args.db) as store:
+    # Listing alone only reads: it works on a read-only file and creates none.
+    editing = bool(args.add or args.rename or args.remove)
+    with NotesStore(args.db, read_only=not editing) as store:
         if args.add:
             store.add_tag(args.add, args.description)
         elif args.rename:

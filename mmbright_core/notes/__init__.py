@@ -14,7 +14,7 @@ from mmbright_core.notes.database import (
     default_path,
 )
 from mmbright_core.notes.lookup import scope_tags
-from mmbright_core.notes.records import ImportReport, QueryKey, QueryNotes, Tag
+from mmbright_core.notes.records import Conflict, ImportReport, QueryKey, QueryNotes, Tag
 from mmbright_core.notes.store import NotesStore
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "NOTES_ENV",
     "SCHEMA_VERSION",
+    "Conflict",
     "ImportReport",
     "NotesStore",
     "QueryKey",

@@ -26,7 +26,7 @@ NOTES_ENV = "MMBRIGHT_NOTES"
 #: How long a write waits for another writer before giving up, in seconds.
 DEFAULT_TIMEOUT = 10.0
 #: The schema this code reads and writes, kept in ``PRAGMA user_version``.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 DEFAULT_TAGS: tuple[tuple[str, str], ...] = (
     ("image irrelevant to the need", "the query's image adds nothing to what is asked"),
@@ -67,6 +67,23 @@ CREATE TABLE query_tags (
 CREATE INDEX query_tags_by_tag ON query_tags (tag);
 """
 
+# Schema 2: every query's row carries a version that every change of its note or its
+# labels raises, whichever code makes it (triggers), so that a save can be made
+# conditional on the version its draft was loaded from. An older file is upgraded in
+# place: its rows start at version 1.
+_WHERE_NEW = " AND ".join(f"{c} = new.{c}" for c in _KEY_COLUMNS.split(", "))
+_BUMP = "UPDATE query_notes SET version = version + 1 WHERE "
+_SCHEMA_2 = (
+    "ALTER TABLE query_notes ADD COLUMN version INTEGER NOT NULL DEFAULT 1",
+    "CREATE TRIGGER query_notes_version AFTER UPDATE ON query_notes "
+    "WHEN new.version = old.version BEGIN "
+    "UPDATE query_notes SET version = old.version + 1 WHERE rowid = new.rowid; END",
+    f"CREATE TRIGGER query_tags_added AFTER INSERT ON query_tags BEGIN {_BUMP}{_WHERE_NEW}; END",
+    f"CREATE TRIGGER query_tags_changed AFTER UPDATE ON query_tags BEGIN {_BUMP}{_WHERE_NEW}; END",
+    f"CREATE TRIGGER query_tags_removed AFTER DELETE ON query_tags BEGIN "
+    f"{_BUMP}{_WHERE_NEW.replace('new.', 'old.')}; END",
+)
+
 T = TypeVar("T")
 
 
@@ -98,30 +115,77 @@ def data_dir() -> Path:
     return root / "mmbright"
 
 
-def connect(path: Path, timeout: float) -> sqlite3.Connection:
+def connect(path: Path, timeout: float, *, read_only: bool = False) -> sqlite3.Connection:
     """Open (creating it and its folders if needed) the notes file at ``path``.
 
     The header is read before anything is written, so a file that is not a database is
     reported and left byte for byte as it was.
 
+    Args:
+        path: The notes file.
+        timeout: Seconds to wait for another writer.
+        read_only: Only read: a missing file is not created (an empty notes database in
+            memory stands for it: the default taxonomy, no notes), and a file of this
+            schema is opened read-only, so a read-only file or folder can be read. A file
+            of an older schema is opened for writing all the same, to be upgraded.
+
     Raises:
         NotesError: The folder cannot be made, the file is not a notes database, was made
             by a newer version, is read-only, or stays locked past ``timeout``.
     """
+    if read_only and not path.exists():
+        return _open(":memory:", path, timeout)
+    if read_only:
+        conn = _open_read_only(path, timeout)
+        if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+            return conn
+        conn.close()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise unwritable(path, err.strerror or str(err)) from err
+    return _open(str(path), path, timeout)
+
+
+def _open_read_only(path: Path, timeout: float) -> sqlite3.Connection:
+    """Open an existing notes file for reading only.
+
+    SQLite reads a WAL file through a ``-shm`` index beside it, which it cannot create in a
+    read-only folder. When there is no write-ahead log to read (none, or an empty one: every
+    write is in the file itself), the file is read as it is (``immutable``).
+    """
+    uri = path.absolute().as_uri() + "?mode=ro"
     try:
-        conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+        return _open(uri, path, timeout, write=False)
+    except NotesError:
+        log = path.with_name(path.name + "-wal")
+        if log.exists() and log.stat().st_size > 0:
+            raise
+    return _open(uri + "&immutable=1", path, timeout, write=False)
+
+
+def _open(target: str, path: Path, timeout: float, *, write: bool = True) -> sqlite3.Connection:
+    """Connect to ``target`` (a path, a ``file:`` URI or ``:memory:``) and check its schema.
+
+    With ``write``, the file is put in WAL mode and its schema brought up to date.
+    """
+    try:
+        conn = sqlite3.connect(
+            target,
+            timeout=timeout,
+            isolation_level=None,
+            check_same_thread=False,
+            uri=target.startswith("file:"),
+        )
     except sqlite3.Error as err:
         raise translate(err, path, timeout) from err
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
         conn.execute("PRAGMA foreign_keys = ON")
         _check_foreign(conn, path)
-        retry(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone(), timeout)
-        run(conn, path, timeout, _migrate)
+        if write:
+            retry(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone(), timeout)
+            run(conn, path, timeout, _migrate)
     except BaseException as err:
         conn.close()
         if isinstance(err, sqlite3.Error):
@@ -164,7 +228,7 @@ def _check_foreign(conn: sqlite3.Connection, path: Path) -> None:
 def _migrate(conn: sqlite3.Connection) -> None:
     """Bring the schema to :data:`SCHEMA_VERSION`, one step at a time, in one transaction."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
-    steps: dict[int, Callable[[sqlite3.Connection], None]] = {0: _create_1}
+    steps: dict[int, Callable[[sqlite3.Connection], None]] = {0: _create_1, 1: _add_versions}
     while version < SCHEMA_VERSION:
         steps[version](conn)
         version += 1
@@ -181,6 +245,11 @@ def _create_1(conn: sqlite3.Connection) -> None:
         "INSERT INTO tags (name, description, position, created_at) VALUES (?, ?, ?, ?)",
         [(name, text, i, now) for i, (name, text) in enumerate(DEFAULT_TAGS)],
     )
+
+
+def _add_versions(conn: sqlite3.Connection) -> None:
+    for statement in _SCHEMA_2:
+        conn.execute(statement)
 
 
 def run(

@@ -115,18 +115,7 @@ def parse(text: str, format: str | None, name: str) -> Parsed:
 def _parse_csv(text: str, name: str) -> Parsed:
     reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     try:
-        header = reader.fieldnames or []
-        missing = [column for column in COLUMNS if column not in header]
-        if missing:
-            raise NotesError(
-                "not a notes export",
-                source=name,
-                line=1,
-                expected=f"a header with {', '.join(COLUMNS)}",
-                found=f"{', '.join(map(show, header)) or 'no header'} "
-                f"(missing {', '.join(missing)})",
-                hint="Export with: mmbright notes export --format csv",
-            )
+        _check_header(reader.fieldnames or [], name)
         rows: list[tuple[int, dict[str | None, Any]]] = []
         start = reader.line_num + 1
         for row in reader:
@@ -147,6 +136,34 @@ def _parse_csv(text: str, name: str) -> Parsed:
         tags = [t.strip() for t in (cells["tags"] or "").split(";") if t.strip()]
         records.append(record(cells, tags, place, typed=False))
     return Parsed((), _unique(records, [line for line, _ in rows], name))
+
+
+def _check_header(header: Sequence[str], name: str) -> None:
+    """Refuse a header missing a column, naming one twice or naming one the export lacks.
+
+    A repeated column would let its last cell win unseen, an unknown one (a misspelt
+    ``notes``) would be dropped unseen.
+    """
+    missing = [column for column in COLUMNS if column not in header]
+    repeated = [column for i, column in enumerate(header) if column in header[:i]]
+    unknown = [column for column in header if column not in COLUMNS]
+    found = ", ".join(map(show, header)) or "no header"
+    if missing:
+        problem, found = "not a notes export", f"{found} (missing {', '.join(missing)})"
+    elif repeated:
+        problem = f"column {show(repeated[0])} given twice"
+    elif unknown:
+        problem = f"unknown column {show(unknown[0])}"
+    else:
+        return
+    raise NotesError(
+        problem,
+        source=name,
+        line=1,
+        expected=f"a header with {', '.join(COLUMNS)}, each once",
+        found=found,
+        hint="Export with: mmbright notes export --format csv",
+    )
 
 
 _TOP = ("format", "version", "exported_at", "tags", "queries")

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 
 from mmbright_core.errors import NotesError, show
 from mmbright_core.notes import taxonomy
-from mmbright_core.notes.records import QueryKey, QueryNotes, utc_now
+from mmbright_core.notes.records import Conflict, QueryKey, QueryNotes, utc_now
 
 #: A query's key as a caller may give it: the record or a plain tuple of its fields.
 KeyLike = QueryKey | tuple[str, int, str, str, str]
@@ -66,13 +66,12 @@ def label(
     conn: sqlite3.Connection, key: QueryKey, tags: Iterable[str], author: str | None, now: str
 ) -> int:
     """Give the query ``tags`` (those it has already stay as they are); return how many new."""
-    before = conn.total_changes
-    conn.executemany(
+    # The cursor counts the rows inserted; total_changes would add the triggers' updates.
+    return conn.executemany(
         "INSERT OR IGNORE INTO query_tags (source, task, protocol, domain, query_id, tag, "
         "author, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         [(*key, tag, author, now) for tag in tags],
-    )
-    return conn.total_changes - before
+    ).rowcount
 
 
 def unlabel(conn: sqlite3.Connection, key: QueryKey, tags: Iterable[str]) -> None:
@@ -104,7 +103,7 @@ def select(conn: sqlite3.Connection, where: Mapping[str, object]) -> list[QueryN
         labels.setdefault(tuple(key), []).append(tag)
     rows = conn.execute(
         "SELECT q.source, q.task, q.protocol, q.domain, q.query_id, q.note, q.author, "
-        f"q.created_at, q.updated_at FROM query_notes q WHERE {clause} "
+        f"q.created_at, q.updated_at, q.version FROM query_notes q WHERE {clause} "
         "ORDER BY q.source, q.task, q.protocol, q.domain, q.query_id",
         params,
     )
@@ -136,6 +135,26 @@ def set_tags(
         unlabel(conn, key, have - set(wanted))
         label(conn, key, [t for t in wanted if t not in have], author, now)
     return get(conn, key)
+
+
+def save(
+    conn: sqlite3.Connection,
+    key: QueryKey,
+    note: str,
+    tags: list[str],
+    author: str | None,
+    based_on: int,
+) -> QueryNotes | Conflict:
+    """Store the note and the whole set of tags if the row is still at version ``based_on``.
+
+    A row changed since (another session saved, an import) is left as it is and returned
+    in a :class:`Conflict`, unless it already holds exactly this note and these tags.
+    """
+    here = get(conn, key)
+    if here.version != based_on:
+        return here if here.same_content(note, tags) else Conflict(here)
+    set_tags(conn, key, tags, author)
+    return set_note(conn, key, note, author)
 
 
 def add_tag_to(conn: sqlite3.Connection, key: QueryKey, tag: str, author: str | None) -> QueryNotes:

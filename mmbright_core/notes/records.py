@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import NamedTuple
 
@@ -43,6 +44,10 @@ class QueryNotes:
         author: Who last wrote the note or changed the tags, when given.
         created_at: When the query was first annotated (UTC, ISO 8601), ``None`` if never.
         updated_at: When its note or tags last changed (UTC, ISO 8601), ``None`` if never.
+        version: The row's version, raised by every write to its note or tags; 0 while the
+            query has no row. A save names the version it was loaded from
+            (:meth:`~mmbright_core.notes.store.NotesStore.save`). It is the row's, not
+            the notes': two records of the same notes are equal whatever their versions.
     """
 
     key: QueryKey
@@ -51,6 +56,23 @@ class QueryNotes:
     author: str | None = None
     created_at: str | None = None
     updated_at: str | None = None
+    version: int = field(default=0, compare=False)
+
+    def same_content(self, note: str, tags: Iterable[str]) -> bool:
+        """Whether ``note`` and ``tags`` (in any order) are what these notes hold."""
+        return self.note == note and set(self.tags) == set(tags)
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A save refused because someone else saved the query since the draft was loaded.
+
+    Attributes:
+        stored: The notes stored now: their note, tags and version. A save based on
+            ``stored.version`` may overwrite them.
+    """
+
+    stored: QueryNotes
 
 
 @dataclass(frozen=True)
@@ -79,7 +101,10 @@ class ImportReport:
         updated: Queries whose note the file's newer one replaced (merge).
         kept_newer: Queries whose note here is newer than the file's and was kept (merge).
         replaced: Queries set to exactly the file's note and tags (replace).
-        overwrote_newer: Of the replaced, those whose note here was newer than the file's.
+        overwrote_newer: Of the replaced, those whose note here was newer than the file's
+            (replace with ``force``).
+        conflicts: Queries whose note here is newer than the file's and that replace kept
+            as they are (without ``force``): changed here after the file was exported.
         unchanged: Queries the file held as they already were.
         labels_added: Tags put on queries.
         tags_created: Taxonomy labels the file named and the database lacked.
@@ -90,6 +115,7 @@ class ImportReport:
     kept_newer: int = 0
     replaced: int = 0
     overwrote_newer: int = 0
+    conflicts: int = 0
     unchanged: int = 0
     labels_added: int = 0
     tags_created: int = 0
@@ -102,6 +128,7 @@ class ImportReport:
             "kept (newer here)": self.kept_newer,
             "replaced": self.replaced,
             "of which newer here": self.overwrote_newer,
+            "kept (newer here, not replaced)": self.conflicts,
             "unchanged": self.unchanged,
             "labels added": self.labels_added,
             "tags created": self.tags_created,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from mmbright_core.data.choices import PROTOCOLS, TASKS
@@ -24,6 +25,8 @@ FIELDS = (*QueryKey._fields, "tags", *OPTIONAL)
 """The fields of one record, in export order."""
 
 _TASKS = ", ".join(map(str, TASKS))
+CLOCK_TOLERANCE = timedelta(minutes=5)
+"""How far past this machine's clock an imported time may be (two machines' clocks differ)."""
 
 
 @dataclass(frozen=True)
@@ -119,10 +122,23 @@ def _optional_text(value: Any, field: str, place: Place) -> str | None:
 
 
 def _time(value: str | None, field: str, place: Place) -> str | None:
+    """Read a time; one later than now (past the tolerance for clocks) is refused.
+
+    Merging trusts the later note, so a future time would win every merge to come.
+    """
     raw = (value or "").strip()
     stamp = normalise_time(raw) if raw else None
     if raw and stamp is None:
         raise place.error(f"bad {field}", "an ISO 8601 time", show(raw))
+    latest = datetime.now(timezone.utc) + CLOCK_TOLERANCE
+    if stamp is not None and stamp > latest.isoformat(timespec="microseconds"):
+        raise place.error(
+            f"{field} is in the future",
+            f"a time no later than now plus {CLOCK_TOLERANCE.seconds // 60} minutes "
+            f"({latest.isoformat(timespec='seconds')}); the newer note wins a merge, so a "
+            "future time would win every one (was the clock or the time zone wrong?)",
+            show(raw),
+        )
     return stamp
 
 

@@ -25,7 +25,7 @@ from mmbright_core.notes import exchange, labels, merge, taxonomy
 from mmbright_core.notes.database import DEFAULT_TIMEOUT, connect, default_path, run
 from mmbright_core.notes.labels import KeyLike
 from mmbright_core.notes.merge import Mode
-from mmbright_core.notes.records import TAG_SEPARATOR, ImportReport, QueryNotes, Tag
+from mmbright_core.notes.records import TAG_SEPARATOR, Conflict, ImportReport, QueryNotes, Tag
 
 T = TypeVar("T")
 Format = Literal["csv", "json"]
@@ -41,18 +41,26 @@ class NotesStore:
             data folder (see :func:`~mmbright_core.notes.database.default_path`). It and its
             folders are created on first use.
         timeout: Seconds a write waits for another writer before raising.
+        read_only: Only read (an export, a listing): a missing file is not created (the
+            store holds the default taxonomy and no notes), and a read-only file or folder
+            can be read. Writes raise.
 
     Raises:
         NotesError: The file cannot be created, is not a notes database, or stays locked.
     """
 
     def __init__(
-        self, path: str | os.PathLike[str] | None = None, *, timeout: float = DEFAULT_TIMEOUT
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        read_only: bool = False,
     ) -> None:
         self.path: Path = default_path(path)
         self.timeout = timeout
+        self.read_only = read_only
         self._lock = threading.RLock()  # one connection, shared by a dashboard's threads
-        self._conn: sqlite3.Connection | None = connect(self.path, timeout)
+        self._conn: sqlite3.Connection | None = connect(self.path, timeout, read_only=read_only)
 
     def close(self) -> None:
         """Close the file; the store cannot be used afterwards."""
@@ -71,9 +79,10 @@ class NotesStore:
         self, body: Callable[[sqlite3.Connection], T], *, write: bool, unsaved: str | None = None
     ) -> T:
         with self._lock:
-            if self._conn is None:
+            if self._conn is None or (write and self.read_only):
+                closed = "closed" if self._conn is None else "opened for reading only"
                 raise NotesError(
-                    "the notes store is closed", source=str(self.path), unsaved=unsaved
+                    f"the notes store is {closed}", source=str(self.path), unsaved=unsaved
                 )
             return run(self._conn, self.path, self.timeout, body, write=write, unsaved=unsaved)
 
@@ -125,6 +134,35 @@ class NotesStore:
         qkey = labels.query_key(key, unsaved=text)
         return self._run(
             lambda conn: labels.set_note(conn, qkey, text, author), write=True, unsaved=text
+        )
+
+    def save(
+        self,
+        key: KeyLike,
+        note: str,
+        tags: Iterable[str],
+        author: str | None = None,
+        *,
+        based_on: int,
+    ) -> QueryNotes | Conflict:
+        """Store a query's note and whole set of tags, unless someone saved it meanwhile.
+
+        The write is conditional, in one transaction: it happens only if the query's row
+        is still at version ``based_on`` (``QueryNotes.version`` of the notes the draft was
+        loaded from; 0 for a query that had none). Otherwise nothing is written and a
+        :class:`Conflict` carries the stored notes; saving again based on their version
+        overwrites them.
+
+        Raises:
+            NotesError: A tag is not in the taxonomy or the write failed; nothing changed,
+                and ``error.unsaved`` holds ``note``.
+        """
+        wanted = list(dict.fromkeys(tags))
+        qkey = labels.query_key(key, unsaved=note)
+        return self._run(
+            lambda conn: labels.save(conn, qkey, note, wanted, author, based_on),
+            write=True,
+            unsaved=note,
         )
 
     def set_tags(self, key: KeyLike, tags: Iterable[str], author: str | None = None) -> QueryNotes:
@@ -216,12 +254,16 @@ class NotesStore:
         file: str | os.PathLike[str] | IO[str] | IO[bytes],
         format: Format | None = None,
         mode: Mode = "merge",
+        *,
+        force: bool = False,
     ) -> ImportReport:
         """Read an export back, in one transaction, and say what it did.
 
         ``merge`` keeps whichever note was updated last and unions the tags; ``replace``
         sets each query in the file to exactly the file's note and tags (queries absent
-        from the file stay as they are) and counts those whose note here was newer.
+        from the file stay as they are), except those changed here after the file's
+        version of them: they are kept and counted as conflicts, unless ``force``
+        overwrites them too (counted as overwritten newer notes).
         Tags the taxonomy lacks are added to it. The file is read and checked whole first
         (:func:`~mmbright_core.notes.exchange.read`): a fault anywhere stores nothing.
 
@@ -230,9 +272,11 @@ class NotesStore:
                 record); nothing changed.
         """
         merge.check_mode(mode)
-        return self.import_parsed(exchange.read(file, format), mode)
+        return self.import_parsed(exchange.read(file, format), mode, force=force)
 
-    def import_parsed(self, parsed: exchange.Parsed, mode: Mode = "merge") -> ImportReport:
+    def import_parsed(
+        self, parsed: exchange.Parsed, mode: Mode = "merge", *, force: bool = False
+    ) -> ImportReport:
         """Store what :func:`~mmbright_core.notes.exchange.read` read, as :meth:`import_` does."""
         merge.check_mode(mode)
-        return self._run(lambda conn: merge.apply(conn, parsed, mode), write=True)
+        return self._run(lambda conn: merge.apply(conn, parsed, mode, force), write=True)

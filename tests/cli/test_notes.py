@@ -91,7 +91,9 @@ def test_import_reports_merge_and_replace(db, tmp_path, capsys):
     assert main(["notes", "import", str(path), "--db", str(db)]) == 0
     out = capsys.readouterr().out
     assert "1 kept (newer here)" in out and "1 labels added" in out and "1 tags created" in out
-    assert main(["notes", "import", str(path), "--db", str(db), "--mode", "replace"]) == 0
+    assert (
+        main(["notes", "import", str(path), "--db", str(db), "--mode", "replace", "--force"]) == 0
+    )
     assert "1 replaced, 1 of which newer here" in capsys.readouterr().out
     with NotesStore(db) as store:
         assert (store.get(K1).note, store.get(K1).tags) == ("old text", ("caption missing",))

@@ -4,16 +4,25 @@ A device, a FIFO, invalid UTF-8, deeply nested JSON, a file past the input limit
 wrongly typed records each give one line on stderr with exit status 2, and the notes file
 is left as it was. Tag names holding control or bidi characters are refused wherever a
 tag is named, and ``notes tags`` never prints such a character raw.
+
+A CSV naming a column twice or a column the export lacks is refused; a time in the future
+cannot win a merge; a replacing import keeps what was changed here after the file's version;
+reading commands work on a read-only notes file and create none; an export to a terminal
+shows control and bidi characters as escapes.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pty
 import resource
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,6 +38,7 @@ K1 = QueryKey("demo", 1, "paper", "biology", "q1")
 CAP = int(1.5 * 2**30)  # address space of the command under test
 GOOD = {"source": "demo", "task": 2, "protocol": "paper", "domain": "biology", "query_id": "q2"}
 HEADER = "source,task,protocol,domain,query_id,tags,note,author,created_at,updated_at"
+ROW = "demo,1,paper,biology,q1,other,from the file,bob,2020-01-01T00:00:00Z,2020-01-01T00:00:00Z"
 
 
 @pytest.fixture
@@ -256,3 +266,148 @@ def test_mutated_exports_import_or_fail_with_an_input_error(
         fuzz_store.import_(path)
     except InputError:
         assert fuzz_store.records() == before
+
+
+def _stored(db: Path) -> tuple[str, tuple[str, ...]]:
+    with NotesStore(db) as store:
+        return store.get(K1).note, store.get(K1).tags
+
+
+@pytest.mark.parametrize(
+    ("header", "row", "problem"),
+    [
+        (HEADER + ",note", ROW + ",a second note", "column 'note' given twice"),
+        (HEADER + ",notes", ROW + ",misspelt", "unknown column 'notes'"),
+    ],
+    ids=["repeated", "unknown"],
+)
+def test_a_csv_with_a_repeated_or_unknown_column_is_refused(
+    db, tmp_path, capsys, header, row, problem
+):
+    path = tmp_path / "n.csv"
+    path.write_text(f"{header}\n{row}\n", encoding="utf-8")
+    assert main(["notes", "import", str(path), "--db", str(db)]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert f"{path}:1: {problem}; expected a header with {HEADER.replace(',', ', ')}" in line
+    assert _stored(db) == ("kept as it was", ())
+
+
+def test_a_note_dated_in_the_future_is_refused_and_cannot_win_a_merge(db, tmp_path, capsys):
+    path = tmp_path / "n.csv"
+    path.write_text(f"{HEADER}\n{ROW[: ROW.rindex(',')]},2999-01-01T00:00:00Z\n")
+    assert main(["notes", "import", str(path), "--db", str(db)]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert f"{path}:2: record 1: updated_at is in the future" in line
+    assert "no later than now plus 5 minutes" in line and "'2999-01-01T00:00:00Z'" in line
+    assert _stored(db) == ("kept as it was", ())
+
+
+def test_replace_keeps_newer_notes_here_and_says_so_unless_forced(db, tmp_path, capsys):
+    path = tmp_path / "old.csv"
+    path.write_text(f"{HEADER}\n{ROW}\n")
+    assert main(["notes", "import", str(path), "--db", str(db), "--mode", "replace"]) == 0
+    captured = capsys.readouterr()
+    assert "1 kept (newer here, not replaced)" in captured.out
+    assert captured.err.startswith("mmbright notes: warning: 1 queries were changed here after")
+    assert _stored(db) == ("kept as it was", ())
+    assert main(["notes", "import", str(path), "--db", str(db), "--force"]) == 2
+    assert "--force only goes with --mode replace" in one_line(capsys.readouterr().err)
+    args = ["notes", "import", str(path), "--db", str(db), "--mode", "replace", "--force"]
+    assert main(args) == 0
+    assert _stored(db) == ("from the file", ("other",))
+
+
+def _as_another_user() -> list[str]:
+    """The prefix that runs a command as ``nobody`` when the tests run as root.
+
+    Root reads and writes whatever the permissions say; ``nobody`` meets them.
+    """
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("runs as root without setpriv to become another user")
+    return [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+
+
+@pytest.fixture
+def shared_folder() -> Iterator[Path]:
+    """A folder ``nobody`` can reach (pytest's tmp_path is private to its user)."""
+    folder = Path(tempfile.mkdtemp(prefix="mmbright-notes-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        for path in (folder, *folder.rglob("*")):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        shutil.rmtree(folder)
+
+
+def _notes(*args: str, user: list[str] | None = None, **options: object):  # type: ignore[no-untyped-def]
+    """Run ``mmbright notes ARGS`` in its own process (as the user ``user`` gives)."""
+    options.setdefault("stdout", subprocess.PIPE)
+    return subprocess.run(  # type: ignore[call-overload]
+        [*(user or []), sys.executable, "-m", "mmbright_core", "notes", *args],
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tempfile.gettempdir(),
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        **options,
+    )
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_export_and_tags_read_a_read_only_file_in_a_read_only_folder(shared_folder):
+    folder = shared_folder / "ro"
+    with NotesStore(folder / "notes.sqlite3") as store:
+        store.set_note(K1, "read me", author="ana")
+    (folder / "notes.sqlite3").chmod(0o444)
+    folder.chmod(0o555)
+    before = sorted(p.name for p in folder.iterdir())
+    db = str(folder / "notes.sqlite3")
+    exported = _notes("export", "--db", db, user=_as_another_user())
+    assert exported.returncode == 0, exported.stderr
+    assert ",read me,ana," in exported.stdout
+    listed = _notes("tags", "--db", db, user=_as_another_user())
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.startswith("tag\tuses\tdescription\n")
+    assert sorted(p.name for p in folder.iterdir()) == before
+
+
+def test_tags_listing_and_export_create_no_notes_file(tmp_path, capsys):
+    db = tmp_path / "none" / "notes.sqlite3"
+    assert main(["notes", "tags", "--db", str(db)]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("image irrelevant to the need\t0")
+    assert main(["notes", "export", "--db", str(db), "--format", "json"]) == 0
+    assert '"queries": []' in capsys.readouterr().out
+    assert not db.parent.exists()
+
+
+def test_export_to_a_terminal_shows_control_and_bidi_characters_escaped(db):
+    with NotesStore(db) as store:
+        store.set_note(K1, "clear\x1b[2J screen \u202eesrever\nsecond line", author="a\x07")
+    leader, follower = pty.openpty()
+    try:
+        done = _notes("export", "--db", str(db), stdout=follower)
+        os.close(follower)
+        shown = b""
+        while chunk := _read(leader):
+            shown += chunk
+    finally:
+        os.close(leader)
+    assert done.returncode == 0, done.stderr
+    text = shown.decode("utf-8")
+    assert "clear\\x1b[2J screen \\u202eesrever" in text and ",a\\x07," in text
+    assert not any(c in text for c in "\x1b\x07\u202e")
+    assert "second line" in text  # a line break in a note stays one
+    piped = _notes("export", "--db", str(db))  # a pipe gets the export exactly
+    assert "clear\x1b[2J screen \u202eesrever\nsecond line" in piped.stdout
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # the terminal's other end closed
+        return b""

@@ -9,6 +9,7 @@ import os
 import re
 import sqlite3
 import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -362,8 +363,12 @@ def test_export_to_a_path_goes_through_the_atomic_writer(store, tmp_path):
 
 CSV_HEADER = "source,task,protocol,domain,query_id,tags,note,author,created_at,updated_at\n"
 OLD = "2020-01-01T00:00:00Z"
-NEW = "2999-01-01T00:00:00+00:00"
-OLD_STORED, NEW_STORED = "2020-01-01T00:00:00.000000+00:00", "2999-01-01T00:00:00.000000+00:00"
+OLD_STORED = "2020-01-01T00:00:00.000000+00:00"
+
+
+def _soon() -> str:
+    """A time just after now, within the clock tolerance of an import: newer than any note."""
+    return (datetime.now(timezone.utc) + timedelta(minutes=1)).isoformat(timespec="microseconds")
 
 
 def _csv(*rows: str) -> io.StringIO:
@@ -380,10 +385,11 @@ def test_merge_keeps_the_newer_note_and_unions_tags(store):
     now = store.get(K1)
     assert (now.note, now.tags) == ("written here", ("OCR noise", "other"))
     assert now.created_at == here.created_at
-    report = store.import_(_csv(f"demo,1,paper,biology,q1,,newer text,bob,{OLD},{NEW}"))
+    newer = _soon()
+    report = store.import_(_csv(f"demo,1,paper,biology,q1,,newer text,bob,{OLD},{newer}"))
     assert report.updated == 1
     now = store.get(K1)
-    assert (now.note, now.author, now.updated_at) == ("newer text", "bob", NEW_STORED)
+    assert (now.note, now.author, now.updated_at) == ("newer text", "bob", newer)
     assert now.tags == ("OCR noise", "other")  # merge never drops a tag
     assert now.created_at == OLD_STORED  # the earlier of the two
 
@@ -393,7 +399,7 @@ def test_replace_sets_the_files_content_and_counts_newer_overwrites(store):
     store.set_tags(K1, ["OCR noise"])
     store.set_note(K2, "not in the file")
     report = store.import_(
-        _csv(f"demo,1,paper,biology,q1,other,from file,,{OLD},{OLD}"), mode="replace"
+        _csv(f"demo,1,paper,biology,q1,other,from file,,{OLD},{OLD}"), mode="replace", force=True
     )
     assert (report.replaced, report.overwrote_newer) == (1, 1)
     assert "1 replaced, 1 of which newer here" in report.summary()

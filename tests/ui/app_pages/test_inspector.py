@@ -243,7 +243,7 @@ def _annotate(at: AppTest, tag: str, note: str) -> None:
     at.text_input(key="insp_new_tag").input(tag)
     at.button(key="insp_add_tag").click().run()
     at.text_input(key="notes_author").input("Ada").run()
-    # A form's values reach the app with its submit button, in the same run.
+    # The tag is stored as it is picked, the note with the button, in the same run here.
     at.multiselect(key="insp_tags").select(tag)
     at.text_area(key="insp_note").input(note)
     at.button(key="insp_save").click().run()
@@ -267,11 +267,11 @@ def test_tags_and_notes_are_read_back_by_another_session_and_after_a_restart(hur
 def test_a_failed_save_shows_the_message_and_keeps_the_text(hurt, monkeypatch):
     at = _inspect(fresh(timeout=120), 2, hurt[-1])
 
-    def locked(self, key, text, author=None):
+    def locked(self, key, text, tags, author=None, *, based_on):
         raise NotesError("the notes database is locked", unsaved=text)
 
     with monkeypatch.context() as patch:
-        patch.setattr(NotesStore, "set_note", locked)
+        patch.setattr(NotesStore, "save", locked)
         at.text_area(key="insp_note").input("nothing typed is lost")
         at.button(key="insp_save").click().run()
         assert any("locked" in e.value for e in at.error)
@@ -321,6 +321,35 @@ def test_saved_notes_are_back_in_their_boxes_after_another_page(hurt):
     with NotesStore() as store:
         saved = store.get(("demo", 2, "paper", hurt[-1].domain, hurt[-1].query_id))
     assert saved.tags == ("boot log",) and saved.note == "Seen in the OCR words."
+
+
+@pytest.mark.parametrize("meanwhile", [None, "saved by another session meanwhile"])
+def test_an_unsaved_note_is_kept_when_the_page_is_left_and_saved_on_return(hurt, meanwhile):
+    target = hurt[0] if meanwhile is None else hurt[1]
+    at = _inspect(fresh(timeout=120), 2, target)
+    key = ("demo", 2, "paper", target.domain, target.query_id)
+    with NotesStore() as store:
+        before = store.get(key)
+    draft = f"typed, not saved, then Home was opened ({before.note!r} was stored)"
+    at.text_area(key="insp_note").input(draft).run()
+    at.switch_page("app_pages/home.py").run()
+    if meanwhile is not None:
+        with NotesStore() as store:
+            before = store.set_note(key, meanwhile)
+    at.switch_page("app_pages/inspector.py").run()
+    assert at.text_area(key="insp_note").value == draft
+    assert any("unsaved note on this query was kept" in i.value for i in at.info)
+    with NotesStore() as store:
+        assert store.get(key) == before  # kept, not stored behind the user's back
+    at.button(key="insp_save").click().run()
+    if meanwhile is not None:  # the draft was typed over the older note: no silent overwrite
+        assert any("Not saved" in w.value for w in at.warning)
+        with NotesStore() as store:
+            assert store.get(key).note == meanwhile
+        at.button(key="insp_conflict_both").click().run()
+    with NotesStore() as store:
+        stored = store.get(key).note
+    assert stored.endswith(draft) and stored.startswith(meanwhile or draft)
 
 
 def test_a_tag_is_renamed_in_the_inspector_and_its_labels_follow(hurt):
