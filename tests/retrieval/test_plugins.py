@@ -225,6 +225,18 @@ def huge():
     return Answering(lambda n, d: np.full((n, d), 1e38))
 
 
+class BlankQueries(HashedBow):
+    # Zeros as given for every query: the model's own answer (as an official recipe's zero
+    # image is), unlike 1e-50, which only float32 makes 0.
+    def encode_texts(self, texts, role):
+        vectors = np.asarray(super().encode_texts(texts, role))
+        return np.zeros_like(vectors) if role == "query" else vectors
+
+
+def blank_queries():
+    return BlankQueries(16)
+
+
 def words():
     return Answering(lambda n, d: [["0.5"] * d] * n)
 
@@ -290,6 +302,21 @@ def test_a_plugins_unusable_vectors_or_ranking_are_one_line_and_nothing_is_kept(
     assert f"'{spec}'" in err and said in err, err
     assert not list((plugin_dir / "o").rglob("*.json"))
     assert not list(cache.rglob("*.npy"))
+    sys.modules.pop("hostile_plugin", None)
+
+
+def test_vectors_that_are_zeros_as_the_plugin_gave_them_are_its_answer_and_scored(
+    plugin_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Only what float32 makes 0 (or overflows) is refused: a row of zeros as given is the
+    # model's answer, as the official recipes' zero image for a missing one is.
+    (plugin_dir / "hostile_plugin.py").write_text(HOSTILE, encoding="utf-8")
+    args = ["run", "--source", "demo", "--task", "1", "--domain", "gis"]
+    args += ["--retriever", "hostile_plugin:blank_queries", "--out", str(plugin_dir / "o")]
+    assert main([*args, "--cache-dir", str(plugin_dir / "cache")]) == 0, capsys.readouterr().err
+    (scores,) = (plugin_dir / "o").rglob("gis/scores.json")
+    ranked = json.loads(scores.read_text(encoding="utf-8"))
+    assert ranked and {s for docs in ranked.values() for s in docs.values()} == {0.0}
     sys.modules.pop("hostile_plugin", None)
 
 

@@ -209,7 +209,7 @@ def check_finite(
     )
 
 
-def float_rows(answer: Any, who: str) -> np.ndarray:
+def float_rows(answer: Any, who: str, items: Sequence[object] | None = None) -> np.ndarray:
     """Return an encoder's answer as a float32 array, if it is an array of numbers.
 
     Numbers past float32's range become infinities here, refused by :func:`check_finite`.
@@ -217,10 +217,14 @@ def float_rows(answer: Any, who: str) -> np.ndarray:
     Args:
         answer: What the encoder returned (array-like).
         who: What returned it (``the retriever 'mod:make'``), for the message.
+        items: The inputs of the answer's rows, when its rows are checked here: a row that
+            float32 leaves with no length (numbers such as 1e-50, or near 1e38) is refused,
+            naming its input (:func:`check_lengths`); a row of zeros as given is kept.
 
     Raises:
         InputError: Texts, rows of two lengths, a number no float holds (401 digits), or
-            anything else that is not an array of numbers.
+            anything else that is not an array of numbers; with ``items``, a row float32
+            leaves with no length.
     """
     try:
         raw = np.asarray(answer)
@@ -229,7 +233,10 @@ def float_rows(answer: Any, who: str) -> np.ndarray:
         problem = f"{type(err).__name__}: {err}"
     if problem is None:
         with np.errstate(over="ignore"):
-            return raw.astype(np.float32)
+            rows = raw.astype(np.float32)
+        if items is not None:
+            check_lengths(rows, raw, who, items)
+        return rows
     raise InputError(
         f"{who} returned vectors that are not rows of numbers",
         expected="one row of numbers per input, every row of one length",
@@ -238,13 +245,20 @@ def float_rows(answer: Any, who: str) -> np.ndarray:
     )
 
 
-def length_problem(vectors: np.ndarray) -> tuple[int, str, int] | None:
+def length_problem(vectors: np.ndarray, given: Any = None) -> tuple[int, str, int] | None:
     """The first row of ``vectors`` with no direction once scored, what it is, how many are.
 
     Vectors are scored in float32 after scaling to unit length: a row whose float32 length
     is 0 (all zeros, or numbers such as 1e-50 that float32 holds as 0 or whose squares
     vanish) or overflows (numbers near 1e38, whose squares pass float32's largest) would
     become all zeros and score 0 against everything.
+
+    Args:
+        vectors: The rows as they are scored (float32) or stored.
+        given: The answer as the model gave it, when it may hold zeros by design: a row of
+            exact zeros there is the model's own answer (the official recipes give one for
+            a missing image, Jina-CLIP's zero image), scored 0 as upstream scores it, and no
+            problem. None: every row of no length is one.
 
     Returns:
         ``(row, problem, count)``: the first such row, what is wrong with it (``is all
@@ -253,7 +267,10 @@ def length_problem(vectors: np.ndarray) -> tuple[int, str, int] | None:
     """
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         lengths = np.linalg.norm(np.asarray(vectors, dtype=np.float32), axis=-1)
-    bad = np.flatnonzero(~(np.isfinite(lengths) & (lengths > 0)))
+    usable = np.isfinite(lengths) & (lengths > 0)
+    if given is not None:
+        usable |= ~np.any(np.asarray(given) != 0, axis=-1)
+    bad = np.flatnonzero(~usable)
     if not len(bad):
         return None
     row = int(bad[0])
@@ -290,7 +307,8 @@ def checked_batch(
         InputError: Not one ``(n, dim)`` row of numbers per item, rows of another size than
             ``width`` (stored, they would make the cache's good shards look damaged), or a
             row holding NaN or an infinity after the cast, or of no length once scored
-            (:func:`length_problem`); the message names the source and that row's input.
+            though not all zeros as given (:func:`length_problem`); the message names the
+            source and that row's input.
     """
     who = source or f"the model {model_name(settings)}"
     vectors = float_rows(answer, who)
@@ -310,16 +328,36 @@ def checked_batch(
     with np.errstate(over="ignore"):  # an overflow to float16 is refused below
         stored = vectors.astype(dtype)
     check_finite(stored, settings, lambda row: describe_item(items[row]))
-    found = length_problem(stored)
-    if found is not None:
-        row, problem, count = found
-        raise InputError(
-            f"{who} returned a vector that {problem} for {describe_item(items[row])}",
-            expected="vectors with a direction (one of no length scores 0 against everything)",
-            found=f"{count} of {len(stored)} vectors of the batch so",
-            hint="Check the model and what it was given; nothing of this batch was cached",
-        )
+    check_lengths(stored, vectors, who, items)
     return stored
+
+
+def check_lengths(
+    vectors: np.ndarray, given: Any, who: str, items: Sequence[object] | None
+) -> None:
+    """Refuse ``vectors`` (``given``, cast) when a row lost its length in the cast.
+
+    Args:
+        vectors: The rows as cast (float32 scored, or float16 stored).
+        given: The rows before the cast: a row of zeros there is the model's own answer.
+        who: What returned them, for the message.
+        items: The inputs the rows are for (None: the rows are named by their place).
+
+    Raises:
+        InputError: A row of no length or an overflowing length once cast
+            (:func:`length_problem`), naming its input.
+    """
+    found = length_problem(vectors, given)
+    if found is None:
+        return
+    row, problem, count = found
+    what = describe_item(items[row]) if items is not None and row < len(items) else None
+    raise InputError(
+        f"{who} returned a vector that {problem} for {what or f'input {row + 1} of the batch'}",
+        expected="vectors with a direction (one of no length scores 0 against everything)",
+        found=f"{count} of {len(vectors)} vectors of the batch so",
+        hint="Check the model and what it was given; nothing of this batch was cached",
+    )
 
 
 def model_name(settings: Mapping[str, Any]) -> str:

@@ -332,7 +332,8 @@ class DualEncoderRetriever:
 
     def embed_texts(self, texts: Sequence[str], role: Role = "document") -> np.ndarray:
         """Embed one batch of texts, uncached: the embedder's raw float32 vectors."""
-        return float_rows(self.embedder.encode_texts(list(texts), role), self.source)
+        texts = list(texts)
+        return float_rows(self.embedder.encode_texts(texts, role), self.source, texts)
 
     def embed_images(self, images: Sequence[Image.Image], role: Role = "document") -> np.ndarray:
         """Embed one batch of images, uncached: the embedder's raw float32 vectors.
@@ -340,7 +341,7 @@ class DualEncoderRetriever:
         ``images`` may be :class:`LazyImages`, passed on as they are: the embedder decodes
         them one at a time as it preprocesses them.
         """
-        return float_rows(self.embedder.encode_images(images, role), self.source)
+        return float_rows(self.embedder.encode_images(images, role), self.source, images)
 
     def encode_texts(self, texts: Sequence[str], role: Role = "document") -> np.ndarray:
         """Return raw float32 text vectors for ``role``, cached by content."""
@@ -375,7 +376,7 @@ class DualEncoderRetriever:
         def batch(chunk: list[tuple[str, Image.Image | None]]) -> np.ndarray:
             pairs = list(zip(*chunk, strict=True))
             out = embedder.encode_joint(list(pairs[0]), list(pairs[1]), role)
-            return float_rows(out, self.source)
+            return float_rows(out, self.source, chunk)
 
         cache = self._cache("joint", role)
         return cache.encode(items, keys, batch, self.batch_size, desc="joint")
