@@ -1,0 +1,41 @@
+"""The image processors give the pixels transformers 4.51.3, the official code's pin, gave.
+
+The golden (``goldens/pixels.npz``) was written by ``tests/support/pixel_goldens.py`` run with
+transformers 4.51.3 itself, over images and hub preprocessor configurations that module builds.
+Here the same images go through the processor the package builds from a model folder holding
+that configuration (:func:`~mmbright_core.retrieval.backends.hf_model.load_image_processor`,
+which the ``hf`` CLIP/SigLIP and Nomic-Vision embedders call), as those embedders call it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pixel_goldens
+import pytest
+
+from mmbright_core.retrieval.backends.hf_model import load_image_processor
+
+pytest.importorskip("transformers")
+GOLDEN = pixel_goldens.golden()
+
+
+def test_the_golden_was_made_by_the_official_transformers() -> None:
+    assert str(GOLDEN["transformers_version"]) == "4.51.3"
+
+
+@pytest.mark.parametrize("config", sorted(pixel_goldens.CONFIGS))
+def test_the_pixels_are_those_of_transformers_4_51_3(config: str, tmp_path: Path) -> None:
+    processor = load_image_processor(str(pixel_goldens.config_folder(tmp_path, config)), None)
+    differing = {}
+    for label, image in pixel_goldens.images().items():
+        values = processor(images=[image.convert("RGB")], return_tensors="pt")["pixel_values"]
+        pixels = values[0].numpy()
+        expected = GOLDEN[f"{config}/{label}"]
+        found = pixel_goldens.levels(pixels, config)
+        if not np.array_equal(found, expected):
+            differing[label] = int(np.count_nonzero(found != expected))
+        else:
+            assert np.allclose(pixels, pixel_goldens.normalised(expected, config), atol=1e-5)
+    assert differing == {}, f"{config}: levels differing from 4.51.3's, by image"
