@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from mmbright_core.cli.options import Command, add_command, add_task
+from mmbright_core.retrieval.catalogue.images import image_preprocessing
 
 FORMATS = ("table", "json")
 _COLUMNS = (
@@ -19,6 +20,7 @@ _COLUMNS = (
     "pooling",
     "max_len",
     "fusion",
+    "images",
     "tasks",
     "published",
     "instructions",
@@ -30,9 +32,10 @@ MODELS_COMMAND = Command(
     "models",
     "list the model presets: the models of the paper's tables",
     """List every preset of the model catalogue: the checkpoint and its revision, the backend
-    that runs it, pooling, truncation, image fusion, the tasks the official harness runs it
-    on, its published average (nDCG@10 x100), its instruction sets and the tasks on which a
-    defect of the official code changes the published number (each said below the table).
+    that runs it, pooling, truncation, image fusion and preprocessing, the tasks the official
+    harness runs it on, its published average (nDCG@10 x100), its instruction sets and the
+    tasks on which a defect of the official code changes the published number (each said
+    below the table).
     Run one with: mmbright run --model-preset NAME --task N.""",
 )
 
@@ -65,11 +68,14 @@ def preset_record(preset: Any) -> dict[str, Any]:
     record = dataclasses.asdict(preset)
     record["tasks"] = list(preset.tasks)
     record["instruction_sets"] = list(preset.instruction_sets())
+    images = image_preprocessing(preset)
+    record["image_preprocessing"] = None if images is None else images.text
     return record
 
 
 def _row(preset: Any) -> tuple[str, ...]:
     published = " ".join(f"T{p.task} {p.value:.1f}" for p in preset.published) or "-"
+    images = image_preprocessing(preset)
     return (
         preset.name,
         preset.paper,
@@ -79,6 +85,7 @@ def _row(preset: Any) -> tuple[str, ...]:
         preset.pooling or "-",
         "-" if preset.max_length is None else str(preset.max_length),
         preset.fusion,
+        "-" if images is None else images.label,
         ",".join(str(t) for t in preset.tasks),
         published,
         ",".join(preset.instruction_sets()),

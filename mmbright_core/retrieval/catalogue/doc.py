@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from mmbright_core.io.atomic import atomic_write_text
+from mmbright_core.retrieval.catalogue.images import image_preprocessing
 from mmbright_core.retrieval.catalogue.presets import Preset, load_catalogue
 
 PASSAGES = 2_499_273
@@ -139,6 +140,11 @@ _SCALES = {
 }
 
 
+def _images(preset: Preset) -> list[str]:
+    images = image_preprocessing(preset)
+    return [] if images is None else [f"- image preprocessing: {images.text}"]
+
+
 def _section(preset: Preset) -> list[str]:
     published = ", ".join(f"Task {p.task} {p.value:.1f} ({p.model})" for p in preset.published)
     lines = [
@@ -151,6 +157,7 @@ def _section(preset: Preset) -> list[str]:
         f"- published: {published or 'none'}",
         f"- scores written: {_SCALES[preset.score_scale]}",
         f"- instructions: {_instructions(preset)}",
+        *_images(preset),
         *_offline(preset),
         f"- follows: `{preset.source}`",
     ]

@@ -9,12 +9,14 @@ which the ``hf`` CLIP/SigLIP and Nomic-Vision embedders call), as those embedder
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pixel_goldens
 import pytest
 
+from mmbright_core.cli import main
 from mmbright_core.retrieval.backends.hf_model import load_image_processor
 
 pytest.importorskip("transformers")
@@ -39,3 +41,23 @@ def test_the_pixels_are_those_of_transformers_4_51_3(config: str, tmp_path: Path
         else:
             assert np.allclose(pixels, pixel_goldens.normalised(expected, config), atol=1e-5)
     assert differing == {}, f"{config}: levels differing from 4.51.3's, by image"
+
+
+def _settings_holding(tree: object, key: str) -> list[object]:
+    """Every value of ``key`` anywhere in a JSON tree."""
+    if isinstance(tree, dict):
+        found = [tree[key]] if key in tree else []
+        return found + [v for value in tree.values() for v in _settings_holding(value, key)]
+    if isinstance(tree, list):
+        return [v for value in tree for v in _settings_holding(value, key)]
+    return []
+
+
+def test_a_run_records_its_image_processor(tiny_hf: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ["run", "--source", "demo", "--task", "2", "--domain", "biology", "--k", "5"]
+    args += ["--retriever", "hf", "--model", str(tiny_hf["clip"]), "--device", "cpu"]
+    assert main([*args, "--cache-dir", str(tmp_path / "cache"), "--out", str(out)]) == 0
+    (config_file,) = out.glob("*/config.json")
+    recorded = _settings_holding(json.loads(config_file.read_text()), "image_processor")
+    assert recorded == ["transformers, PIL backend (as transformers 4.51.3)"]
