@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from mmbright_core.cli.options import Command, add_command, add_task
-from mmbright_core.retrieval.catalogue.images import image_preprocessing
+from mmbright_core.retrieval.catalogue.image_preprocessing import image_preprocessing
 
 FORMATS = ("table", "json")
 _COLUMNS = (

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from mmbright_core.io.atomic import atomic_write_text
-from mmbright_core.retrieval.catalogue.images import image_preprocessing
+from mmbright_core.retrieval.catalogue.image_preprocessing import image_preprocessing
 from mmbright_core.retrieval.catalogue.presets import Preset, load_catalogue
 
 PASSAGES = 2_499_273
