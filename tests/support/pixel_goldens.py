@@ -2,18 +2,21 @@
 
 Run once with transformers 4.51.3, Pillow and numpy installed (torch is not needed)::
 
-    python tests/support/pixel_goldens.py
+    python tests/support/pixel_goldens.py [OUT.npz]
 
-It writes :data:`GOLDEN`: for each preprocessor configuration of :data:`CONFIGS` (the
-``preprocessor_config.json`` each hub model publishes) and each image of :func:`images`, the
-intensity levels (0-255) behind the processor's ``pixel_values``, as 4.51.3's
-``AutoImageProcessor`` gives them where the official code loads the model's processor (its
-default, no ``use_fast``), with the versions that made them. The tests build the same images and
-configurations from this module and compare the package's own processors with the golden.
+It writes :data:`GOLDEN` (or ``OUT.npz``): for each preprocessor configuration of
+:data:`CONFIGS` (the ``preprocessor_config.json`` each hub model publishes) and each image of
+:func:`images`, the intensity levels (0-255) behind the processor's ``pixel_values``, as
+4.51.3's ``AutoImageProcessor`` gives them where the official code loads the model's processor
+(its default, no ``use_fast``), with the versions that made them. The tests build the same
+images and configurations from this module and compare the package's own processors with the
+golden; a slow one reruns this script under the Python that ``PINNED_TRANSFORMERS_PYTHON``
+names and compares its output with the committed file.
 
 The levels are what the resize and crop produce: ``pixel_values`` is those levels rescaled by
 1/255 and normalised with the configuration's mean and standard deviation, and :func:`levels`
-inverts that (the script checks the inversion gives the processor's floats back).
+inverts that (the script checks the inversion gives the processor's floats back). They are
+stored as their steps along each row (:func:`packed`), which compress far better.
 """
 
 from __future__ import annotations
@@ -157,9 +160,9 @@ def unpacked(steps: np.ndarray) -> np.ndarray:
     return np.cumsum(steps, axis=-1, dtype=np.uint8)
 
 
-def golden() -> dict[str, np.ndarray]:
+def golden(path: Path = GOLDEN) -> dict[str, np.ndarray]:
     """Return the golden levels by ``config/image`` name, and the versions that made them."""
-    with np.load(GOLDEN) as stored:
+    with np.load(path) as stored:
         return {
             key: unpacked(stored[key]) if stored[key].ndim == 3 else stored[key]
             for key in stored.files
@@ -167,7 +170,8 @@ def golden() -> dict[str, np.ndarray]:
 
 
 def main() -> None:
-    """Write :data:`GOLDEN` with the installed transformers (4.51.3)."""
+    """Write :data:`GOLDEN` (or the path given) with the installed transformers (4.51.3)."""
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else GOLDEN
     import PIL
     import transformers
 
@@ -190,12 +194,10 @@ def main() -> None:
                 if not np.array_equal(unpacked(packed(found)), found):
                     sys.exit(f"{name}/{label}: the packing loses levels")
                 out[f"{name}/{label}"] = packed(found)
-    GOLDEN.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(GOLDEN, **out)
-    print(
-        f"wrote {GOLDEN} ({GOLDEN.stat().st_size} bytes) with transformers "
-        f"{transformers.__version__}"
-    )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(target, **out)
+    size = target.stat().st_size
+    print(f"wrote {target} ({size} bytes) with transformers {transformers.__version__}")
 
 
 if __name__ == "__main__":

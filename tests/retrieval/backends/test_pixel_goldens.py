@@ -10,6 +10,8 @@ which the ``hf`` CLIP/SigLIP and Nomic-Vision embedders call), as those embedder
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +43,21 @@ def test_the_pixels_are_those_of_transformers_4_51_3(config: str, tmp_path: Path
         else:
             assert np.allclose(pixels, pixel_goldens.normalised(expected, config), atol=1e-5)
     assert differing == {}, f"{config}: levels differing from 4.51.3's, by image"
+
+
+@pytest.mark.slow
+def test_the_pinned_transformers_writes_the_committed_golden(tmp_path: Path) -> None:
+    # PINNED_TRANSFORMERS_PYTHON: a Python with transformers 4.51.3, Pillow and numpy.
+    python = os.environ.get("PINNED_TRANSFORMERS_PYTHON")
+    if not python:
+        pytest.skip("set PINNED_TRANSFORMERS_PYTHON to a Python with transformers 4.51.3")
+    written = tmp_path / "pixels.npz"
+    script = Path(pixel_goldens.__file__)
+    subprocess.run([python, str(script), str(written)], check=True, capture_output=True)
+    fresh = pixel_goldens.golden(written)
+    assert sorted(fresh) == sorted(GOLDEN)
+    for key, levels in GOLDEN.items():
+        assert np.array_equal(fresh[key], levels), key
 
 
 def _settings_holding(tree: object, key: str) -> list[object]:
