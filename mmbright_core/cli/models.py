@@ -8,7 +8,6 @@ import json
 from typing import Any
 
 from mmbright_core.cli.options import Command, add_command, add_task
-from mmbright_core.retrieval.catalogue.image_preprocessing import image_preprocessing
 
 FORMATS = ("table", "json")
 _COLUMNS = (
@@ -65,6 +64,8 @@ def handle(args: argparse.Namespace) -> int:
 
 def preset_record(preset: Any) -> dict[str, Any]:
     """Return a preset as a JSON-ready dict, with the instruction sets it can run with."""
+    from mmbright_core.retrieval.catalogue.image_preprocessing import image_preprocessing
+
     record = dataclasses.asdict(preset)
     record["tasks"] = list(preset.tasks)
     record["instruction_sets"] = list(preset.instruction_sets())
@@ -74,6 +75,8 @@ def preset_record(preset: Any) -> dict[str, Any]:
 
 
 def _row(preset: Any) -> tuple[str, ...]:
+    from mmbright_core.retrieval.catalogue.image_preprocessing import image_preprocessing
+
     published = " ".join(f"T{p.task} {p.value:.1f}" for p in preset.published) or "-"
     images = image_preprocessing(preset)
     return (
