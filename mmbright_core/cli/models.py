@@ -19,6 +19,7 @@ _COLUMNS = (
     "pooling",
     "max_len",
     "fusion",
+    "images",
     "tasks",
     "published",
     "instructions",
@@ -31,11 +32,11 @@ MODELS_COMMAND = Command(
     "models",
     "list the model presets: the models of the paper's tables",
     """List every preset of the model catalogue: the checkpoint and its pinned revision, the
-    backend that runs it, pooling, truncation, image fusion, the tasks the official harness
-    runs it on, its published average (nDCG@10 x100), its instruction sets and the tasks on
-    which a defect of the official code changes the published number. Below the table: where
-    each revision comes from (or why a model is unpinned), each departure from the official
-    harness, and each defect.
+    backend that runs it, pooling, truncation, image fusion and preprocessing, the tasks the
+    official harness runs it on, its published average (nDCG@10 x100), its instruction sets
+    and the tasks on which a defect of the official code changes the published number. Below
+    the table: where each revision comes from (or why a model is unpinned), each departure
+    from the official harness, and each defect.
     Run one with: mmbright run --model-preset NAME --task N.""",
 )
 
@@ -71,14 +72,21 @@ def handle(args: argparse.Namespace) -> int:
 
 def preset_record(preset: Any) -> dict[str, Any]:
     """Return a preset as a JSON-ready dict, with the instruction sets it can run with."""
+    from mmbright_core.retrieval.catalogue.image_preprocessing import image_preprocessing
+
     record = dataclasses.asdict(preset)
     record["tasks"] = list(preset.tasks)
     record["instruction_sets"] = list(preset.instruction_sets())
+    images = image_preprocessing(preset)
+    record["image_preprocessing"] = None if images is None else images.text
     return record
 
 
 def _row(preset: Any) -> tuple[str, ...]:
+    from mmbright_core.retrieval.catalogue.image_preprocessing import image_preprocessing
+
     published = " ".join(f"T{p.task} {p.value:.1f}" for p in preset.published) or "-"
+    images = image_preprocessing(preset)
     return (
         preset.name,
         preset.paper,
@@ -88,6 +96,7 @@ def _row(preset: Any) -> tuple[str, ...]:
         preset.pooling or "-",
         "-" if preset.max_length is None else str(preset.max_length),
         preset.fusion,
+        "-" if images is None else images.label,
         ",".join(str(t) for t in preset.tasks),
         published,
         ",".join(preset.instruction_sets()),

@@ -97,7 +97,7 @@ def test_hf_pixels_of_one_image_at_a_time_equal_the_batch_processed_at_once(
 
     embedder = HFClipEmbedder(str(tiny_hf["clip"]), device="cpu")
     images = [Image.new("RGB", (40 + 30 * i, 90 - 10 * i), (50 * i, 90, 200)) for i in range(4)]
-    batch = embedder.processor.image_processor(images=images, return_tensors="pt")
+    batch = embedder.image_processor(images=images, return_tensors="pt")
     model = embedder._load()
     expected = embedder._run(lambda: model.get_image_features(**batch))
     lazy = LazyImages([lambda im=im: im for im in images])

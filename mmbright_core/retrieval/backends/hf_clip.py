@@ -5,9 +5,10 @@
 features from ``input_ids`` and ``attention_mask``) and ``retrieval_siglip`` on
 ``AutoModel`` + ``AutoProcessor`` for ``google/siglip-so400m-patch14-384`` (texts
 ``padding="max_length", truncation=True``). Images go through the processor after
-``convert("RGB")``, so the resize and crop are Hugging Face's. The model runs the activation
-its config names (``hidden_act``: ``quick_gelu`` for OpenAI's CLIP), as ``from_pretrained``
-builds it in the official code.
+``convert("RGB")``, so the resize and crop are Hugging Face's: those of transformers 4.51.3,
+the official code's pin, which resize with PIL (:func:`.hf_model.load_image_processor`). The
+model runs the activation its config names (``hidden_act``: ``quick_gelu`` for OpenAI's
+CLIP), as ``from_pretrained`` builds it in the official code.
 
 The vectors are the raw projected features (``get_text_features`` / ``get_image_features``);
 fusion ``raw-mean`` averages and normalises them (docs/protocol.md, "Dual-encoder fusion").
@@ -48,9 +49,11 @@ from PIL import Image
 from mmbright_core.data.image_batches import each_preprocessed
 from mmbright_core.errors import UnknownNameError
 from mmbright_core.retrieval.backends.hf_model import (
+    IMAGE_PROCESSOR,
     HFModel,
     as_float32,
     in_batches,
+    load_image_processor,
     load_torch,
     load_transformers,
     torch_dtype,
@@ -128,8 +131,9 @@ class HFClipEmbedder(HFModel):
         self.family = str(config.model_type)
         if self.family not in FAMILIES:
             raise UnknownNameError("CLIP-style model family", self.family, FAMILIES)
-        self.processor = self.pretrained("AutoProcessor")
-        self.max_length = int(max_length or text_length(self.processor.tokenizer, config))
+        self.tokenizer = self.pretrained("AutoProcessor").tokenizer
+        self.image_processor = load_image_processor(self.model_id, self.revision)
+        self.max_length = int(max_length or text_length(self.tokenizer, config))
         self.task: int | None = None
 
     def bind(self, task: int | None, domain: str | None) -> None:
@@ -151,7 +155,7 @@ class HFClipEmbedder(HFModel):
             "text_padding": recipe.padding,
             "text_inputs": {role: list(self._text_inputs(role)) for role in ("query", "document")},
             "dtype": self.dtype,
-            "preprocessing": "transformers",
+            "image_processor": IMAGE_PROCESSOR,
         }
         if len(FAMILIES[self.family]) > 1:  # recorded only where the recipe depends on it
             out["recipe_task"] = self.task
@@ -179,11 +183,11 @@ class HFClipEmbedder(HFModel):
         recipe = self.recipe()
         if not (recipe.query_masked if role == "query" else recipe.document_masked):
             return ("input_ids",)
-        names = self.processor.tokenizer.model_input_names
+        names = self.tokenizer.model_input_names
         return tuple(key for key in ("input_ids", "attention_mask") if key in names)
 
     def _text_batch(self, texts: Sequence[str], keys: tuple[str, ...]) -> np.ndarray:
-        batch = self.processor.tokenizer(
+        batch = self.tokenizer(
             list(texts),
             padding=self.recipe().padding,
             truncation=True,
@@ -207,7 +211,7 @@ class HFClipEmbedder(HFModel):
         rgb = image.convert("RGB")
         if size is not None and rgb.size != size:
             rgb = rgb.resize(size)  # PIL's default (bicubic), as the official call
-        processed = self.processor.image_processor(images=[rgb], return_tensors="pt")
+        processed = self.image_processor(images=[rgb], return_tensors="pt")
         return processed["pixel_values"]
 
     def _run(self, forward: Any) -> np.ndarray:

@@ -91,6 +91,25 @@ def load_pretrained(
         ) from err
 
 
+IMAGE_PROCESSOR = "transformers, PIL backend (as transformers 4.51.3)"
+"""What resizes and normalises images for the ``hf`` CLIP/SigLIP and Nomic-Vision embedders."""
+
+
+def load_image_processor(model: str, revision: str | None, trust_remote_code: bool = False) -> Any:
+    """Return the model's transformers image processor on its PIL path (:data:`IMAGE_PROCESSOR`).
+
+    The official code pins transformers 4.51.3, whose processors resize with PIL. transformers 5
+    picks a torchvision backend by default, whose resize differs by one or two intensity levels
+    on part of the pixels; ``backend="pil"`` gives 4.51.3's pixels (``use_fast=False`` before 5).
+    """
+    transformers = load_transformers()
+    major = int(str(transformers.__version__).split(".")[0])
+    choice: dict[str, Any] = {"backend": "pil"} if major >= 5 else {"use_fast": False}
+    return load_pretrained(
+        transformers.AutoImageProcessor, model, revision, trust_remote_code, **choice
+    )
+
+
 def device_of(device: str | None) -> str:
     """Return ``device``, or cuda where there is one, else cpu."""
     return device or ("cuda" if load_torch().cuda.is_available() else "cpu")

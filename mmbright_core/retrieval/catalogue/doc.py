@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from mmbright_core.io.atomic import atomic_write_text
+from mmbright_core.retrieval.catalogue.image_preprocessing import image_preprocessing
 from mmbright_core.retrieval.catalogue.presets import Preset, load_catalogue
 
 PASSAGES = 2_499_273
@@ -145,6 +146,11 @@ def _revision(preset: Preset) -> str:
     return f"`{preset.revision}`, from the {preset.revision_source}"
 
 
+def _images(preset: Preset) -> list[str]:
+    images = image_preprocessing(preset)
+    return [] if images is None else [f"- image preprocessing: {images.text}"]
+
+
 def _section(preset: Preset) -> list[str]:
     published = ", ".join(f"Task {p.task} {p.value:.1f} ({p.model})" for p in preset.published)
     lines = [
@@ -157,6 +163,7 @@ def _section(preset: Preset) -> list[str]:
         f"- published: {published or 'none'}",
         f"- scores written: {_SCALES[preset.score_scale]}",
         f"- instructions: {_instructions(preset)}",
+        *_images(preset),
         *_offline(preset),
         f"- follows: `{preset.source}`",
     ]

@@ -7,7 +7,9 @@ computed here as the official functions compute them (``src/retrievers/task2_mul
 ``retrieval_clip`` / ``retrieval_siglip``, ``task3_image.py`` ``retrieval_clip_it2i`` /
 ``retrieval_siglip_it2i``, ``task4_pair.py`` ``retrieval_clip_it2it`` /
 ``retrieval_siglip_it2it``), transcribed line by line, with the processor calls as written
-there. The preset's vectors, built from its catalogue entry with the tiny model in place of
+there, and the processors as the official pin (transformers 4.51.3) loads them: on PIL's path
+(``pixel_goldens.as_pinned``; ``test_pixel_goldens.py`` holds that path to 4.51.3's own
+pixels). The preset's vectors, built from its catalogue entry with the tiny model in place of
 the hub's, must equal them within 1e-5.
 """
 
@@ -20,6 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 from PIL import Image, ImageOps
+from pixel_goldens import as_pinned
 from tiny_hf import tokenizer as tiny_tokenizer
 
 from mmbright_core.data.sources import open_source
@@ -101,7 +104,7 @@ class Official:
         self.family = family
         self.model = transformers.AutoModel.from_pretrained(folder).eval()
         processor = transformers.CLIPProcessor if family == "clip" else transformers.AutoProcessor
-        self.processor = processor.from_pretrained(folder)
+        self.processor = processor.from_pretrained(folder, **as_pinned())
         self.white = (224, 224) if family == "clip" else (384, 384)
 
     def text(self, inputs: dict[str, Any], masked: bool) -> Any:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pixel_goldens import as_pinned
 
 from mmbright_core.analysis.attribution import explain, retriever_from_config
 from mmbright_core.cli import main
@@ -32,7 +33,7 @@ def _features(folder: Path, family: str, texts: list[str], images: list, role: s
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     model = transformers.AutoModel.from_pretrained(folder).eval()
-    processor = transformers.AutoProcessor.from_pretrained(folder)
+    processor = transformers.AutoProcessor.from_pretrained(folder, **as_pinned())
     padding = "max_length" if family == "siglip" else True
     batch = processor.tokenizer(
         texts, padding=padding, truncation=True, max_length=64, return_tensors="pt"

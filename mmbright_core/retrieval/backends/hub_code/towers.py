@@ -7,8 +7,9 @@ image is its text); on Task 4 (``task4_pair.py`` ``retrieval_jina_clip_it2it``) 
 (``_safe_open_image(None)``). ``retrieval_nomic_vision`` runs a text model (mean pooling, layer
 norm, ``search_query: `` before queries, passages cut at 8,000 characters) beside an image model
 of the same space (its first token), each an ``AutoModel`` with hub code (fusion
-``normalised-mean``); on Task 4 (``retrieval_nomic_it2it``) query texts are cut at 8,000
-characters too, before the prefix (``f"search_query: {(t or '')[:8000]}"``).
+``normalised-mean``; the image model's processor on PIL's path, as transformers 4.51.3 ran
+it); on Task 4 (``retrieval_nomic_it2it``) query texts are cut at 8,000 characters too, before
+the prefix (``f"search_query: {(t or '')[:8000]}"``).
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from mmbright_core.errors import InputError
 from mmbright_core.retrieval.backends.code_gate import gate
 from mmbright_core.retrieval.backends.hf import HFTextEmbedder
 from mmbright_core.retrieval.backends.hf_model import (
+    IMAGE_PROCESSOR,
     checkpoint_of,
+    load_image_processor,
     load_model,
-    load_pretrained,
-    load_transformers,
 )
 from mmbright_core.retrieval.backends.hub_code.shared import HUB_OPTIONS, HubModel, inference
 from mmbright_core.retrieval.dual.embedder import Role
@@ -99,10 +100,7 @@ class TextVisionPair(HubModel):
         self.image_model = str(image_model)
         gate(self.image_model, None, True)  # the operator's switch covers the image model too
         self.text = HFTextEmbedder(self.model_id, trust_remote_code=True, **options, **common)
-        transformers = load_transformers()
-        self.processor = load_pretrained(
-            transformers.AutoImageProcessor, self.image_model, None, True
-        )
+        self.processor = load_image_processor(self.image_model, None, True)
         self._vision: Any = None
         self.task: int | None = None
 
@@ -126,6 +124,7 @@ class TextVisionPair(HubModel):
             "interface": self.interface,
             "image_model": self.image_model,
             "image_checkpoint_sha256": checkpoint_of(self.image_model),
+            "image_processor": IMAGE_PROCESSOR,
             "query_char_limits": {str(t): n for t, n in NOMIC_QUERY_CHAR_LIMITS.items()},
         }
         if self.query_char_limit() is not None:

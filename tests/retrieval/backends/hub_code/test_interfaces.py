@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pixel_goldens import as_pinned
 
 from mmbright_core.cli import main
 from mmbright_core.data.images import decode_image, query_images
@@ -126,7 +127,7 @@ def test_nomic_vision_is_the_normalised_mean_of_its_two_models(tiny_remote, tmp_
     assert config["options"]["image_model"] == str(vision_folder)
     data = open_source("demo").task(2, DOMAIN)
     text = _nomic_text(tiny_remote["nomic-text"], [f"search_query: {q.text}" for q in data.queries])
-    processor = transformers.AutoImageProcessor.from_pretrained(vision_folder)
+    processor = transformers.AutoImageProcessor.from_pretrained(vision_folder, **as_pinned())
     vision = transformers.AutoModel.from_pretrained(vision_folder, trust_remote_code=True)
     queries = []
     for vector, image in zip(text, _first_images(data), strict=True):

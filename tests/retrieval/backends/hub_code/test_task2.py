@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from official_hub import first_images, nomic_text, preset, tensor, ultra_safe_truncate
+from pixel_goldens import as_pinned
 
 from mmbright_core.data.sources import open_source
 
@@ -90,7 +91,7 @@ def test_nomic_vision_task2_is_retrieval_nomic_vision(tiny_remote, tmp_path):
     texts = [d.text[:8000] for d in data.corpus]
     rows = [nomic_text(text_folder, texts[i : i + BATCH]) for i in range(0, len(texts), BATCH)]
     expected_corpus = F.normalize(torch.from_numpy(np.concatenate(rows)), p=2, dim=1).numpy()
-    processor = transformers.AutoImageProcessor.from_pretrained(vision_folder)
+    processor = transformers.AutoImageProcessor.from_pretrained(vision_folder, **as_pinned())
     vision = transformers.AutoModel.from_pretrained(vision_folder, trust_remote_code=True).eval()
     expected_queries = []
     for query, image in zip(data.queries, images, strict=True):
