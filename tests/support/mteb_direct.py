@@ -9,9 +9,13 @@ decode.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from mmbright_core.data.tasks import build_task
+from mmbright_core.ranking import top_k
 
 RANDOM = "mteb/baseline-random-encoder"
 
@@ -78,3 +82,43 @@ def predict_directly(
         hf_subset="default",
     )
     return np.asarray(found, dtype=np.float64)
+
+
+def normalised(vectors: np.ndarray) -> np.ndarray:
+    """Rows divided by their norms, in float64 (equal passages then score exactly equal)."""
+    wide = vectors.astype(np.float64)
+    return wide / np.linalg.norm(wide, axis=1, keepdims=True)
+
+
+#: A query's image files as a reference gives them to the model: (source, domain, query).
+QueryFiles = Callable[[Any, str, Any], list[bytes]]
+
+
+def expected_top10(
+    model: Any, source: Any, task: int, domain: str, query_files: QueryFiles
+) -> dict[str, list[str]]:
+    """Each query's top 10 by ``model`` called directly: the reference of a run's.
+
+    Queries are their text (Task 1), or their text with ``query_files``' images as one input;
+    passages their stripped text (MTEB's corpus formatting); cosine similarity, each query's
+    ``negative_ids`` removed, ties by doc id descending.
+    """
+    data = build_task(source, task, domain)
+    passages = encode_directly(model, text=[d.text.strip() for d in data.corpus])
+    if task == 1:
+        queries = encode_directly(model, text=[q.text for q in data.queries])
+    else:
+        rows = []
+        for query in data.queries:
+            images = query_files(source, domain, query)
+            columns = {"text": [query.text], **({"image": images} if images else {})}
+            rows.append(encode_directly(model, **columns)[0])
+        queries = np.stack(rows)
+    scores = normalised(queries) @ normalised(passages).T
+    ids = [d.doc_id for d in data.corpus]
+    return {
+        q.query_id: list(
+            top_k(dict(zip(ids, row.tolist(), strict=True)), 10, data.excluded.get(q.query_id, ()))
+        )
+        for q, row in zip(data.queries, scores, strict=True)
+    }

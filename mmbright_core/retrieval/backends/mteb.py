@@ -13,7 +13,10 @@ A query with an image goes to MTEB as ONE input with both columns, MTEB's own wa
 MTEB multimodal model fuses a text and its image itself (CLIP, SigLIP and Jina-CLIP add
 the two vectors, GME and E5-V encode them together), so the fusion rule is ``joint``
 (docs/protocol.md, dual-encoder fusion); what the query's image is (first image, white
-placeholder, none) stays this package's choice. Scores are 100 x cosine, which is MTEB's
+placeholder, none) stays this package's choice under the ``harness`` task definition (the
+default); ``task_definition="mteb"`` makes the query images, the placeholder and Task 4's
+prompt MTEB's own (:func:`~mmbright_core.retrieval.backends.mteb_tasks.mteb_query_pictures`,
+docs/protocol.md). Scores are 100 x cosine, which is MTEB's
 similarity for the models accepted here (``similarity_fn_name`` cosine); models scored by
 a dot product or by MaxSim (ColPali and its kin) are refused rather than scored otherwise.
 """
@@ -26,6 +29,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from mmbright_core.data.images import ImageSource, QueryImages
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.backends.mteb_registry import (
     WHAT,
@@ -35,8 +39,10 @@ from mmbright_core.retrieval.backends.mteb_registry import (
 )
 from mmbright_core.retrieval.backends.mteb_tasks import (
     IMAGE_ROWS,
-    QUERY_PROMPTS,
+    MTEB_QUERY_IMAGES,
     TASK_NAMES,
+    mteb_query_pictures,
+    query_prompts,
     task_metadata,
     task_name,
     task_rows,
@@ -45,6 +51,7 @@ from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.dual.embedder import Modality, Role
 from mmbright_core.retrieval.dual.encoder import DualEncoderRetriever, DualOptions
 from mmbright_core.retrieval.search.index import IndexKind
+from mmbright_core.types import Query
 
 
 class MtebEmbedder:
@@ -57,6 +64,8 @@ class MtebEmbedder:
         batch_size: Inputs per batch of MTEB's data loader (MTEB's default, 32).
         trust_remote_code: The opt-in to the model's hub code, which MTEB's loader runs for
             many models (:func:`~mmbright_core.retrieval.backends.code_gate.gate`).
+        task_definition: ``harness`` (this package's query images and Task 4 prompt) or
+            ``mteb`` (MTEB's: :mod:`~mmbright_core.retrieval.backends.mteb_tasks`).
 
     The task and domain the vectors are for are set by :meth:`bind` before encoding (a
     :class:`~mmbright_core.retrieval.dual.embedder.BoundEmbedder`): the model reads its prompt
@@ -69,7 +78,10 @@ class MtebEmbedder:
         device: str | None = None,
         batch_size: int = 32,
         trust_remote_code: bool = False,
+        task_definition: str = "harness",
     ) -> None:
+        self.prompts = query_prompts(task_definition)
+        self.definition = task_definition
         self.model, self.meta, self.trust = gated_meta(model, model_meta, trust_remote_code)
         self.revision: str | None = self.meta.revision
         self.device, self.batch_size = device, batch_size
@@ -93,7 +105,11 @@ class MtebEmbedder:
                 "the MTEB embedder was asked to encode outside a task",
                 hint="Call bind(task, domain) first (the mteb retriever does).",
             )
-        return task_metadata(*self.scoped)
+        return task_metadata(*self.scoped, self.definition)
+
+    def query_pictures(self, source: ImageSource, query: Query) -> QueryImages | None:
+        """Return MTEB's image of ``query`` under the ``mteb`` task definition, else None."""
+        return mteb_query_pictures(source, query) if self.definition == "mteb" else None
 
     def settings(self) -> dict[str, Any]:
         """Return the model, its pinned revision, MTEB's version and the prompts' source."""
@@ -105,8 +121,10 @@ class MtebEmbedder:
             "mteb_version": require("mteb", WHAT, "mteb").__version__,
             "similarity": str(getattr(similarity, "value", similarity or "cosine")),
             "mteb_tasks": TASK_NAMES,
+            "task_definition": self.definition,
             "images": IMAGE_ROWS,
-            "task_prompts": {str(task): {"query": p} for task, p in QUERY_PROMPTS.items()},
+            **({"query_images": MTEB_QUERY_IMAGES} if self.definition == "mteb" else {}),
+            "task_prompts": {str(task): {"query": p} for task, p in self.prompts.items()},
             "model_prompts": self._model_prompts(),
             "batch_size": self.batch_size,
             # Within one domain's run the vectors also depend on MTEB's task of that name.
@@ -211,7 +229,7 @@ def _as_matrix(vectors: Any, size: int, model: str) -> np.ndarray:
 
 def mteb_retriever(
     model: str | None = None,
-    image_policy: str = "first",
+    image_policy: str | None = None,
     no_image: str | None = None,
     device: str | None = None,
     batch_size: int = 32,
@@ -219,25 +237,31 @@ def mteb_retriever(
     index: IndexKind = "flat",
     cache_dtype: str = "float32",
     trust_remote_code: bool = False,
+    task_definition: str = "harness",
 ) -> DualEncoderRetriever:
     """Build the ``mteb`` retriever: ``--retriever mteb --model NAME[@REVISION]``.
 
     Args:
         model: An MTEB registry name, optionally ``@REVISION`` (required).
-        image_policy: Which query images are used (``first``, the released code's choice).
+        image_policy: Which query images are used (``first``, the released code's choice,
+            by default; ``concat`` under ``task_definition="mteb"``).
         no_image: What a query without a decodable image gets: ``text`` (its text alone,
             the default of the joint fusion) or ``white`` (the white 224x224 image, which
-            MTEB's own MM-BRIGHT loader gives such a query).
+            MTEB's own MM-BRIGHT loader gives such a query, and the ``mteb`` definition's).
         device: Torch device of the model.
         batch_size: Inputs per batch of MTEB's data loader.
         cache_dir: Embedding cache root.
         index: Vector index kind (``flat`` exact).
         cache_dtype: How cached vectors are stored (``float32``).
         trust_remote_code: The opt-in to the model's hub code (``--trust-remote-code``).
+        task_definition: ``harness`` (the default) or ``mteb``: MTEB's query images, white
+            placeholder and Task 4 prompt (docs/protocol.md).
 
     Raises:
         InputError: No model, one MTEB cannot provide, or one that runs hub code without
-            the opt-in or where the operator forbids it.
+            the opt-in or where the operator forbids it; an image policy or no-image mode
+            other than MTEB's with ``task_definition="mteb"``.
+        UnknownNameError: A task definition other than ``harness`` or ``mteb``.
         MissingDependencyError: mteb is not installed.
     """
     if model is None:
@@ -246,6 +270,17 @@ def mteb_retriever(
             expected="--model NAME[@REVISION] of MTEB's registry",
             hint="e.g. --model mteb/baseline-random-encoder (offline, random vectors).",
         )
-    embedder = MtebEmbedder(model, device, batch_size, trust_remote_code)
-    store = DualOptions(image_policy, cache_dir, index, cache_dtype, batch_size, no_image)
+    if task_definition == "mteb":
+        if image_policy not in (None, "concat") or no_image not in (None, "white"):
+            raise InputError(
+                "task_definition=mteb makes the query images as MTEB's MM-BRIGHT task does",
+                expected="no --image-policy and no no_image option (MTEB's are concat, white)",
+                found=f"image policy {image_policy!r}, no_image {no_image!r}",
+                hint="Leave them out, or drop --option task_definition=mteb.",
+            )
+        image_policy, no_image = "concat", "white"
+    embedder = MtebEmbedder(model, device, batch_size, trust_remote_code, task_definition)
+    store = DualOptions(
+        image_policy or "first", cache_dir, index, cache_dtype, batch_size, no_image
+    )
     return store.build(embedder, "mteb")

@@ -6,10 +6,20 @@ name, type and ``prompt``, the prompt type ``query`` or ``document``: ``AbsEncod
 (``t2t``: text to text; ``it2t``: text and image to text...). MTEB's repository defines the
 MM-BRIGHT tasks per domain, ``MMBright<Domain>{T2T,IT2T,IT2I}Retrieval`` (``mteb/tasks/
 retrieval/eng/mm_bright_retrieval.py``), with one query prompt per variant and none for
-documents; the PyPI release does not ship them yet. This module builds the same
+documents; the PyPI release (mteb 2.26.24) does not ship them yet. This module builds the same
 ``TaskMetadata`` (name, type, category, modalities, prompt, dataset), so a model run here
-sees what it would see there. Task 4, which MTEB does not define, gets this package's own
-``MMBright<Domain>IT2ITRetrieval`` (category ``it2it``, the IT2T query prompt).
+sees what it would see there. MTEB defines no Task 4: under the ``harness`` task definition
+(the default) it gets this package's own ``MMBright<Domain>IT2ITRetrieval`` (category
+``it2it``, the IT2T query prompt); under ``mteb`` the pair prompt of MTEB's MM-BRIGHT pull
+request (:data:`PAIR_PROMPT`), whose Task 4 was not merged.
+
+Query images differ by task definition too. ``harness``: this package's image policy and
+no-image rule (docs/protocol.md). ``mteb``: :func:`mteb_query_pictures`, what MTEB's task
+hands a model (embeddings-benchmark/mteb 1650ca54, ``mm_bright_retrieval.py``,
+``_concatenate_images_vertically`` and ``_load_multimodal_queries``): every image that
+decodes without Pillow's ``LOAD_TRUNCATED_IMAGES`` (a truncated file is skipped), stacked on
+a new white canvas even when there is one (so no EXIF orientation turns it), and the white
+224x224 image when none decodes.
 
 :func:`task_rows` builds the ``datasets.Dataset`` MTEB's data loaders read, with the images
 MTEB's tasks give a model: MTEB's MM-BRIGHT loader stores each image as its file's bytes
@@ -21,7 +31,10 @@ re-compressed, its pixels changed. Here each image is stored losslessly, as a PN
 pixels this package decoded (with its rules for undecodable and truncated images,
 docs/protocol.md), under the same feature: the model gets those pixels, bit for bit, turned
 upright by the file's EXIF orientation as that feature's decode turns MTEB's images
-(``Image.decode_example``: ``ImageOps.exif_transpose`` when the tag is set).
+(``Image.decode_example``: ``ImageOps.exif_transpose`` when the tag is set). The file's own
+bytes are not stored: a truncated file, which this package decodes padded, would make that
+feature raise ("image file is truncated") where MTEB's task stops; every other file gives the
+same pixels either way.
 """
 
 from __future__ import annotations
@@ -33,8 +46,18 @@ from typing import Any
 from PIL import Image, ImageOps
 
 from mmbright_core.data.image_batches import each_preprocessed
+from mmbright_core.data.images import (
+    ImageDecodeError,
+    ImageSource,
+    QueryImages,
+    concat_vertical,
+    load_image,
+)
+from mmbright_core.errors import UnknownNameError
 from mmbright_core.io.mteb import mteb_task_name
 from mmbright_core.retrieval.base import require
+from mmbright_core.retrieval.dual.encoder import white_image
+from mmbright_core.types import Query
 
 #: The dataset and revision MTEB's tasks read (docs/protocol.md, the data as published).
 DATASET = {"path": "mm-bright/MM-BRIGHT", "revision": "97702ca9ea81cd0a25288e74a9402439550d6bd4"}
@@ -81,6 +104,27 @@ QUERY_PROMPTS: dict[int, str] = {
     "visual evidence.",
     4: f"Given a technical question and its images, {_PASSAGES}",
 }
+#: Task 4's query prompt in MTEB's MM-BRIGHT pull request (``MMBrightIT2ITRetrieval``); the
+#: merged tasks (embeddings-benchmark/mteb 1650ca54) define no Task 4.
+PAIR_PROMPT = (
+    "Given a technical question and its images, retrieve passage-and-image pairs that provide "
+    "the reasoning needed to answer it."
+)
+#: ``harness`` (the default): this package's query images and Task 4 prompt; ``mteb``: MTEB's.
+TASK_DEFINITIONS = ("harness", "mteb")
+
+
+def query_prompts(definition: str = "harness") -> dict[int, str]:
+    """Return the query prompt of each task under a task definition.
+
+    Raises:
+        UnknownNameError: A definition other than ``harness`` or ``mteb``.
+    """
+    if definition not in TASK_DEFINITIONS:
+        raise UnknownNameError("MTEB task definition", definition, TASK_DEFINITIONS)
+    return QUERY_PROMPTS if definition == "harness" else {**QUERY_PROMPTS, 4: PAIR_PROMPT}
+
+
 #: The task names, as recorded in a run's configuration (one per domain and task).
 TASK_NAMES = "MMBright<Domain>{T2T,IT2T,IT2I,IT2IT}Retrieval"
 _KIND: dict[int, tuple[str, str, list[str]]] = {  # task -> (type, category, modalities)
@@ -100,8 +144,10 @@ def task_name(task: int, domain: str) -> str:
     return f"MMBright{DOMAIN_NAMES.get(domain, domain.capitalize())}{suffix}"
 
 
-def task_metadata(task: int, domain: str) -> Any:
+def task_metadata(task: int, domain: str, definition: str = "harness") -> Any:
     """Return the ``mteb.TaskMetadata`` of ``task`` on ``domain``, as MTEB's tasks declare it.
+
+    ``definition`` chooses Task 4's prompt (:func:`query_prompts`).
 
     Raises:
         MissingDependencyError: mteb is not installed.
@@ -114,7 +160,7 @@ def task_metadata(task: int, domain: str) -> Any:
         type=kind,
         category=category,
         modalities=modalities,
-        prompt={"query": QUERY_PROMPTS[task]},
+        prompt={"query": query_prompts(definition)[task]},
         dataset=dict(DATASET),
         reference="https://arxiv.org/abs/2601.09562",
         eval_splits=["test"],
@@ -133,6 +179,37 @@ def task_metadata(task: int, domain: str) -> Any:
 
 #: How the images reach an MTEB model (recorded; it keys the embedding and answer caches).
 IMAGE_ROWS = "decoded pixels, EXIF-upright, as lossless PNG under datasets.Image(mode='RGB')"
+#: How the query images are made under the ``mteb`` task definition (recorded likewise).
+MTEB_QUERY_IMAGES = (
+    "MTEB's: decodable files (truncated skipped) stacked on a white canvas, else white 224x224"
+)
+#: Why a truncated query image is left out under the ``mteb`` task definition.
+TRUNCATED = "truncated: MTEB's task decodes without LOAD_TRUNCATED_IMAGES and skips it"
+
+
+def mteb_query_pictures(source: ImageSource, query: Query) -> QueryImages:
+    """Return the one image MTEB's MM-BRIGHT task gives ``query``, and the images left out.
+
+    The images that decode strictly (a truncated file is left out, as Pillow refuses it
+    without ``LOAD_TRUNCATED_IMAGES``, which MTEB never sets), converted to RGB without EXIF
+    orientation, stacked top to bottom on a new white canvas as wide as the widest and each
+    centred (also a single image); the white 224x224 image when none decodes (module
+    docstring).
+    """
+    found = QueryImages()
+    decoded = []
+    for ref in query.images:
+        try:
+            image = load_image(source.query_image_bytes(query.domain, ref.path), ref.path)
+        except ImageDecodeError as err:
+            found.problems[ref.path] = err.reason
+            continue
+        if image.padded:
+            found.problems[ref.path] = TRUNCATED
+        else:
+            decoded.append(image.image)
+    found.images = [concat_vertical(decoded) if decoded else white_image()]
+    return found
 
 
 def task_rows(columns: Mapping[str, Sequence[Any]], what: str) -> Any:

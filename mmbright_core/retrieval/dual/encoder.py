@@ -427,8 +427,14 @@ class DualEncoderRetriever:
         The image policy chooses among the images that decode; a query with none gets the
         white image (``no_image="white"``, or where the embedder's recipe for the bound task
         asks for it: :func:`~.dual_vectors.asks_white`) or none at all (``"text"``: its text
-        alone).
+        alone). An embedder that builds its queries' images itself (``query_pictures``
+        returning them, as the ``mteb`` task definition of the mteb backend does) is asked
+        first.
         """
+        own = getattr(self.embedder, "query_pictures", None)
+        made = own(source, query) if own is not None else None
+        if made is not None:
+            return made
         found = query_images(source, query, self.image_policy)
         if not found.images and (self.no_image == "white" or asks_white(self.embedder)):
             found.images = [white_image()]

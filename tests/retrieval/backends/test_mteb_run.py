@@ -17,7 +17,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from fixture_dataset import build_fixture, changed_by_a_second_jpeg
 from PIL import Image, ImageFile
@@ -26,23 +25,17 @@ from mmbright_core.cli import main
 from mmbright_core.data.sources import open_source
 from mmbright_core.data.tasks import build_task
 from mmbright_core.io.official import read_outputs
-from mmbright_core.ranking import ranked, top_k
+from mmbright_core.ranking import ranked
 
 mteb = pytest.importorskip("mteb")
 
-from mteb_direct import RANDOM, encode_directly  # noqa: E402
+from mteb_direct import RANDOM, expected_top10  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def model():
     """MTEB's random encoder, loaded by MTEB."""
     return mteb.get_model(RANDOM)
-
-
-def normalised(vectors: np.ndarray) -> np.ndarray:
-    # float64: equal passages must score exactly equal (a float32 product may differ per row)
-    wide = vectors.astype(np.float64)
-    return wide / np.linalg.norm(wide, axis=1, keepdims=True)
 
 
 def first_decodable(source, domain: str, query) -> list[bytes]:
@@ -66,30 +59,6 @@ def first_decodable(source, domain: str, query) -> list[bytes]:
     return []
 
 
-def query_vectors(model, source, data) -> np.ndarray:
-    if data.task == 1:
-        return encode_directly(model, text=[q.text for q in data.queries])
-    out = []
-    for query in data.queries:
-        images = first_decodable(source, data.domain, query)
-        columns = {"text": [query.text], **({"image": images} if images else {})}
-        out.append(encode_directly(model, **columns)[0])
-    return np.stack(out)
-
-
-def expected_top10(model, source, task: int, domain: str) -> dict[str, list[str]]:
-    data = build_task(source, task, domain)
-    passages = encode_directly(model, text=[d.text.strip() for d in data.corpus])
-    scores = normalised(query_vectors(model, source, data)) @ normalised(passages).T
-    ids = [d.doc_id for d in data.corpus]
-    return {
-        q.query_id: list(
-            top_k(dict(zip(ids, row.tolist(), strict=True)), 10, data.excluded.get(q.query_id, ()))
-        )
-        for q, row in zip(data.queries, scores, strict=True)
-    }
-
-
 def run_mteb(source: str, task: int, out: Path, *extra: str) -> Path:
     argv = ["run", "--source", source, "--task", str(task), "--retriever", "mteb"]
     assert main([*argv, "--model", RANDOM, "--out", str(out), *extra]) == 0
@@ -102,7 +71,7 @@ def test_every_top10_is_mtebs_own(fixture_dir: Path, tmp_path: Path, model, task
     outputs = read_outputs(task_dir)
     source = open_source(str(fixture_dir))
     for domain, run in outputs.runs.items():
-        expected = expected_top10(model, source, task, domain)
+        expected = expected_top10(model, source, task, domain, first_decodable)
         got = {qid: [doc for doc, _ in ranked(docs)[:10]] for qid, docs in run.items()}
         assert got == expected, domain
 
@@ -124,7 +93,7 @@ def test_task_2_with_jpeg_query_images_ranks_as_mtebs_encoder_on_the_originals(
     assert set(runs) == {"academia", "biology"}
     for domain, run in runs.items():
         got = {qid: [doc for doc, _ in ranked(docs)[:10]] for qid, docs in run.items()}
-        assert got == expected_top10(model, source, 2, domain), domain
+        assert got == expected_top10(model, source, 2, domain, first_decodable), domain
 
 
 def test_the_demo_runs_and_config_records_model_revision_and_prompts(tmp_path: Path, model):
@@ -139,7 +108,7 @@ def test_the_demo_runs_and_config_records_model_revision_and_prompts(tmp_path: P
     source = open_source("demo")
     for domain, run in read_outputs(task_dir).runs.items():
         got = {qid: [doc for doc, _ in ranked(docs)[:10]] for qid, docs in run.items()}
-        assert got == expected_top10(model, source, 2, domain), domain
+        assert got == expected_top10(model, source, 2, domain, first_decodable), domain
 
 
 def test_an_unknown_model_is_one_line_with_status_2(fixture_dir: Path, tmp_path: Path, capsys):
