@@ -23,7 +23,12 @@ import numpy as np
 from PIL import Image
 
 from mmbright_core.retrieval.backends.hf_model import device_of, load_pretrained, load_transformers
-from mmbright_core.retrieval.backends.hub_code.shared import HubModel, image_files, inference
+from mmbright_core.retrieval.backends.hub_code.shared import (
+    HubModel,
+    TaskBound,
+    image_files,
+    inference,
+)
 from mmbright_core.retrieval.dual.embedder import Role
 
 _BGE_CUTS = (120, 100, 80, 60, 40)
@@ -46,8 +51,11 @@ def bge_cut(text: str, limit: int) -> str:
     return text.strip()
 
 
-class EncodeImagesText(HubModel):
+class EncodeImagesText(TaskBound, HubModel):
     """BGE-VL's interface: ``set_processor(model)``, then ``encode(images=PATH, text=TEXT)``.
+
+    Bound to Task 4 it follows that task's cut ladder, for pairs and queries alike
+    (:meth:`pair_ladder`).
 
     Args:
         text_char_limit: The first character cut of every text (150).
@@ -57,11 +65,6 @@ class EncodeImagesText(HubModel):
     def __init__(self, model: str, text_char_limit: int = 150, **common: Any) -> None:
         super().__init__(model, **common)
         self.text_char_limit = text_char_limit
-        self.task: int | None = None
-
-    def bind(self, task: int | None, domain: str | None) -> None:
-        """Follow the cut ladder of ``task`` (Task 4's, for pairs and queries alike)."""
-        self.task = task
 
     def pair_ladder(self) -> bool:
         """Whether the bound task runs ``retrieval_bge_vl_large_it2it``'s one ladder."""

@@ -59,6 +59,20 @@ def image_files(images: Sequence[Image.Image | None]) -> Iterator[list[str | Non
         yield paths
 
 
+class TaskBound:
+    """A hub model whose official recipe depends on the task it encodes for.
+
+    :meth:`bind` sets :attr:`task` (a
+    :class:`~mmbright_core.retrieval.dual.embedder.BoundEmbedder`); the model reads it.
+    """
+
+    task: int | None = None
+
+    def bind(self, task: int | None, domain: str | None) -> None:
+        """Follow the official recipe of ``task``."""
+        self.task = task
+
+
 class HubModel(HFModel):
     """An :class:`~mmbright_core.retrieval.backends.hf_model.HFModel` whose own hub code encodes.
 

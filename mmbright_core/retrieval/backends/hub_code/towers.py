@@ -29,7 +29,12 @@ from mmbright_core.retrieval.backends.hf_model import (
     load_image_processor,
     load_model,
 )
-from mmbright_core.retrieval.backends.hub_code.shared import HUB_OPTIONS, HubModel, inference
+from mmbright_core.retrieval.backends.hub_code.shared import (
+    HUB_OPTIONS,
+    HubModel,
+    TaskBound,
+    inference,
+)
 from mmbright_core.retrieval.dual.embedder import Role
 
 WHITE_STAND_IN_TASKS = (4,)
@@ -38,7 +43,7 @@ NOMIC_QUERY_CHAR_LIMITS = {4: 8000}
 """Task -> the character cut of Nomic's query texts (``retrieval_nomic_it2it``)."""
 
 
-class EncodeTextImage(HubModel):
+class EncodeTextImage(TaskBound, HubModel):
     """Jina-CLIP's interface: ``encode_text(texts)`` and ``encode_image(images)``.
 
     Bound to Task 4 it asks for the white image in place of a missing one
@@ -46,14 +51,6 @@ class EncodeTextImage(HubModel):
     """
 
     fusion = "zero-image"
-
-    def __init__(self, model: str, interface: str, **common: Any) -> None:
-        super().__init__(model, interface, **common)
-        self.task: int | None = None
-
-    def bind(self, task: int | None, domain: str | None) -> None:
-        """Follow the official recipe of ``task`` (Task 4's white stand-in)."""
-        self.task = task
 
     def white_stand_in(self) -> bool:
         """Whether a missing image is the white 224x224 image on the bound task."""
@@ -73,7 +70,7 @@ class EncodeTextImage(HubModel):
         return inference(lambda: self._load().encode_image(rgb))
 
 
-class TextVisionPair(HubModel):
+class TextVisionPair(TaskBound, HubModel):
     """Nomic's interface: a text model and an image model of one space, side by side.
 
     Args:
@@ -102,11 +99,10 @@ class TextVisionPair(HubModel):
         self.text = HFTextEmbedder(self.model_id, trust_remote_code=True, **options, **common)
         self.processor = load_image_processor(self.image_model, None, True)
         self._vision: Any = None
-        self.task: int | None = None
 
     def bind(self, task: int | None, domain: str | None) -> None:
         """Bind the text model's instructions to a domain (``{domain}``), the cut to a task."""
-        self.task = task
+        super().bind(task, domain)
         self.text.bind(task, domain)
 
     def query_char_limit(self) -> int | None:
