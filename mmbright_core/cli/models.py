@@ -23,10 +23,12 @@ _COLUMNS = (
     "tasks",
     "published",
     "instructions",
+    "batch",
     "upstream_bugs",
 )
 _REVISIONS = "Revisions (the official harness pins none), where each comes from or why none:"
 _DEPARTURES = "Departures from the official harness:"
+_BATCHING = "Batching (texts per forward pass; padding moves a vector's last bits):"
 
 MODELS_COMMAND = Command(
     "models",
@@ -35,8 +37,8 @@ MODELS_COMMAND = Command(
     backend that runs it, pooling, truncation, image fusion and preprocessing, the tasks the
     official harness runs it on, its published average (nDCG@10 x100), its instruction sets
     and the tasks on which a defect of the official code changes the published number. Below
-    the table: where each revision comes from (or why a model is unpinned), each departure
-    from the official harness, and each defect.
+    the table: where each revision comes from (or why a model is unpinned), how each batches
+    its texts, each departure from the official harness, and each defect.
     Run one with: mmbright run --model-preset NAME --task N.""",
 )
 
@@ -61,6 +63,9 @@ def handle(args: argparse.Namespace) -> int:
         print(f"\n{_REVISIONS}")
         for preset in chosen:
             print(f"{preset.name}: {preset.revision_source}")
+        print(f"\n{_BATCHING}")
+        for preset in chosen:
+            print(f"{preset.name}: {preset.batch_composition}")
         departures = [f"{p.name}: {note}" for p in chosen for note in p.departures]
         if departures:
             print(f"\n{_DEPARTURES}", *departures, sep="\n")
@@ -100,6 +105,7 @@ def _row(preset: Any) -> tuple[str, ...]:
         ",".join(str(t) for t in preset.tasks),
         published,
         ",".join(preset.instruction_sets()),
+        str(preset.options.get("batch_size", "default")),
         ",".join(f"T{b.task}" for b in preset.upstream_bugs) or "-",
     )
 

@@ -4,7 +4,8 @@ A corpus with no row, or with a doc id twice, cannot be ranked honestly (which o
 ids did a run mean?), so it is refused with the file and the ids. What leaves a score
 standing but lower than it should be is said with counts: null query texts or passages
 (read as empty text, as the official loader reads them), and a corpus whose images all
-fail to decode (Task 3 then has nothing to rank). Queries none of which has a judgment
+fail to decode (Task 3 then has nothing to rank; Task 4, whose pairs would all be text-only,
+refuses it, as the official runner does). Queries none of which has a judgment
 fail already, at scoring ("no query can be evaluated"). The warnings travel with the task's
 data (``ProtocolReport.warnings``) into the run's ``metrics.json``, the command line and
 the dashboard.
@@ -16,7 +17,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from mmbright_core.errors import InputError, show
-from mmbright_core.task_table import task_info
 
 _SHOWN = 3  # repeated ids quoted in a message
 
@@ -71,19 +71,40 @@ def null_text_warning(nulls: int, total: int, what: str, config: str, domain: st
     )
 
 
-def undecodable_warning(
-    problems: Mapping[str, str], kept: int, task: int, domain: str
-) -> str | None:
-    """Say that every corpus image failed to decode, or None if one decoded (or none exist)."""
+def undecodable_warning(problems: Mapping[str, str], kept: int, domain: str) -> str | None:
+    """Say that every Task 3 corpus image failed to decode, or None if one decoded (or none)."""
     if kept or not problems:
         return None
     path, reason = next(iter(problems.items()))
-    effect = (
-        "the corpus is empty: every ranking is empty and every score 0"
-        if task_info(task).corpus == "images"
-        else "every pair is text-only"
-    )
     return (
         f"{data_file('document_images', domain)}: all {len(problems):,} corpus images fail to "
-        f"decode (the first, {show(path)}: {reason}); {effect}"
+        f"decode (the first, {show(path)}: {reason}); the corpus is empty: every ranking is "
+        "empty and every score 0"
+    )
+
+
+def check_pair_images(problems: Mapping[str, str], kept: int, domain: str) -> None:
+    """Refuse Task 4 on a domain none of whose document images decodes.
+
+    As the official runner does (mm-bright/MM-BRIGHT ``src/eval_runner.py``,
+    ``EvaluationRunner._evaluate_domain``: an empty ``corpus_images_map`` raises "No document
+    images loaded ... Task 4 cannot be evaluated without them"): every pair would be
+    text-only, and the run would report plausible numbers for another task.
+
+    Raises:
+        InputError: No image of the domain decodes (or it has none).
+    """
+    if kept:
+        return
+    found = "no rows"
+    if problems:
+        path, reason = next(iter(problems.items()))
+        found = f"all {len(problems):,} fail to decode (the first, {show(path)}: {reason})"
+    raise InputError(
+        "no document image decodes: Task 4 ranks (passage, image) pairs and cannot be "
+        "evaluated without images",
+        source=data_file("document_images", domain),
+        expected="at least one decodable document image",
+        found=found,
+        hint="Re-download the file or rebuild the folder; tasks 1 and 2 need no document images",
     )

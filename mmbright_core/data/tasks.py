@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from mmbright_core.data.checks import check_corpus_ids, undecodable_warning
+from mmbright_core.data.checks import check_corpus_ids, check_pair_images, undecodable_warning
 from mmbright_core.data.choices import NEGATIVES as NEGATIVES
 from mmbright_core.data.choices import Negatives as Negatives
 from mmbright_core.data.ids import pair_id
@@ -157,7 +157,7 @@ def _image_task(
         kept, problems = decodable_images(source, domain)
         if not kept and not problems:  # no row at all: nothing to rank
             check_corpus_ids([], "document_images", domain, "image")
-        say(warnings, undecodable_warning(problems, len(kept), 3, domain))
+        say(warnings, undecodable_warning(problems, len(kept), domain))
         corpus = tuple(Document(p, image=ImageRef(p)) for p in kept)
     qrels = {r.query.query_id: dict.fromkeys(r.positive_images, 1) for r in records}
     excluded = {r.query.query_id: frozenset[str]() for r in records}
@@ -176,7 +176,7 @@ def _pair_task(
 ) -> TaskData:
     ids, texts = read_passages(source, domain, text=with_corpus, warnings=warnings)
     images, problems = decodable_images(source, domain)
-    say(warnings, undecodable_warning(problems, len(images), 4, domain))
+    check_pair_images(problems, len(images), domain)
     pairs = pair_corpus(ids, images, domain, protocol)
     if protocol == "release":
         judged = release_judgments(records, pairs)

@@ -56,6 +56,17 @@ class FirstStage:
         }
 
 
+def candidate_order(scores: Mapping[str, float]) -> list[str]:
+    """Return one query's first-stage doc ids best first, as the reranker is handed them.
+
+    As xlang-ai/BRIGHT ``rerank.py`` (its ``__main__``) orders them: ``sorted(scores.items(),
+    key=lambda x: x[1], reverse=True)`` over the score file's dict, a stable sort, so documents
+    whose scores tie keep the run's own order (its ``scores.json``'s, its run file's lines),
+    not their doc ids' (docs/protocol.md, "Two-stage runs").
+    """
+    return [doc_id for doc_id, _ in sorted(scores.items(), key=lambda item: item[1], reverse=True)]
+
+
 def runs_fingerprint(runs: Mapping[str, Mapping[str, Mapping[str, float]]]) -> str:
     """Return the sha256 of per-domain runs: each as ``scores.json`` holds it, by domain name."""
     parts = [f"{d}\n{run_json(runs[d])}" for d in sorted(runs)]

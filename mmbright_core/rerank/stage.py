@@ -25,7 +25,6 @@ from tqdm.auto import tqdm
 
 from mmbright_core.data.sources import Source
 from mmbright_core.errors import InputError, InputWarning, cut
-from mmbright_core.ranking import ranked
 from mmbright_core.rerank.answers import checked_order, reranked_run
 from mmbright_core.rerank.base import (
     FIRST_STAGE,
@@ -38,7 +37,7 @@ from mmbright_core.rerank.base import (
     answers,
 )
 from mmbright_core.rerank.cache import RerankCache, answer_key
-from mmbright_core.rerank.first_stage import FirstStage
+from mmbright_core.rerank.first_stage import FirstStage, candidate_order
 from mmbright_core.retrieval.cache.store import content_key
 from mmbright_core.retrieval.runner.task_run import RunOutcome, run_task
 from mmbright_core.task_table import TASK_TABLE, task_info
@@ -97,7 +96,7 @@ class RerankStage:
         for query in data.queries:
             if first.get(query.query_id):
                 excluded = data.excluded.get(query.query_id, frozenset())
-                ranking = [d for d, _ in ranked(first[query.query_id]) if d not in excluded]
+                ranking = [d for d in candidate_order(first[query.query_id]) if d not in excluded]
                 rankings.append(ranking)
                 candidates = [self._candidate(corpus, d, data) for d in ranking[: self.depth]]
                 asked.append((_rerank_query(query, data.task), candidates))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,33 @@ def test_a_listwise_plugin_reorders_the_top_depth_only(tmp_path: Path):
     for query_id, docs in first.items():
         before = order(docs)
         assert order(reranked[query_id]) == [*before[:DEPTH][::-1], *before[DEPTH:]]
+
+
+def official_candidates(scores: dict[str, float], input_k: int) -> list[str]:
+    # xlang-ai/BRIGHT rerank.py __main__, as written there: the score file's dict, sorted
+    # stably by score, so tied documents keep the file's order.
+    sorted_scores = sorted(scores.items(), key=lambda x: x[1], reverse=True)[:input_k]
+    return [did for did, _ in sorted_scores]
+
+
+def test_tied_candidates_reach_the_reranker_in_the_runs_own_order(tmp_path: Path):
+    # The first stage's scores rounded to whole numbers (many ties), each query's documents
+    # listed in a shuffled order: the reranker must see them as rerank.py hands them over.
+    shuffled = random.Random(7)
+    tied: dict[str, dict[str, float]] = {}
+    for query_id, docs in first_stage().items():
+        listed = [(d, float(round(s))) for d, s in docs.items()]
+        shuffled.shuffle(listed)
+        tied[query_id] = dict(listed)
+    path = tmp_path / "tied.json"
+    path.write_text(json.dumps(tied))
+    reranked = read_outputs(rerank(tmp_path, "rerank_plugins:reverse", run=path)).runs[DOMAIN]
+    differs = 0
+    for query_id, docs in tied.items():
+        official = official_candidates(docs, DEPTH)
+        differs += official != order(docs)[:DEPTH]  # doc id order among ties differs
+        assert order(reranked[query_id])[:DEPTH] == official[::-1]
+    assert differs  # the ties decide the candidates' order somewhere
 
 
 def test_the_configuration_records_first_stage_depth_and_reranker(tmp_path: Path):

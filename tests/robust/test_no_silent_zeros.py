@@ -89,6 +89,20 @@ def test_task3_with_every_corpus_image_broken_warns_everywhere(
     assert any(said in text and "academia" in text for text in shown), shown
 
 
+def test_task4_with_no_decodable_document_image_is_refused(dataset: Path, tmp_path: Path, capsys):
+    # The official runner raises for such a domain (src/eval_runner.py
+    # EvaluationRunner._evaluate_domain: "No document images loaded ... Task 4 cannot be
+    # evaluated without them"): every pair would be text-only.
+    count = _break_every_image(dataset)
+    assert _run(dataset, tmp_path / "out", 4) == 2
+    err = capsys.readouterr().err
+    assert "mmbright run: error: document_images/academia.parquet: no document image decodes" in (
+        err
+    )
+    assert f"all {count} fail to decode" in err and "Traceback" not in err
+    assert not (tmp_path / "out" / "it2it_random").exists()  # nothing was run
+
+
 def test_null_query_texts_and_passages_warn_with_counts(dataset: Path, tmp_path: Path, capsys):
     _rewrite(dataset / "examples" / "academia.parquet", "query", lambda q: [None, None, *q[2:]])
     documents = dataset / "documents" / "academia.parquet"

@@ -31,6 +31,7 @@ import numpy as np
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval.backends.code_gate import gate
 from mmbright_core.retrieval.backends.hf_model import (
+    DEFAULT_BATCH,
     HFModel,
     as_float32,
     in_batches,
@@ -154,6 +155,11 @@ class HFTextEmbedder(HFModel):
             out["whole_queries"] = True
         if self.layer_norm:
             out["layer_norm"] = True
+        if self.batch_size != DEFAULT_BATCH:
+            # Padding a batch moves a bfloat16 text's vector in its last bits, so a run in
+            # other batches (the e5/sf/qwen presets' one text per call) records its batch
+            # size and keeps its own cache entries; runs of the default keep their keys.
+            out["batch_size"] = self.batch_size
         out.update(self.trust)
         if any(DOMAIN_FIELD in text for text in self.instructions.values()):
             out["instruction_domain"] = self.domain  # the filled text differs per domain
@@ -225,7 +231,7 @@ def hf_retriever(
     query_instruction: str = "",
     document_instruction: str = "",
     dtype: str = "float32",
-    batch_size: int = 32,
+    batch_size: int = DEFAULT_BATCH,
     device: str | None = None,
     append_eos: bool = False,
     document_char_limit: int | None = None,

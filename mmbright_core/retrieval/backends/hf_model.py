@@ -159,6 +159,10 @@ def as_float32(vectors: Any) -> np.ndarray:
     return np.asarray(vectors.float().cpu().numpy(), dtype=np.float32)
 
 
+#: Items per forward pass unless a run or preset sets another batch size.
+DEFAULT_BATCH = 32
+
+
 class HFModel:
     """A transformers model's identity, loaded once on first use.
 
@@ -175,7 +179,7 @@ class HFModel:
         model: str,
         revision: str | None = None,
         dtype: str = "float32",
-        batch_size: int = 32,
+        batch_size: int = DEFAULT_BATCH,
         device: str | None = None,
     ) -> None:
         self.model_id, self.revision, self.dtype = str(model), revision, dtype

@@ -171,6 +171,7 @@ def _section(preset: Preset) -> list[str]:
         lines.append(
             f"- recipe options: {', '.join(f'{k}={v!r}' for k, v in preset.options.items())}"
         )
+    lines.append(f"- batching: {preset.batch_composition}")
     lines += [f"- departs: {d}" for d in preset.departures]
     lines += [f"- upstream bug, Task {b.task}: {b.effect}" for b in preset.upstream_bugs]
     return [*lines, ""]

@@ -115,6 +115,8 @@ class Preset:
         upstream_bugs: Defects of the official code that change its published number and
             that mmbright does not reproduce (it encodes what the data holds).
         options: Further backend options of its recipe.
+        batching: How it batches texts and how the official code does, cited, where the two
+            were compared (None: its backend's default batch, not compared).
     """
 
     name: str
@@ -141,6 +143,17 @@ class Preset:
     departures: tuple[str, ...]
     upstream_bugs: tuple[UpstreamBug, ...]
     options: Mapping[str, Any]
+    batching: str | None = None
+
+    @property
+    def batch_composition(self) -> str:
+        """Say how a run of this preset batches its texts (docs/models.md, ``mmbright models``)."""
+        size = self.options.get("batch_size")
+        if self.batching is not None:
+            return self.batching
+        if size is not None:
+            return f"{size} per forward pass (not compared with the official code's batches)"
+        return "the backend's default batch (not compared with the official code's batches)"
 
     @property
     def multimodal(self) -> bool:
@@ -317,6 +330,7 @@ def _preset(record: Mapping[str, Any], reference: Mapping[tuple[int, str], float
                 UpstreamBug(int(b["task"]), str(b["effect"])) for b in record["upstream_bugs"]
             ),
             options=dict(record["options"]),
+            batching=record.get("batching"),
         )
     except InputError:
         raise

@@ -71,26 +71,28 @@ def _last_state(last_hidden_state, attention_mask):
     return last_hidden_state[:, -1, :]
 
 
-def _encode(folder, texts, pool, **tokenize):
+def _encode(folder, texts, pool, dtype=None, **tokenize):
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
-    model = transformers.AutoModel.from_pretrained(folder).eval()
+    model = transformers.AutoModel.from_pretrained(folder, torch_dtype=dtype).eval()
     out = []
     with torch.inference_mode():
         for text in texts:
             inputs = tokenizer([text], return_tensors="pt", **tokenize)
-            out.append(pool(model(**inputs).last_hidden_state, inputs["attention_mask"]))
+            out.append(pool(model(**inputs).last_hidden_state, inputs["attention_mask"]).float())
     return torch.nn.functional.normalize(torch.cat(out), p=2, dim=1).numpy()
 
 
-def _sf_qwen_e5(folder, queries, docs, instruction):
+def _sf_qwen_e5(folder, queries, docs, instruction, dtype=None, length=LENGTH):
     # retrieval_sf_qwen_e5: add_instruct_concatenate on queries only, the same max_length for
-    # both, last_token_pool, F.normalize, scores (query_emb @ doc_emb.T) * 100.
+    # both, last_token_pool, .float(), F.normalize, scores (query_emb @ doc_emb.T) * 100.
+    # Its batches: kwargs.get('encode_batch_size', 1), which src/eval_runner.py
+    # EvaluationRunner._evaluate_domain never passes: one text per tokenizer and model call.
     queries = [instruction.format(task=DOMAIN) + q for q in queries]
-    cut = {"max_length": LENGTH, "padding": True, "truncation": True}
+    cut = {"max_length": length, "padding": True, "truncation": True}
     return (
         100
-        * _encode(folder, queries, last_token_pool, **cut)
-        @ _encode(folder, docs, last_token_pool, **cut).T
+        * _encode(folder, queries, last_token_pool, dtype, **cut)
+        @ _encode(folder, docs, last_token_pool, dtype, **cut).T
     )
 
 
@@ -144,10 +146,10 @@ CASES = {
 }
 
 
-def _run(name, instructions, folder, tmp_path):
+def _run(name, instructions, folder, tmp_path, overrides=OVERRIDES):
     args = ["run", "--source", "demo", "--task", "1", "--domain", DOMAIN, "--k", "10"]
     args += ["--model-preset", name, "--instructions", instructions, "--model", str(folder)]
-    args += [*OVERRIDES, "--device", "cpu", "--trust-remote-code"]
+    args += [*overrides, "--device", "cpu", "--trust-remote-code"]
     assert main([*args, "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path)]) == 0
     (run_file,) = tmp_path.glob(f"*/{DOMAIN}/scores.json")
     (config_file,) = tmp_path.glob("*/config.json")
@@ -188,3 +190,30 @@ def test_the_recipes_tell_the_poolings_apart(tiny_hf):
     cut = {"max_length": LENGTH, "truncation": True}
     last = _encode(folder, texts, last_token_pool, **cut)
     assert not np.allclose(last, _encode(folder, texts, mean_pooling, **cut), atol=1e-3)
+
+
+@pytest.fixture(scope="module")
+def left_padded(tiny_hf, tmp_path_factory, demo_texts):
+    """The tiny mistral and qwen2 models, both padding on the left."""
+    import tiny_hf as build
+
+    mistral = build.text_model(
+        tmp_path_factory.mktemp("left") / "mistral", "mistral", demo_texts, padding_side="left"
+    )
+    return {"mistral": mistral, "qwen2": tiny_hf["qwen2"]}
+
+
+@pytest.mark.parametrize("name", ["e5", "sf", "qwen", "qwen2"])
+def test_bfloat16_vectors_are_the_official_runners_one_text_batches(left_padded, tmp_path, name):
+    # In the preset's bfloat16 a padded batch moves a text's vector in its last bits; the
+    # official runner encodes one text per call (_sf_qwen_e5 above), and so must the preset.
+    # Cut at 512 tokens the demo's texts differ in length, so a batch of several is padded.
+    folder = left_padded[FAMILIES[name]]
+    data = open_source("demo").task(1, DOMAIN)
+    queries, docs = [q.text for q in data.queries], [d.text for d in data.corpus]
+    official = _sf_qwen_e5(folder, queries, docs, BRIGHT_INSTRUCT, torch.bfloat16, 512)
+    run, text = _run(name, "bright", folder, tmp_path, ["--option", "max_length=512"])
+    # The same vectors: the scores agree to float32 rounding (x 100).
+    assert _matches(run, official, data, 1e-4)
+    config = json.loads(text)["config"]
+    assert config["options"]["batch_size"] == 1 and config["options"]["dtype"] == "bfloat16"

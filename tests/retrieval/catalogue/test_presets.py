@@ -338,6 +338,24 @@ def test_models_table_says_each_revisions_source_and_every_departure(capsys):
     assert "\nopenai: not a hub model: " in out
 
 
+def test_every_preset_says_how_it_batches_on_the_page_and_the_command_line(capsys):
+    assert main(["models"]) == 0
+    shown, _, notes = capsys.readouterr().out.partition("\n\n")
+    header, *lines = shown.splitlines()
+    assert header.split()[-2:] == ["batch", "upstream_bugs"]
+    rows = {line.split()[0]: line.split()[-2] for line in lines}  # the batch column
+    page = models_markdown()
+    for preset in load_catalogue():
+        assert f"\n{preset.name}: {preset.batch_composition}\n" in notes
+        assert f"\n- batching: {preset.batch_composition}\n" in page
+    # The official runner never passes encode_batch_size (src/eval_runner.py), so
+    # retrieval_sf_qwen_e5 encodes one text per call: these presets do too, and say so.
+    for name in ("e5", "sf", "qwen", "qwen2"):
+        assert get_preset(name).options["batch_size"] == 1 and rows[name] == "1"
+        assert "encode_batch_size" in get_preset(name).batch_composition
+    assert any("batch_size=8" in note for note in get_preset("reasonir").departures)
+
+
 def test_the_models_page_gives_each_revision_with_its_source():
     page = models_markdown()
     for preset in load_catalogue():
