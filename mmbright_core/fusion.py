@@ -27,7 +27,6 @@ import math
 from collections.abc import Mapping, Sequence
 
 from mmbright_core.errors import InputError
-from mmbright_core.ranking import ranked, top_k
 
 #: The fusion methods, as ``fuse`` and ``mmbright fuse --method`` name them.
 METHODS = ("rrf", "combsum", "combmnz", "wsum")
@@ -106,6 +105,10 @@ def fuse(
         InputError: An unknown method or normalisation, fewer than two runs, ``k <= 0``,
             weights missing, misplaced or not one per run.
     """
+    # The ranking rule is imported here: it needs numpy, and `mmbright fuse --help` reads
+    # this module's names alone.
+    from mmbright_core.ranking import top_k
+
     check_fusion(len(runs), method, k=k, norm=norm, weights=weights)
     queries = dict.fromkeys(q for run in runs for q in run)
     fused: dict[str, dict[str, float]] = {}
@@ -123,6 +126,8 @@ def _fuse_query(
     norm: str | None,
     weights: Sequence[float] | None,
 ) -> dict[str, float]:
+    from mmbright_core.ranking import ranked
+
     if method == "rrf":
         parts = [{d: 1 / (k + r) for r, (d, _) in enumerate(ranked(s), 1)} for s in per_run]
     else:
