@@ -36,6 +36,7 @@ _SUBCOMMANDS = (
     "run",
     "rewrite",
     "rerank",
+    "fuse",
     "models",
     "compare",
     "explain",

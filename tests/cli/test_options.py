@@ -61,7 +61,7 @@ def test_the_choices_come_from_the_data_layer():
                 assert tuple(action.choices or ()) == choices, (name, dest)
                 seen.add((name, dest))
     assert {name for name, dest in seen if dest == "protocol"} == {
-        "eval", "stats", "qrels", "run", "compare", "rerank", "explain"
+        "eval", "stats", "qrels", "run", "compare", "rerank", "fuse", "explain"
     }  # fmt: skip
 
 
