@@ -33,7 +33,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mmbright_core.errors import InputError, MMBrightError
+from mmbright_core.errors import InputError, MMBrightError, cut
+from mmbright_core.io.json_shapes import json_kind
 
 ENV = "MMBRIGHT_ALLOW_REMOTE_CODE"
 """The operator's switch: ``0`` (or ``false``, ``no``, ``off``) forbids running hub code."""
@@ -161,22 +162,44 @@ def _read_json(path: Path) -> Any:
         limit = f"the {_JSON_LIMIT >> 20} MiB a model's configuration file may be"
         raise _unchecked(path, f"{size / (1 << 20):.1f} MiB, more than {limit}")
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as err:  # a bad byte is a ValueError too
-        raise _unchecked(path, f"not UTF-8 JSON ({type(err).__name__})") from err
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise _unchecked(path, f"a byte that is not UTF-8 at offset {err.start}") from err
+    except OSError as err:
+        raise _unchecked(path, f"{type(err).__name__}: {err.strerror or err}") from err
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise _unchecked(
+            path, err.msg, f"invalid JSON at column {err.colno}", err.lineno, "valid JSON"
+        ) from err
+    except (ValueError, RecursionError) as err:  # too many digits, too deep
+        raise _unchecked(path, cut(f"{type(err).__name__}: {err}", 200)) from err
     shape, kind = (list, "an array") if path.name == "modules.json" else (dict, "an object")
     if not isinstance(record, shape):
-        raise _unchecked(path, f"a JSON {type(record).__name__}, not {kind}")
+        raise _unchecked(path, json_kind(record), "wrong JSON shape at $", expected=kind)
     return record
 
 
-def _unchecked(path: Path, found: str) -> InputError:
+def _unchecked(
+    path: Path,
+    found: str,
+    problem: str = "cannot check this file of the model for code of its own, so the model is "
+    "not loaded",
+    line: int | None = None,
+    expected: str | None = None,
+) -> InputError:
+    """The refusal of a model whose ``path`` the gate cannot read (what was ``found``)."""
     return InputError(
-        "cannot check this file of the model for code of its own, so the model is not loaded",
+        problem,
         source=str(path),
+        line=line,
+        expected=expected,
         found=found,
-        hint="A model's configuration is a JSON object of kilobytes: fix the file, or save "
-        "the model again (save_pretrained) into a fresh folder.",
+        hint="A model's configuration files are checked for code of the model's own before "
+        "any loader reads them, so the model is not loaded. A model's configuration is a JSON "
+        "object of kilobytes: fix the file, or save the model again (save_pretrained) into a "
+        "fresh folder.",
     )
 
 
