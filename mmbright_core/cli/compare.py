@@ -93,8 +93,11 @@ def run(args: argparse.Namespace) -> int:
     from mmbright_core.analysis.table import source_results_table
     from mmbright_core.cli.compare_output import print_json, print_tsv
     from mmbright_core.data.sources import open_source
+    from mmbright_core.io.atomic import check_destination
     from mmbright_core.task_runs import Scope, load_task_runs
 
+    if args.report:
+        check_destination(args.report)  # before the work and anything printed, not after
     source = open_source(args.source)
     # A domain named twice is compared once: repeating its queries would shrink the CIs.
     domains = list(dict.fromkeys(map(source.check_domain, args.domains))) if args.domains else None

@@ -63,5 +63,6 @@ def assert_each_refused(
     for name, path in made.items():
         assert run(str(path)) == 2, name
         err = capsys.readouterr().err
-        assert err == f"mmbright {command}: error: {refusal(path, KINDS[name][1])}\n"
+        expected = f"mmbright {command}: error: {refusal(path, KINDS[name][1])}\n"
+        assert err == expected, (err, expected)
     assert_untouched(made)
