@@ -180,7 +180,9 @@ def _diff_gap(diff: RankDiff, delta: float) -> bool:
         list(docs.loc[docs[rank] <= diff.k].sort_values(rank)["doc_id"])
         for rank in ("rank_a", "rank_b")
     ]
-    return judgment_gap(qrels, tops[0], tops[1], delta, diff.k)
+    return judgment_gap(
+        qrels, tops[0], tops[1], delta, diff.k, non_relevant_judged=diff.judges_non_relevant
+    )
 
 
 def _page(title: str, body: str) -> str:

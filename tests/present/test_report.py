@@ -143,6 +143,16 @@ def test_report_writes_ranks_counts_and_grades_as_integers():
     ]
 
 
+@pytest.mark.parametrize(("qrels", "flag"), [({"d1": 1}, "no"), ({"d1": 1, "n9": 0}, "yes")])
+def test_report_flags_a_gap_only_where_the_judgments_name_a_non_relevant_item(qrels, flag):
+    # q1 lost d1's first place to the unjudged d2; n9, judged non-relevant, is in no top k.
+    diff = rank_diff(qrels, {"d1": 2.0, "d2": 1.0}, {"d2": 2.0, "d1": 1.0}, k=1)
+    details = {("biology", "q1"): QueryDetail(rank_diff=diff)}
+    tables = _tables(comparison_report(_comparison(), details=details, top=5))
+    hurt = next(rows for head, rows in tables.items() if "judgment gap" in head)
+    assert next(r for r in hurt if r["query id"] == "q1")["judgment gap"] == flag
+
+
 def test_report_figures_look_the_same_inside_the_dashboard(monkeypatch):
     # The dashboard's Export tab builds the report in a process where Streamlit's theme is
     # Plotly's default: that theme fits no margin to the labels ("tu" for "askubuntu").
