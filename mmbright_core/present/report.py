@@ -225,9 +225,20 @@ def _query_section(row: Any, detail: QueryDetail) -> str:
             f"<p>Top {diff.k}: Kendall tau {_e(format_value('tau', diff.kendall_tau))}, "
             f"RBO {_e(format_value('rbo', diff.rbo))}</p>"
         )
-        parts.append(html_table(with_documents(diff.docs)))
+        parts.append(html_table(_one_id_column(diff.docs)))
     parts.append("</section>")
     return "".join(parts)
+
+
+def _one_id_column(docs: pd.DataFrame) -> pd.DataFrame:
+    """The rank diff with one column naming each document: a Task 4 pair as people read it.
+
+    A pair's raw id (``passage|||image path``) is a file format's, and too wide for a
+    1000 px page; where every id reads as it is written, the raw ``doc id`` column stays.
+    """
+    shown = with_documents(docs)
+    readable = (shown["document"] != shown["doc_id"].astype(str)).any()
+    return shown.drop(columns="doc_id" if readable else "document")
 
 
 def _image(path: str, data: bytes | None) -> str:
