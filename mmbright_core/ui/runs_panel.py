@@ -170,7 +170,7 @@ def _render_offers() -> None:
     for task in tasks:
         if task != state.current_task():
             st.button(
-                f"Choose task {task} and add its runs from this folder",
+                literal(f"Choose task {task} and add its runs from this folder"),
                 key=f"switch_add_{task}",
                 on_click=_on_switch_and_add,
                 args=(folder, task),
