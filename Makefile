@@ -1,5 +1,5 @@
 # Two commands set everything up on a fresh machine:
-#   make app    run the dashboard on the embedded (synthetic) demo data
+#   make app    run the dashboard on the embedded (synthetic) demo data (PORT=8502 for another port)
 #   make test   run the test suite
 PYTHON ?= python3
 VENV ?= .venv
@@ -9,6 +9,7 @@ BIN := $(VENV)/bin
 # install covers the dashboard's, so it renews both stamps.
 STAMP := $(VENV)/.installed
 APP_STAMP := $(VENV)/.installed-app
+PORT ?= 8501
 
 .PHONY: app test lint bench demo-runs clean
 
@@ -25,7 +26,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP) $(APP_STAMP)
 
 app: $(APP_STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/mmbright app
+	HF_HUB_OFFLINE=1 $(BIN)/mmbright app --port $(PORT)
 
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest

@@ -34,7 +34,7 @@ from mmbright_core.metrics.id_check import (
     normalised,
 )
 from mmbright_core.task_table import TASK_TABLE, task_of_type
-from mmbright_core.types import IdCheck, Protocol4, Qrels, Run
+from mmbright_core.types import IdCheck, Protocol4, Qrels, Run, Task
 
 # The reader's warnings about an upload are caught for the page (a server's log is not where
 # its user looks). ``catch_warnings`` swaps process-wide state, so uploads are read one at a
@@ -76,10 +76,13 @@ class TaskFolders:
         folders: The ones that answer the task (by their summary's ``task_type``; one with
             no summary may answer any task, so it is kept).
         skipped: One sentence per folder left out, naming it and the task it answers.
+        other_tasks: The tasks those folders answer, where the task table knows them, in
+            order and once each.
     """
 
     folders: tuple[Path, ...]
     skipped: tuple[str, ...]
+    other_tasks: tuple[Task, ...] = ()
 
 
 def split_by_task(folders: Sequence[Path], task: int) -> TaskFolders:
@@ -93,15 +96,19 @@ def split_by_task(folders: Sequence[Path], task: int) -> TaskFolders:
     """
     kept: list[Path] = []
     skipped: list[str] = []
+    others: dict[Task, None] = {}
     expected = TASK_TABLE[task].task_type
     for folder in folders:
         found = read_summary(folder / "summary.json").get("task_type")
         if found is None or found == expected:
             kept.append(folder)
         else:
-            other = task_of_type(found) or found
+            known = task_of_type(found)
+            if known is not None:
+                others[known] = None
+            other = known or found
             skipped.append(f"{folder.name}: these outputs answer task {other}, not task {task}")
-    return TaskFolders(tuple(kept), tuple(skipped))
+    return TaskFolders(tuple(kept), tuple(skipped), tuple(others))
 
 
 def read_task_outputs(path: str | os.PathLike[str], task: int) -> OfficialOutputs:

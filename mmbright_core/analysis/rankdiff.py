@@ -51,12 +51,15 @@ class RankDiff:
             2", "same rank", "not in A", "not in B").
         kendall_tau: Kendall tau-b over the union of the two top-k lists.
         rbo: Rank-biased overlap of the two top-k lists (extrapolated, p = ``RBO_P``).
+        judges_non_relevant: Whether the query's judgments name a non-relevant document
+            (:func:`judges_non_relevant`, of all of them, not only those in ``docs``).
     """
 
     k: int
     docs: pd.DataFrame
     kendall_tau: float
     rbo: float
+    judges_non_relevant: bool = False
 
 
 def kendall_tau_b(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
@@ -177,7 +180,13 @@ def rank_diff(
     tau = kendall_tau_b(
         docs["rank_a"].fillna(len(order_a) + 1), docs["rank_b"].fillna(len(order_b) + 1)
     )
-    return RankDiff(k, docs.reset_index(drop=True), tau, rbo(order_a[:k], order_b[:k]))
+    return RankDiff(
+        k,
+        docs.reset_index(drop=True),
+        tau,
+        rbo(order_a[:k], order_b[:k]),
+        judges_non_relevant(qrels),
+    )
 
 
 def move_label(rank_a: float, rank_b: float) -> str:
@@ -253,16 +262,20 @@ def judgment_gap(
     top_b: Sequence[str],
     delta: float,
     k: int = 10,
+    *,
+    non_relevant_judged: bool | None = None,
 ) -> bool:
     """Whether B's loss on a query may be a gap in the judgments rather than a failure.
 
-    Definition: B scores below A (``delta < 0``), and B's top ``k`` ranks more unjudged
+    Definition: B scores below A (``delta < 0``), the query's judgments name some
+    non-relevant document (a label of 0 or below), and B's top ``k`` ranks more unjudged
     documents above its first relevant document than A's top ``k`` does
     (:func:`unjudged_lead`). The places B's relevant documents lost went to documents
     nobody assessed, which may be relevant: a judged non-relevant document moving up, or
-    relevant ones reordered, is not a gap. MM-BRIGHT's qrels list only relevant passages,
-    so there every other passage is unjudged, and a loss where B pushes its first relevant
-    passage down is flagged; a loss only further down the top ``k`` is not.
+    relevant ones reordered, is not a gap. Judgments that list only relevant documents (as
+    MM-BRIGHT's qrels do) cannot tell a document nobody assessed from one found
+    non-relevant: every other document is "unjudged", the rule would flag nearly every loss
+    that pushes the first relevant document down, and so it flags none there.
 
     Args:
         qrels: doc_id -> relevance for the query.
@@ -270,5 +283,17 @@ def judgment_gap(
         top_b: Run B's top ``k`` doc ids in order.
         delta: B's measure minus A's for the query.
         k: Cut-off.
+        non_relevant_judged: Whether the query's judgments name a non-relevant document,
+            where ``qrels`` holds only some of them (a :class:`RankDiff`'s); by default,
+            whether ``qrels`` does.
     """
-    return delta < 0 and unjudged_lead(top_b, qrels, k) > unjudged_lead(top_a, qrels, k)
+    if non_relevant_judged is None:
+        non_relevant_judged = judges_non_relevant(qrels)
+    if delta >= 0 or not non_relevant_judged:
+        return False
+    return unjudged_lead(top_b, qrels, k) > unjudged_lead(top_a, qrels, k)
+
+
+def judges_non_relevant(qrels: Mapping[str, int]) -> bool:
+    """Whether judgments name a non-relevant document: only then is "unjudged" its own state."""
+    return any(label <= 0 for label in qrels.values())

@@ -162,18 +162,21 @@ def _third(index: int, grid: int) -> int:
 def sentence(result: RegionAttribution, image: int = 0) -> str:
     """The strongest cell of one image's grid, said plainly with its share of the target.
 
-    E.g. "Filling the lower-left cell lowers the margin of A over B by 60% (2.10 of
-    3.50)": a cell of the query image, or, on the document side, "Filling the lower-left
-    cell of the hit's image lowers...". The share is the cell's value over the score (or
+    E.g. "Filling the lower-left cell (row 3, column 1) lowers the margin of A over B by 60%
+    (2.10 of 3.50)": a cell of the query image, or, on the document side, "Filling the
+    lower-left cell (row 3, column 1) of the hit's image lowers...". A 1 x 1 grid's one cell
+    is the whole image, and is called so. The share is the cell's value over the score (or
     margin) with the image whole: the model's response is not a sum over cells, so shares
     need not add up to 100%. A margin below zero (the hit scores below the item it is
     compared with) is given as it is, not as a share; a cell whose filling alone would
-    reverse the two items' order says so.
+    reverse the two items' order says so. Values are read to :data:`_PLACES` decimals, as the
+    heatmap shows them: a cell that changes the target by less (float noise) changes nothing.
     """
     grid = result.images[image]
     cells = [(v, r, c) for r, row in enumerate(grid.values) for c, v in enumerate(row)]
     value, row, col = max(cells, key=lambda cell: abs(cell[0]))
-    where = region_name(row, col, result.grid)
+    value, whole = _read(value), _read(result.target)
+    where = _cell_name(row, col, result.grid)
     of_image = " of the hit's image" if result.side == "document" else ""
     if result.versus is not None:
         target = f"the margin of {result.doc_id} over {result.versus}"
@@ -182,15 +185,39 @@ def sentence(result: RegionAttribution, image: int = 0) -> str:
     if value == 0:
         return f"No cell of the {result.grid}x{result.grid} grid{of_image} changes {target}."
     change = "lowers" if value > 0 else "raises"
-    whole = result.target
     fraction = abs(value) / abs(whole) if whole else 0.0
     percent = f"{fraction:.0%}" if fraction >= 0.01 else f"{fraction:.1%}"
     if result.versus is not None and whole < 0:  # the hit is below the item it is compared with
-        amount = f" by {abs(value):.2f} (the margin is {whole:.2f}: {result.versus} scores higher)"
+        amount = (
+            f" by {_number(abs(value))} (the margin is {_number(whole)}: "
+            f"{result.versus} scores higher)"
+        )
     elif whole:
-        amount = f" by {percent} ({abs(value):.2f} of {abs(whole):.2f})"
+        amount = f" by {percent} ({_number(abs(value))} of {_number(abs(whole))})"
     else:
-        amount = f" by {abs(value):.2f}"
+        amount = f" by {_number(abs(value))}"
     if result.versus is not None and whole and (whole - value) * whole < 0:
         amount += ", enough to reverse their order"
-    return f"Filling the {where} cell{of_image} {change} {target}{amount}."
+    return f"Filling the {where}{of_image} {change} {target}{amount}."
+
+
+_PLACES = 4
+"""Decimals a cell's value is read to in words, as the heatmap's hover gives it."""
+
+
+def _read(value: float) -> float:
+    # Float noise (a cell the model never saw changes its score by 1e-8) reads as nothing,
+    # and a negative zero as zero.
+    return round(value, _PLACES) + 0.0
+
+
+def _number(value: float) -> str:
+    """Two decimals, or as many as :data:`_PLACES` for a value that two would print as 0.00."""
+    return f"{value:.2f}" if abs(value) >= 0.005 else f"{value:.{_PLACES}f}"
+
+
+def _cell_name(row: int, col: int, grid: int) -> str:
+    """The cell the sentence means: ``lower-left cell (row 3, column 1)``, or ``whole image``."""
+    if grid == 1:
+        return "whole image"
+    return f"{region_name(row, col, grid)} cell (row {row + 1}, column {col + 1})"

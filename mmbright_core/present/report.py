@@ -180,7 +180,9 @@ def _diff_gap(diff: RankDiff, delta: float) -> bool:
         list(docs.loc[docs[rank] <= diff.k].sort_values(rank)["doc_id"])
         for rank in ("rank_a", "rank_b")
     ]
-    return judgment_gap(qrels, tops[0], tops[1], delta, diff.k)
+    return judgment_gap(
+        qrels, tops[0], tops[1], delta, diff.k, non_relevant_judged=diff.judges_non_relevant
+    )
 
 
 def _page(title: str, body: str) -> str:
@@ -223,9 +225,20 @@ def _query_section(row: Any, detail: QueryDetail) -> str:
             f"<p>Top {diff.k}: Kendall tau {_e(format_value('tau', diff.kendall_tau))}, "
             f"RBO {_e(format_value('rbo', diff.rbo))}</p>"
         )
-        parts.append(html_table(with_documents(diff.docs)))
+        parts.append(html_table(_one_id_column(diff.docs)))
     parts.append("</section>")
     return "".join(parts)
+
+
+def _one_id_column(docs: pd.DataFrame) -> pd.DataFrame:
+    """The rank diff with one column naming each document: a Task 4 pair as people read it.
+
+    A pair's raw id (``passage|||image path``) is a file format's, and too wide for a
+    1000 px page; where every id reads as it is written, the raw ``doc id`` column stays.
+    """
+    shown = with_documents(docs)
+    readable = (shown["document"] != shown["doc_id"].astype(str)).any()
+    return shown.drop(columns="doc_id" if readable else "document")
 
 
 def _image(path: str, data: bytes | None) -> str:

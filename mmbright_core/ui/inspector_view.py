@@ -100,6 +100,18 @@ def compared_pair(runs: Mapping[str, RunEntry]) -> tuple[str, str] | None:
     return widgets.run_pair(list(runs))
 
 
+def aligned_pair(ranking: Sequence[str], runs: Mapping[str, RunEntry]) -> tuple[str, str] | None:
+    """The runs A and B that the aligned tab and its CSV set side by side.
+
+    The pair Compare (or Per query) names, in its order, when both rank the query; else the
+    first two of ``ranking`` (the shown runs that rank it); None with fewer than two.
+    """
+    pair = compared_pair(runs)
+    if pair is not None and all(name in ranking for name in pair):
+        return pair
+    return (ranking[0], ranking[1]) if len(ranking) >= 2 else None
+
+
 def default_runs(runs: Mapping[str, RunEntry]) -> list[str]:
     """The runs shown side by side at first: the compared pair, or the only run."""
     pair = compared_pair(runs)

@@ -205,12 +205,15 @@ def _on_request(
     """The grid computed when the button is pressed (with Cancel beside its progress bar).
 
     The session keeps each result under ``key``; a rerun that follows Cancel says that
-    nothing was stored. None: not asked for yet, or the computation failed (said on the page).
+    nothing was stored, unless the result was stored after all. Cancel is there only while
+    the work runs: it is taken off the page when the work ends. None: not asked for yet, or
+    the computation failed (said on the page).
     """
     results = st.session_state.setdefault(RESULTS_KEY, {})
     if st.button("Where in the image", key="insp_regions_go", icon=":material/grid_on:"):
         st.session_state.pop(CANCELLED_KEY, None)
-        st.button("Cancel", key="insp_regions_cancel", on_click=_cancel)
+        cancel = st.empty()
+        cancel.button("Cancel", key="insp_regions_cancel", on_click=_cancel)
         grid = choice.grid
         with render.progress_bar(f"Occluding {grid}x{grid} cells…", "forward passes") as bar:
             found = render.attempt(
@@ -225,9 +228,10 @@ def _on_request(
                 grid=grid,
                 progress=bar,
             )
+        cancel.empty()
         if found is not None:
             results[key] = found
-    elif st.session_state.pop(CANCELLED_KEY, False):
+    elif st.session_state.pop(CANCELLED_KEY, False) and key not in results:
         st.info("Cancelled: nothing was stored. Press the button to start again.")
     return results.get(key)
 

@@ -113,11 +113,14 @@ def number_table(frame: pd.DataFrame, key: str, numbers: Mapping[str, tuple[str,
 
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:
-    """A table as the CSV file :func:`csv_download` offers (UTF-8, no index).
+    """A table as the CSV file :func:`csv_download` offers (UTF-8 with a BOM, no index).
 
-    Cells a spreadsheet would run as formulas are quoted (:mod:`mmbright_core.io.csv_safe`).
+    The byte-order mark is how Excel knows the file is UTF-8: without it, a header such as
+    ``delta (ocr-bm25 − bm25)`` or a query's accented words open garbled there (pandas and
+    Python's ``utf-8-sig`` read it as plain UTF-8). Cells a spreadsheet would run as formulas
+    are quoted (:mod:`mmbright_core.io.csv_safe`).
     """
-    return csv_safe.frame_csv(frame).encode("utf-8")
+    return csv_safe.frame_csv(frame).encode("utf-8-sig")
 
 
 def judgment_badge(relevance: float | None, excluded: bool = False) -> str:

@@ -13,6 +13,7 @@ import streamlit as st
 
 from mmbright_core.data.matching import MatchCounts
 from mmbright_core.errors import MMBrightError
+from mmbright_core.types import Task
 from mmbright_core.ui import loaders, sessions, state, workspace
 from mmbright_core.ui.literal import literal, visible
 
@@ -21,6 +22,7 @@ UPLOAD_KEY = "upload_files"
 FOLDER_KEY = "runs_folder"
 AUTOLOADED_KEY = "demo_runs_loaded"
 USED_KEY = "runs_panel_used"
+OFFERS_KEY = "folder_other_tasks"
 
 
 def _report(kind: str, text: str) -> None:
@@ -137,7 +139,12 @@ def _render_pending() -> None:
 
 
 def _on_add_folder() -> None:
-    folder = str(st.session_state.get(FOLDER_KEY, "")).strip()
+    _add_folder(str(st.session_state.get(FOLDER_KEY, "")).strip())
+
+
+def _add_folder(folder: str) -> None:
+    # The tasks of the outputs left out are offered until the next folder is read.
+    st.session_state[OFFERS_KEY] = (folder, ())
     try:
         source = loaders.get_source(state.source_spec())
         found = workspace.entries_from_folder(
@@ -148,7 +155,26 @@ def _on_add_folder() -> None:
         return
     _add(found.entries)
     for sentence in found.skipped:
-        _report("info", f"Skipped {sentence}. Choose that task in the sidebar to add it.")
+        _report("info", f"Skipped {sentence}.")
+    st.session_state[OFFERS_KEY] = (folder, found.other_tasks)
+
+
+def _on_switch_and_add(folder: str, task: Task) -> None:
+    state.set_task(task)
+    _add_folder(folder)
+
+
+def _render_offers() -> None:
+    """A button per task of the outputs a folder read left out: it chooses the task, adds them."""
+    folder, tasks = st.session_state.get(OFFERS_KEY, ("", ()))
+    for task in tasks:
+        if task != state.current_task():
+            st.button(
+                literal(f"Choose task {task} and add its runs from this folder"),
+                key=f"switch_add_{task}",
+                on_click=_on_switch_and_add,
+                args=(folder, task),
+            )
 
 
 def _on_add_demo() -> None:
@@ -217,6 +243,7 @@ def render_panel() -> None:
         st.caption("The demo's runs: text-only BM25 and BM25 with OCR text of the query images.")
         st.button("Load the demo runs", key="add_demo", on_click=_on_add_demo)
     render_messages()
+    _render_offers()
     _render_pending()
     _render_loaded()
 

@@ -113,10 +113,12 @@ class FolderRuns:
     Attributes:
         entries: The runs, their queries filed under their domains.
         skipped: One sentence per outputs folder of another task, naming it and its task.
+        other_tasks: The tasks those folders answer (where known), to offer switching to.
     """
 
     entries: list[RunEntry]
     skipped: tuple[str, ...] = ()
+    other_tasks: tuple[Task, ...] = ()
 
 
 def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) -> FolderRuns:
@@ -162,7 +164,9 @@ def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) 
             _checked(_official_entry(path, source.name, task), source, protocol)
             for path in (found.folders if found is not None else official)
         ]
-        return FolderRuns(entries_read, found.skipped if found is not None else ())
+        if found is None:
+            return FolderRuns(entries_read)
+        return FolderRuns(entries_read, found.skipped, found.other_tasks)
     files = [p for p in checked if p.is_file() and p.name.endswith(RUN_SUFFIXES)]
     if not files:
         raise InputError(

@@ -144,6 +144,14 @@ def test_judgment_gap_definition():
     assert not judgment_gap(QRELS, ["u9", "r1"], ["u8", "u9", "r1"], delta=0.0)
 
 
+def test_judgments_of_relevant_items_only_flag_no_gap():
+    """Where the qrels list only relevant items, every other one is "unjudged": no flag."""
+    relevant_only = {"r1": 1, "r2": 2}
+    assert not judgment_gap(relevant_only, ["r1", "u1"], ["u9", "r1"], delta=-0.37)
+    assert not judgment_gap(relevant_only, ["r1"], ["u1", "u2", "u3", "r1"], delta=-0.5)
+    assert judgment_gap({**relevant_only, "n0": 0}, ["r1", "u1"], ["u9", "r1"], delta=-0.37)
+
+
 def test_permutation_test_by_bytes_is_one_sign_flip_per_bit():
     # The same bytes, unpacked to one sign per delta and multiplied out: the same p-value.
     deltas = np.random.default_rng(7).normal(0.02, 0.1, size=300)

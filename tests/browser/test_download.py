@@ -9,6 +9,7 @@ in pandas and averages: numbers are numbers, ranks whole, the runs named the sam
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import re
@@ -60,8 +61,10 @@ def test_per_query_csv_holds_the_rows_shown(server: str) -> None:
         with page.expect_download() as info:
             page.locator(".st-key-pq_csv button").click()
         download = info.value
-        text = download.path().read_text(encoding="utf-8")
+        data = download.path().read_bytes()
         browser.close()
+    assert data.startswith(codecs.BOM_UTF8)  # so that Excel reads it as UTF-8
+    text = data.decode("utf-8-sig")
     rows = list(csv.DictReader(io.StringIO(text)))
     assert download.suggested_filename == f"per_query_{run}_vs_{run_b}.csv"
     assert len(rows) == shown > 0

@@ -136,3 +136,22 @@ def test_cancel_stops_the_occlusion_stores_nothing_and_the_button_starts_again(
         assert len(_stored(cache)) == 1  # the 2x2 result, and only it
         page.screenshot(path=str(SHOTS / "inspector-regions-after-cancel.png"), full_page=True)
         browser.close()
+
+
+def test_once_the_grid_is_shown_cancel_is_gone(slow_run: Path, served: tuple[str, Path]) -> None:
+    """Cancel is there while the occlusion runs, not beside a result it could not cancel."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    url, _ = served
+    with sync_api.sync_playwright() as p:
+        browser = serving.launch(p)
+        page = serving.new_page(browser, viewport={"width": 1400, "height": 1000})
+        _open_regions(page, url, slow_run)
+        main = page.locator('[data-testid="stMain"]')
+        _grid(page, 3)
+        with serving.rerun(page):
+            page.locator(".st-key-insp_regions_go button").click()
+        main.get_by_text("Red: the cell raised").wait_for()
+        serving.no_exception(page)
+        assert page.locator(".st-key-insp_regions_cancel").count() == 0
+        assert main.get_by_text(CANCELLED).count() == 0
+        browser.close()

@@ -75,10 +75,10 @@ COLUMNS = """() => [...document.querySelectorAll('table.data')].map(t => {
 })"""
 
 
-def _report(out: Path, prelude: list[str]) -> Path:
+def _report(out: Path, prelude: list[str], task: int = 2, runs: str = "run_it2t") -> Path:
     path = out / "report.html"
-    command = [sys.executable, *prelude, "compare", "--source", "demo", "--task", "2"]
-    command += [str(RUNS / "run_it2t_bm25"), str(RUNS / "run_it2t_ocr-bm25"), "--report", str(path)]
+    command = [sys.executable, *prelude, "compare", "--source", "demo", "--task", str(task)]
+    command += [str(RUNS / f"{runs}_bm25"), str(RUNS / f"{runs}_ocr-bm25"), "--report", str(path)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MMBRIGHT_NOTES": str(out / "notes.sqlite3")}
     subprocess.run(command, cwd=ROOT, env=env, check=True, capture_output=True, timeout=300)
     return path
@@ -118,3 +118,20 @@ def test_report_reads_like_the_page(report: Path, request: pytest.FixtureRequest
     whole = [(h, v) for t in tables for h, values in t if h in WHOLE for v in values]
     assert {h for h, _ in whole} == WHOLE  # every kind of whole number was seen
     assert [(h, v) for h, v in whole if not (v.isdigit() or v == "–")] == []
+
+
+def test_a_task4_report_names_pairs_readably_and_fits_1000_px(tmp_path: Path) -> None:
+    """Task 4's rank diffs name each pair as the pages do, without the raw ``|||`` id."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    report = _report(tmp_path, ["-m", "mmbright_core"], task=4, runs="it2it")
+    assert "|||" not in report.read_text(encoding="utf-8")
+    with sync_api.sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": WIDTH, "height": 1000})
+        page.goto(report.as_uri())
+        wide = page.evaluate(WIDE_TABLES)
+        page_width = page.evaluate("document.documentElement.scrollWidth")
+        page.screenshot(path=str(SHOTS / f"report-task4-{WIDTH}.png"), full_page=True)
+        browser.close()
+    assert not wide, f"tables wider than the {WIDTH} px page: {wide}"
+    assert page_width <= WIDTH

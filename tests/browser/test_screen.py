@@ -14,6 +14,10 @@ from typing import Any
 import pytest
 import serving
 
+from mmbright_core.data.demo_source import DOMAINS
+from mmbright_core.data.sources import open_source
+from mmbright_core.notes import NotesStore, QueryKey
+
 SHOTS = serving.ROOT / "test-artifacts" / "screenshots" / "screen"
 TASK_LABEL = "Task 2: text+image → text"
 
@@ -184,3 +188,35 @@ def test_compare_tables_show_the_holm_column_at_1000_px(server: str) -> None:
             right, edge = cell.evaluate(SHOWN_RIGHT)
             assert right <= edge + 1, f"{heading!r} is cut at 1000 px ({right} > {edge})"
         page.screenshot(path=str(SHOTS / "compare-summary-1000.png"), full_page=True)
+
+
+@pytest.fixture(scope="module")
+def tagged_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The dashboard on a notes file in which every Task 2 demo query has two tags."""
+    notes = tmp_path_factory.mktemp("tagged-notes") / "notes.sqlite3"
+    source = open_source("demo")
+    with NotesStore(notes) as store:
+        for domain in DOMAINS:
+            for query in source.task(2, domain).queries:
+                key = QueryKey("demo", 2, "paper", domain, query.query_id)
+                store.set_tags(key, ["OCR noise", "image essential but misread"])
+    env = {"MMBRIGHT_NOTES": str(notes)}
+    with serving.streamlit_server(tmp_path_factory.mktemp("streamlit"), env=env) as (url, _):
+        yield url
+
+
+def _tags_shown(page, frame) -> None:  # type: ignore[no-untyped-def]
+    """The grid shows its tags column, and every column, without scrolling sideways."""
+    assert not _scrolls(page, frame), "the table scrolls sideways"
+    header = frame.locator("canvas table th", has_text="tags")
+    assert header.count() == 1, "no tags column"
+
+
+def test_tagged_tables_keep_their_tags_column_at_1000_px(tagged_server: str) -> None:
+    with _screen(tagged_server, 1000, "light") as page:
+        _goto(page, "Per query", "queries shown")
+        _tags_shown(page, page.locator(FRAMES).first)
+        page.screenshot(path=str(SHOTS / "per-query-tags-1000.png"), full_page=True)
+        _goto(page, "Compare", "Image effect by slice")
+        _tags_shown(page, _tab(page, "Where B loses most").locator(FRAMES).first)
+        page.screenshot(path=str(SHOTS / "compare-hurt-tags-1000.png"), full_page=True)

@@ -192,3 +192,13 @@ def installed_names(python: Path, env: dict[str, str]) -> str:
     listed = [str(python), "-m", "pip", "list", "--format", "freeze"]
     found = subprocess.run(listed, check=True, env=env, capture_output=True, text=True)
     return found.stdout.lower()
+
+
+@pytest.mark.parametrize(("given", "port"), [((), "8501"), (("PORT=8613",), "8613")])
+def test_make_app_serves_on_the_given_port(given: tuple[str, ...], port: str) -> None:
+    """``make app PORT=...`` hands the port to ``mmbright app``; without it, 8501."""
+    dry = subprocess.run(
+        ["make", "-n", "-C", str(ROOT), "app", *given], capture_output=True, text=True, check=True
+    )
+    served = [line for line in dry.stdout.splitlines() if "mmbright app" in line]
+    assert served and served[-1].endswith(f"mmbright app --port {port}"), dry.stdout

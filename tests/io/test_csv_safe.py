@@ -9,6 +9,7 @@ not a formula: it is written as it is, and reads back as a number.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import math
@@ -126,7 +127,7 @@ def test_dashboard_table_download_has_no_formula_cell() -> None:
             "-delta (=run − bm25)": [-0.25, 0.0, -1e-20],
         }
     )
-    text = csv_bytes(frame).decode("utf-8")
+    text = csv_bytes(frame).decode("utf-8-sig")
     assert dangerous_cells(text) == []
     back = [[unprotect(cell) for cell in row] for row in csv.reader(io.StringIO(text))]
     assert back == list(csv.reader(io.StringIO(frame.to_csv(index=False))))
@@ -134,3 +135,12 @@ def test_dashboard_table_download_has_no_formula_cell() -> None:
     back_frame = pd.read_csv(io.StringIO(text))
     assert back_frame["'-delta (=run − bm25)"].tolist() == [-0.25, 0.0, -1e-20]
     assert back_frame["'-delta (=run − bm25)"].mean() == pytest.approx(-0.25 / 3)
+
+
+def test_dashboard_csv_starts_with_a_bom_and_reads_back_in_pandas() -> None:
+    """Excel opens a CSV as UTF-8 only after a byte-order mark; pandas reads past it."""
+    frame = pd.DataFrame({"delta (ocr-bm25 − bm25)": [-0.25], "query": ["Über die Zelle"]})
+    data = csv_bytes(frame)
+    assert data.startswith(codecs.BOM_UTF8) and data.count(codecs.BOM_UTF8) == 1
+    back = pd.read_csv(io.BytesIO(data))
+    assert list(back.columns) == list(frame.columns) and back["query"][0] == "Über die Zelle"

@@ -48,12 +48,14 @@ def test_cells_are_tinted_by_sign_and_strength_at_the_images_size():
 def test_the_sentence_names_the_strongest_cell_and_its_share():
     result = _result([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [2.4, 0.0, -1.0]])
     assert sentence(result) == (
-        "Filling the lower-left cell lowers the margin of wrong over rel by 60% (2.40 of 4.00)."
+        "Filling the lower-left cell (row 3, column 1) lowers the margin of wrong over rel by 60% "
+        "(2.40 of 4.00)."
     )
     alone = _result([[0.0, -0.5], [0.0, 0.0]], versus=None, score=2.0)
     assert (
         sentence(alone)
-        == "Filling the upper-right cell raises the score of wrong by 25% (0.50 of 2.00)."
+        == "Filling the upper-right cell (row 1, column 2) raises the score of wrong by 25% "
+        "(0.50 of 2.00)."
     )
     small = _result([[0.02, 0.0], [0.0, 0.0]], versus=None, score=4.0)
     assert sentence(small).endswith("lowers the score of wrong by 0.5% (0.02 of 4.00).")
@@ -64,13 +66,13 @@ def test_the_sentence_names_the_strongest_cell_and_its_share():
 def test_a_negative_margin_is_given_as_it_is_and_a_reversal_is_said():
     below = _result([[-3.12, 0.0], [0.0, 0.0]], score=-26.62)  # margin -27.62
     assert sentence(below) == (
-        "Filling the upper-left cell raises the margin of wrong over rel by 3.12 "
+        "Filling the upper-left cell (row 1, column 1) raises the margin of wrong over rel by 3.12 "
         "(the margin is -27.62: rel scores higher)."
     )
     flipped = _result([[0.0, 0.0], [5.0, 0.0]])  # margin 4.00, the cell alone worth 5.00
     assert sentence(flipped) == (
-        "Filling the lower-left cell lowers the margin of wrong over rel by 125% (5.00 of "
-        "4.00), enough to reverse their order."
+        "Filling the lower-left cell (row 2, column 1) lowers the margin of wrong over rel by 125% "
+        "(5.00 of 4.00), enough to reverse their order."
     )
     back = _result([[-2.0]], score=0.0)  # margin -1.00: filling it puts wrong above rel
     assert sentence(back).endswith("rel scores higher), enough to reverse their order.")
@@ -81,13 +83,37 @@ def test_a_negative_margin_is_given_as_it_is_and_a_reversal_is_said():
 def test_on_the_document_side_the_sentence_says_the_cell_is_of_the_hits_image():
     own = _result([[0.0, 0.0], [0.0, 2.4]], side="document")
     assert sentence(own) == (
-        "Filling the lower-right cell of the hit's image lowers the margin of wrong over rel "
-        "by 60% (2.40 of 4.00)."
+        "Filling the lower-right cell (row 2, column 2) of the hit's image lowers the margin of "
+        "wrong over rel by 60% (2.40 of 4.00)."
     )
     flat = _result([[0.0]], versus=None, side="document")
     assert sentence(flat) == (
         "No cell of the 1x1 grid of the hit's image changes the score of wrong."
     )
+
+
+def test_the_sentence_names_the_very_cell_and_the_whole_image_of_a_one_cell_grid():
+    """Of a 7 x 7 grid's four "upper-left" cells it says which; a 1 x 1 grid's is the image."""
+    values = [[0.0] * 7 for _ in range(7)]
+    values[1][1] = 1.0
+    assert sentence(_result(values)).startswith(
+        "Filling the upper-left cell (row 2, column 2) lowers"
+    )
+    assert sentence(_result([[1.0]])) == (
+        "Filling the whole image lowers the margin of wrong over rel by 25% (1.00 of 4.00)."
+    )
+
+
+def test_float_noise_reads_as_no_change_and_no_number_prints_as_noise():
+    noise = _result([[-0.00000004, 0.0], [0.0, 0.00000002]], versus=None)
+    assert sentence(noise) == "No cell of the 2x2 grid changes the score of wrong."
+    tiny = _result([[0.003, 0.0], [0.0, 0.0]], score=1.0 - 0.00000004)  # margin -4e-8
+    said = sentence(tiny)
+    assert said == (
+        "Filling the upper-left cell (row 1, column 1) lowers the margin of wrong over rel "
+        "by 0.0030."
+    )
+    assert "-0.00" not in said and "e-" not in said
 
 
 def test_region_names():

@@ -143,6 +143,16 @@ def test_report_writes_ranks_counts_and_grades_as_integers():
     ]
 
 
+@pytest.mark.parametrize(("qrels", "flag"), [({"d1": 1}, "no"), ({"d1": 1, "n9": 0}, "yes")])
+def test_report_flags_a_gap_only_where_the_judgments_name_a_non_relevant_item(qrels, flag):
+    # q1 lost d1's first place to the unjudged d2; n9, judged non-relevant, is in no top k.
+    diff = rank_diff(qrels, {"d1": 2.0, "d2": 1.0}, {"d2": 2.0, "d1": 1.0}, k=1)
+    details = {("biology", "q1"): QueryDetail(rank_diff=diff)}
+    tables = _tables(comparison_report(_comparison(), details=details, top=5))
+    hurt = next(rows for head, rows in tables.items() if "judgment gap" in head)
+    assert next(r for r in hurt if r["query id"] == "q1")["judgment gap"] == flag
+
+
 def test_report_figures_look_the_same_inside_the_dashboard(monkeypatch):
     # The dashboard's Export tab builds the report in a process where Streamlit's theme is
     # Plotly's default: that theme fits no margin to the labels ("tu" for "askubuntu").
@@ -197,9 +207,11 @@ def test_report_rank_tables_show_task4_pairs_as_the_pages_do():
     text_only = "biology/p1.txt|||__NO_IMAGE__"
     diff = rank_diff({pair: 1}, {pair: 2.0, text_only: 1.0}, {text_only: 2.0, pair: 1.0}, k=1)
     details = {("biology", "q1"): QueryDetail(rank_diff=diff)}
-    tables = _tables(comparison_report(_comparison(), details=details, top=5))
-    rows = next(rows for head, rows in tables.items() if "rank A" in head)
-    assert {(r["document"], r["doc id"]) for r in rows} == {
-        ("biology/p1.txt + image_1.png", pair),
-        ("biology/p1.txt (text only)", text_only),
+    page = comparison_report(_comparison(), details=details, top=5)
+    rows = next(rows for head, rows in _tables(page).items() if "rank A" in head)
+    assert {r["document"] for r in rows} == {
+        "biology/p1.txt + image_1.png",
+        "biology/p1.txt (text only)",
     }
+    # No raw pair id beside them: a file format's, and too wide for a 1000 px page.
+    assert "doc id" not in rows[0] and "|||" not in page and "__NO_IMAGE__" not in page

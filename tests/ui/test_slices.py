@@ -72,7 +72,13 @@ def _demo_compare() -> AppTest:
     return at
 
 
-def test_demo_most_hurt_queries_lost_their_top_place_to_unjudged_passages(notes: Path):
+def test_demo_judgments_of_relevant_passages_only_flag_no_loss_as_a_gap(notes: Path):
+    """The demo's qrels list only relevant passages: no loss is flagged, none is hidden.
+
+    At least 3 of its 5 worst losses lost their top place to a passage absent from the
+    qrels; there that says nothing (every other passage is absent), so the filter that
+    hides possible gaps keeps them all.
+    """
     at = _demo_compare()
     open_tab(at, state.COMPARE_SECTION_KEY, "Where B loses most")
     assert not at.exception
@@ -85,21 +91,14 @@ def test_demo_most_hurt_queries_lost_their_top_place_to_unjudged_passages(notes:
     for row in hurt.itertuples(index=False):
         data = source.judgments(2, row.domain, "paper")
         qrels, excluded = data.qrels[row.query_id], data.excluded.get(row.query_id, ())
+        assert all(label > 0 for label in qrels.values())  # relevant passages only
         firsts = [next(iter(top_k(r[row.domain][row.query_id], 1, excluded))) for r in runs]
-        # A's first passage is relevant; B's is absent from the qrels (unjudged). The others
-        # keep a relevant passage first and lose further down: not a gap by the definition.
-        lost_top = qrels.get(firsts[0], 0) > 0 and firsts[1] not in qrels
-        lost_to_unjudged += lost_top
-        assert row.judgment_gap == lost_top, (row.domain, row.query_id)
+        lost_to_unjudged += qrels.get(firsts[0], 0) > 0 and firsts[1] not in qrels
     assert lost_to_unjudged >= 3
+    assert not hurt["judgment_gap"].any()
     at.radio(key="cmp_gaps").set_value("hide possible judgment gaps").run()
     kept = dataframe_with(at, "query_id", "judgment_gap")
-    assert not kept["judgment_gap"].any()
-    flagged = hurt.loc[hurt["judgment_gap"], "query_id"]
-    assert not set(kept["query_id"]) & set(flagged)
-    at.radio(key="cmp_gaps").set_value("only judgment gaps").run()
-    only = dataframe_with(at, "query_id", "judgment_gap")
-    assert only["judgment_gap"].all() and set(flagged) <= set(only["query_id"])
+    assert list(kept["query_id"].head(5)) == list(hurt["query_id"])
 
 
 def test_compare_tag_filter_and_tags_column(app: AppTest, fixture_dir: Path, notes: Path):

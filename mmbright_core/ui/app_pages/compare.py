@@ -151,6 +151,9 @@ if hurt_tab.open:
         # The tags column only when some listed query has a tag: at 1000 px every column must fit.
         has_tags = "tags" in shown.columns and shown["tags"].astype(bool).any()
         shown = shown[[c for c in HURT_COLUMNS if c in shown.columns and (c != "tags" or has_tags)]]
+        # Its 75 px come from the text columns.
+        width = dict(domain=60, query_id=80, query=50) if has_tags else {}
+        width = {**dict(domain=70, query_id=95, query=115), **width}
         rows = st.dataframe(
             shown,
             hide_index=True,
@@ -158,9 +161,9 @@ if hurt_tab.open:
             on_select="rerun",
             selection_mode="single-row",
             column_config={
-                "domain": st.column_config.TextColumn("domain", width=70),
-                "query_id": st.column_config.TextColumn("query id", width=95),
-                "query": st.column_config.TextColumn("query", width=115),
+                "domain": st.column_config.TextColumn("domain", width=width["domain"]),
+                "query_id": st.column_config.TextColumn("query id", width=width["query_id"]),
+                "query": st.column_config.TextColumn("query", width=width["query"]),
                 "a": st.column_config.NumberColumn("A", format="%.3f", width="small"),
                 "b": st.column_config.NumberColumn("B", format="%.3f", width="small"),
                 "delta": st.column_config.NumberColumn("B − A", format="%+.3f", width=60),
@@ -174,7 +177,7 @@ if hurt_tab.open:
                 GAP: st.column_config.CheckboxColumn(
                     "gap?", width=45, help="possibly a gap in the judgments, not a failure"
                 ),
-                "tags": st.column_config.TextColumn("tags", width=120),
+                "tags": st.column_config.TextColumn("tags", width=75),
             },
         )
         st.caption(f"{len(hurt)} of {len(losing)} losing queries listed (the worst first).")

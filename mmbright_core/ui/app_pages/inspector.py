@@ -140,8 +140,9 @@ with st.expander(f"Relevant items ({sum(v > 0 for v in qrels.values())})", expan
 if any(isinstance(f, LexicalAttribution) for a in found.values() for f in a.values()):
     st.html(attribution_html.legend_html(origins))
 
-if len(tops) >= 2:
-    a, b = list(tops)[:2]
+aligned_runs = inspector_view.aligned_pair(list(tops), runs)
+if aligned_runs is not None:
+    a, b = aligned_runs
     diff = rank_diff(
         qrels,
         inspector_view.scored(runs[a], target, excluded[a]),
@@ -211,7 +212,7 @@ if attribution_tab.open:
     )
 if aligned_tab.open:
     with aligned_tab:
-        if len(tops) < 2:
+        if aligned_runs is None:
             st.info("Aligning needs two runs that rank this query: choose them under Runs.")
         else:
             st.markdown(f"**{literal(a)}** → **{literal(b)}**")

@@ -125,6 +125,9 @@ with table_tab:
     # Headers name A and B, their tooltips the runs; the columns fit a 1000 px window, about
     # 530 px beside the sidebar (the CSV has every column, each named after its run).
     has_tags = "tags" in shown.columns and shown["tags"].astype(bool).any()
+    # A tags column takes 75 px of the text and J@10 columns: every column still fits.
+    width = dict(domain=60, query_id=75, query=45, judged=45) if has_tags else {}
+    width = {**dict(domain=75, query_id=90, query=75, judged=50), **width}
     order = ["domain", "query_id", "query", MEASURE, f"{MEASURE} (B)", "delta", JUDGED]
     order += [f"{JUDGED} (B)", *(["tags"] if has_tags else [])]
     picked = st.dataframe(
@@ -135,9 +138,9 @@ with table_tab:
         selection_mode="single-row",
         column_order=[c for c in order if c in shown.columns],
         column_config={
-            "domain": st.column_config.TextColumn("domain", width=75),
-            "query_id": st.column_config.TextColumn("query id", width=90),
-            "query": st.column_config.TextColumn("query", width=75),
+            "domain": st.column_config.TextColumn("domain", width=width["domain"]),
+            "query_id": st.column_config.TextColumn("query id", width=width["query_id"]),
+            "query": st.column_config.TextColumn("query", width=width["query"]),
             MEASURE: st.column_config.NumberColumn(
                 "A", help=f"{MEASURE} of {a_name} (A)", format="%.3f", width=45
             ),
@@ -154,15 +157,15 @@ with table_tab:
                 "J@10 A",
                 help=f"{JUDGED} of {a_name} (A): judged share of its top 10",
                 format="%.1f",
-                width=50,
+                width=width["judged"],
             ),
             f"{JUDGED} (B)": st.column_config.NumberColumn(
                 "J@10 B",
                 help=f"{JUDGED} of {b_name} (B): judged share of its top 10",
                 format="%.1f",
-                width=50,
+                width=width["judged"],
             ),
-            "tags": st.column_config.TextColumn("tags", width=120),
+            "tags": st.column_config.TextColumn("tags", width=75),
         },
     )
     render.csv_download(

@@ -157,10 +157,28 @@ def test_the_standard_outputs_folder_adds_the_tasks_run_and_names_the_others(
     assert len(at.multiselect(key="selected_runs_2").value) == 1
     said = [i.value.replace("\\", "") for i in at.main.info]
     assert [i for i in said if i.startswith("Skipped")] == [
-        f"Skipped {name}: these outputs answer task {task}, not task 2. Choose that task in "
-        "the sidebar to add it."
+        f"Skipped {name}: these outputs answer task {task}, not task 2."
         for name, task in (("it2it_bm25", 4), ("run_t2t_bm25", 1))
     ]
+
+
+def test_choosing_a_skipped_task_adds_its_runs(fixture_dir: Path, tmp_path: Path) -> None:
+    """The button offered for outputs of another task chooses that task and adds them."""
+    out = tmp_path / "outputs"
+    for task in (2, 4):
+        argv = ["run", "--source", str(fixture_dir), "--task", str(task), "--retriever", "bm25"]
+        assert main([*argv, "--out", str(out)]) == 0
+    at = _home_on(str(fixture_dir))
+    at.selectbox(key="task").set_value(2).run()
+    add_folder(at, out)
+    assert len(at.multiselect(key="selected_runs_2").value) == 1
+    at.button(key="switch_add_4").click().run()
+    assert not at.exception and not at.main.error
+    assert at.selectbox(key="task").value == 4
+    assert len(at.multiselect(key="selected_runs_4").value) == 1
+    (added,) = [s.value for s in at.main.success]
+    assert f"folder: {out / 'it2it_bm25'}" in added.replace("\\", "")
+    assert [b.key for b in at.button if b.key.startswith("switch_add_")] == ["switch_add_2"]
 
 
 def test_switching_the_source_and_back_keeps_the_run_selection(fixture_dir: Path) -> None:

@@ -195,6 +195,21 @@ def test_attribution_table_adds_up_and_aligned_rows_say_the_move(hurt):
     assert "Judged-relevant" in slope.proto.spec
 
 
+def test_the_aligned_tab_sets_side_by_side_the_pair_compare_names(hurt):
+    """Compare's A and B in its order, whichever order the runs are listed in above."""
+    at = fresh(timeout=120)
+    at.selectbox(key="task").set_value(2).run()
+    choose_pair(at, B, A)
+    at.session_state["inspect_query"] = hurt[0]
+    at.switch_page("app_pages/inspector.py").run()
+    at.multiselect(key="insp_runs").set_value([A, B]).run()  # listed the other way round
+    at.session_state[state.INSPECT_SECTION_KEY] = state.INSPECT_SECTIONS[2]
+    at.run()
+    assert not at.exception, at.exception
+    said = [m.value for m in at.markdown]
+    assert f"**{B}** → **{A}**" in said and f"**{A}** → **{B}**" not in said
+
+
 def test_a_run_without_its_retriever_shows_scores_and_says_why(tmp_path: Path):
     ranked = _stored("run_it2t_bm25")
     lines = [

@@ -26,7 +26,7 @@ from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Task
 from mmbright_core.ui import loaders
 from mmbright_core.ui.literal import literal
-from mmbright_core.ui.regions_view import SIDE_LABELS, sides
+from mmbright_core.ui.regions_view import CANCELLED_KEY, SIDE_LABELS, sides
 from mmbright_core.ui.state import InspectTarget
 
 QUERY = "biology_1"  # its best relevant item ranks first in the plugin's run
@@ -132,6 +132,19 @@ def test_the_button_shows_the_grid_and_sentence_of_explain_regions_for_the_chose
     reopened.button(key="insp_regions_go").click().run()
     assert "read from the cache" in _says(reopened)
     np.testing.assert_allclose(_grid(reopened), _grid(at), rtol=0)
+
+
+def test_a_finished_grid_has_no_cancel_and_is_never_said_unstored(
+    corner_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("MMBRIGHT_CACHE", str(tmp_path / "app-cache"))
+    at = _open(corner_run, _hurt(corner_run))
+    at.button(key="insp_regions_go").click().run()
+    assert _grids(at) and not [b for b in at.button if b.key == "insp_regions_cancel"]
+    # A Cancel pressed as the work ended reaches the next run after the result was stored.
+    at.session_state[CANCELLED_KEY] = True
+    at.run()
+    assert _grids(at) and not [i for i in at.info if "nothing was stored" in i.value]
 
 
 def test_a_run_whose_retriever_reads_no_image_says_why_in_one_message():
