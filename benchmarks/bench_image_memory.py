@@ -24,8 +24,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "tests" / "support")]
 
-from tiny_clip import TINY_CLIP_CONFIG  # noqa: E402
 from large_images import TASK3_CHILD, build_large_images  # noqa: E402
+from tiny_clip import TINY_CLIP_CONFIG  # noqa: E402
 
 MIB = 2**20
 
