@@ -237,9 +237,10 @@ def _emoji_rule(pictograph: str, joiners: list[int], inside: bool) -> str:
     sans = _char_class(code for code in joiners if code not in _PRESENTATION_SELECTORS)
     modifier = "[\U0001f3fb-\U0001f3ff]"
     # After a pictograph: marks, and ZWJ runs each optionally followed by a new pictograph.
-    after_pictograph = f"(?:{sans}|\u200d+{pictograph}?)*"
+    # A run is taken whole ((?!\u200d)), so that no failed match tries every split of it.
+    after_pictograph = f"(?:{sans}|\u200d+(?!\u200d){pictograph}?)*"
     # After a modifier that starts a sequence: marks, and ZWJ runs before no pictograph.
-    after_modifier = f"(?:{sans}|\u200d+(?!{pictograph}))*"
+    after_modifier = f"(?:{sans}|\u200d+(?!\u200d|{pictograph}))*"
     joined = f"\u200d+{pictograph}{after_pictograph}"  # a modifier's sequence, then one
     lead = "\u200d*" if inside else "(?:(?<!\u200d)\u200d+)?"  # as in _word_rule
     presented = f"(?:{lead}{pictograph}{after_pictograph}|{modifier}{after_modifier}{joined})"
