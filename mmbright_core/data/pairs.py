@@ -55,7 +55,8 @@ class PairJudgments:
             under ``release``, every pair of a gold passage).
         excluded: query_id -> pair ids made from its negative images, judged ones kept.
         added: Judged pairs that the pair corpus lacked, to append to it before retrieval.
-        orphan_positives: Positive images with no gold passage of the same key (skipped).
+        orphan_positives: Positive images with a source key but no gold passage of that key
+            (skipped; one whose path holds no key is skipped uncounted).
         unavailable_positives: Positive images with gold passages but no decodable corpus image.
     """
 
@@ -99,9 +100,9 @@ def judge_pairs(
         judged: dict[Pair, int] = {(gold, None): 1 for gold in record.gold_ids}
         for image in record.positive_images:
             key = image_key(image, domain)
-            golds = [
-                g for g in record.gold_ids if key is not None and passage_key(g, protocol) == key
-            ]
+            if key is None:
+                continue  # no source key: skipped, uncounted, as _build_task4_qrels does
+            golds = [g for g in record.gold_ids if passage_key(g, protocol) == key]
             if not golds:
                 orphans += 1  # its source post gave this query no gold passage
             elif image not in available:

@@ -38,6 +38,27 @@ CASES = [
     ("I ❤️ 👍🏽 🇺🇸 © ™ ½ x²", ["i", "❤️", "👍🏽", "🇺🇸", "©", "™", "x"]),
     # Format characters stay inside words; a zero-width space splits.
     ("hy\u00adphen zero\u200bwidth", ["hy\u00adphen", "zero", "width"]),
+    # U+202F is the one space that is ExtendNumLet: it joins numbers and words.
+    ("10\u202f000 euros, __\u202f__x", ["10\u202f000", "euro", "__\u202f__x"]),
+    # Emoji hold one U+FE0F and no U+FE0E: the text presentation selector ends the token
+    # and starts none, as does a second U+FE0F; a modifier after U+FE0F is a token of its own.
+    (
+        "\u2764\ufe0e love \u263a\ufe0e\ufe0f \u2764\ufe0f\ufe0f",
+        ["\u2764", "love", "\u263a", "\u2764\ufe0f"],
+    ),
+    (
+        "\U0001f44d\ufe0f\U0001f3fb \U0001f468\ufe0e\u200d\U0001f469",
+        ["\U0001f44d\ufe0f", "\U0001f3fb", "\U0001f468", "\u200d\U0001f469"],
+    ),
+    # ZWJ and marks inside an emoji sequence and after a regional indicator pair; no ZWJ
+    # before a lone modifier.
+    (
+        "\u2764\u200d\u0301 \U0001f1e6\U0001f1e6\u200d \u200d\U0001f3fb #\u200d\u20e3",
+        ["\u2764\u200d\u0301", "\U0001f1e6\U0001f1e6\u200d", "\U0001f3fb", "#\u200d\u20e3"],
+    ),
+    # A Hebrew letter keeps a quote after it (WB7a), not one after a MidLetter join;
+    # Tai Tham's cryptogrammic dot is a mark, not a South-East Asian letter.
+    ("aa'\u05d0' \u05d0' \u1a7f", ["aa'\u05d0", "\u05d0'"]),
     ("", []),
     (" \t\n  ", []),
     ("The AND a an of", []),

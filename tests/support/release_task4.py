@@ -46,14 +46,8 @@ def base_key_from_image_rel(image_rel: str, domain: str) -> str:
     return m.group(1) if m else ""
 
 
-def release_task4(
-    root: Path, domain: str
-) -> tuple[list[str], dict[str, dict[str, int]], dict[str, set[str]]]:
-    """Return the release's pair ids, qrels and effective exclusions for one domain.
-
-    The exclusions are the ``negative_ids`` that the retriever finds among the doc ids (the
-    only ones it can mask). Image paths are as stored (the release does not normalise ``\\``).
-    """
+def load_corpus_images(root: Path, domain: str) -> dict[str, Image.Image]:
+    """``DataLoader.load_corpus_images``: path as stored -> decoded image, undecodable left out."""
     saved = ImageFile.LOAD_TRUNCATED_IMAGES
     ImageFile.LOAD_TRUNCATED_IMAGES = True
     try:
@@ -64,6 +58,18 @@ def release_task4(
                 corpus_images_map[path] = Image.open(io.BytesIO(img_bytes)).convert("RGB")
     finally:
         ImageFile.LOAD_TRUNCATED_IMAGES = saved
+    return corpus_images_map
+
+
+def release_task4(
+    root: Path, domain: str
+) -> tuple[list[str], dict[str, dict[str, int]], dict[str, set[str]]]:
+    """Return the release's pair ids, qrels and effective exclusions for one domain.
+
+    The exclusions are the ``negative_ids`` that the retriever finds among the doc ids (the
+    only ones it can mask). Image paths are as stored (the release does not normalise ``\\``).
+    """
+    corpus_images_map = load_corpus_images(root, domain)
     documents = pd.read_parquet(root / "documents" / f"{domain}.parquet")
     passage_ids = list(documents["id"])
 

@@ -101,6 +101,18 @@ _chain = chain.from_iterable
 #: WB7a), ``#`` and ``*`` (keycap emoji).
 _EDGES = '!"$%&()+,-./:;<=>?@[\\]^`{|}~'
 
+#: The one white space character that no token ends at: U+202F, WB ExtendNumLet
+#: (``10\u202f000`` is one token). Every other white space splits.
+_JOINING_SPACE = "\u202f"
+_BREAKING_SPACE = re.compile(r"[^\S\u202f]+")
+
+
+def _split(text: str) -> list[str]:
+    """Split ``text`` where every token ends: at :meth:`str.split`'s white space but U+202F."""
+    if _JOINING_SPACE not in text:
+        return text.split()
+    return [piece for piece in _BREAKING_SPACE.split(text) if piece]
+
 
 def _measure(stem: str) -> int:
     """Return Porter's m(): the number of vowel-consonant sequences in ``stem``.
@@ -174,10 +186,11 @@ class SplitBatch:
 class EnglishAnalyzer:
     """pyserini's default English analyzer (Lucene ``StandardTokenizer`` + Porter), in Python.
 
-    Text is split at white space first: no token rule contains a white-space character, so
-    the tokenizer sees each piece as it would in context. Each distinct piece is analysed
-    once and its terms cached (and each distinct token within pieces stemmed once), so a
-    corpus costs one :meth:`str.split` and one dictionary look-up per word.
+    Text is split at white space first: no token rule contains a white-space character but
+    U+202F (WB ExtendNumLet), at which nothing is split, so the tokenizer sees each piece as
+    it would in context. Each distinct piece is analysed once and its terms cached (and each
+    distinct token within pieces stemmed once), so a corpus costs one :meth:`str.split` and
+    one dictionary look-up per word.
 
     Args:
         max_cache: Distinct pieces and tokens kept in each cache before it is emptied (bounds
@@ -246,7 +259,7 @@ class EnglishAnalyzer:
             The terms in text order, stop words removed.
         """
         pieces = self._pieces
-        split = text.split()
+        split = _split(text)
         try:
             # All in C: look every piece up and flatten. A new piece raises KeyError.
             return list(_chain(map(pieces.__getitem__, split)))
@@ -268,8 +281,8 @@ class EnglishAnalyzer:
             ``(term, start, end)`` per term, offsets in code points.
         """
         cache, out, position = self._terms, [], 0
-        for piece in text.split():
-            start = text.find(piece, position)  # split() keeps pieces in order, verbatim
+        for piece in _split(text):
+            start = text.find(piece, position)  # _split keeps pieces in order, verbatim
             position = start + len(piece)
             stripped = piece.strip(_EDGES)
             offset = start + len(piece) - len(piece.lstrip(_EDGES))
@@ -288,8 +301,8 @@ class EnglishAnalyzer:
         space, tab, LF, VT, FF, CR, each also white space to :meth:`str.split`) and the
         pieces hashed there; only each distinct piece becomes a Python string, whose terms
         :meth:`piece_terms` gives, splitting it further where :meth:`str.split` would (at
-        U+001C-U+001F, U+0085, U+3000...). A batch that is no valid UTF-8 (a lone surrogate)
-        is split by :meth:`str.split` instead, to the same result.
+        U+001C-U+001F, U+0085, U+3000..., never U+202F). A batch that is no valid UTF-8 (a
+        lone surrogate) is split as :meth:`analyze` splits instead, to the same result.
 
         Args:
             texts: The texts.
@@ -300,7 +313,7 @@ class EnglishAnalyzer:
         try:
             pieces = pc.ascii_split_whitespace(pa.array(texts, pa.large_string()))
         except (pa.ArrowException, UnicodeEncodeError):
-            split = [text.split() for text in texts]
+            split = [_split(text) for text in texts]
             distinct = list(dict.fromkeys(_chain(split)))
             code = {piece: i for i, piece in enumerate(distinct)}
             codes = np.fromiter(map(code.__getitem__, _chain(split)), np.int32)
@@ -315,14 +328,14 @@ class EnglishAnalyzer:
     def piece_terms(self, distinct: list[str]) -> list[tuple[str, ...]]:
         """The terms of each piece of text (as :meth:`analyze` gives them), cached.
 
-        A piece is analysed as the parts :meth:`str.split` makes of it, one after the other
+        A piece is analysed as the parts :meth:`analyze`'s split makes of it, one after the other
         (one part for a piece :meth:`analyze` split off, free of white space).
         """
         pieces = self._pieces
         if len(pieces) > self._max_cache:
             pieces.clear()
         for piece in set(distinct).difference(pieces):
-            parts = piece.split()
+            parts = _split(piece)
             if parts == [piece]:
                 pieces[piece] = self._piece_terms(piece.strip(_EDGES))
             else:

@@ -46,9 +46,11 @@ _KATAKANA = _ranges(
     "1B000 1B164..1B167"
 )
 #: Scripts with \p{LB:Complex_Context} letters and marks (Thai, Lao, Myanmar, Khmer, Tai
-#: scripts, Ahom): a run of them is one token (jflex rule ``{ComplexContextEx}+``).
+#: scripts, Ahom): a run of them is one token (jflex rule ``{ComplexContextEx}+``). U+1A7F,
+#: Tai Tham's cryptogrammic dot, is a combining mark of no script's lines (LB CM): left out.
 _SOUTHEAST_ASIAN = _ranges(
-    "0E00..0EFF 1000..109F 1780..17FF 1950..19FF 1A20..1AAF A9E0..A9FF AA60..AADF 11700..1174F"
+    "0E00..0EFF 1000..109F 1780..17FF 1950..19FF 1A20..1A7E 1A80..1AAF A9E0..A9FF AA60..AADF "
+    "11700..1174F"
 )
 #: Symbols of those scripts that are Complex_Context as well (checked against Lucene).
 _SOUTHEAST_ASIAN_SIGNS = _ranges(
@@ -87,6 +89,12 @@ _MID_NUM_LET = "\u002e\u2018\u2019\u2024\ufe52\uff07\uff0e"
 _MID_NUM = (
     "\u002c\u003b\u037e\u0589\u060c\u060d\u066c\u07f8\u2044\ufe10\ufe14\ufe50\ufe54\uff0c\uff1b"
 )
+#: U+202F, the one space that is WB ExtendNumLet: it joins ``10\u202f000`` into one token.
+_NARROW_NO_BREAK_SPACE = 0x202F
+#: The presentation selectors U+FE0E and U+FE0F: WB Extend, but an emoji sequence holds at
+#: most one U+FE0F, right after its character's other marks, and never U+FE0E (the jflex
+#: macro ``ExtFmtZwjSansPresSel``): ``\u2764\ufe0e`` is the token ``\u2764``.
+_PRESENTATION_SELECTORS = (0xFE0E, 0xFE0F)
 _LETTER_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nl"})
 _SCANNED = (*range(0x40000), *range(0xE0000, 0xE1000))  # assigned planes
 
@@ -152,9 +160,7 @@ def _rules(ascii_only: bool, inside: bool) -> dict[str, str]:
     hebrew_codes = [] if ascii_only else [r for a, b in _HEBREW for r in range(a, b + 1)]
     return {
         "word": _word_rule(c, ext, f"{_char_class(hebrew_codes)}{ext}", inside),
-        "emoji": _emoji_rule(
-            c["P"], [code for code in classes["E"] if code != 0x200D], ext, inside
-        ),
+        "emoji": _emoji_rule(c["P"], [code for code in classes["E"] if code != 0x200D], inside),
         "southeast_asian": f"(?:{c['S']}{ext})+",
         "han": f"{c['H']}{ext}",
         "hiragana": f"{c['I']}{ext}",
@@ -184,8 +190,8 @@ def _word_break_classes(ascii_only: bool) -> dict[str, list[int]]:
             classes["P"].append(code)  # symbols and segmented digits Lucene emits one by one
         elif category == "Nd" or code == 0x066B:
             classes["N"].append(code)  # WB Numeric
-        elif category == "Pc":
-            classes["W"].append(code)  # WB ExtendNumLet: foo_bar, __init__
+        elif category == "Pc" or code == _NARROW_NO_BREAK_SPACE:
+            classes["W"].append(code)  # WB ExtendNumLet: foo_bar, __init__, 10\u202f000
         elif where in (3, 7):
             continue
         elif category in _LETTER_CATEGORIES or where == 2:
@@ -204,7 +210,10 @@ def _word_rule(c: dict[str, str], ext: str, hebrew: str, inside: bool) -> str:
     # WB5-7 and WB9-13b: letters joined by one MidLetter / MidNumLet / ' (e.g, U.S.A,
     # don't), digits by one MidNum / MidNumLet / ' (3.14, 1,000), letters and digits
     # directly (mp3, h2o), anything by ExtendNumLet (foo_bar); hyphens, slashes and @ split.
-    letters = f"{letter}(?:(?:{connector})*{letter}|{mid_letter}{letter})*"
+    # A Hebrew letter keeps a quote after it (WB7a), but not one it was joined by: after
+    # "aa'\u05d0" a quote ends the token.
+    item = f"(?:{hebrew}'{ext}|{letter}(?:{mid_letter}{letter})*)"
+    letters = f"{item}(?:(?:{connector})*{item})*"
     numbers = f"{number}(?:(?:{connector})*{number}|{mid_num}{number})*"
     hebrews = f"{hebrew}(?:'{ext}|\"{ext}{hebrew})"
     core = f"(?:{katakana}(?:(?:{connector})*{katakana})*|(?:{hebrews}|{numbers}|{letters})+)"
@@ -213,18 +222,39 @@ def _word_rule(c: dict[str, str], ext: str, hebrew: str, inside: bool) -> str:
     return f"{lead}{core}(?:(?:{connector})+{core})*(?:{connector})*"
 
 
-def _emoji_rule(pictograph: str, joiners: list[int], ext: str, inside: bool) -> str:
+def _emoji_rule(pictograph: str, joiners: list[int], inside: bool) -> str:
     """Return the rule of emoji sequences (UTS #51 as in the jflex EMOJI rule).
 
-    Pictographs with modifiers, presentation selectors and tags, joined by ZWJ; keycaps;
-    regional indicator pairs. ``joiners``: the extend code points but ZWJ.
+    ``joiners``: the extend code points but ZWJ. In jflex terms, a sequence is
+    ``ZWJ* EmojiChar S U+FE0F?`` or ``EmojiModifier S`` (``S``: extend and ZWJ but the
+    presentation selectors, ``ExtFmtZwjSansPresSel``), sequences joined by one ZWJ, or one
+    sequence and a tag sequence; then keycaps ``[#*] S U+FE0F? U+20E3 S`` and regional
+    indicator pairs, each with all its marks. So a text presentation selector (U+FE0E) ends
+    an emoji token and starts none (``\u2764\ufe0e`` is the token ``\u2764``), and so does a
+    second U+FE0F. Written so that every step is decided by the next character, which makes
+    Python's first match the longest one.
     """
-    plain_ext = f"{_char_class(joiners)}*" if joiners else ""
+    sans = _char_class(code for code in joiners if code not in _PRESENTATION_SELECTORS)
     modifier = "[\U0001f3fb-\U0001f3ff]"
-    unit = f"(?:{pictograph}{plain_ext}(?:{modifier}{plain_ext})?|{modifier}{plain_ext})"
-    regional = f"[\U0001f1e6-\U0001f1ff]{plain_ext}"
+    # After a pictograph: marks, and ZWJ runs each optionally followed by a new pictograph.
+    # A run is taken whole ((?!\u200d)), so that no failed match tries every split of it.
+    after_pictograph = f"(?:{sans}|\u200d+(?!\u200d){pictograph}?)*"
+    # After a modifier that starts a sequence: marks, and ZWJ runs before no pictograph.
+    after_modifier = f"(?:{sans}|\u200d+(?!\u200d|{pictograph}))*"
+    joined = f"\u200d+{pictograph}{after_pictograph}"  # a modifier's sequence, then one
     lead = "\u200d*" if inside else "(?:(?<!\u200d)\u200d+)?"  # as in _word_rule
-    return f"{lead}{unit}(?:\u200d+{unit})*\u200d*|[#*]\ufe0f?\u20e3{ext}|{regional}{regional}"
+    presented = f"(?:{lead}{pictograph}{after_pictograph}|{modifier}{after_modifier}{joined})"
+    # After U+FE0F: one ZWJ and a sequence, again and again; or a whole tag sequence.
+    chained = (
+        f"(?:\u200d(?:\u200d*{pictograph}{after_pictograph}\ufe0f?"
+        f"|{modifier}{after_modifier}(?:{joined}\ufe0f?)?))*"
+    )
+    tags = "[\U000e0020-\U000e007e]+\U000e007f"
+    sequence = f"{presented}(?:\ufe0f(?:{tags}|{chained}))?|{modifier}{after_modifier}"
+    marks = f"(?:{sans}|\u200d)*"
+    keycap = f"[#*]{marks}\ufe0f?\u20e3{marks}"
+    regional = f"[\U0001f1e6-\U0001f1ff]{_char_class([*joiners, 0x200D])}*"
+    return f"{sequence}|{keycap}|{regional}{regional}"
 
 
 def utf16_length(text: str) -> int:
