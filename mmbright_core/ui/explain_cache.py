@@ -33,7 +33,7 @@ from mmbright_core.io.rewrites import Rewrite
 from mmbright_core.retrieval.backends.ocr import OcrAugmented
 from mmbright_core.retrieval.base import Retriever
 from mmbright_core.retrieval.cache.store import content_key
-from mmbright_core.retrieval.runner.rebuild import ImportNotAllowed, as_config, plugin_module
+from mmbright_core.retrieval.runner.rebuild import ImportNotAllowed, plugin_module
 from mmbright_core.types import Task, TaskData
 from mmbright_core.ui.confine import data_root
 from mmbright_core.ui.literal import literal
@@ -100,7 +100,7 @@ def plugin_call(entry: RunEntry) -> str | None:
     spec = _plugin_spec(entry)
     if spec is None or entry.config is None:
         return None
-    given = dict(as_config(entry.config).options).get("plugin_options") or {}
+    given = dict(entry.config.options).get("plugin_options") or {}
     if not isinstance(given, Mapping):
         return f"{spec}(**{given!r})"
     return f"{spec}({', '.join(f'{name}={value!r}' for name, value in given.items())})"
@@ -128,7 +128,7 @@ def _allowed(call: str) -> bool:
 
 
 def _plugin_spec(entry: RunEntry) -> str | None:
-    # A folder's configuration was checked when it was loaded (ui/workspace.py).
+    # A folder's configuration was read and checked when it was loaded (ui/workspace.py).
     return None if entry.config is None else plugin_module(entry.config)
 
 
@@ -153,9 +153,7 @@ def entry_retriever(entry: RunEntry) -> Retriever | Unavailable:
     words = entry.ocr_words
     key = "" if words is None and not entry.rewrites else entry.fingerprint
     modules = () if spec is None else (spec,)
-    return retriever_for(
-        json.dumps(config, sort_keys=True), key, words, entry.rewrites or None, modules
-    )
+    return retriever_for(config.to_json(), key, words, entry.rewrites or None, modules)
 
 
 def explanations(

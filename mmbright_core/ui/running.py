@@ -161,7 +161,7 @@ def _add(outcome: RunOutcome, spec: str, task: Task, chosen: Resolved) -> None:
             origin=f"{_what(chosen)} → {outcome.task_dir}",
             fingerprint=key,
             negatives=outcome.config.negatives,
-            config=outcome.config.to_dict(),  # Home matches a preset run to its published row
+            config=outcome.config,  # Home matches a preset run to its published row
             warnings=tuple(f"{o.domain}: {w}" for o in outcome.domains for w in o.warnings),
         )
     )
@@ -196,7 +196,8 @@ def _run_name(label: str, outcome: RunOutcome, task: Task) -> str:
         return label
     now = outcome.config.to_dict()
     # The source is the sidebar's: runs of another source are never shown beside this one.
-    differences = [d for d in config_differences(taken.config or {}, now) if d[0] != "source"]
+    before = {} if taken.config is None else taken.config.to_dict()
+    differences = [d for d in config_differences(before, now) if d[0] != "source"]
     said = ", ".join(f"{name} {_short(after)}" for name, _, after in differences[:2])
     folder = f"{outcome.task_dir.parent.name}/{outcome.task_dir.name}"
     return state.unique_name(f"{label} · {said or folder}", task)
