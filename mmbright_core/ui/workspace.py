@@ -161,7 +161,7 @@ def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) 
                 hint="Choose that task in the sidebar",
             )
         entries_read = [
-            _checked(_official_entry(path, source.name, task), source, protocol)
+            _checked(outputs_entry(path, source.name, task), source, protocol)
             for path in (found.folders if found is not None else official)
         ]
         if found is None:
@@ -186,7 +186,8 @@ def _checked(entry: RunEntry, source: Source, protocol: str) -> RunEntry:
     return dataclasses.replace(entry, warnings=(*entry.warnings, *found))
 
 
-def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
+def outputs_entry(path: Path, source: str, task: Task) -> RunEntry:
+    """The run of an official outputs folder of ``task``, loaded for data source ``source``."""
     outputs = read_task_outputs(path, task)
     config = recorded_config(outputs)  # read here, once: every page asks the typed value
     stamp = "|".join(
@@ -239,5 +240,5 @@ def demo_entries(task: Task) -> list[RunEntry]:
     entries = []
     for path in _demo_outputs():
         if task_of_type(read_outputs(path).task_type or "") == task:
-            entries.append(dataclasses.replace(_official_entry(path, "demo", task), origin="demo"))
+            entries.append(dataclasses.replace(outputs_entry(path, "demo", task), origin="demo"))
     return entries
