@@ -16,7 +16,7 @@ from typing import Any
 from mmbright_core.data.choices import PROTOCOLS, TASKS
 from mmbright_core.errors import NotesError, show
 from mmbright_core.io.json_shapes import JsonObject, json_kind
-from mmbright_core.io.limits import MAX_ID_CHARS
+from mmbright_core.io.reading import MAX_ID_CHARS
 from mmbright_core.notes.records import QueryKey, QueryNotes, normalise_time, tag_name_problem
 
 TEXT_KEYS = ("source", "protocol", "domain", "query_id")

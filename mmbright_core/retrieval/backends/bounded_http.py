@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from mmbright_core.errors import EndpointError
-from mmbright_core.io.limits import size_text
+from mmbright_core.io.reading import size_text
 from mmbright_core.retrieval.backends.endpoint_errors import public_endpoint
 from mmbright_core.retrieval.base import require
 
