@@ -37,6 +37,7 @@ from mmbright_core.errors import (
     MMBrightError,
     RequestBudgetError,
     cut,
+    require,
     show,
 )
 from mmbright_core.retrieval.backends.bounded_http import DEFAULT_MAX_ANSWER_BYTES, bounded_client
@@ -46,7 +47,6 @@ from mmbright_core.retrieval.backends.endpoint_errors import (
     read_key,
     retry_after,
 )
-from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.cache.verify import length_problem
 
 #: The environment variable the key is read from unless ``api_key_env`` names another.
