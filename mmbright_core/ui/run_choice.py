@@ -16,10 +16,9 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 
-from mmbright_core.errors import InputError, MMBrightError, show
+from mmbright_core.errors import InputError, MMBrightError, require, show
 from mmbright_core.retrieval.backends import BACKENDS
 from mmbright_core.retrieval.backends.instructions import DEFAULT_INSTRUCTIONS
-from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.catalogue.presets import get_preset
 from mmbright_core.retrieval.registry import available_retrievers, declared_tasks
 from mmbright_core.types import Task
@@ -35,7 +34,7 @@ RETRIEVER_FIELDS: Mapping[str, tuple[str, ...]] = {
     n: b.fields for n, b in BACKENDS.items() if b.fields
 }
 # What each built-in retriever imports beyond the ``app`` extra: (extra, module) pairs, as
-# its code asks for them (``retrieval.base.require``). A preset runs its backend's, and a
+# its code asks for them (``errors.require``). A preset runs its backend's, and a
 # ``remote`` preset of the sentence-transformers interface needs that package too.
 NEEDS: Mapping[str, tuple[tuple[str, str], ...]] = {
     n: b.needs for n, b in BACKENDS.items() if b.needs

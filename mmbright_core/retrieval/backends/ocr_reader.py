@@ -22,9 +22,8 @@ import numpy as np
 from PIL import Image
 
 from mmbright_core.data.images import decode_image
-from mmbright_core.errors import InputError, MissingDependencyError
+from mmbright_core.errors import InputError, MissingDependencyError, require
 from mmbright_core.io.ocr_words import OcrWords
-from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.cache.answers import AnswerCache
 from mmbright_core.retrieval.cache.store import content_key, settings_key
 
