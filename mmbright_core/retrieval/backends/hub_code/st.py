@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from mmbright_core.retrieval.backends.hf_model import IMAGE_PROCESSOR, on_pil_path
 from mmbright_core.retrieval.backends.hub_code.shared import HubModel, to_vectors
 from mmbright_core.retrieval.backends.sentence_models import load_sentence_transformer
 from mmbright_core.retrieval.dual.embedder import Role
@@ -46,16 +47,24 @@ class SentenceDicts(HubModel):
         self.text_char_limit, self.max_length = text_char_limit, max_length
 
     def settings(self) -> dict[str, Any]:
-        """Return the model's identity, its text cut and truncation."""
+        """Return the model's identity, its text cut, truncation and image processor."""
         out = {**super().settings(), "text_char_limit": self.text_char_limit}
-        return {**out, "truncation": self.max_length}
+        return {**out, "truncation": self.max_length, "image_processor": IMAGE_PROCESSOR}
 
     def _load(self) -> Any:
-        """Return the sentence-transformers model with its hub code, loaded on first use."""
+        """Return the sentence-transformers model with its hub code, loaded on first use.
+
+        The image processor of its first module's processor (GME's Qwen2-VL processor, with
+        the module's pixel bounds) is put on PIL's path, as transformers 4.51.3 (the official
+        pin) ran it (:func:`.hf_model.on_pil_path`).
+        """
         if self._model is None:
-            self._model = load_sentence_transformer(
+            model = load_sentence_transformer(
                 self.model_id, self.revision, self.device, self.max_length, **self.trust
             )
+            processor = model[0].processor
+            processor.image_processor = on_pil_path(processor.image_processor)
+            self._model = model
         return self._model
 
     def _encode(self, inputs: list[Any]) -> np.ndarray:
