@@ -129,14 +129,21 @@ class TinyReasonIr(TinyTowers):
     """ReasonIR's call: ``encode(sentences, instruction=, batch_size=, max_length=)`` (arrays).
 
     The instruction is encoded with each text; ``max_length`` cuts the characters, so a text
-    past it is cut as an overlong one is.
+    past it is cut as an overlong one is. The code forms its own batches of ``batch_size``
+    over all the texts it is given, longest first (as sentence-transformers' ``encode``
+    does), and a text's vector moves with the longest text of its batch, as padding to it
+    moves a vector's last bits: a text's vector depends on every text of the call.
     """
 
     def encode(self, sentences, instruction="", batch_size=256, max_length=512, **kwargs):
         texts = [(instruction + text)[:max_length] for text in sentences]
-        starts = range(0, len(texts), batch_size)
-        rows = [self.text(text_features(texts[i : i + batch_size])) for i in starts]
-        return torch.cat(rows).detach().numpy()
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        rows = torch.zeros(len(texts), self.config.dim)
+        for start in range(0, len(texts), batch_size):
+            batch = order[start : start + batch_size]
+            padded = max(len(texts[i]) for i in batch)
+            rows[batch] = self.text(text_features([texts[i] for i in batch])) + 1e-3 * padded
+        return rows.detach().numpy()
 
 
 class TinyM2(PreTrainedModel):
