@@ -27,13 +27,13 @@ from mmbright_core.retrieval.backends.hf_model import (
     device_of,
     load_pretrained,
     load_transformers,
-    on_pil_path,
 )
 from mmbright_core.retrieval.backends.hub_code.shared import (
     HubModel,
     TaskBound,
     image_files,
     inference,
+    pin_image_processor,
 )
 from mmbright_core.retrieval.dual.embedder import Role
 
@@ -89,7 +89,7 @@ class EncodeImagesText(TaskBound, HubModel):
         """Return the model with its processor set, as ``retrieval_bge_vl`` prepares it.
 
         The image processor that ``set_processor`` loads is put on PIL's path, as transformers
-        4.51.3 (the official pin) ran it (:func:`.hf_model.on_pil_path`).
+        4.51.3 (the official pin) ran it (:func:`.shared.pin_image_processor`).
         """
         if self._model is None:
             transformers = load_transformers()
@@ -97,7 +97,7 @@ class EncodeImagesText(TaskBound, HubModel):
                 transformers.AutoModel, self.model_id, self.revision, **self.trust
             )
             model.set_processor(self.model_id)
-            model.processor.image_processor = on_pil_path(model.processor.image_processor)
+            pin_image_processor(model, self.model_id)
             self._model = model.eval().to(device_of(self.device))
         return self._model
 

@@ -20,8 +20,12 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from mmbright_core.retrieval.backends.hf_model import IMAGE_PROCESSOR, on_pil_path
-from mmbright_core.retrieval.backends.hub_code.shared import HubModel, to_vectors
+from mmbright_core.retrieval.backends.hf_model import IMAGE_PROCESSOR
+from mmbright_core.retrieval.backends.hub_code.shared import (
+    HubModel,
+    pin_image_processor,
+    to_vectors,
+)
 from mmbright_core.retrieval.backends.sentence_models import load_sentence_transformer
 from mmbright_core.retrieval.dual.embedder import Role
 
@@ -56,14 +60,13 @@ class SentenceDicts(HubModel):
 
         The image processor of its first module's processor (GME's Qwen2-VL processor, with
         the module's pixel bounds) is put on PIL's path, as transformers 4.51.3 (the official
-        pin) ran it (:func:`.hf_model.on_pil_path`).
+        pin) ran it (:func:`.shared.pin_image_processor`).
         """
         if self._model is None:
             model = load_sentence_transformer(
                 self.model_id, self.revision, self.device, self.max_length, **self.trust
             )
-            processor = model[0].processor
-            processor.image_processor = on_pil_path(processor.image_processor)
+            pin_image_processor(model[0], self.model_id)
             self._model = model
         return self._model
 
