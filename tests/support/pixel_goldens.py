@@ -6,9 +6,11 @@ Run once with transformers 4.51.3, Pillow and numpy installed (torch is not need
 
 It writes :data:`GOLDEN` (or ``OUT.npz``): for each preprocessor configuration of
 :data:`CONFIGS` (the ``preprocessor_config.json`` each hub model publishes) and each image of
-:func:`images`, the intensity levels (0-255) behind the processor's ``pixel_values``, as
-4.51.3's ``AutoImageProcessor`` gives them where the official code loads the model's processor
-(its default, no ``use_fast``), with the versions that made them. The tests build the same
+:func:`images_of` it, the intensity levels (0-255) behind the processor's ``pixel_values``, as
+4.51.3's ``AutoImageProcessor`` gives them where the official code (or the model's own code,
+with what it passes: :data:`LOAD_OPTIONS`) loads the model's processor (its default, no
+``use_fast``), with the versions that made them. Qwen2-VL's flattened patches are laid back
+into the image first (:func:`frames`). The tests build the same
 images and configurations from this module and compare the package's own processors with the
 golden; a slow one reruns this script under the Python that ``PINNED_TRANSFORMERS_PYTHON``
 names and compares its output with the committed file.
