@@ -6,9 +6,11 @@ Run once with transformers 4.51.3, Pillow and numpy installed (torch is not need
 
 It writes :data:`GOLDEN` (or ``OUT.npz``): for each preprocessor configuration of
 :data:`CONFIGS` (the ``preprocessor_config.json`` each hub model publishes) and each image of
-:func:`images`, the intensity levels (0-255) behind the processor's ``pixel_values``, as
-4.51.3's ``AutoImageProcessor`` gives them where the official code loads the model's processor
-(its default, no ``use_fast``), with the versions that made them. The tests build the same
+:func:`images_of` it, the intensity levels (0-255) behind the processor's ``pixel_values``, as
+4.51.3's ``AutoImageProcessor`` gives them where the official code (or the model's own code,
+with what it passes: :data:`LOAD_OPTIONS`) loads the model's processor (its default, no
+``use_fast``), with the versions that made them. Qwen2-VL's flattened patches are laid back
+into the image first (:func:`frames`). The tests build the same
 images and configurations from this module and compare the package's own processors with the
 golden; a slow one reruns this script under the Python that ``PINNED_TRANSFORMERS_PYTHON``
 names and compares its output with the committed file.
@@ -77,6 +79,26 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "rescale_factor": 0.00392156862745098,
         "size": {"shortest_edge": 224},
     },
+    # Alibaba-NLP/gme-Qwen2-VL-2B-Instruct (and -7B): Qwen2-VL-Instruct's configuration
+    "qwen2-vl": {
+        "min_pixels": 3136,
+        "max_pixels": 12845056,
+        "patch_size": 14,
+        "temporal_patch_size": 2,
+        "merge_size": 2,
+        "image_mean": _CLIP_MEAN,
+        "image_std": _CLIP_STD,
+        "image_processor_type": "Qwen2VLImageProcessor",
+        "processor_class": "Qwen2VLProcessor",
+    },
+}
+
+#: name -> what the model's code passes to ``from_pretrained`` with the configuration.
+LOAD_OPTIONS: dict[str, dict[str, Any]] = {
+    # GME's sentence-transformers module (custom_st.py): AutoProcessor.from_pretrained(model,
+    # min_pixels=min_image_tokens * 28 * 28, max_pixels=max_image_tokens * 28 * 28), its
+    # defaults 256 and 1280 image tokens.
+    "qwen2-vl": {"min_pixels": 256 * 28 * 28, "max_pixels": 1280 * 28 * 28},
 }
 
 
@@ -120,12 +142,56 @@ def images() -> dict[str, Image.Image]:
     }
 
 
+def images_of(name: str) -> dict[str, Image.Image]:
+    """The test images that configuration ``name``'s processor takes.
+
+    Qwen2-VL's processor refuses a side under its factor (28 pixels); GME's module never hands
+    it one (it first resizes every image to multiples of 28 with PIL), so those are left out.
+    """
+    config = CONFIGS[name]
+    factor = config.get("patch_size", 1) * config.get("merge_size", 1)
+    return {label: im for label, im in images().items() if min(im.size) >= factor}
+
+
+def write_config(folder: Path, name: str) -> None:
+    """Write configuration ``name`` as ``folder/preprocessor_config.json``."""
+    (folder / "preprocessor_config.json").write_text(json.dumps(CONFIGS[name]))
+
+
 def config_folder(root: Path, name: str) -> Path:
     """Write configuration ``name`` as ``root/name/preprocessor_config.json``; return the folder."""
     folder = root / name
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "preprocessor_config.json").write_text(json.dumps(CONFIGS[name]))
+    write_config(folder, name)
     return folder
+
+
+def load_options(name: str) -> dict[str, Any]:
+    """Return what the model's code passes to ``from_pretrained`` with configuration ``name``."""
+    return LOAD_OPTIONS.get(name, {})
+
+
+def frames(values: Any, name: str) -> np.ndarray:
+    """Return a processor's one-image output as images (frames, channels first).
+
+    ``values`` is the processor's output (``pixel_values`` as numpy arrays or tensors): one
+    image, or for Qwen2-VL flattened patches with ``image_grid_thw``, the image repeated over
+    its temporal patch. The patches are laid back: the inverse of the processor's ``reshape`` to
+    ``(t, temporal, c, h/m, m, p, w/m, m, p)`` and ``transpose(0, 3, 6, 4, 7, 2, 1, 5, 8)``.
+    """
+    pixels = np.asarray(values["pixel_values"])
+    if "image_grid_thw" not in values:
+        return pixels[:1]
+    t, h, w = (int(n) for n in np.asarray(values["image_grid_thw"])[0])
+    config = CONFIGS[name]
+    p, m, temporal = config["patch_size"], config["merge_size"], config["temporal_patch_size"]
+    shaped = pixels.reshape(t, h // m, w // m, m, m, 3, temporal, p, p)
+    return shaped.transpose(0, 6, 5, 1, 3, 7, 2, 4, 8).reshape(t * temporal, 3, h * p, w * p)
+
+
+def pixel_levels(values: Any, name: str) -> np.ndarray:
+    """Return the intensity levels (channels first, uint8) of a processor's one-image output."""
+    return levels(frames(values, name)[0], name)
 
 
 def _normalisation(name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -148,6 +214,12 @@ def normalised(level_values: np.ndarray, name: str) -> np.ndarray:
     """Return the ``pixel_values`` of intensity levels (the processor's rescale and normalise)."""
     mean, std = _normalisation(name)
     return (level_values / 255 - mean) / std
+
+
+def same_pixels(values: Any, found: np.ndarray, name: str) -> bool:
+    """Whether every frame of the processor's output is what levels ``found`` give, normalised."""
+    expected = normalised(found, name)
+    return all(np.allclose(frame, expected, atol=1e-5) for frame in frames(values, name))
 
 
 def packed(level_values: np.ndarray) -> np.ndarray:
@@ -182,14 +254,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in CONFIGS:
             processor = transformers.AutoImageProcessor.from_pretrained(
-                config_folder(Path(tmp), name)
+                config_folder(Path(tmp), name), **load_options(name)
             )
             out[f"{name}/processor"] = np.asarray(type(processor).__name__)
-            for label, image in images().items():
+            for label, image in images_of(name).items():
                 values = processor(images=[image.convert("RGB")], return_tensors="np")
-                pixels = values["pixel_values"][0]
-                found = levels(pixels, name)
-                if not np.allclose(normalised(found, name), pixels, atol=1e-5):
+                found = pixel_levels(values, name)
+                if not same_pixels(values, found, name):
                     sys.exit(f"{name}/{label}: the pixel values are not whole levels")
                 if not np.array_equal(unpacked(packed(found)), found):
                     sys.exit(f"{name}/{label}: the packing loses levels")

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pixel_goldens import write_config
+
 CODE = Path(__file__).parent / "hub_code"
 
 
@@ -37,6 +39,8 @@ def hub_model(folder: Path, architecture: str, auto: str = "AutoModel", **config
     }
     record = {"model_type": "tiny_hub", "architectures": [architecture], "auto_map": auto_map}
     (folder / "config.json").write_text(json.dumps({**record, **config}))
+    if architecture == "TinyBgeVl":  # its set_processor loads BGE-VL's (CLIP's) processor
+        write_config(folder, "clip")
     torch.manual_seed(0)
     loaded = AutoConfig.from_pretrained(folder, trust_remote_code=True)
     factory = getattr(transformers, auto)
@@ -75,7 +79,10 @@ def m2_pair(root: Path, texts: Iterable[str]) -> tuple[Path, Path]:
 
 
 def gme_folder(folder: Path) -> Path:
-    """Save a sentence-transformers folder whose one module is ``hub_code/custom_st.py``."""
+    """Save a sentence-transformers folder whose one module is ``hub_code/custom_st.py``.
+
+    Beside it lies Qwen2-VL's preprocessor configuration, which GME's repository holds.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy(CODE / "custom_st.py", folder / "custom_st.py")
     modules = [{"idx": 0, "name": "0", "path": "", "type": "custom_st.TinyGme"}]
@@ -85,4 +92,5 @@ def gme_folder(folder: Path) -> Path:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     module.TinyGme().save(str(folder))
+    write_config(folder, "qwen2-vl")
     return folder

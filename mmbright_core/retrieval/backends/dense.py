@@ -22,6 +22,7 @@ from mmbright_core.data.images import ImageSource
 from mmbright_core.errors import MissingDependencyError
 from mmbright_core.retrieval.backends import BACKENDS
 from mmbright_core.retrieval.backends.code_gate import gate
+from mmbright_core.retrieval.backends.hf_model import DEFAULT_BATCH
 from mmbright_core.retrieval.backends.instructions import fill_domain
 from mmbright_core.retrieval.backends.sentence_models import (
     default_text_model,
@@ -79,7 +80,12 @@ class DenseRetriever:
         document_prompt_name: The name of one of the model's own prompts, for passages.
         pooling_include_prompt: False to pool without the prompt's tokens (instructor).
         max_length: Token truncation of the inputs (default: the model's own).
-        batch_size: Texts per encoder call.
+        batch_size: Texts per forward pass (sentence-transformers' ``batch_size``).
+        one_call: Hand every text the cache lacks to one sentence-transformers ``encode``
+            call, which sorts them by length and forms its batches over them all, as one
+            official ``encode(texts, batch_size=8)`` call does (the sbert, bge, instructor
+            and nomic presets); otherwise they go ``8 * batch_size`` at a time, each stored
+            as it is done.
         device: Torch device (default: what sentence-transformers picks).
         cache_dir: Embedding cache root (default: ``$MMBRIGHT_CACHE`` or ``~/.cache/mmbright``).
         index: Vector index kind (``flat`` exact, by BLAS; ``hnsw`` or ``ivf`` approximate, faiss).
@@ -105,7 +111,8 @@ class DenseRetriever:
         document_prompt_name: str | None = None,
         pooling_include_prompt: bool | None = None,
         max_length: int | None = None,
-        batch_size: int = 32,
+        batch_size: int = DEFAULT_BATCH,
+        one_call: bool = False,
         device: str | None = None,
         cache_dir: str | None = None,
         index: IndexKind = "flat",
@@ -124,6 +131,7 @@ class DenseRetriever:
         self.pooling_include_prompt = pooling_include_prompt
         self.domain: str | None = None
         self.max_length, self.batch_size, self.device = max_length, batch_size, device
+        self.one_call = one_call
         self.cache_root = default_cache_dir(cache_dir)
         self.index = index
         self.cache_dtype = check_dtype(cache_dtype)
@@ -146,9 +154,21 @@ class DenseRetriever:
             "index": self.index,
             "cache_dtype": self.cache_dtype,
             **self._prompt_settings(),
+            **self._batch_settings(),
             **scale_settings(self.score_scale),
             **self.trust,
         }
+
+    def _batch_settings(self) -> dict[str, Any]:
+        # Only what departs from the default, so a default run's configuration and cache keys
+        # stay as they were. A padded batch moves a vector by rounding, so a run in other
+        # batches keeps its own cache entries.
+        out: dict[str, Any] = {}
+        if self.batch_size != DEFAULT_BATCH:
+            out["batch_size"] = self.batch_size
+        if self.one_call:
+            out["one_call"] = True
+        return out
 
     def _prompt_settings(self) -> dict[str, Any]:
         # Only what is set, so the configuration of a run without prompts stays as it was.
@@ -185,6 +205,7 @@ class DenseRetriever:
         keys = {"revision", "checkpoint_sha256", "truncation", "normalize"} | (
             set() if self.local else {"model"}
         )
+        keys |= set(self._batch_settings())
         settings = {key: value for key, value in self.settings().items() if key in keys}
         # An empty prompt adds no token (sentence-transformers skips it): same vectors, same key.
         prompts = {key: value for key, value in self._prompt(role).items() if value}
@@ -220,7 +241,7 @@ class DenseRetriever:
             texts,
             keys,
             lambda chunk: self.encode_batch(chunk, prefix, role),
-            self.chunk,
+            max(len(texts), 1) if self.one_call else self.chunk,
             desc="texts",
         )
 
@@ -327,6 +348,8 @@ def rebuild(config: RunConfig, options: dict[str, Any], context: RebuildContext)
         **{key: options.get(key) for key in _PROMPT_OPTIONS},
         "index": options["index"],
         "cache_dtype": options["cache_dtype"],
+        "batch_size": options.get("batch_size", DEFAULT_BATCH),
+        "one_call": options.get("one_call", False),
         "cache_dir": context.cache_dir,
         "device": context.device,
     }

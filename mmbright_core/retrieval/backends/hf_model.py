@@ -109,6 +109,29 @@ def load_image_processor(model: str, revision: str | None, trust_remote_code: bo
     )
 
 
+def on_pil_path(image_processor: Any) -> Any:
+    """Return ``image_processor`` rebuilt with the same settings on PIL's path, as 4.51.3 ran it.
+
+    For the processors that a model's hub code loads itself (BGE-VL's ``AutoProcessor``, GME's
+    Qwen2-VL processor with its pixel bounds): transformers 5 gives them the torchvision
+    backend (:func:`load_image_processor` says why that matters). A processor already on
+    PIL's path comes back as it is.
+    """
+    transformers = load_transformers()
+    name = type(image_processor).__name__
+    if int(str(transformers.__version__).split(".")[0]) >= 5:
+        from transformers.models.auto.image_processing_auto import IMAGE_PROCESSOR_MAPPING_NAMES
+
+        backends = IMAGE_PROCESSOR_MAPPING_NAMES.values()
+        pil = next((b["pil"] for b in backends if b.get("torchvision") == name), None)
+    else:
+        pil = name.removesuffix("Fast") if name.endswith("Fast") else None
+    if pil is None:
+        return image_processor
+    settings = {k: v for k, v in image_processor.to_dict().items() if k != "image_processor_type"}
+    return getattr(transformers, pil)(**settings)
+
+
 def device_of(device: str | None) -> str:
     """Return ``device``, or cuda where there is one, else cpu."""
     return device or ("cuda" if load_torch().cuda.is_available() else "cpu")

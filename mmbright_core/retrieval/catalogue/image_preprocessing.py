@@ -3,9 +3,10 @@
 The official code pins transformers 4.51.3, whose image processors resize with PIL.
 transformers 5 builds them on torchvision by default, one or two intensity levels apart on part
 of the pixels. The ``hf`` CLIP/SigLIP presets and Nomic-Vision load theirs on PIL's path
-(:func:`~mmbright_core.retrieval.backends.hf_model.load_image_processor`); the processors that
-the hub code of other models loads itself take transformers' default (docs/protocol.md,
-"Image preprocessing").
+(:func:`~mmbright_core.retrieval.backends.hf_model.load_image_processor`), and the processors
+that BGE-VL's and GME's hub code loads itself are rebuilt on it with the same settings
+(:func:`~mmbright_core.retrieval.backends.hf_model.on_pil_path`); Jina-CLIP's hub code applies
+its own transforms (docs/protocol.md, "Image preprocessing").
 """
 
 from __future__ import annotations
@@ -28,11 +29,6 @@ _PINNED = ImagePreprocessing(
     "transformers' image processor on PIL's path, as transformers 4.51.3 (the official pin) "
     "runs it (tests/retrieval/backends/test_pixel_goldens.py holds it to that version's pixels)",
 )
-_DEFAULT = (
-    "transformers' default backend: PIL under transformers 4.x (the official pin, 4.51.3), "
-    "torchvision under 5.x, whose resize differs by one or two intensity levels on part of the "
-    "pixels"
-)
 
 #: backend or hub-code interface -> its image preprocessing.
 BY_CALL: dict[str, ImagePreprocessing] = {
@@ -44,12 +40,18 @@ BY_CALL: dict[str, ImagePreprocessing] = {
         "transformers runs it",
     ),
     "encode-images-text": ImagePreprocessing(
-        "transformers-default",
-        f"the processor the model's set_processor loads (AutoProcessor): {_DEFAULT}",
+        "pil",
+        "the CLIP image processor that the model's set_processor loads (AutoProcessor), "
+        "rebuilt with its settings on PIL's path, as transformers 4.51.3 (the official pin) "
+        "runs it (tests/retrieval/backends/test_pixel_goldens.py holds it to that version's "
+        "pixels)",
     ),
     "st-dicts": ImagePreprocessing(
-        "transformers-default",
-        f"Qwen2-VL's processor, loaded by the model's sentence-transformers module: {_DEFAULT}",
+        "pil",
+        "Qwen2-VL's image processor with the pixel bounds of the model's sentence-transformers "
+        "module (256 to 1,280 image tokens), rebuilt with those settings on PIL's path, as "
+        "transformers 4.51.3 (the official pin) runs it (tests/retrieval/backends/"
+        "test_pixel_goldens.py holds it to that version's pixels)",
     ),
 }
 

@@ -21,6 +21,8 @@ from tiny_hf import top_scores
 
 from mmbright_core.cli import main
 from mmbright_core.data.sources import open_source
+from mmbright_core.retrieval import get_retriever
+from mmbright_core.retrieval.catalogue.preset_run import resolve
 from mmbright_core.retrieval.catalogue.presets import get_preset
 
 transformers = pytest.importorskip("transformers")
@@ -217,3 +219,49 @@ def test_bfloat16_vectors_are_the_official_runners_one_text_batches(left_padded,
     assert _matches(run, official, data, 1e-4)
     config = json.loads(text)["config"]
     assert config["options"]["batch_size"] == 1 and config["options"]["dtype"] == "bfloat16"
+
+
+def _contriever_batches(folder, texts, dtype):
+    # retrieval_contriever's batches: the runner's batch_size=8, eight consecutive texts per
+    # tokenizer and model call, padded to the longest of them (padding=True, truncation=True),
+    # mean_pooling (the vectors before the function normalises them).
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    model = transformers.AutoModel.from_pretrained(folder, torch_dtype=dtype).eval()
+    out = []
+    with torch.inference_mode():
+        for start in range(0, len(texts), 8):
+            inputs = tokenizer(
+                texts[start : start + 8], padding=True, truncation=True, return_tensors="pt"
+            )
+            states = model(**inputs).last_hidden_state
+            out.append(mean_pooling(states, inputs["attention_mask"]).float())
+    return torch.cat(out).numpy()
+
+
+def test_contrievers_vectors_are_the_official_batches_of_8(tiny_hf, tmp_path):
+    # A padded batch moves a text's vector by rounding (float32, the preset's dtype), so the
+    # preset's vectors, as its run encodes them, are the official function's bit for bit only
+    # where its batches are: eight consecutive texts at a time.
+    folder = tiny_hf["bert"]
+    data = open_source("demo").task(1, DOMAIN)
+    resolved = resolve(get_preset("contriever"), 1, "official")
+    # The tiny model's truncation, which the official tokenizer call reads from the model.
+    options = {**resolved.options, "model": str(folder), "device": "cpu", "max_length": LENGTH}
+    retriever = get_retriever(resolved.retriever, **options, cache_dir=str(tmp_path / "c"))
+    encoded: dict[str, np.ndarray] = {}
+    encode = retriever.encode_texts
+
+    def spy(texts: list[str], role: str = "document") -> np.ndarray:
+        encoded[role] = encode(texts, role)
+        return encoded[role]
+
+    retriever.encode_texts = spy
+    retriever.retrieve(data, None, 10)
+    queries, docs = [q.text for q in data.queries], [d.text for d in data.corpus]
+    for role, texts in (("query", queries), ("document", docs)):
+        official = _contriever_batches(folder, texts, torch.float32)
+        assert np.array_equal(encoded[role], official), role
+    # The batches show: one text per call gives other vectors.
+    alone = [_contriever_batches(folder, [text], torch.float32) for text in docs]
+    assert not np.array_equal(encoded["document"], np.concatenate(alone))
+    assert '"batch_size": 8' in json.dumps(retriever.settings())

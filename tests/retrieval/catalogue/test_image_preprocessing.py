@@ -10,6 +10,8 @@ from mmbright_core.retrieval.catalogue.presets import load_catalogue
 
 PIL_PRESETS = {"clip", "siglip", "nomic-vision"}
 """The presets whose processors this package loads on PIL's path, as transformers 4.51.3."""
+HUB_PIL_PRESETS = {"bge-vl-base", "bge-vl-large", "gme-qwen2-vl-2b", "gme-qwen2-vl-7b"}
+"""The presets whose hub code loads a processor that this package rebuilds on PIL's path."""
 
 
 def test_models_json_names_each_image_presets_preprocessing(capsys):
@@ -19,11 +21,12 @@ def test_models_json_names_each_image_presets_preprocessing(capsys):
         text = record["image_preprocessing"]
         if record["fusion"] == "text":
             assert text is None, name
-        elif name in PIL_PRESETS:
+        elif name in PIL_PRESETS | HUB_PIL_PRESETS:
             assert "PIL's path, as transformers 4.51.3" in text, name
         else:
             assert text and "as transformers 4.51.3" not in text, name
-    assert "torchvision under 5.x" in records["bge-vl-large"]["image_preprocessing"]
+    assert "set_processor loads" in records["bge-vl-large"]["image_preprocessing"]
+    assert "pixel bounds" in records["gme-qwen2-vl-7b"]["image_preprocessing"]
 
 
 def test_models_table_has_an_images_column(capsys):
@@ -31,9 +34,10 @@ def test_models_table_has_an_images_column(capsys):
     header, *rows = capsys.readouterr().out.partition("\n\n")[0].splitlines()
     column = header.split().index("images")
     shown = {row.split()[0]: row.split()[column] for row in rows}
-    assert {name for name, label in shown.items() if label == "pil"} == PIL_PRESETS
+    pil = {name for name, label in shown.items() if label == "pil"}
+    assert pil == PIL_PRESETS | HUB_PIL_PRESETS
     assert shown["bm25"] == "-" and shown["jina-clip"] == "model-code"
-    assert shown["gme-qwen2-vl-7b"] == "transformers-default"
+    assert shown["gme-qwen2-vl-7b"] == "pil"
 
 
 def test_docs_models_md_says_each_image_presets_preprocessing():

@@ -11,6 +11,17 @@ import numpy as np
 import torch
 from PIL import Image
 from sentence_transformers.base.modules.module import Module
+from transformers import AutoImageProcessor
+
+#: GME's module's ``min_pixels`` and ``max_pixels`` (256 and 1,280 image tokens of 28 x 28).
+PIXEL_BOUNDS = {"min_pixels": 256 * 28 * 28, "max_pixels": 1280 * 28 * 28}
+
+
+class TinyProcessor:
+    """What GME's module's processor holds here: the image processor of its folder."""
+
+    def __init__(self, name):
+        self.image_processor = AutoImageProcessor.from_pretrained(name, **PIXEL_BOUNDS)
 
 
 def _features(texts, images):
@@ -28,7 +39,11 @@ def _features(texts, images):
 
 
 class TinyGme(Module):
-    """Two linear towers; the sentence embedding is their sum."""
+    """Two linear towers; the sentence embedding is their sum.
+
+    Loaded, it holds ``processor`` with the folder's image processor in GME's pixel bounds,
+    as GME's module loads it with transformers' default backend.
+    """
 
     config_keys: ClassVar[list[str]] = ["dim"]
     save_in_root = True
@@ -65,4 +80,5 @@ class TinyGme(Module):
     def load(cls, model_name_or_path, **kwargs):
         module = cls(**cls.load_config(model_name_or_path))
         cls.load_torch_weights(model_name_or_path, model=module)
+        module.processor = TinyProcessor(model_name_or_path)
         return module

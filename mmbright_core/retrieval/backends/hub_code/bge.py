@@ -22,12 +22,18 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from mmbright_core.retrieval.backends.hf_model import device_of, load_pretrained, load_transformers
+from mmbright_core.retrieval.backends.hf_model import (
+    IMAGE_PROCESSOR,
+    device_of,
+    load_pretrained,
+    load_transformers,
+)
 from mmbright_core.retrieval.backends.hub_code.shared import (
     HubModel,
     TaskBound,
     image_files,
     inference,
+    pin_image_processor,
 )
 from mmbright_core.retrieval.dual.embedder import Role
 
@@ -71,21 +77,27 @@ class EncodeImagesText(TaskBound, HubModel):
         return self.task in PAIR_LADDER_TASKS
 
     def settings(self) -> dict[str, Any]:
-        """Return the model's identity and its text cut, and where bound to Task 4 its ladder.
+        """Return the model's identity, its text cut and image processor, and Task 4's ladder.
 
         The run's configuration then records which ladder cut its texts.
         """
         out = {**super().settings(), "text_char_limit": self.text_char_limit}
+        out["image_processor"] = IMAGE_PROCESSOR
         return {**out, "pair_ladder": True} if self.pair_ladder() else out
 
     def _load(self) -> Any:
-        """Return the model with its processor set, as ``retrieval_bge_vl`` prepares it."""
+        """Return the model with its processor set, as ``retrieval_bge_vl`` prepares it.
+
+        The image processor that ``set_processor`` loads is put on PIL's path, as transformers
+        4.51.3 (the official pin) ran it (:func:`.shared.pin_image_processor`).
+        """
         if self._model is None:
             transformers = load_transformers()
             model = load_pretrained(
                 transformers.AutoModel, self.model_id, self.revision, **self.trust
             )
             model.set_processor(self.model_id)
+            pin_image_processor(model, self.model_id)
             self._model = model.eval().to(device_of(self.device))
         return self._model
 

@@ -34,6 +34,7 @@ gives (:mod:`.remote_code`).
 
 from __future__ import annotations
 
+import sys
 from typing import Any, NamedTuple
 
 from mmbright_core.errors import InputError, UnknownNameError
@@ -70,13 +71,17 @@ INTERFACES: dict[str, Interface] = {
     "encode-images-text": Interface(EncodeImagesText, ("text_char_limit",)),
     "st-dicts": Interface(SentenceDicts, ("text_char_limit", "max_length")),
     "encode-instruction": Interface(
-        EncodeInstruction, ("max_length", "query_instruction", "document_instruction")
+        EncodeInstruction, ("max_length", "query_instruction", "document_instruction", "one_call")
     ),
     "sentence-embedding": Interface(
         SentenceEmbedding, ("tokenizer", "max_length", "query_instruction")
     ),
 }
 """Each interface the ``remote`` backend calls: its embedder and the options of its recipe."""
+
+
+ONE_CALL = sys.maxsize
+"""Items per call of a retriever whose one call holds every item its cache lacks."""
 
 
 def hub_embedder(interface: str, model: str, options: dict[str, Any]) -> Any:
@@ -131,6 +136,7 @@ def hub_code_retriever(
     layer_norm: bool | None = None,
     text_char_limit: int | None = None,
     tokenizer: str | None = None,
+    one_call: bool | None = None,
 ) -> Any:
     """Build the ``remote`` retriever: a model's own hub code under the package's protocol.
 
@@ -156,6 +162,9 @@ def hub_code_retriever(
         layer_norm: ``text-vision-pair``: layer-normalise the pooled text vector.
         text_char_limit: ``encode-images-text`` and ``st-dicts``: the character cut.
         tokenizer: ``sentence-embedding``: the tokenizer's hub id or folder.
+        one_call: ``encode-instruction``: hand the model every text the cache lacks in one
+            call (its own batches of ``batch_size`` then span them all, as ReasonIR's official
+            call over the whole corpus does); otherwise ``batch_size`` texts per call.
 
     Raises:
         InputError: No ``trust_remote_code``, a forbidding operator, or a bad option.
@@ -166,7 +175,8 @@ def hub_code_retriever(
     options |= {"image_model": image_model, "pooling": pooling, "max_length": max_length}
     options |= {"query_instruction": query_instruction, "document_char_limit": document_char_limit}
     options |= {"document_instruction": document_instruction, "layer_norm": layer_norm}
-    options |= {"text_char_limit": text_char_limit, "tokenizer": tokenizer}
+    options |= {"text_char_limit": text_char_limit, "tokenizer": tokenizer, "one_call": one_call}
     embedder = hub_embedder(interface, str(model), options)
-    store = DualOptions(image_policy, cache_dir, index, cache_dtype, batch_size)
+    call = ONE_CALL if one_call else batch_size
+    store = DualOptions(image_policy, cache_dir, index, cache_dtype, call)
     return store.build(embedder, "hub-code")

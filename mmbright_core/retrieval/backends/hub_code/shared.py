@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from mmbright_core.errors import InputError
 from mmbright_core.retrieval.backends.code_gate import gate
-from mmbright_core.retrieval.backends.hf_model import HFModel, load_torch
+from mmbright_core.retrieval.backends.hf_model import HFModel, load_torch, on_pil_path
 from mmbright_core.retrieval.dual.embedder import Modality
 
 HUB_OPTIONS = ("revision", "dtype", "batch_size", "device")
@@ -38,6 +39,27 @@ def inference(call: Callable[[], Any]) -> np.ndarray:
     """Run ``call`` without gradients and return its vectors (:func:`to_vectors`)."""
     with load_torch().inference_mode():
         return to_vectors(call())
+
+
+def pin_image_processor(holder: Any, model: str) -> None:
+    """Rebuild ``holder.processor.image_processor`` on PIL's path, as transformers 4.51.3 ran it.
+
+    ``holder`` is what the model's code loaded its processor into (BGE-VL's model after
+    ``set_processor``, GME's sentence-transformers module); :func:`.hf_model.on_pil_path`
+    rebuilds its image processor with the same settings.
+
+    Raises:
+        InputError: The model's code keeps no ``processor.image_processor`` there.
+    """
+    processor: Any = getattr(holder, "processor", None)
+    image_processor = getattr(processor, "image_processor", None)
+    if image_processor is None:
+        raise InputError(
+            "the model's code keeps no image processor where its interface reads one",
+            found=f"{model}: no processor.image_processor on {type(holder).__name__}",
+            hint="Run it through the interface its code offers (docs/commands.md, hub-code).",
+        )
+    processor.image_processor = on_pil_path(image_processor)
 
 
 @contextmanager

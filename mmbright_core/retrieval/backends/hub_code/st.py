@@ -20,7 +20,12 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from mmbright_core.retrieval.backends.hub_code.shared import HubModel, to_vectors
+from mmbright_core.retrieval.backends.hf_model import IMAGE_PROCESSOR
+from mmbright_core.retrieval.backends.hub_code.shared import (
+    HubModel,
+    pin_image_processor,
+    to_vectors,
+)
 from mmbright_core.retrieval.backends.sentence_models import load_sentence_transformer
 from mmbright_core.retrieval.dual.embedder import Role
 
@@ -46,16 +51,23 @@ class SentenceDicts(HubModel):
         self.text_char_limit, self.max_length = text_char_limit, max_length
 
     def settings(self) -> dict[str, Any]:
-        """Return the model's identity, its text cut and truncation."""
+        """Return the model's identity, its text cut, truncation and image processor."""
         out = {**super().settings(), "text_char_limit": self.text_char_limit}
-        return {**out, "truncation": self.max_length}
+        return {**out, "truncation": self.max_length, "image_processor": IMAGE_PROCESSOR}
 
     def _load(self) -> Any:
-        """Return the sentence-transformers model with its hub code, loaded on first use."""
+        """Return the sentence-transformers model with its hub code, loaded on first use.
+
+        The image processor of its first module's processor (GME's Qwen2-VL processor, with
+        the module's pixel bounds) is put on PIL's path, as transformers 4.51.3 (the official
+        pin) ran it (:func:`.shared.pin_image_processor`).
+        """
         if self._model is None:
-            self._model = load_sentence_transformer(
+            model = load_sentence_transformer(
                 self.model_id, self.revision, self.device, self.max_length, **self.trust
             )
+            pin_image_processor(model[0], self.model_id)
+            self._model = model
         return self._model
 
     def _encode(self, inputs: list[Any]) -> np.ndarray:

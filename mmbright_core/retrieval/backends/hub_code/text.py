@@ -5,8 +5,10 @@
 - ``retrieval_reasonir`` loads ``AutoModel.from_pretrained(model, torch_dtype="auto",
   trust_remote_code=True)`` and calls the model's own ``encode(texts, instruction=...,
   batch_size=..., max_length=...)``: passages with the document instruction, queries with the
-  query instruction (its ``{task}`` filled with the domain), both at 32,768 tokens, one text
-  per call by default. Scores are the cosine of the vectors (``encode-instruction``).
+  query instruction (its ``{task}`` filled with the domain), both at 32,768 tokens, the whole
+  corpus in one call (and the queries in another) with the runner's ``batch_size=8``, so the
+  model's code forms its batches over them all. Scores are the cosine of the vectors
+  (``encode-instruction``).
 - ``retrieval_m2`` loads ``AutoModelForSequenceClassification`` with its hub code and the
   tokenizer of a second hub id (``bert-base-uncased``, ``model_max_length=32768``), puts the
   query instruction before every query (passages get none), tokenises each batch padded and
@@ -115,7 +117,26 @@ class HubTextModel(HubModel):
 
 
 class EncodeInstruction(HubTextModel):
-    """ReasonIR's interface: ``encode(texts, instruction=, batch_size=, max_length=)``."""
+    """ReasonIR's interface: ``encode(texts, instruction=, batch_size=, max_length=)``.
+
+    Args:
+        model: A hub id or a local folder holding the model and its code.
+        one_call: Whether the retriever hands every text its cache lacks to one ``encode``
+            call (``hub_code_retriever``'s ``one_call``), so that the model's code forms its
+            own batches of ``batch_size`` over them all, as the official call over the whole
+            corpus does. The model then pads each batch, which moves a vector's last bits, so
+            the batches' size and origin are recorded and key the cache.
+        **options: :class:`HubTextModel`'s options.
+    """
+
+    def __init__(self, model: str, one_call: bool = False, **options: Any) -> None:
+        super().__init__(model, **options)
+        self.one_call = one_call
+
+    def settings(self) -> dict[str, Any]:
+        """Return :class:`HubTextModel`'s settings, and the batches of one call where so."""
+        out = super().settings()
+        return {**out, "batch_size": self.batch_size, "one_call": True} if self.one_call else out
 
     def encode_texts(self, texts: Sequence[str], role: Role) -> np.ndarray:
         """Return the model's own vectors of the texts, with ``role``'s instruction."""

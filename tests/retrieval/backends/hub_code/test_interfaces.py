@@ -269,16 +269,24 @@ def test_reasonir_is_its_own_encode_with_each_roles_instruction(tiny_text_hub, t
         True,
     )
     assert (options["dtype"], config["truncation"]) == ("auto", 32768)
-    # retrieval_reasonir: torch_dtype="auto", encode(texts, instruction=, batch_size=1,
-    # max_length=32768) for passages and queries, the plain cosine of the two.
+    assert (options["batch_size"], options["one_call"]) == (8, True)
+    # retrieval_reasonir: torch_dtype="auto", one encode(texts, instruction=, batch_size=8,
+    # max_length=32768) call for the passages and one for the queries (the runner's
+    # batch_size=8; the model's code forms the batches), the plain cosine of the two.
     model = transformers.AutoModel.from_pretrained(folder, dtype="auto", trust_remote_code=True)
     data = open_source("demo").task(1, DOMAIN)
 
-    def encode(texts: list[str], instruction: str) -> np.ndarray:
-        return _numpy(model.encode(texts, instruction=instruction, batch_size=1, max_length=32768))
+    def encode(texts: list[str], instruction: str, size: int = 8) -> np.ndarray:
+        vectors = model.encode(texts, instruction=instruction, batch_size=size, max_length=32768)
+        return _numpy(vectors)
 
     queries = encode([q.text for q in data.queries], f"Given a {DOMAIN} post: ")
-    _check(run, data, queries, encode([d.text for d in data.corpus], "Doc: "), 1.0)
+    docs = [d.text for d in data.corpus]
+    _check(run, data, queries, encode(docs, "Doc: "), 1.0)
+    # The batches show (the stand-in's vectors move with their batch's longest text, as a
+    # padded batch's do): other batches of the passages give other scores.
+    with pytest.raises(AssertionError):
+        _check(run, data, queries, encode(docs, "Doc: ", 1), 1.0)
 
 
 def test_m2_is_the_normalised_sentence_embedding_under_a_second_tokenizer(tiny_text_hub, tmp_path):

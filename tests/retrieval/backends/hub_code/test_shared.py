@@ -10,7 +10,12 @@ from PIL import Image
 
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.backends.code_gate import ENV
-from mmbright_core.retrieval.backends.hub_code.shared import HubModel, image_files, to_vectors
+from mmbright_core.retrieval.backends.hub_code.shared import (
+    HubModel,
+    image_files,
+    pin_image_processor,
+    to_vectors,
+)
 
 
 def test_one_vector_becomes_one_row_and_a_tensor_an_array() -> None:
@@ -43,3 +48,13 @@ def test_the_operator_can_forbid_a_hub_model(tmp_path: Path, monkeypatch) -> Non
     monkeypatch.setenv(ENV, "0")
     with pytest.raises(InputError, match="forbidden"):
         HubModel(str(tmp_path), "encode-text-image")
+
+
+def test_a_model_whose_code_keeps_no_image_processor_is_refused_in_one_line() -> None:
+    class Module:
+        processor = None
+
+    with pytest.raises(InputError) as caught:
+        pin_image_processor(Module(), "some/model")
+    assert "no processor.image_processor on Module" in str(caught.value)
+    assert "\n" not in str(caught.value)
