@@ -43,6 +43,7 @@ def handle(args: argparse.Namespace) -> int:
     from mmbright_core.analysis.fused_run import fuse_task
     from mmbright_core.cli.options import claimant, task_settings
     from mmbright_core.data.sources import open_source
+    from mmbright_core.data.view import TaskView
     from mmbright_core.fusion import check_fusion
     from mmbright_core.rerank.first_stage import load_first_stage
 
@@ -51,7 +52,7 @@ def handle(args: argparse.Namespace) -> int:
     check_fusion(len(args.runs), **fusion)  # before any run is read
     source = open_source(args.source)
     inputs = [
-        load_first_stage(source, args.task, run, domains=args.domains, protocol=args.protocol)
+        load_first_stage(TaskView(source, args.task, args.protocol), run, domains=args.domains)
         for run in args.runs
     ]
     outcome = fuse_task(

@@ -80,6 +80,7 @@ def reranker_options(args: argparse.Namespace) -> dict[str, Any]:
 def handle(args: argparse.Namespace) -> int:
     """Rerank, then print each domain's nDCG@10 before and after."""
     from mmbright_core.data.sources import open_source
+    from mmbright_core.data.view import TaskView
     from mmbright_core.metrics.official import official_metrics
     from mmbright_core.rerank.first_stage import load_first_stage
     from mmbright_core.rerank.registry import build
@@ -91,7 +92,7 @@ def handle(args: argparse.Namespace) -> int:
     check_reranker_task(reranker, args.task)
     source = open_source(args.source)
     first = load_first_stage(
-        source, args.task, args.run, domains=args.domains, protocol=args.protocol
+        TaskView(source, args.task, args.protocol), args.run, domains=args.domains
     )
     outcome = rerank_task(
         source,

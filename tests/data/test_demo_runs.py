@@ -8,6 +8,7 @@ import pytest
 
 import mmbright_core.data
 from mmbright_core.data.sources import open_source
+from mmbright_core.data.view import TaskView
 from mmbright_core.io.official import read_outputs
 from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.runner.task_run import run_task
@@ -32,6 +33,6 @@ def test_shipped_runs_show_images_helping_and_hurting() -> None:
 
     source = open_source("demo")
     runs = {name: read_outputs(SHIPPED / f"run_it2t_{name}").runs for name in ("bm25", "ocr-bm25")}
-    table = source_results_table(source, 2, runs, measures=["nDCG@10"])
+    table = source_results_table(TaskView(source, 2), runs, measures=["nDCG@10"])
     deltas = compare_runs(table, "bm25", "ocr-bm25", "nDCG@10").per_query["delta"]
     assert (deltas > 0).sum() >= 3 and (deltas < 0).sum() >= 3

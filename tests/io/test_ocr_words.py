@@ -19,6 +19,7 @@ from mmbright_core.analysis.attribution import (
 )
 from mmbright_core.analysis.table import query_image_features
 from mmbright_core.data.sources import open_source
+from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError
 from mmbright_core.io.ocr_words import OCR_FILE, ImageRead, ocr_words_json, read_ocr_words
 from mmbright_core.io.official import read_outputs
@@ -152,8 +153,8 @@ def test_the_ocr_words_slice_counts_the_recorded_words(no_ocr_engine, tmp_path: 
     domains = source.domains()
     cache = tmp_path / "empty-cache"
     words = outputs.ocr_words
-    recorded = query_image_features(source, 2, domains, ocr_cache=cache, ocr_words=words)
-    alone = query_image_features(source, 2, domains, ocr_cache=cache)
+    recorded = query_image_features(TaskView(source, 2), domains, ocr_cache=cache, ocr_words=words)
+    alone = query_image_features(TaskView(source, 2), domains, ocr_cache=cache)
     assert alone["ocr_words"].isna().all()  # nothing cached, and OCR is never run here
     assert words is not None
     for row in recorded.itertuples(index=False):

@@ -9,6 +9,7 @@ import pytest
 from mmbright_core.benchmark import check_doc_ids, doc_id_shape, score_task
 from mmbright_core.cli import main
 from mmbright_core.data.sources import Source
+from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError
 from mmbright_core.io.runs import write_trec_run
 from mmbright_core.metrics import evaluate
@@ -115,6 +116,6 @@ def test_command_line_says_so_with_exit_status_2(
 def test_upload_of_a_run_for_another_task(source: Source) -> None:
     data = f"academia/a1 Q0 {PAIR_IMAGE} 1 2.0 t\nacademia/a1 Q0 {PAIR_TEXT} 2 1.0 t\n".encode()
     with pytest.raises(InputError, match=r"^pairs\.trec: the run's doc ids do not fit task 2"):
-        workspace.entry_from_bytes("pairs.trec", data, source, 2, "paper")
-    entry = workspace.entry_from_bytes("pairs.trec", data, source, 4, "paper")
+        workspace.entry_from_bytes("pairs.trec", data, TaskView(source, 2, "paper"))
+    entry = workspace.entry_from_bytes("pairs.trec", data, TaskView(source, 4, "paper"))
     assert entry.runs["academia"]["a1"][PAIR_TEXT] == 1.0

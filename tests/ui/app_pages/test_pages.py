@@ -38,6 +38,7 @@ from mmbright_core.analysis.compare import POOLED, compare_runs, most_hurt
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.benchmark import score_task
 from mmbright_core.data.sources import open_source
+from mmbright_core.data.view import TaskView
 from mmbright_core.io.official import read_outputs, write_domain_outputs, write_summary
 from mmbright_core.io.runs import read_run, write_trec_run
 from mmbright_core.present import comparison_figures
@@ -160,8 +161,7 @@ def test_compare_numbers_come_from_the_core(app: AppTest, fixture_dir: Path, run
     app.selectbox(key="cmp_b").set_value("multi").run()
     assert not app.exception
     table = source_results_table(
-        open_source(str(fixture_dir)),
-        TASK,
+        TaskView(open_source(str(fixture_dir)), TASK),
         {name: _by_domain(read_run(runs_dir / f"{name}.trec")) for name in ("text", "multi")},
     )
     expected = compare_runs(table, "text", "multi")
@@ -301,8 +301,7 @@ def _compare(at: AppTest) -> None:
 
 def _hurt(fixture_dir: Path, runs_dir: Path):  # type: ignore[no-untyped-def]
     table = source_results_table(
-        open_source(str(fixture_dir)),
-        TASK,
+        TaskView(open_source(str(fixture_dir)), TASK),
         {name: _by_domain(read_run(runs_dir / f"{name}.trec")) for name in ("text", "multi")},
     )
     return compare_runs(table, "text", "multi")
