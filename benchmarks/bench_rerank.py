@@ -86,7 +86,12 @@ def main() -> int:
 
         def rerank(out: str, cache: str) -> None:
             rerank_task(
-                source, TASK, first, reranker, root / out, depth=args.depth, cache_dir=root / cache
+                TaskView(source, TASK),
+                first,
+                reranker,
+                root / out,
+                depth=args.depth,
+                cache_dir=root / cache,
             )
 
         rerank("setup", "setup")  # one-off setup: the model loaded

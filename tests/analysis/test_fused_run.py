@@ -31,7 +31,7 @@ def test_a_weighted_sum_keeps_no_excluded_document_and_records_each_input(tmp_pa
         inputs[0].path, inputs[0].label, {DOMAIN: planted}, inputs[0].config
     )
     outcome = fuse_task(
-        source, 2, inputs, tmp_path, method="wsum", weights=[0.7, 0.3], norm="min-max"
+        TaskView(source, 2), inputs, tmp_path, method="wsum", weights=[0.7, 0.3], norm="min-max"
     )
     fused = read_outputs(outcome.task_dir).runs[DOMAIN]
     assert banned not in fused[query]

@@ -140,7 +140,7 @@ def test_source_table_agrees_with_score_task(source):
     table = source_results_table(
         TaskView(source, 2), {"run": FIXTURE_RUN}, measures=["nDCG@10", "AP"]
     )
-    scores = score_task(source, 2, FIXTURE_RUN, measures=["nDCG@10", "AP"])
+    scores = score_task(TaskView(source, 2), FIXTURE_RUN, measures=["nDCG@10", "AP"])
     for domain, result in scores.per_domain.items():
         rows = table[table["domain"] == domain].set_index("query_id")
         for measure in ("nDCG@10", "AP"):

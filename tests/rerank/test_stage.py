@@ -178,7 +178,7 @@ def rerank_gis(reranker: Any, out: Path, cache: Path, depth: int = DEPTH) -> Pat
     source = open_source("demo")
     first = load_first_stage(TaskView(source, 2), FIRST)
     done = rerank_task(
-        source, 2, first, reranker, out, depth=depth, domains=[DOMAIN], cache_dir=cache
+        TaskView(source, 2), first, reranker, out, depth=depth, domains=[DOMAIN], cache_dir=cache
     )
     return done.task_dir / DOMAIN
 

@@ -84,7 +84,7 @@ def test_home_headlines_match_the_core(app: AppTest, fixture_dir: Path, runs_dir
     lines = headline_rows(app)
     for name in ("multi", "text"):
         by_domain = _by_domain(read_run(runs_dir / f"{name}.trec"))
-        expected = score_task(source, TASK, by_domain).macro["nDCG@10"]
+        expected = score_task(TaskView(source, TASK), by_domain).macro["nDCG@10"]
         assert lines.loc[name, HEADLINE] == round(100 * expected, 1)
     assert list(lines["coverage"]) == [100.0, 100.0]
     heatmap = chart_traces(app, "leaderboard_heatmap")[0]
@@ -104,7 +104,7 @@ def test_home_shows_and_scores_each_run_by_its_negatives_policy(
     assert lines.loc["random", "negatives"] == "keep"
     assert lines.loc["text", "negatives"] == "exclude"
     runs = {o.domain: o.run for o in keep.domains}
-    expected = score_task(source, TASK, runs, negatives="keep").macro["nDCG@10"]
+    expected = score_task(TaskView(source, TASK), runs, negatives="keep").macro["nDCG@10"]
     assert lines.loc["random", HEADLINE] == round(100 * expected, 1)
 
 
@@ -288,7 +288,7 @@ def test_the_demo_opens_with_its_shipped_runs_of_every_task():
         at.selectbox(key="task").set_value(task).run()
         shown = list(headline_rows(at)[HEADLINE])
         runs = [read_outputs(shipped / f"{prefix}{name}").runs for name in ("bm25", "ocr-bm25")]
-        macros = [score_task(source, task, run).macro["nDCG@10"] for run in runs]
+        macros = [score_task(TaskView(source, task), run).macro["nDCG@10"] for run in runs]
         expected = [round(100 * macro, 1) for macro in macros]
         assert shown == expected, task
 
