@@ -118,7 +118,7 @@ with query_col:
     for name, fusion in inspector_view.fusions(found).items():
         explain_view.show_fusion(name, fusion, key=f"insp_fusion_{shown.index(name)}")
 with notes_col:
-    notes_panel.show_notes(target.domain, target.query_id)
+    notes_panel.show_notes(target)
 with st.expander(f"Relevant items ({sum(v > 0 for v in qrels.values())})", expanded=not tops):
     explain_view.show_relevant(items, qrels, key="insp_rel")
 if any(isinstance(f, LexicalAttribution) for a in found.values() for f in a.values()):
