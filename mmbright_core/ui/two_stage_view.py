@@ -18,12 +18,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from mmbright_core.analysis.rewrite_stage import RewriteStage, Scorer, find_rewrite, is_rewritten
+from mmbright_core.analysis.rewrite_stage import RewriteStage, Scorer, find_rewrite
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.analysis.two_stage import MEASURE, TwoStage, find_first_stage
 from mmbright_core.data.view import TaskView
 from mmbright_core.present.report_tables import shown_table
-from mmbright_core.rerank.base import first_stage_record
 from mmbright_core.rerank.first_stage import runs_fingerprint
 from mmbright_core.ui import loaders
 from mmbright_core.ui.literal import literal
@@ -56,7 +55,7 @@ def find_two_stage(
     return find_first_stage(
         (run_a, run_b),
         {name: entry.runs for name, entry in entries.items()},
-        {name: entry.config for name, entry in entries.items()},
+        {name: entry.lineage for name, entry in entries.items()},
         view.qrels,
         lambda name, domains: _fingerprint(entries[name], tuple(domains)),
     )
@@ -102,8 +101,8 @@ def show_two_stage(compared: Compared) -> None:
     """Draw what each stage of A or B changed: the rerank block, then the rewrite block."""
     view, entries = compared.view, compared.entries
     pair = (compared.run_a, compared.run_b)
-    reranked = any(first_stage_record(entries[n].config) is not None for n in pair)
-    if not reranked and not any(is_rewritten(entries[n].config) for n in pair):
+    reranked = any(entries[n].lineage.reranks is not None for n in pair)
+    if not reranked and not any(entries[n].lineage.queries is not None for n in pair):
         return
     stages = find_two_stage(view, entries, *pair) if reranked else None
     if stages is not None:

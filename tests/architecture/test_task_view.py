@@ -31,7 +31,7 @@ ALLOWED = {
     "retrieval/runner/task_run.py:run_task",
     "retrieval/runner/task_run.py:_configure",
     # The notes file names a view by its source spec; converted with the notes modules.
-    "notes/lookup.py:scope_tags",
+    "notes/store.py:scope_tags",
     "notes/store.py:for_scope",
     "notes/store.py:records",
 }

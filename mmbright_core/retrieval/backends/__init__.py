@@ -58,7 +58,7 @@ class Backend:
             ``pretrained`` given as a file).
         page: Where the Run page offers it.
         needs: What it imports beyond the ``app`` extra, as ``(extra, module)`` pairs in the
-            order its code asks for them (``retrieval.base.require``).
+            order its code asks for them (``errors.require``).
         default_model: The model it runs when none is given; empty where it has none.
         interfaces: The calls into a model's hub code a preset of it names (``interface``),
             where it runs hub code through one of several
