@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from mmbright_core.data.view import TaskView
 from mmbright_core.fusion import check_fusion, fuse
 from mmbright_core.rerank.first_stage import FirstStage
-from mmbright_core.rerank.stage import check_judged_alike, run_stage
-from mmbright_core.retrieval.runner.task_run import RunOutcome
+from mmbright_core.rerank.stage import check_judged_alike
+from mmbright_core.retrieval.runner.task_run import RunOutcome, run_task
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import TaskData
 
@@ -126,4 +126,4 @@ def fuse_task(
         check_judged_alike(first, view, negatives)
     covered = {d for first in inputs for d in first.runs}
     chosen = list(domains) if domains else [d for d in view.domains() if d in covered]
-    return run_stage(view, stage, out_dir, domains=chosen, negatives=negatives, **run)
+    return run_task(view, stage, out_dir, domains=chosen, negatives=negatives, **run)

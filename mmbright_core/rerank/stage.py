@@ -38,7 +38,6 @@ from mmbright_core.rerank.base import (
 )
 from mmbright_core.rerank.cache import RerankCache, answer_key
 from mmbright_core.rerank.first_stage import FirstStage, candidate_order
-from mmbright_core.retrieval.base import Retriever
 from mmbright_core.retrieval.cache.store import content_key
 from mmbright_core.retrieval.runner.task_run import RunOutcome, run_task
 from mmbright_core.task_table import TASK_TABLE, task_info
@@ -268,33 +267,7 @@ def rerank_task(
     check_judged_alike(first, view, negatives)
     chosen = list(domains) if domains else [d for d in view.domains() if d in first.runs]
     stage = RerankStage(reranker, first, depth, RerankCache(cache_dir) if cache else None)
-    return run_stage(view, stage, out_dir, domains=chosen, negatives=negatives, **run)
-
-
-def run_stage(
-    view: TaskView,
-    stage: Retriever,
-    out_dir: str | os.PathLike[str],
-    *,
-    domains: Sequence[str],
-    negatives: str,
-    **run: Any,
-) -> RunOutcome:
-    """Write a later stage's run on the view's domains, as every run is written.
-
-    A reranked or fused run goes through the runner (:func:`run_task`) under the view's
-    protocol, so its folder, summary and metrics are those of any other run.
-    """
-    return run_task(
-        view.source,
-        view.task,
-        stage,
-        out_dir,
-        domains=domains,
-        protocol=view.protocol,
-        negatives=negatives,
-        **run,
-    )
+    return run_task(view, stage, out_dir, domains=chosen, negatives=negatives, **run)
 
 
 def check_judged_alike(first: FirstStage, view: TaskView, negatives: str) -> None:

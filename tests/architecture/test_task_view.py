@@ -26,10 +26,6 @@ ALLOWED = {
     # A run's configuration records the source's name, the task and the protocol as its
     # fields: strings read back from config.json, with no source to view.
     "retrieval/base.py:build",
-    # The runner and the check of its settings, which every command and the Run page
-    # (ui/running.py) run through.
-    "retrieval/runner/task_run.py:run_task",
-    "retrieval/runner/task_run.py:_configure",
     # The notes file names a view by its source spec; converted with the notes modules.
     "notes/store.py:scope_tags",
     "notes/store.py:for_scope",

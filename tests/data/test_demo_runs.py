@@ -18,7 +18,7 @@ SHIPPED = Path(mmbright_core.data.__file__).parent / "demo" / "runs"
 
 @pytest.mark.parametrize("task", [2, 4])
 def test_shipped_bm25_runs_equal_a_fresh_run(task: int, tmp_path: Path) -> None:
-    outcome = run_task(open_source("demo"), task, get_retriever("bm25"), tmp_path)
+    outcome = run_task(TaskView(open_source("demo"), task), get_retriever("bm25"), tmp_path)
     fresh = read_outputs(outcome.task_dir)
     shipped = read_outputs(SHIPPED / outcome.task_dir.name)
     assert fresh.runs == shipped.runs

@@ -56,7 +56,7 @@ def _fake_ocr(tmp_path: Path) -> OcrAugmented:
 def test_a_run_writes_each_query_image_read_and_its_words_beside_its_scores(tmp_path: Path):
     source = open_source("demo")
     ocr = _fake_ocr(tmp_path)
-    outcome = run_task(source, 2, ocr, tmp_path / "out", domains=["gis"])
+    outcome = run_task(TaskView(source, 2), ocr, tmp_path / "out", domains=["gis"])
     words = read_outputs(outcome.task_dir).ocr_words
     assert words is not None and words.image_policy == "first"
     assert dict(words.engine) == ocr.reader.settings  # the engine that read them
@@ -74,10 +74,10 @@ def test_a_run_writes_each_query_image_read_and_its_words_beside_its_scores(tmp_
 def test_a_domain_without_its_words_runs_again(tmp_path: Path):
     source = open_source("demo")
     ocr = _fake_ocr(tmp_path)
-    run_task(source, 2, ocr, tmp_path, domains=["gis"])
-    assert run_task(source, 2, ocr, tmp_path, domains=["gis"]).domains[0].reused
+    run_task(TaskView(source, 2), ocr, tmp_path, domains=["gis"])
+    assert run_task(TaskView(source, 2), ocr, tmp_path, domains=["gis"]).domains[0].reused
     (tmp_path / "run_it2t_ocr-bm25" / "gis" / OCR_FILE).unlink()
-    again = run_task(source, 2, ocr, tmp_path, domains=["gis"])
+    again = run_task(TaskView(source, 2), ocr, tmp_path, domains=["gis"])
     assert (
         not again.domains[0].reused
         and (tmp_path / "run_it2t_ocr-bm25" / "gis" / OCR_FILE).is_file()
@@ -89,7 +89,7 @@ def test_a_domain_without_its_words_runs_again(tmp_path: Path):
 def test_the_shipped_words_are_what_the_ocr_engine_reads(tmp_path: Path):
     pytest.importorskip("rapidocr_onnxruntime")
     ocr = get_retriever("ocr-bm25", cache_dir=str(tmp_path / "cache"))
-    outcome = run_task(open_source("demo"), 2, ocr, tmp_path, domains=["gis"])
+    outcome = run_task(TaskView(open_source("demo"), 2), ocr, tmp_path, domains=["gis"])
     written = json.loads((outcome.task_dir / "gis" / OCR_FILE).read_text(encoding="utf-8"))
     shipped = json.loads((SHIPPED / "run_it2t_ocr-bm25" / "gis" / OCR_FILE).read_text("utf-8"))
     assert written == shipped and written["texts"]

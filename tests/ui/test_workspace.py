@@ -39,7 +39,9 @@ def test_folder_without_runs_is_an_error(tmp_path, fixture_dir):
 
 def test_a_folder_run_carries_its_recorded_negatives_policy(tmp_path, fixture_dir):
     source = open_source(str(fixture_dir))
-    keep = run_task(source, 1, get_retriever("random"), tmp_path / "keep", negatives="keep")
+    keep = run_task(
+        TaskView(source, 1), get_retriever("random"), tmp_path / "keep", negatives="keep"
+    )
     (entry,) = workspace.entries_from_folder(
         str(keep.task_dir), TaskView(source, 1, "paper")
     ).entries

@@ -303,7 +303,9 @@ def test_a_fusion_run_shows_the_text_and_image_split_of_every_hit(tiny_clip, tmp
     clip = get_retriever(
         "clip", model=tiny_clip, pretrained="none", image_policy="concat", cache_dir=str(tmp_path)
     )
-    outcome = run_task(open_source("demo"), 2, clip, tmp_path / "out", domains=["biology"])
+    outcome = run_task(
+        TaskView(open_source("demo"), 2), clip, tmp_path / "out", domains=["biology"]
+    )
     stored = read_outputs(outcome.task_dir).runs["biology"]
     at = fresh(timeout=120)
     at.selectbox(key="task").set_value(2).run()

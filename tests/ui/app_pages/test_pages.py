@@ -97,7 +97,7 @@ def test_home_shows_and_scores_each_run_by_its_negatives_policy(
     app: AppTest, fixture_dir: Path, tmp_path: Path
 ):
     source = open_source(str(fixture_dir))
-    keep = run_task(source, TASK, get_retriever("random"), tmp_path, negatives="keep")
+    keep = run_task(TaskView(source, TASK), get_retriever("random"), tmp_path, negatives="keep")
     add_folder(app, keep.task_dir)
     assert not app.exception and not error_messages(app)
     lines = headline_rows(app)
