@@ -33,6 +33,7 @@ import tiny_hf  # noqa: E402
 from common import sizes, timed  # noqa: E402
 
 from mmbright_core.data.sources import open_source  # noqa: E402
+from mmbright_core.data.view import TaskView  # noqa: E402
 from mmbright_core.ranking import ranked  # noqa: E402
 from mmbright_core.rerank.first_stage import load_first_stage  # noqa: E402
 from mmbright_core.rerank.registry import build  # noqa: E402
@@ -52,7 +53,7 @@ NAMES = {
 def pairs_of(depth: int) -> list[list[str]]:
     """Every (query, passage) pair the stage reranks on the demo's Task 2 BM25 run."""
     source = open_source("demo")
-    first = load_first_stage(source, TASK, DEMO_RUNS / "run_it2t_bm25")
+    first = load_first_stage(TaskView(source, TASK), DEMO_RUNS / "run_it2t_bm25")
     out: list[list[str]] = []
     for domain, run in first.runs.items():
         data = source.task(TASK, domain)
@@ -81,11 +82,16 @@ def main() -> int:
         encoder = CrossEncoder(str(model), device="cpu")
         encoder.predict(pairs[:8], batch_size=args.batch_size)  # one-off setup
         reranker = build(f"cross-encoder:{model}", batch_size=args.batch_size, device="cpu")
-        first = load_first_stage(source, TASK, DEMO_RUNS / "run_it2t_bm25")
+        first = load_first_stage(TaskView(source, TASK), DEMO_RUNS / "run_it2t_bm25")
 
         def rerank(out: str, cache: str) -> None:
             rerank_task(
-                source, TASK, first, reranker, root / out, depth=args.depth, cache_dir=root / cache
+                TaskView(source, TASK),
+                first,
+                reranker,
+                root / out,
+                depth=args.depth,
+                cache_dir=root / cache,
             )
 
         rerank("setup", "setup")  # one-off setup: the model loaded

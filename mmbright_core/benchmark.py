@@ -12,14 +12,15 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from mmbright_core.data.ids import PAIR_ID_FORMAT, PAIR_SEPARATOR
-from mmbright_core.data.sources import Source
 from mmbright_core.data.tasks import Negatives, negatives_for
+from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.io.runs import RunColumns
 from mmbright_core.metrics import evaluate
@@ -204,12 +205,10 @@ def _mismatch_hint(found: Mapping[str, list[str]]) -> str:
 
 
 def score_task(
-    source: Source,
-    task: int,
+    view: TaskView,
     runs: Mapping[str, Run],
     *,
     domains: Sequence[str] | None = None,
-    protocol: Protocol4 = "paper",
     measures: Iterable[str] = (MAIN_SCORE,),
     missing: Missing = "skip",
     run_name: str = "<run>",
@@ -218,12 +217,11 @@ def score_task(
     """Score one run per domain on a task and average over domains.
 
     Args:
-        source: The dataset copy whose judgments define the task.
-        task: 1, 2, 3 or 4.
+        view: The dataset copy whose judgments define the task, the task (1, 2, 3 or 4)
+            and its Task 4 protocol (``"paper"``, ``"legacy"`` or ``"release"``).
         runs: domain -> run (query_id -> doc_id -> score).
         domains: The domains to score (default: those in ``runs``); a domain without a run
             is scored as an empty run, which counts only under ``missing="zero"``.
-        protocol: The Task 4 protocol, ``"paper"``, ``"legacy"`` or ``"release"``.
         measures: Measure names such as ``"nDCG@10"``.
         missing: ``"skip"`` averages over queries in both run and qrels (the official
             harness); ``"zero"`` counts judged queries absent from the run as 0.
@@ -237,13 +235,14 @@ def score_task(
     """
     chosen = tuple(domains) if domains is not None else tuple(sorted(runs))
     wanted = tuple(measures)
+    source, task = view.source, view.task
     policy = negatives_for(task, negatives)
     per_domain: dict[str, EvalResult] = {}
-    used: Protocol4 = protocol
+    used = cast(Protocol4, view.protocol)
     for domain in chosen:
         if domain not in source.domains():
             raise UnknownNameError("domain", domain, source.domains())
-        data = source.judgments(task, domain, protocol, negatives=policy)
+        data = view.judgments(domain, policy)
         used = data.protocol
         check_doc_ids(data.qrels, runs.get(domain, {}), task=task, domain=domain, name=run_name)
         run = apply_protocol(runs.get(domain, {}), data.excluded)

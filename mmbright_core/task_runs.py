@@ -17,9 +17,11 @@ import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from mmbright_core.benchmark import check_doc_ids
 from mmbright_core.data.sources import Source
+from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError, InputTooLargeError, InputWarning, show
 from mmbright_core.io.mteb import looks_like_mteb, mteb_task_name, read_mteb_predictions
 from mmbright_core.io.official import OfficialOutputs, holds_outputs, read_outputs
@@ -152,24 +154,15 @@ def read_task_outputs(path: str | os.PathLike[str], task: int) -> OfficialOutput
 
 
 def task_query_ids(
-    source: Source,
-    task: int,
-    domains: Sequence[str] | None = None,
-    protocol: Protocol4 = "paper",
-    negatives: str = "exclude",
+    view: TaskView, domains: Sequence[str] | None = None, negatives: str = "exclude"
 ) -> dict[str, frozenset[str]]:
     """Return domain -> the ids of the task's queries (no corpus is read).
 
     ``negatives`` is the policy the run will be scored with: the judgments read here are
     the ones scoring reads next (the source keeps them), so they are built once.
     """
-    chosen = domains if domains is not None else source.domains()
-    return {
-        d: frozenset(
-            q.query_id for q in source.judgments(task, d, protocol, negatives=negatives).queries
-        )
-        for d in chosen
-    }
+    chosen = domains if domains is not None else view.domains()
+    return {d: frozenset(q.query_id for q in view.judgments(d, negatives).queries) for d in chosen}
 
 
 def runs_by_domain(
@@ -260,9 +253,7 @@ def _left_out(
     return text
 
 
-def check_task_runs(
-    source: Source, task: int, runs: Mapping[str, Run], *, protocol: str = "paper", name: str
-) -> tuple[str, ...]:
+def check_task_runs(view: TaskView, runs: Mapping[str, Run], *, name: str) -> tuple[str, ...]:
     """Check every domain's run against the task's judgments, and say what matches nothing.
 
     A doc id of another task's shape is refused (``check_doc_ids``). Ids are matched
@@ -277,12 +268,12 @@ def check_task_runs(
     Raises:
         InputError: A domain's run has no doc id of the task's shape.
     """
-    held = set(source.domains())
+    held = set(view.domains())
     findings: list[str] = []
     for domain, run in runs.items():
         if domain in held:
-            qrels = source.judgments(task, domain, protocol).qrels
-            check_doc_ids(qrels, run, task=task, domain=domain, name=name)
+            qrels = view.qrels(domain)
+            check_doc_ids(qrels, run, task=view.task, domain=domain, name=name)
             findings += [f"{domain}: {line}" for line in id_warnings(_id_check(qrels, run))]
     return tuple(findings)
 
@@ -309,6 +300,10 @@ class Scope:
     protocol: Protocol4 = "paper"
     negatives: str = "exclude"
 
+    def view(self, source: Source) -> TaskView:
+        """The source read as the scope's task under its protocol."""
+        return TaskView(source, cast(Task, self.task), self.protocol)
+
 
 def read_task_file(
     source: Source, scope: Scope, src: Readable, name: str, *, max_bytes: int | None = None
@@ -328,7 +323,7 @@ def read_task_file(
         runs = {d: r for d, r in found.items() if d in chosen}
         return FileRuns(runs, sum(len(run) for run in found.values()))
     run = read_run(src, max_bytes=max_bytes)
-    known = task_query_ids(source, scope.task, sorted(chosen), scope.protocol, scope.negatives)
+    known = task_query_ids(scope.view(source), sorted(chosen), scope.negatives)
     return FileRuns(runs_by_domain(run, known, name), len(run))
 
 
@@ -397,7 +392,7 @@ def read_upload(
             found=f"more than {err.limit / 2**20:.0f} MB",
             hint="Split the run, or load it from a folder",
         ) from None
-    findings = check_task_runs(source, scope.task, found.runs, protocol=scope.protocol, name=name)
+    findings = check_task_runs(scope.view(source), found.runs, name=name)
     said = [w for w in caught if issubclass(w.category, InputWarning)]
     for other in caught:  # warnings of any other kind go on to the server's log as before
         if other not in said:

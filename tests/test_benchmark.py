@@ -6,6 +6,7 @@ import pytest
 
 from mmbright_core.benchmark import apply_protocol, score_task
 from mmbright_core.data.sources import Source
+from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError, InputWarning, UnknownNameError
 from mmbright_core.task_runs import runs_by_domain
 
@@ -33,7 +34,7 @@ BIOLOGY = (1 / math.log2(3) + 1) / 2
 
 
 def test_macro_average_over_domains_with_exclusions(source: Source) -> None:
-    scores = score_task(source, 1, RUNS)
+    scores = score_task(TaskView(source, 1), RUNS)
     academia = scores.per_domain["academia"]
     assert academia.per_query["nDCG@10"]["a1"] == pytest.approx(1.0, abs=1e-12)
     assert academia.aggregate["nDCG@10"] == pytest.approx(ACADEMIA_SKIP, abs=1e-12)
@@ -45,9 +46,11 @@ def test_macro_average_over_domains_with_exclusions(source: Source) -> None:
 
 
 def test_missing_zero_counts_absent_queries(source: Source) -> None:
-    scores = score_task(source, 2, RUNS, missing="zero")  # Task 2 has no "a3": same values
+    scores = score_task(
+        TaskView(source, 2), RUNS, missing="zero"
+    )  # Task 2 has no "a3": same values
     assert scores.per_domain["academia"].aggregate["nDCG@10"] == pytest.approx(ACADEMIA_SKIP)
-    zero = score_task(source, 1, RUNS, missing="zero")
+    zero = score_task(TaskView(source, 1), RUNS, missing="zero")
     assert zero.per_domain["academia"].aggregate["nDCG@10"] == pytest.approx(ACADEMIA_ZERO)
     assert zero.missing == "zero" and zero.query_counts["academia"] == 4
 
@@ -63,7 +66,7 @@ def test_exclusion_happens_before_the_top_1000_cut() -> None:
 def test_top_1000_cut_changes_average_precision(source: Source) -> None:
     fillers = {f"academia/ffffffff_{i}.txt": 2.0 + i for i in range(1000)}
     runs = {"academia": {"a3": {**fillers, A2: 1.0}}}  # A2 ranked 1001st
-    scores = score_task(source, 1, runs, measures=("AP",))
+    scores = score_task(TaskView(source, 1), runs, measures=("AP",))
     assert scores.per_domain["academia"].per_query["AP"]["a3"] == 0.0
 
 
@@ -73,7 +76,7 @@ def test_empty_qrels_queries_are_dropped(source: Source) -> None:
             q: {"academia/academia_a1b2c3d4_0001/image_1.png": 1.0} for q in ("a1", "a2", "a4")
         }
     }
-    scores = score_task(source, 3, runs)
+    scores = score_task(TaskView(source, 3), runs)
     result = scores.per_domain["academia"]
     assert "a4" not in result.per_query["nDCG@10"]
     assert result.counts.dropped_empty_qrels == 1 and scores.query_counts["academia"] == 2
@@ -83,16 +86,16 @@ def test_empty_qrels_queries_are_dropped(source: Source) -> None:
 def test_task4_protocol_is_recorded_and_unscored_domains_are_left_out(source: Source) -> None:
     pair = f"{B1}|||biology/biology_fec40b40_0001/image_1.png"
     scores = score_task(
-        source, 4, {"biology": {"b1": {pair: 1.0}}}, domains=["academia", "biology"]
+        TaskView(source, 4), {"biology": {"b1": {pair: 1.0}}}, domains=["academia", "biology"]
     )
     assert scores.protocol == "paper"
     assert scores.scored_domains == ("biology",)
     # b1: the rel-2 pair first; ideal is 2 then 1 -> 2 / (2 + 1/log2(3)).
     assert scores.macro["nDCG@10"] == pytest.approx(2 / (2 + 1 / math.log2(3)))
-    legacy = score_task(source, 4, {"biology": {"b1": {pair: 1.0}}}, protocol="legacy")
+    legacy = score_task(TaskView(source, 4, "legacy"), {"biology": {"b1": {pair: 1.0}}})
     assert legacy.protocol == "legacy" and legacy.macro["nDCG@10"] == 0.0
     with pytest.raises(UnknownNameError, match="domain"):
-        score_task(source, 1, {"gis": {}})
+        score_task(TaskView(source, 1), {"gis": {}})
 
 
 KNOWN = {"academia": {"a1", "a2"}, "biology": {"b1", "a2"}}
@@ -118,8 +121,8 @@ def test_runs_by_domain_rejects_a_run_of_another_task():
 def test_negatives_keep_leaves_negative_ids_in_the_ranking(source: Source) -> None:
     # a1's run puts both its negative_ids (A_HARD, A_NEG) above its gold A1; b1's puts
     # B_HARD above B2 and its gold B1.
-    exclude = score_task(source, 1, RUNS)
-    keep = score_task(source, 1, RUNS, negatives="keep")
+    exclude = score_task(TaskView(source, 1), RUNS)
+    keep = score_task(TaskView(source, 1), RUNS, negatives="keep")
     assert (exclude.negatives, keep.negatives) == ("exclude", "keep")
     academia, biology = keep.per_domain["academia"], keep.per_domain["biology"]
     assert exclude.per_domain["academia"].per_query["nDCG@10"]["a1"] == 1.0  # A1 first
@@ -134,6 +137,6 @@ def test_negatives_keep_leaves_negative_ids_in_the_ranking(source: Source) -> No
 
 def test_negatives_policy_is_recorded_only_where_it_applies(source: Source) -> None:
     task4 = {"academia": {"a1": {f"{A1}|||__NO_IMAGE__": 1.0}}}
-    assert score_task(source, 4, task4, negatives="keep").negatives == "exclude"
+    assert score_task(TaskView(source, 4), task4, negatives="keep").negatives == "exclude"
     with pytest.raises(UnknownNameError, match="negatives policy"):
-        score_task(source, 1, RUNS, negatives="drop")
+        score_task(TaskView(source, 1), RUNS, negatives="drop")

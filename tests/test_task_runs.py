@@ -18,6 +18,7 @@ from streamlit.testing.v1 import AppTest
 from mmbright_core.cli import main
 from mmbright_core.data import sources
 from mmbright_core.data.sources import open_source
+from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError
 from mmbright_core.rerank.first_stage import load_first_stage
 from mmbright_core.ui import workspace
@@ -30,7 +31,7 @@ A1 = "academia/a1b2c3d4_101.txt"  # a passage of the fixture's corpus, judged fo
 
 def _dashboard_message() -> str:
     with pytest.raises(InputError) as err:
-        workspace.entries_from_folder(str(TASK4_OUTPUTS), open_source("demo"), 2, "paper")
+        workspace.entries_from_folder(str(TASK4_OUTPUTS), TaskView(open_source("demo"), 2, "paper"))
     return str(err.value)
 
 
@@ -57,7 +58,7 @@ def test_the_command_line_refuses_another_tasks_outputs_as_the_dashboard_does(
 
 def test_a_first_stage_of_another_task_is_refused_as_the_dashboard_does() -> None:
     with pytest.raises(InputError) as err:
-        load_first_stage(open_source("demo"), 2, TASK4_OUTPUTS)
+        load_first_stage(TaskView(open_source("demo"), 2), TASK4_OUTPUTS)
     assert str(err.value) == _dashboard_message()
 
 
@@ -202,7 +203,7 @@ def test_the_standard_outputs_folder_gives_each_task_its_run(
     standard_outputs: Path, fixture_dir: Path, task: int, kept: str, others: tuple[int, ...]
 ) -> None:
     found = workspace.entries_from_folder(
-        str(standard_outputs), open_source(str(fixture_dir)), task, "paper"
+        str(standard_outputs), TaskView(open_source(str(fixture_dir)), task, "paper")
     )
     assert [e.origin for e in found.entries] == [f"folder: {standard_outputs / kept}"]
     names = {1: "run_t2t_bm25", 2: "run_it2t_bm25", 4: "it2it_bm25"}
@@ -212,7 +213,7 @@ def test_the_standard_outputs_folder_gives_each_task_its_run(
 
 
 def test_the_shipped_demo_runs_folder_gives_task_2_its_runs() -> None:
-    found = workspace.entries_from_folder(str(DEMO_RUNS), open_source("demo"), 2, "paper")
+    found = workspace.entries_from_folder(str(DEMO_RUNS), TaskView(open_source("demo"), 2, "paper"))
     assert sorted(e.name for e in found.entries) == ["bm25", "ocr-bm25"]
     assert found.skipped == tuple(
         f"{name}: these outputs answer task 4, not task 2"
@@ -224,7 +225,7 @@ def test_a_folder_with_no_outputs_of_the_task_says_what_it_holds(
     standard_outputs: Path, fixture_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(InputError) as err:
-        workspace.entries_from_folder(str(DEMO_RUNS), open_source("demo"), 1, "paper")
+        workspace.entries_from_folder(str(DEMO_RUNS), TaskView(open_source("demo"), 1, "paper"))
     assert str(err.value).startswith(f"{DEMO_RUNS}: no outputs of task 1 in the folder")
     assert "run_it2t_bm25: these outputs answer task 2, not task 1" in str(err.value)
     argv = ["eval", "--source", "demo", "--task", "1", "--run", str(DEMO_RUNS)]

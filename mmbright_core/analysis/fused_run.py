@@ -16,7 +16,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from mmbright_core.data.sources import Source
+from mmbright_core.data.view import TaskView
 from mmbright_core.fusion import check_fusion, fuse
 from mmbright_core.rerank.first_stage import FirstStage
 from mmbright_core.rerank.stage import check_judged_alike
@@ -88,8 +88,7 @@ def _lineage(first: FirstStage) -> dict[str, Any]:
 
 
 def fuse_task(
-    source: Source,
-    task: int,
+    view: TaskView,
     inputs: Sequence[FirstStage],
     out_dir: str | os.PathLike[str],
     *,
@@ -98,15 +97,14 @@ def fuse_task(
     norm: str | None = "min-max",
     weights: Sequence[float] | None = None,
     domains: Sequence[str] | None = None,
-    protocol: str = "paper",
     negatives: str = "exclude",
     **run: Any,
 ) -> RunOutcome:
-    """Fuse runs of ``task`` and write the fused run under ``out_dir``.
+    """Fuse runs of the view's task and write the fused run under ``out_dir``.
 
     Args:
-        source: The data source the runs were made on.
-        task: The task number.
+        view: The data source the runs were made on, the task and its Task 4 protocol
+            (each input's, where it recorded one).
         inputs: The runs (:func:`~mmbright_core.rerank.first_stage.load_first_stage`).
         out_dir: The output root; ``<subdir>`` is named after the method and the inputs.
         method: The fusion method (:data:`mmbright_core.fusion.METHODS`).
@@ -114,7 +112,6 @@ def fuse_task(
         norm: The normalisation of a score-based method, or None.
         weights: One per input (``wsum``).
         domains: The domains (default: those any input covers, in the source's order).
-        protocol: The Task 4 protocol; each input's, where it recorded one.
         negatives: The ``negative_ids`` policy; each input's, where it recorded one.
         **run: ``k`` is RRF's here, so the runner's options are ``progress``,
             ``new_folder`` and ``claimant``, as
@@ -126,9 +123,7 @@ def fuse_task(
     """
     stage = FusionStage(inputs, method, k=k, norm=norm, weights=weights)
     for first in inputs:
-        check_judged_alike(first, task, protocol, negatives)
+        check_judged_alike(first, view, negatives)
     covered = {d for first in inputs for d in first.runs}
-    chosen = list(domains) if domains else [d for d in source.domains() if d in covered]
-    return run_task(
-        source, task, stage, out_dir, domains=chosen, protocol=protocol, negatives=negatives, **run
-    )
+    chosen = list(domains) if domains else [d for d in view.domains() if d in covered]
+    return run_task(view, stage, out_dir, domains=chosen, negatives=negatives, **run)

@@ -21,12 +21,13 @@ import pandas as pd
 
 from mmbright_core.benchmark import apply_protocol, apply_protocol_columns
 from mmbright_core.data.sources import Source
+from mmbright_core.data.view import TaskView
 from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.io.runs import run_columns
 from mmbright_core.measures import Measure, parse_measures
 from mmbright_core.metrics import evaluate
 from mmbright_core.task_table import MAIN_SCORE
-from mmbright_core.types import Missing, Protocol4, TaskData
+from mmbright_core.types import Missing, TaskData
 
 RunLike = Any
 """One domain's run: query_id -> doc_id -> score, or a DataFrame / Arrow table of them."""
@@ -40,12 +41,10 @@ _FIRST_RELEVANT = "RR"  # 1 / rank of the first relevant item (trec_eval recip_r
 
 
 def source_results_table(
-    source: Source,
-    task: int,
+    view: TaskView,
     runs: Mapping[str, Mapping[str, RunLike]],
     *,
     domains: Sequence[str] | None = None,
-    protocol: Protocol4 = "paper",
     measures: Iterable[str] = (MAIN_SCORE,),
     missing: Missing = "skip",
     check_images: bool = True,
@@ -54,11 +53,9 @@ def source_results_table(
     """Build the results table of several runs of one task on a dataset copy.
 
     Args:
-        source: The dataset copy (its judgments define the task).
-        task: 1, 2, 3 or 4.
+        view: The dataset copy, the task and its protocol (its judgments define the task).
         runs: run name -> domain -> run.
         domains: Domains to include (default: every domain any run has).
-        protocol: The Task 4 protocol.
         measures: Measure names.
         missing: ``"skip"`` or ``"zero"`` (docs/protocol.md, Scoring).
         check_images: Decode every query image to count the decodable ones (cached by the
@@ -69,10 +66,8 @@ def source_results_table(
         See :func:`results_table`.
     """
     chosen = sorted({d for run in runs.values() for d in run}) if domains is None else domains
-    tasks = [
-        source.judgments(task, source.check_domain(d), protocol, negatives=negatives)
-        for d in chosen
-    ]
+    source = view.source
+    tasks = [view.judgments(source.check_domain(d), negatives) for d in chosen]
 
     def problem(domain: str, path: str) -> str | None:
         return source.image_problem("examples_images", domain, path)
@@ -183,11 +178,9 @@ def _empty_scores(measures: list[str]) -> pd.DataFrame:
 
 
 def query_image_features(
-    source: Source,
-    task: int,
+    view: TaskView,
     domains: Sequence[str],
     *,
-    protocol: Protocol4 = "paper",
     ocr_cache: Path | None = None,
     ocr_words: OcrWords | None = None,
 ) -> pd.DataFrame:
@@ -200,10 +193,8 @@ def query_image_features(
     NaN (the ``not read`` slice). Without an ``ocr_cache`` no image is decoded at all.
 
     Args:
-        source: The dataset copy.
-        task: The task whose queries are described.
+        view: The dataset copy, the task whose queries are described and its protocol.
         domains: The domains to describe.
-        protocol: The Task 4 protocol.
         ocr_cache: The cache root of the OCR retrievers (``retrieval.cache.default_cache_dir``).
         ocr_words: The words OCR runs recorded with their outputs.
 
@@ -212,9 +203,10 @@ def query_image_features(
         ``image_height`` (NaN where there is no image, or its header cannot be read).
     """
     reader = None if ocr_cache is None else _cached_ocr(ocr_cache)
+    source = view.source
     rows = []
     for domain in domains:
-        for query in source.judgments(task, source.check_domain(domain), protocol).queries:
+        for query in view.judgments(source.check_domain(domain)).queries:
             width = height = words = math.nan
             if query.images:
                 width, height = _header_size(source.query_image_bytes(domain, query.images[0].path))

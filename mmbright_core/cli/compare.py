@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from mmbright_core.analysis.compare import Comparison
     from mmbright_core.analysis.rewrite_stage import RewriteStage
     from mmbright_core.analysis.two_stage import TwoStage
-    from mmbright_core.data.sources import Source
+    from mmbright_core.data.view import TaskView
     from mmbright_core.io.ocr_words import OcrWords
     from mmbright_core.present.report import QueryDetail
     from mmbright_core.types import Run
@@ -93,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
     from mmbright_core.analysis.table import source_results_table
     from mmbright_core.cli.compare_output import print_json, print_tsv
     from mmbright_core.data.sources import open_source
+    from mmbright_core.data.view import TaskView
     from mmbright_core.io.atomic import check_destination
     from mmbright_core.task_runs import Scope, load_task_runs
 
@@ -108,33 +109,32 @@ def run(args: argparse.Namespace) -> int:
         for name, path in zip(names, (args.run_a, args.run_b), strict=True)
     }
     chosen = domains or sorted({d for by_domain in runs.values() for d in by_domain})
+    view = TaskView(source, args.task, args.protocol)
     table = source_results_table(
-        source,
-        args.task,
+        view,
         runs,
         domains=chosen,
-        protocol=args.protocol,
         measures=[MEASURE],
         negatives=args.negatives,
     )
     comparison = compare_runs(
         table, names[0], names[1], MEASURE, seed=args.seed, n_resamples=args.resamples
     )
-    tags = _read_tags(args.source, args.task, args.protocol)
+    tags = _read_tags(args)
     hurt = with_tags(most_hurt(comparison, args.top), tags)
-    sliced = _sliced(source, args, comparison, chosen, tags) if args.by else None
+    sliced = _sliced(view, args, comparison, chosen, tags) if args.by else None
     if args.format == "json":
         print_json(comparison, hurt, sys.stdout, sliced)
     else:
         print_tsv(comparison, hurt, sys.stdout, sliced, args.by)
     if args.report:
-        stages = _stages(source, args, names, runs, table)
-        _write_report(source, args, runs, comparison, hurt, tags, stages)
+        stages = _stages(view, args, names, runs, table)
+        _write_report(view, args, runs, comparison, hurt, tags, stages)
     return 0
 
 
 def _sliced(
-    source: Source,
+    view: TaskView,
     args: argparse.Namespace,
     comparison: Comparison,
     domains: list[str],
@@ -148,10 +148,8 @@ def _sliced(
     features = None
     if args.by in _IMAGE_SLICES:
         features = query_image_features(
-            source,
-            args.task,
+            view,
             domains,
-            protocol=args.protocol,
             ocr_cache=default_cache_dir(),
             ocr_words=_recorded_words(args.run_b, args.run_a),
         )
@@ -159,7 +157,7 @@ def _sliced(
 
 
 def _write_report(
-    source: Source,
+    view: TaskView,
     args: argparse.Namespace,
     runs: Mapping[str, Mapping[str, Run]],
     comparison: Comparison,
@@ -171,7 +169,7 @@ def _write_report(
     from mmbright_core.io.atomic import atomic_write_text
     from mmbright_core.present.report import comparison_report
 
-    details = _details(source, args.task, args.protocol, args.negatives, runs, hurt)
+    details = _details(view, args.negatives, runs, hurt)
     two_stage, rewrite = stages
     page = comparison_report(
         comparison, details=details, top=args.top, tags=tags, two_stage=two_stage, rewrite=rewrite
@@ -181,7 +179,7 @@ def _write_report(
 
 
 def _stages(
-    source: Source,
+    view: TaskView,
     args: argparse.Namespace,
     names: tuple[str, str],
     runs: Mapping[str, Mapping[str, Run]],
@@ -202,9 +200,7 @@ def _stages(
         for n, p in zip(names, paths, strict=True)
     }
     lineages = {n: Lineage.of(c) for n, c in configs.items()}
-    stages = find_first_stage(
-        names, runs, lineages, lambda d: source.judgments(args.task, d, args.protocol).qrels
-    )
+    stages = find_first_stage(names, runs, lineages, view.qrels)
     return stages, find_rewrite(names, configs, lambda plain, rewritten: table, stages)
 
 
@@ -225,20 +221,18 @@ def _names(path_a: str, path_b: str) -> tuple[str, str]:
     return (f"A:{a}", f"B:{b}") if a == b else (a, b)
 
 
-def _read_tags(source: str, task: int, protocol: str) -> dict[tuple[str, str], list[str]]:
+def _read_tags(args: argparse.Namespace) -> dict[tuple[str, str], list[str]]:
     """The failure tags of the task's queries, from the notes file when there is one."""
     from mmbright_core.notes import scope_tags
 
-    path, tags = scope_tags(source, task, protocol)
+    path, tags = scope_tags(args.source, args.task, args.protocol)
     if path is not None:
         print(f"failure tags read from {path} ({len(tags)} annotated queries)", file=sys.stderr)
     return tags
 
 
 def _details(
-    source: Source,
-    task: int,
-    protocol: str,
+    view: TaskView,
     negatives: str,
     runs: Mapping[str, Mapping[str, Run]],
     hurt: pd.DataFrame,
@@ -250,12 +244,12 @@ def _details(
     run_a, run_b = runs.values()
     out = {}
     for domain, query_id in zip(hurt["domain"], hurt["query_id"], strict=True):
-        data = source.judgments(task, domain, protocol, negatives=negatives)
+        data = view.judgments(domain, negatives)
         query = next(q for q in data.queries if q.query_id == query_id)
         excluded = data.excluded.get(query_id, ())
         a = top_k(run_a.get(domain, {}).get(query_id, {}), RUN_DEPTH, excluded)
         b = top_k(run_b.get(domain, {}).get(query_id, {}), RUN_DEPTH, excluded)
-        images = [(i.path, source.query_image_bytes(domain, i.path)) for i in query.images]
+        images = [(i.path, view.source.query_image_bytes(domain, i.path)) for i in query.images]
         out[(domain, query_id)] = QueryDetail(
             query.text, images, rank_diff(data.qrels.get(query_id, {}), a, b)
         )

@@ -119,6 +119,7 @@ def score_benchmark(args: argparse.Namespace) -> TaskScores:
     """
     from mmbright_core.benchmark import score_task
     from mmbright_core.data.sources import open_source
+    from mmbright_core.data.view import TaskView
     from mmbright_core.task_runs import Scope, load_task_runs, read_task_file
 
     if args.task is None or args.run is None or args.qrels is not None:
@@ -135,11 +136,9 @@ def score_benchmark(args: argparse.Namespace) -> TaskScores:
     else:
         runs = load_task_runs(source, scope, args.run)
     return score_task(
-        source,
-        args.task,
+        TaskView(source, args.task, args.protocol),
         runs,
         domains=args.domains,
-        protocol=args.protocol,
         measures=tuple(args.measures or DEFAULT_MEASURES),
         missing=args.missing,
         run_name=str(args.run),

@@ -41,8 +41,9 @@ def register(subparsers: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     """Fuse, then print each domain's nDCG@10."""
     from mmbright_core.analysis.fused_run import fuse_task
-    from mmbright_core.cli.options import claimant, task_settings
+    from mmbright_core.cli.options import claimant
     from mmbright_core.data.sources import open_source
+    from mmbright_core.data.view import TaskView
     from mmbright_core.fusion import check_fusion
     from mmbright_core.rerank.first_stage import load_first_stage
 
@@ -50,18 +51,16 @@ def handle(args: argparse.Namespace) -> int:
     fusion = {"method": args.method, "k": args.k, "norm": norm, "weights": args.weights}
     check_fusion(len(args.runs), **fusion)  # before any run is read
     source = open_source(args.source)
-    inputs = [
-        load_first_stage(source, args.task, run, domains=args.domains, protocol=args.protocol)
-        for run in args.runs
-    ]
+    view = TaskView(source, args.task, args.protocol)
+    inputs = [load_first_stage(view, run, domains=args.domains) for run in args.runs]
     outcome = fuse_task(
-        source,
-        args.task,
+        view,
         inputs,
         args.out,
         claimant=claimant(args),
+        domains=args.domains,
+        negatives=args.negatives,
         **fusion,
-        **task_settings(args),
     )
     print("domain\tfused")
     for domain in [*outcome.domains, *outcome.kept]:

@@ -187,15 +187,6 @@ def add_task_options(
     add_negatives(parser)
 
 
-def task_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The task options a run is made with, as the runner's and the reranker's keywords.
-
-    ``--domain``, ``--protocol`` and ``--negatives`` (:func:`add_task_options`), read back
-    in one place as they are declared in one.
-    """
-    return {"domains": args.domains, "protocol": args.protocol, "negatives": args.negatives}
-
-
 WAIT_ADVICE = "Wait for it to end, pass --wait, or choose another --out"
 """What a command refused by another job's claim on its output says to do."""
 

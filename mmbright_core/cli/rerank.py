@@ -11,7 +11,6 @@ from mmbright_core.cli.options import (
     add_task_options,
     add_wait,
     claimant,
-    task_settings,
 )
 
 RERANK_COMMAND = Command(
@@ -80,6 +79,7 @@ def reranker_options(args: argparse.Namespace) -> dict[str, Any]:
 def handle(args: argparse.Namespace) -> int:
     """Rerank, then print each domain's nDCG@10 before and after."""
     from mmbright_core.data.sources import open_source
+    from mmbright_core.data.view import TaskView
     from mmbright_core.metrics.official import official_metrics
     from mmbright_core.rerank.first_stage import load_first_stage
     from mmbright_core.rerank.registry import build
@@ -90,19 +90,18 @@ def handle(args: argparse.Namespace) -> int:
     reranker = build(args.reranker, **reranker_options(args))
     check_reranker_task(reranker, args.task)
     source = open_source(args.source)
-    first = load_first_stage(
-        source, args.task, args.run, domains=args.domains, protocol=args.protocol
-    )
+    view = TaskView(source, args.task, args.protocol)
+    first = load_first_stage(view, args.run, domains=args.domains)
     outcome = rerank_task(
-        source,
-        args.task,
+        view,
         first,
         reranker,
         args.out,
         depth=args.depth,
+        domains=args.domains,
+        negatives=args.negatives,
         cache_dir=args.cache_dir,
         claimant=claimant(args),
-        **task_settings(args),
     )
     print("domain\tfirst stage\treranked")
     for domain in [*outcome.domains, *outcome.kept]:

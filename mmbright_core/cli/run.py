@@ -17,7 +17,6 @@ from mmbright_core.cli.options import (
     add_wait,
     claimant,
     declare_later,
-    task_settings,
 )
 from mmbright_core.data.choices import POLICIES
 from mmbright_core.errors import InputError, printable
@@ -313,6 +312,7 @@ def execute(
     """
     from mmbright_core.cli.engine_options import with_engine
     from mmbright_core.data.sources import open_source
+    from mmbright_core.data.view import TaskView
     from mmbright_core.retrieval.catalogue.pinning import unpinned
     from mmbright_core.retrieval.catalogue.preset_run import Chosen, set_score_scale
     from mmbright_core.retrieval.runner.task_run import run_task
@@ -334,17 +334,17 @@ def execute(
         retriever = on_rewritten_queries(retriever, args.queries, args.task, source.name)
     written: list[Path] = []
     outcome = run_task(
-        source,
-        args.task,
+        TaskView(source, args.task, args.protocol),
         retriever,
         args.out,
+        domains=args.domains,
+        negatives=args.negatives,
         k=args.k,
         claimant=claimant,
         finish=_mteb_writer(args.task, written) if args.mteb else None,
         progress=progress,
         guard=guard,
         new_folder=new_folder,
-        **task_settings(args),
     )
     return Executed(chosen, retriever, outcome, tuple(written))
 

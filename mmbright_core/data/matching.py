@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from mmbright_core.data.ids import check_protocol, pair_id
+from mmbright_core.data.ids import pair_id
 from mmbright_core.data.pairs import pair_corpus
-from mmbright_core.data.sources import FolderSource, Source
+from mmbright_core.data.sources import FolderSource
 from mmbright_core.data.task_inputs import read_passages
+from mmbright_core.data.view import TaskView
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Run
 
@@ -74,12 +75,7 @@ class MatchCounts:
 
 
 def match_counts(
-    source: Source,
-    task: int,
-    runs: Mapping[str, Run],
-    *,
-    run_queries: int | None = None,
-    protocol: str = "paper",
+    view: TaskView, runs: Mapping[str, Run], *, run_queries: int | None = None
 ) -> MatchCounts:
     """Count the run's queries the task has and the doc ids its corpus holds.
 
@@ -88,29 +84,23 @@ def match_counts(
     ids are then left uncounted, ``None``).
 
     Args:
-        source: The dataset copy.
-        task: The task the run is for.
+        view: The dataset copy, the task the run is for and its protocol.
         runs: domain -> query_id -> doc_id -> score (a domain the source lacks matches nothing).
         run_queries: The queries in the file, when some could not be filed under a domain
             (default: those in ``runs``).
-        protocol: The Task 4 protocol.
     """
-    held = set(source.domains())
-    local = isinstance(source, FolderSource)
-    task_queries = sum(len(source.judgments(task, d, protocol).queries) for d in sorted(held))
+    held = set(view.domains())
+    local = isinstance(view.source, FolderSource)
+    task_queries = sum(len(view.judgments(d).queries) for d in sorted(held))
     filed = sum(len(run) for run in runs.values())
     matched_queries = run_docs = matched_docs = corpus_docs = 0
     for domain, run in runs.items():
-        known = (
-            {q.query_id for q in source.judgments(task, domain, protocol).queries}
-            if domain in held
-            else set()
-        )
+        known = {q.query_id for q in view.judgments(domain).queries} if domain in held else set()
         docs = {d for query_id, ranked in run.items() if query_id in known for d in ranked}
         matched_queries += sum(1 for query_id in run if query_id in known)
         run_docs += len(docs)
         if docs and local:
-            corpus = _corpus(source, task, domain, protocol)
+            corpus = _corpus(view, domain)
             corpus_docs += len(corpus)
             matched_docs += len(docs & corpus)
     return MatchCounts(
@@ -123,19 +113,20 @@ def match_counts(
     )
 
 
-def _corpus(source: Source, task: int, domain: str, protocol: str) -> frozenset[str]:
+def _corpus(view: TaskView, domain: str) -> frozenset[str]:
     """The ids of a domain's corpus items, read by id alone, with the judged ones added.
 
     Task 4's pairs are built from every corpus image, decodable or not: decoding them all
     would cost more than the check is worth, and an undecodable image's pair is a real id.
     """
-    judged = {d for docs in source.judgments(task, domain, protocol).qrels.values() for d in docs}
-    corpus = TASK_TABLE[task].corpus
+    source = view.source
+    judged = {d for docs in view.qrels(domain).values() for d in docs}
+    corpus = TASK_TABLE[view.task].corpus
     if corpus == "images":
         return frozenset(source.image_paths("document_images", domain)) | judged
     passages = read_passages(source, domain, text=False)[0]
     if corpus == "passages":
         return frozenset(passages) | judged
     images = source.image_paths("document_images", domain)
-    pairs = pair_corpus(passages, images, domain, check_protocol(protocol))
+    pairs = pair_corpus(passages, images, domain, view.checked_protocol)
     return frozenset(pair_id(*pair) for pair in pairs) | judged

@@ -14,15 +14,17 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable, MutableMapping, Sequence
 from dataclasses import astuple, dataclass, fields
+from typing import cast
 
 from mmbright_core.data.choices import TASKS as TASKS
 from mmbright_core.data.images import check_image
 from mmbright_core.data.pairs import pair_corpus
 from mmbright_core.data.sources import Source
 from mmbright_core.data.task_inputs import decodable_images, read_passages
+from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputWarning, MissingFileError
 from mmbright_core.task_table import TASK_TABLE
-from mmbright_core.types import Protocol4
+from mmbright_core.types import Protocol4, Task
 
 
 @dataclass(frozen=True)
@@ -60,24 +62,18 @@ STATS_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(TaskStats))
 
 
 def task_stats(
-    source: Source,
-    task: int,
-    domain: str,
-    protocol: str = "paper",
-    *,
-    padded: MutableMapping[str, int] | None = None,
+    view: TaskView, domain: str, *, padded: MutableMapping[str, int] | None = None
 ) -> TaskStats:
     """Count one task on one domain.
 
     Args:
-        source: The dataset copy.
-        task: 1, 2, 3 or 4.
+        view: The dataset copy, the task and its protocol.
         domain: The domain.
-        protocol: The Task 4 protocol (``"paper"``, ``"legacy"`` or ``"release"``).
         padded: domain -> padded image count, filled and reused across calls (tasks 3 and 4
             share a domain's images, and telling padded ones apart decodes them again).
     """
-    data = source.judgments(task, domain, protocol)
+    source, task = view.source, view.task
+    data = view.judgments(domain)
     images: list[str] = []
     problems: dict[str, str] = {}
     info = TASK_TABLE[task]
@@ -146,7 +142,8 @@ def collect_stats(
     missing: list[tuple[int, MissingFileError]] = []
     for task in dict.fromkeys(tasks):
         try:
-            per_domain = [task_stats(source, task, d, protocol, padded=padded) for d in chosen]
+            view = TaskView(source, cast(Task, task), protocol)
+            per_domain = [task_stats(view, d, padded=padded) for d in chosen]
         except MissingFileError as err:
             if not held_only:
                 raise

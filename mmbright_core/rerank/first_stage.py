@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mmbright_core.data.sources import Source
+from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError
 from mmbright_core.io.runs import run_json
 from mmbright_core.retrieval.cache.store import content_key
 from mmbright_core.task_runs import Scope, check_task_runs, read_task_file, read_task_outputs
-from mmbright_core.types import Protocol4
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 
@@ -74,20 +73,16 @@ def runs_fingerprint(runs: Mapping[str, Mapping[str, Mapping[str, float]]]) -> s
 
 
 def load_first_stage(
-    source: Source,
-    task: int,
-    path: str | os.PathLike[str],
-    *,
-    domains: Sequence[str] | None = None,
-    protocol: Protocol4 = "paper",
+    view: TaskView, path: str | os.PathLike[str], *, domains: Sequence[str] | None = None
 ) -> FirstStage:
-    """Read a first-stage run of ``task``: an outputs folder or any run file.
+    """Read a first-stage run of the view's task: an outputs folder or any run file.
 
     Raises:
         InputError: The run is malformed, holds no query of the task (or doc ids of
             another task's shape), or lacks a domain asked for.
     """
     config: Mapping[str, Any] | None = None
+    source, task = view.source, view.task
     label = Path(path).name.split(".")[0]
     chosen = set(domains if domains is not None else source.domains())
     if Path(path).is_dir():
@@ -95,7 +90,7 @@ def load_first_stage(
         runs = {d: r for d, r in outputs.runs.items() if d in chosen}
         label, config = outputs.model, outputs.run_config or None
     else:
-        scope = Scope(task, domains, protocol)
+        scope = Scope(task, domains, view.checked_protocol)
         runs = read_task_file(source, scope, Path(path), str(path)).runs
     missing = [d for d in domains or () if d not in runs]
     if missing or not runs:
@@ -105,5 +100,5 @@ def load_first_stage(
             expected=f"a run of task {task} covering the domains asked for",
             found=", ".join(sorted(runs)) or "no domain",
         )
-    check_task_runs(source, task, runs, protocol=protocol, name=str(path))
+    check_task_runs(view, runs, name=str(path))
     return FirstStage(str(path), _UNSAFE.sub("-", label) or "run", runs, config)

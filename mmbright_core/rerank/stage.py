@@ -23,7 +23,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from mmbright_core.data.sources import Source
+from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError, InputWarning, cut
 from mmbright_core.rerank.answers import checked_order, reranked_run
 from mmbright_core.rerank.base import (
@@ -229,15 +229,13 @@ def check_reranker_task(reranker: Reranker, task: int) -> None:
 
 
 def rerank_task(
-    source: Source,
-    task: int,
+    view: TaskView,
     first: FirstStage,
     reranker: Reranker,
     out_dir: str | os.PathLike[str],
     *,
     depth: int = DEFAULT_DEPTH,
     domains: Sequence[str] | None = None,
-    protocol: str = "paper",
     negatives: str = "exclude",
     cache_dir: str | os.PathLike[str] | None = None,
     cache: bool = True,
@@ -246,14 +244,13 @@ def rerank_task(
     """Rerank the top ``depth`` of every query of a first-stage run and write the new run.
 
     Args:
-        source: The data source the first stage ran on.
-        task: The task number.
+        view: The data source the first stage ran on, the task and its Task 4 protocol
+            (the first stage's, where it recorded one).
         first: The first-stage run (:func:`~mmbright_core.rerank.first_stage.load_first_stage`).
         reranker: The second stage.
         out_dir: The output root; ``<subdir>`` is named after ``<first>+<reranker>``.
         depth: How many documents of each query are reranked.
         domains: The domains (default: those the first stage covers, in the source's order).
-        protocol: The Task 4 protocol; it must be the first stage's, where it recorded one.
         negatives: The ``negative_ids`` policy; the first stage's, where it recorded one.
         cache_dir: The cache root of the answers.
         cache: False to ask every query afresh and keep no answer.
@@ -266,24 +263,22 @@ def rerank_task(
             that is not the one the first stage ran with.
     """
     check_depth(depth)
-    check_reranker_task(reranker, task)
-    check_judged_alike(first, task, protocol, negatives)
-    chosen = list(domains) if domains else [d for d in source.domains() if d in first.runs]
+    check_reranker_task(reranker, view.task)
+    check_judged_alike(first, view, negatives)
+    chosen = list(domains) if domains else [d for d in view.domains() if d in first.runs]
     stage = RerankStage(reranker, first, depth, RerankCache(cache_dir) if cache else None)
-    return run_task(
-        source, task, stage, out_dir, domains=chosen, protocol=protocol, negatives=negatives, **run
-    )
+    return run_task(view, stage, out_dir, domains=chosen, negatives=negatives, **run)
 
 
-def check_judged_alike(first: FirstStage, task: int, protocol: str, negatives: str) -> None:
+def check_judged_alike(first: FirstStage, view: TaskView, negatives: str) -> None:
     """Raise :class:`InputError` unless both stages use the first stage's protocol and policy.
 
-    Only where they apply to ``task`` (the Task 4 protocol; ``negative_ids`` of tasks 1-2),
-    and only where the first stage recorded them.
+    Only where they apply to the view's task (the Task 4 protocol; ``negative_ids`` of
+    tasks 1-2), and only where the first stage recorded them.
     """
     recorded = first.config or {}
-    info = task_info(task)
-    for name, given in (("protocol", protocol), ("negatives", negatives)):
+    info = task_info(view.task)
+    for name, given in (("protocol", view.protocol), ("negatives", negatives)):
         applies = info.protocols if name == "protocol" else info.negatives
         if applies and recorded.get(name, given) != given:
             raise InputError(

@@ -2,9 +2,9 @@
 
 The retriever a run's ``config.json`` rebuilds is kept as a shared resource, and each
 query's attributions and image words are computed once per run and query. Every cache is
-keyed by one :data:`QueryKey` (the source, task, domain, protocol, the run's name and
-fingerprint, and the query), so opening another query computes only that query; the run
-itself goes under an ``_``-prefixed argument that the cache does not hash.
+keyed by the query (a :class:`~mmbright_core.data.view.QueryRef`: its task view, domain and
+id) and the run's name and fingerprint, so opening another query computes only that query;
+the run itself goes under an ``_``-prefixed argument that the cache does not hash.
 
 A run folder never chooses code to run. A run made by a ``MODULE:FACTORY`` plugin is rebuilt
 by importing that module: a shared server (``MMBRIGHT_DATA_ROOT`` set) never does, and a
@@ -26,6 +26,7 @@ from mmbright_core.analysis.attribution import (
     explain,
     retriever_from_config,
 )
+from mmbright_core.data.view import QueryRef, TaskView
 from mmbright_core.errors import MissingDependencyError
 from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.io.rewrites import Rewrite
@@ -33,30 +34,20 @@ from mmbright_core.retrieval.backends.ocr import OcrAugmented
 from mmbright_core.retrieval.base import Retriever, RunConfig
 from mmbright_core.retrieval.cache.store import content_key
 from mmbright_core.retrieval.runner.rebuild import ImportNotAllowed, plugin_module
-from mmbright_core.types import Task, TaskData
+from mmbright_core.types import TaskData
 from mmbright_core.ui.confine import data_root
 from mmbright_core.ui.literal import literal
-from mmbright_core.ui.loaders import get_source, queries
+from mmbright_core.ui.loaders import VIEWS
 from mmbright_core.ui.state import RunEntry
 
-QueryKey = tuple[str, Task, str, str, str, str, str]
-"""What a query's cached results are keyed by: (source spec, task, domain, protocol, run
-name, run fingerprint, query id)."""
 #: Session state: the plugin calls (``MODULE:FACTORY(arguments)``) the user allowed to run.
 ALLOWED_KEY = "explain_allowed_modules"
 
 
-def query_key(
-    spec: str, task: Task, domain: str, protocol: str, entry: RunEntry, query_id: str
-) -> QueryKey:
-    """The key of one query of one run, for the caches below."""
-    return (spec, task, domain, protocol, entry.name, entry.fingerprint, query_id)
-
-
-@st.cache_resource(max_entries=16, show_spinner=False)
-def task_data(spec: str, task: Task, domain: str, protocol: str) -> TaskData:
+@st.cache_resource(max_entries=16, show_spinner=False, hash_funcs=VIEWS)
+def task_data(view: TaskView, domain: str) -> TaskData:
     """The task's data for one domain, corpus included (what an explanation scores against)."""
-    return get_source(spec).task(task, domain, protocol)
+    return view.data(domain)
 
 
 @st.cache_resource(max_entries=8, show_spinner="Rebuilding the run's retriever…")
@@ -155,22 +146,13 @@ def entry_retriever(entry: RunEntry) -> Retriever | Unavailable:
     return retriever_for(config, key, words, entry.rewrites or None, modules)
 
 
-def explanations(
-    spec: str,
-    task: Task,
-    domain: str,
-    protocol: str,
-    entry: RunEntry,
-    query_id: str,
-    doc_ids: Sequence[str],
-) -> dict[str, Attribution]:
+def explanations(ref: QueryRef, entry: RunEntry, doc_ids: Sequence[str]) -> dict[str, Attribution]:
     """Each shown document's attribution in one run for one query, computed once and cached.
 
     Keyed by the run's fingerprint and the query: opening another query computes only that
     query's top documents.
     """
-    key = query_key(spec, task, domain, protocol, entry, query_id)
-    return _explanations(key, tuple(doc_ids), _consent(entry), entry)
+    return _explanations(ref, entry.name, entry.fingerprint, tuple(doc_ids), _consent(entry), entry)
 
 
 def _consent(entry: RunEntry) -> bool:
@@ -182,21 +164,23 @@ def _consent(entry: RunEntry) -> bool:
     return call is not None and _allowed(call)
 
 
-@st.cache_resource(max_entries=64, show_spinner="Explaining the scores…")
+@st.cache_resource(max_entries=64, show_spinner="Explaining the scores…", hash_funcs=VIEWS)
 def _explanations(
-    key: QueryKey, doc_ids: tuple[str, ...], allowed: bool, _entry: RunEntry
+    ref: QueryRef,
+    name: str,
+    fingerprint: str,
+    doc_ids: tuple[str, ...],
+    allowed: bool,
+    _entry: RunEntry,
 ) -> dict[str, Attribution]:
     retriever = entry_retriever(_entry)
     if isinstance(retriever, Unavailable):
         return dict.fromkeys(doc_ids, retriever)
-    spec, task, domain, protocol, *_, query_id = key
-    data = task_data(spec, task, domain, protocol)
-    return explain(retriever, data, get_source(spec), query_id, list(doc_ids))
+    data = task_data(ref.view, ref.domain)
+    return explain(retriever, data, ref.view.source, ref.query_id, list(doc_ids))
 
 
-def image_words(
-    spec: str, task: Task, domain: str, protocol: str, entry: RunEntry, query_id: str
-) -> dict[str, str] | None:
+def image_words(ref: QueryRef, entry: RunEntry) -> dict[str, str] | None:
     """Query image path -> the words an OCR run read from it (None for a run without OCR).
 
     The words the run recorded come first (those of an image whose bytes still match);
@@ -204,9 +188,10 @@ def image_words(
     With the ``concat`` policy the words are read from the images joined into one: they are
     filed under the first image.
     """
-    recorded = entry.ocr_words.images_read(domain, query_id) if entry.ocr_words else None
+    domain = ref.domain
+    recorded = entry.ocr_words.images_read(domain, ref.query_id) if entry.ocr_words else None
     if recorded is not None:
-        source = get_source(spec)
+        source = ref.view.source
         return {
             read.path: read.text
             for read in recorded
@@ -215,19 +200,19 @@ def image_words(
     retriever = entry_retriever(entry)
     if not isinstance(retriever, OcrAugmented):
         return None
-    key = query_key(spec, task, domain, protocol, entry, query_id)
-    return _image_words(key, _consent(entry), entry)
+    return _image_words(ref, entry.name, entry.fingerprint, _consent(entry), entry)
 
 
-@st.cache_resource(max_entries=64, show_spinner="Reading the query images…")
-def _image_words(key: QueryKey, allowed: bool, _entry: RunEntry) -> dict[str, str]:
+@st.cache_resource(max_entries=64, show_spinner="Reading the query images…", hash_funcs=VIEWS)
+def _image_words(
+    ref: QueryRef, name: str, fingerprint: str, allowed: bool, _entry: RunEntry
+) -> dict[str, str]:
     retriever = entry_retriever(_entry)
-    spec, task, domain, protocol, *_, query_id = key
-    query = queries(spec, task, domain, protocol)[query_id]
+    query = ref.query
     if not isinstance(retriever, OcrAugmented):
         return {}
     try:
-        read = retriever.read_images(query, get_source(spec))
+        read = retriever.read_images(query, ref.view.source)
     except MissingDependencyError:
         return {}  # the hits' explanations say which extra to install
     return {image.path: image.text for image in read}

@@ -16,7 +16,7 @@ from mmbright_core.analysis.attribution import Attribution, FusionAttribution, U
 from mmbright_core.analysis.compare import most_hurt
 from mmbright_core.benchmark import apply_protocol
 from mmbright_core.data.ids import display_id
-from mmbright_core.data.sources import Source
+from mmbright_core.data.view import QueryRef, TaskView
 from mmbright_core.errors import MMBrightError
 from mmbright_core.types import Task
 from mmbright_core.ui import (
@@ -29,64 +29,52 @@ from mmbright_core.ui import (
     views,
     widgets,
 )
-from mmbright_core.ui.state import InspectTarget, RunEntry
+from mmbright_core.ui.state import RunEntry
 
 DOMAIN_KEY = "insp_domain"
 QUERY_KEY = "insp_query"
 
 
-def readable(source: Source, spec: str, task: Task, protocol: str) -> bool:
+def readable(view: TaskView) -> bool:
     """Whether the source's queries can be read, the reason shown on the page where not.
 
     A dataset the hub cache lacks, with HF_HUB_OFFLINE=1, is one line here rather than a
     traceback from wherever the page first reads it.
     """
-    domains = source.domains()
-    return (
-        not domains or render.attempt(loaders.queries, spec, task, domains[0], protocol) is not None
-    )
+    domains = view.domains()
+    return not domains or render.attempt(view.queries, domains[0]) is not None
 
 
-def sync_target(
-    source: Source, task: Task, protocol: str, order: Sequence[tuple[str, str]] = ()
-) -> InspectTarget | None:
+def sync_target(view: TaskView, order: Sequence[tuple[str, str]] = ()) -> QueryRef | None:
     """Return a valid query to inspect and put it into the selectors before they are drawn.
 
     An unknown or missing target falls back to the first of ``order`` (the most-hurt
     queries), else to the first query of the first domain.
     """
-    spec = state.source_spec()
     target = state.inspect_target()
-    if target is None or not _valid(target, source, spec, task, protocol):
-        target = InspectTarget(*order[0]) if order else _first_query(source, spec, task, protocol)
-        if target is None:
+    ref = None if target is None else view.query(target.domain, target.query_id)
+    if ref is None or not ref.exists():
+        ref = view.query(*order[0]) if order else _first_query(view)
+        if ref is None:
             return None
-        state.set_inspect_target(target.domain, target.query_id)
-    st.session_state[DOMAIN_KEY] = target.domain
-    st.session_state[QUERY_KEY] = target.query_id
-    return target
+        state.set_inspect_target(ref.domain, ref.query_id)
+    st.session_state[DOMAIN_KEY] = ref.domain
+    st.session_state[QUERY_KEY] = ref.query_id
+    return ref
 
 
-def _valid(target: InspectTarget, source: Source, spec: str, task: Task, protocol: str) -> bool:
-    return target.domain in source.domains() and target.query_id in loaders.queries(
-        spec, task, target.domain, protocol
-    )
-
-
-def _first_query(source: Source, spec: str, task: Task, protocol: str) -> InspectTarget | None:
-    for domain in source.domains():
-        ids = list(loaders.queries(spec, task, domain, protocol))
+def _first_query(view: TaskView) -> QueryRef | None:
+    for domain in view.domains():
+        ids = list(view.queries(domain))
         if ids:
-            return InspectTarget(domain, ids[0])
+            return view.query(domain, ids[0])
     return None
 
 
 def on_pick() -> None:
     """Selector callback: inspect the chosen domain and query (first query on a new domain)."""
     domain = str(st.session_state[DOMAIN_KEY])
-    ids = list(
-        loaders.queries(state.source_spec(), state.current_task(), domain, state.current_protocol())
-    )
+    ids = list(loaders.current_view().queries(domain))
     query_id = st.session_state.get(QUERY_KEY)
     if query_id not in ids:
         query_id = ids[0] if ids else ""
@@ -118,14 +106,14 @@ def default_runs(runs: Mapping[str, RunEntry]) -> list[str]:
     return list(pair) if pair else list(runs)[:1]
 
 
-def hurt_order(spec: str, task: Task, protocol: str) -> list[tuple[str, str]]:
+def hurt_order(view: TaskView) -> list[tuple[str, str]]:
     """(domain, query_id) of the queries B lost most on against A, worst first."""
     runs = state.task_runs()
     pair = compared_pair(runs)
     if pair is None:
         return []
     try:
-        deltas = loaders.deltas_for(spec, task, protocol, runs, *pair)
+        deltas = loaders.deltas_for(view, runs, *pair)
     except MMBrightError:
         return []  # the compare page shows the reason; the inspector still works
     hurt = most_hurt(deltas, top=len(deltas))
@@ -141,7 +129,7 @@ def step(order: Sequence[tuple[str, str]], by: int) -> None:
         state.set_inspect_target(*found)
 
 
-def order_caption(order: Sequence[tuple[str, str]], target: InspectTarget) -> str:
+def order_caption(order: Sequence[tuple[str, str]], target: QueryRef) -> str:
     """Say where the shown query sits among the most-hurt queries."""
     pair = compared_pair(state.task_runs())
     names = f"{pair[1]} vs {pair[0]}" if pair else ""
@@ -152,10 +140,14 @@ def order_caption(order: Sequence[tuple[str, str]], target: InspectTarget) -> st
     return f"Most-hurt queries ({names}): {where}. Previous/next walk them, worst first."
 
 
-def scored(entry: RunEntry, target: InspectTarget, excluded: frozenset[str]) -> Mapping[str, float]:
-    """One query's ranking in a run as the benchmark scores it (exclusions, top-1000 cut)."""
-    scores = entry.runs.get(target.domain, {}).get(target.query_id, {})
-    return apply_protocol({target.query_id: scores}, {target.query_id: excluded})[target.query_id]
+def scored(entry: RunEntry, ref: QueryRef) -> Mapping[str, float]:
+    """One query's ranking in a run as the benchmark scores it (exclusions, top-1000 cut).
+
+    The run's own policy for ``negative_ids`` says what is excluded.
+    """
+    scores = entry.runs.get(ref.domain, {}).get(ref.query_id, {})
+    excluded = {ref.query_id: ref.excluded(entry.negatives)}
+    return apply_protocol({ref.query_id: scores}, excluded)[ref.query_id]
 
 
 def point_positions(event: object) -> list[int]:
@@ -200,15 +192,11 @@ def open_clicked(button: str, choice: str, choices: str) -> None:
         st.switch_page(navigation.page_file("inspector"))
 
 
-def image_words(
-    spec: str, task: Task, protocol: str, target: InspectTarget, entries: Mapping[str, RunEntry]
-) -> dict[str, dict[str, str]]:
+def image_words(ref: QueryRef, entries: Mapping[str, RunEntry]) -> dict[str, dict[str, str]]:
     """Run name -> query image path -> the words the run read from it, for the OCR runs."""
     found = {}
     for name, entry in entries.items():
-        words = explain_cache.image_words(
-            spec, task, target.domain, protocol, entry, target.query_id
-        )
+        words = explain_cache.image_words(ref, entry)
         if words is not None:
             found[name] = words
     return found

@@ -9,8 +9,9 @@ argument that the cache skips.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -18,11 +19,11 @@ import streamlit as st
 from mmbright_core.analysis.compare import JUDGED, Comparison, compare_runs, paired_deltas
 from mmbright_core.analysis.leaderboard import leaderboard
 from mmbright_core.analysis.table import source_results_table
-from mmbright_core.data.ids import check_protocol
 from mmbright_core.data.sources import Source, open_source, parse_source_spec
-from mmbright_core.task_table import MAIN_SCORE, TASK_TABLE
-from mmbright_core.types import Document, Query, Task
-from mmbright_core.ui import workspace
+from mmbright_core.data.view import QueryRef, TaskView
+from mmbright_core.task_table import MAIN_SCORE
+from mmbright_core.types import Task
+from mmbright_core.ui import state, workspace
 from mmbright_core.ui.confine import Confinement
 from mmbright_core.ui.state import RunEntry
 
@@ -55,54 +56,21 @@ def dataset_folder(spec: str) -> Path:
     return folder
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
-def queries(spec: str, task: Task, domain: str, protocol: str) -> dict[str, Query]:
-    """Return query_id -> query for one domain of a task (no corpus is read)."""
-    data = get_source(spec).judgments(task, domain, protocol)
-    return {q.query_id: q for q in data.queries}
+def current_view(task: Task | None = None) -> TaskView:
+    """The view the sidebar chose: its source, its task (or ``task``) and its protocol.
 
-
-@st.cache_resource(max_entries=64, show_spinner=False)
-def qrels(spec: str, task: Task, domain: str, protocol: str) -> dict[str, dict[str, int]]:
-    """Return the task's qrels for one domain."""
-    return get_source(spec).judgments(task, domain, protocol).qrels
-
-
-@st.cache_resource(max_entries=64, show_spinner=False)
-def excluded(
-    spec: str, task: Task, domain: str, protocol: str, negatives: str = "exclude"
-) -> dict[str, frozenset[str]]:
-    """Return query_id -> the doc ids the protocol (and a run's policy) excludes in a domain."""
-    return get_source(spec).judgments(task, domain, protocol, negatives=negatives).excluded
-
-
-@st.cache_resource(max_entries=8, show_spinner="Reading the corpus…")
-def documents(spec: str, task: Task, domain: str, protocol: str) -> dict[str, Document]:
-    """Return doc_id -> document of one domain's corpus (read only for the inspector)."""
-    data = get_source(spec).task(task, domain, protocol)
-    return {doc.doc_id: doc for doc in data.corpus}
-
-
-def shown_documents(
-    spec: str, task: Task, domain: str, protocol: str, ids: Collection[str]
-) -> dict[str, Document]:
-    """Return doc_id -> document for the items a page shows (missing ids are left out).
-
-    Passages (tasks 1-2) are read by id, never the whole corpus; image and pair items
-    (tasks 3-4) need the corpus built by the task's rules, read once per domain.
+    Raises:
+        InputError: The source cannot be opened (:func:`get_source`).
     """
-    if not ids:
-        return {}
-    if TASK_TABLE[task].corpus != "passages":
-        corpus = documents(spec, task, domain, protocol)
-        return {i: corpus[i] for i in ids if i in corpus}
-    texts = _passages(spec, domain, tuple(sorted(set(ids))))
-    return {i: Document(i, text) for i, text in texts.items()}
+    chosen = state.current_task() if task is None else task
+    return TaskView(get_source(state.source_spec()), chosen, state.current_protocol())
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
-def _passages(spec: str, domain: str, ids: tuple[str, ...]) -> dict[str, str]:
-    return get_source(spec).passages(domain, ids)
+VIEWS: dict[str | type[Any], Callable[[Any], Any]] = {
+    TaskView: lambda view: view.key,
+    QueryRef: lambda ref: ref.key,
+}
+"""How the caches hash a view and a query: by what names them, never the source's content."""
 
 
 @st.cache_resource(max_entries=1, show_spinner=False)
@@ -121,9 +89,7 @@ def _key(entries: Mapping[str, RunEntry]) -> tuple[tuple[str, str, str], ...]:
     return tuple((name, entry.fingerprint, entry.negatives) for name, entry in entries.items())
 
 
-def table_for(
-    spec: str, task: Task, protocol: str, entries: Mapping[str, RunEntry]
-) -> pd.DataFrame:
+def table_for(view: TaskView, entries: Mapping[str, RunEntry]) -> pd.DataFrame:
     """The per-query results table (one row per run and query) of the given runs.
 
     Each run is scored once and cached on its own (by name, fingerprint and the policy for
@@ -131,13 +97,13 @@ def table_for(
     """
     frames = []
     for name, entry in entries.items():
-        args = (spec, task, protocol, entry.negatives, name)
+        args = (view, entry.negatives, name)
         _tables.setdefault(entry.fingerprint, set()).add(args)
         frames.append(_run_table(*args, entry.fingerprint, entry))
     return pd.concat(frames, ignore_index=True)
 
 
-_tables: dict[str, set[tuple[str, Task, str, str, str]]] = {}
+_tables: dict[str, set[tuple[TaskView, str, str]]] = {}
 """Run fingerprint -> the arguments its score tables were cached under (to drop them)."""
 
 
@@ -155,45 +121,36 @@ def forget_tables(fingerprints: Collection[str]) -> None:
 
 # A resource, not data: the table is shared as is rather than unpickled on every rerun
 # (callers get it through ``pd.concat``, a new frame, and pandas copies on write).
-@st.cache_resource(max_entries=64, show_spinner="Scoring…")
+@st.cache_resource(max_entries=64, show_spinner="Scoring…", hash_funcs=VIEWS)
 def _run_table(
-    spec: str, task: Task, protocol: str, negatives: str, name: str, key: str, _entry: RunEntry
+    view: TaskView, negatives: str, name: str, key: str, _entry: RunEntry
 ) -> pd.DataFrame:
-    runs = {name: _entry.runs}
     return source_results_table(
-        get_source(spec),
-        task,
-        runs,
-        protocol=check_protocol(protocol),
+        view,
+        {name: _entry.runs},
         measures=(MEASURE, JUDGED),  # Judged@10: how much of the top 10 has a judgment
         negatives=negatives,
     )
 
 
-def board_for(
-    spec: str, task: Task, protocol: str, entries: Mapping[str, RunEntry]
-) -> pd.DataFrame:
+def board_for(view: TaskView, entries: Mapping[str, RunEntry]) -> pd.DataFrame:
     """The leaderboard of the given runs (domains, ``Avg.``, x100 with one decimal).
 
     Computed once per server for the same runs (their names, contents and policies for
     ``negative_ids``): every session that opens Home on the demo's runs shares it.
     """
-    return _board(spec, task, protocol, _key(entries), entries)
+    return _board(view, _key(entries), entries)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@st.cache_data(max_entries=16, show_spinner=False, hash_funcs=VIEWS)
 def _board(
-    spec: str,
-    task: Task,
-    protocol: str,
-    key: tuple[tuple[str, str, str], ...],
-    _entries: Mapping[str, RunEntry],
+    view: TaskView, key: tuple[tuple[str, str, str], ...], _entries: Mapping[str, RunEntry]
 ) -> pd.DataFrame:
-    return leaderboard(table_for(spec, task, protocol, _entries), MEASURE)
+    return leaderboard(table_for(view, _entries), MEASURE)
 
 
 def comparison_for(
-    spec: str, task: Task, protocol: str, entries: Mapping[str, RunEntry], run_a: str, run_b: str
+    view: TaskView, entries: Mapping[str, RunEntry], run_a: str, run_b: str
 ) -> Comparison:
     """The paired comparison of two runs (CIs, Holm-corrected p-values).
 
@@ -201,33 +158,31 @@ def comparison_for(
     of the task neither cost time nor invalidate it.
     """
     pair = _pair(entries, run_a, run_b)
-    return _comparison(spec, task, protocol, _key(pair), run_a, run_b, pair)
+    return _comparison(view, _key(pair), run_a, run_b, pair)
 
 
 def _pair(entries: Mapping[str, RunEntry], run_a: str, run_b: str) -> dict[str, RunEntry]:
     return {name: entries[name] for name in dict.fromkeys((run_a, run_b)) if name in entries}
 
 
-@st.cache_data(max_entries=16, show_spinner="Comparing…")
+@st.cache_data(max_entries=16, show_spinner="Comparing…", hash_funcs=VIEWS)
 def _comparison(
-    spec: str,
-    task: Task,
-    protocol: str,
+    view: TaskView,
     key: tuple[tuple[str, str, str], ...],
     run_a: str,
     run_b: str,
     _entries: Mapping[str, RunEntry],
 ) -> Comparison:
-    table = table_for(spec, task, protocol, _entries)
+    table = table_for(view, _entries)
     return compare_runs(table, run_a, run_b, MEASURE)
 
 
 def deltas_for(
-    spec: str, task: Task, protocol: str, entries: Mapping[str, RunEntry], run_a: str, run_b: str
+    view: TaskView, entries: Mapping[str, RunEntry], run_a: str, run_b: str
 ) -> pd.DataFrame:
     """The per-query deltas of two runs, without the statistics of :func:`comparison_for`.
 
     Each run's scores are cached by :func:`table_for`; pairing them is a cheap join.
     """
     pair = _pair(entries, run_a, run_b)
-    return paired_deltas(table_for(spec, task, protocol, pair), run_a, run_b, MEASURE)
+    return paired_deltas(table_for(view, pair), run_a, run_b, MEASURE)

@@ -17,6 +17,7 @@ import functools
 
 import streamlit as st
 
+from mmbright_core.data.view import QueryRef
 from mmbright_core.errors import NotesError
 from mmbright_core.notes import NotesStore, QueryKey, QueryNotes
 from mmbright_core.notes.database import default_path
@@ -52,11 +53,10 @@ def store() -> NotesStore:
     return _store(str(default_path()))
 
 
-def query_key(domain: str, query_id: str) -> QueryKey:
-    """The notes key of a query of the current source, task and protocol."""
-    return QueryKey(
-        state.source_spec(), state.current_task(), state.current_protocol(), domain, query_id
-    )
+def query_key(ref: QueryRef) -> QueryKey:
+    """The notes key of a query: the notes file names its view by the sidebar's source spec."""
+    view = ref.view
+    return QueryKey(state.source_spec(), view.task, view.protocol, ref.domain, ref.query_id)
 
 
 def _drafts() -> dict[QueryKey, tuple[str, int]]:
@@ -255,9 +255,9 @@ def _exports() -> None:
         )
 
 
-def show_notes(domain: str, query_id: str) -> None:
+def show_notes(ref: QueryRef) -> None:
     """Tags, note and author for one query, with a form to add a tag to the taxonomy."""
-    key = query_key(domain, query_id)
+    key = query_key(ref)
     try:
         notes = store().get(key)
         taxonomy = [tag.name for tag in store().tags()]

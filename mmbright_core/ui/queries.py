@@ -8,27 +8,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from mmbright_core.types import Task
-from mmbright_core.ui import loaders
+from mmbright_core.data.view import TaskView
 from mmbright_core.ui.headlines import TaskCounts
 
 
-def task_counts(spec: str, task: Task, protocol: str) -> TaskCounts:
+def task_counts(view: TaskView) -> TaskCounts:
     """Each domain's (queries, judged queries) in a task, over every domain of the source."""
     counts: dict[str, tuple[int, int]] = {}
-    for domain in loaders.get_source(spec).domains():
-        ids = loaders.queries(spec, task, domain, protocol)
-        judged = loaders.qrels(spec, task, domain, protocol)
+    for domain in view.domains():
+        ids, judged = view.queries(domain), view.qrels(domain)
         counts[domain] = (len(ids), sum(1 for q in ids if judged.get(q)))
     return counts
 
 
-def query_texts(
-    spec: str, task: Task, protocol: str, domains: Iterable[str]
-) -> dict[tuple[str, str], str]:
+def query_texts(view: TaskView, domains: Iterable[str]) -> dict[tuple[str, str], str]:
     """The text of every query of the domains a table shows, by (domain, query_id)."""
     return {
         (domain, query_id): query.text
         for domain in dict.fromkeys(domains)
-        for query_id, query in loaders.queries(spec, task, domain, protocol).items()
+        for query_id, query in view.queries(domain).items()
     }

@@ -22,13 +22,14 @@ import streamlit as st
 
 from mmbright_core.data.ids import display_id
 from mmbright_core.data.sources import Source
+from mmbright_core.data.view import QueryRef
 from mmbright_core.present.region_overlay import heat_figure, legend, sentence
 from mmbright_core.retrieval.base import Retriever
 from mmbright_core.retrieval.dual.regions import EncodesImages, explain_regions
 from mmbright_core.retrieval.explanation import GRID, RegionAttribution, Unavailable
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Document, Query, Task, TaskData
-from mmbright_core.ui import explain_cache, loaders, render
+from mmbright_core.ui import explain_cache, render
 from mmbright_core.ui.literal import literal, visible
 from mmbright_core.ui.state import RunEntry
 
@@ -74,14 +75,7 @@ class _Choice(NamedTuple):
 
 
 def show_regions(
-    spec: str,
-    task: Task,
-    domain: str,
-    protocol: str,
-    entries: Mapping[str, RunEntry],
-    ranked: Mapping[str, Sequence[str]],
-    qrels: Mapping[str, int],
-    query: Query,
+    ref: QueryRef, entries: Mapping[str, RunEntry], ranked: Mapping[str, Sequence[str]]
 ) -> None:
     """The "Where in the image" panel: pick a run and two items, compute on request, show.
 
@@ -91,6 +85,7 @@ def show_regions(
     reruns the page, as any other widget of the inspector does.
     """
     st.subheader("Where in the image")
+    task, domain, query, qrels = ref.view.task, ref.domain, ref.query, ref.qrels
     names = [n for n in ranked if ranked[n]]
     offered = sides(task, query)
     if not offered or not names:
@@ -100,7 +95,7 @@ def show_regions(
         "Run", names, index=len(names) - 1, key="insp_regions_run", format_func=visible
     )
     entry = entries[name]
-    found = _image_retriever(entry, spec, task, domain, protocol, query.query_id)
+    found = _image_retriever(entry, ref)
     if found is None:
         return
     retriever, data, source = found
@@ -114,7 +109,7 @@ def show_regions(
         _no_regions(result)
     elif isinstance(result, RegionAttribution):
         compared = {d for d in (choice.doc, choice.versus) if d is not None}
-        documents = loaders.shown_documents(spec, task, domain, protocol, compared)
+        documents = ref.view.shown_documents(domain, compared)
         _show(result, source, domain, documents)
 
 
@@ -122,9 +117,7 @@ def _no_regions(why: Unavailable) -> None:
     st.info(literal(f"No regions: {why.reason}"), icon=":material/info:")
 
 
-def _image_retriever(
-    entry: RunEntry, spec: str, task: Task, domain: str, protocol: str, query_id: str
-) -> tuple[Retriever, TaskData, Source] | None:
+def _image_retriever(entry: RunEntry, ref: QueryRef) -> tuple[Retriever, TaskData, Source] | None:
     """The run's retriever, if it encodes images, with what it scores against.
 
     None, once the panel says why, for a run whose retriever cannot be rebuilt or reads no
@@ -134,10 +127,10 @@ def _image_retriever(
     if isinstance(retriever, Unavailable):
         _no_regions(retriever)
         return None
-    data = explain_cache.task_data(spec, task, domain, protocol)
-    source = loaders.get_source(spec)
+    data = explain_cache.task_data(ref.view, ref.domain)
+    source = ref.view.source
     if not isinstance(retriever, EncodesImages):
-        found = render.attempt(explain_regions, retriever, data, source, query_id, "")
+        found = render.attempt(explain_regions, retriever, data, source, ref.query_id, "")
         if isinstance(found, Unavailable):
             _no_regions(found)
         return None

@@ -13,10 +13,9 @@ from collections.abc import Mapping
 from mmbright_core.analysis.compare import Comparison, most_hurt
 from mmbright_core.analysis.rankdiff import rank_diff
 from mmbright_core.benchmark import apply_protocol
-from mmbright_core.data.sources import Source
+from mmbright_core.data.view import QueryRef, TaskView
 from mmbright_core.notes import scope_tags
 from mmbright_core.present.report import QueryDetail, comparison_report
-from mmbright_core.types import Task
 from mmbright_core.ui.state import RunEntry
 from mmbright_core.ui.two_stage_view import find_rewrite_stage, find_two_stage
 
@@ -24,38 +23,30 @@ REPORT_QUERIES = 10
 """How many of the most-hurt queries the report details."""
 
 
-def query_detail(
-    source: Source,
-    task: Task,
-    protocol: str,
-    runs: tuple[RunEntry, RunEntry],
-    domain: str,
-    query_id: str,
-) -> QueryDetail:
+def query_detail(ref: QueryRef, runs: tuple[RunEntry, RunEntry]) -> QueryDetail:
     """Gather one query's text, image bytes and the rank diff of two runs (after exclusions).
 
     Each run is cut under its own policy for ``negative_ids`` (:attr:`RunEntry.negatives`).
     """
-    data = source.judgments(task, domain, protocol)
-    query = next((q for q in data.queries if q.query_id == query_id), None)
+    domain, query_id = ref.domain, ref.query_id
+    query = ref.view.queries(domain).get(query_id)
     if query is None:
         return QueryDetail()
-    images = [(ref.path, source.query_image_bytes(domain, ref.path)) for ref in query.images]
+    source = ref.view.source
+    images = [(image.path, source.query_image_bytes(domain, image.path)) for image in query.images]
     a, b = (
         apply_protocol(
             {query_id: e.runs.get(domain, {}).get(query_id, {})},
-            source.judgments(task, domain, protocol, negatives=e.negatives).excluded,
+            {query_id: ref.excluded(e.negatives)},
         )[query_id]
         for e in runs
     )
-    diff = rank_diff(data.qrels.get(query_id, {}), a, b, k=10)
+    diff = rank_diff(ref.qrels, a, b, k=10)
     return QueryDetail(text=query.text, images=images, rank_diff=diff)
 
 
 def comparison_html(
-    source: Source,
-    task: Task,
-    protocol: str,
+    view: TaskView,
     entries: Mapping[str, RunEntry],
     comparison: Comparison,
 ) -> str:
@@ -67,15 +58,13 @@ def comparison_html(
     """
     pair = (entries[comparison.run_a], entries[comparison.run_b])
     details = {
-        (row.domain, row.query_id): query_detail(
-            source, task, protocol, pair, row.domain, row.query_id
-        )
+        (row.domain, row.query_id): query_detail(view.query(row.domain, row.query_id), pair)
         for row in most_hurt(comparison, REPORT_QUERIES).itertuples(index=False)
     }
-    tags = scope_tags(source.name, task, protocol)[1]
+    tags = scope_tags(view.source.name, view.task, view.protocol)[1]
     names = comparison.run_a, comparison.run_b
-    stages = find_two_stage(source, task, protocol, entries, *names)
-    rewrite = find_rewrite_stage(source, task, protocol, entries, names, stages)
+    stages = find_two_stage(view, entries, *names)
+    rewrite = find_rewrite_stage(view, entries, names, stages)
     return comparison_report(
         comparison,
         details=details,

@@ -52,7 +52,7 @@ def _on_add_uploads() -> None:
         )
         return
     try:
-        source = loaders.get_source(state.source_spec())
+        view = loaders.current_view()
     except (MMBrightError, OSError) as err:
         _report("error", str(err))
         return
@@ -62,14 +62,9 @@ def _on_add_uploads() -> None:
             data = file.getvalue()
             sessions.check_upload_budget(file.name, len(data), _held_upload_bytes())
             upload = workspace.read_upload(
-                file.name,
-                data,
-                source,
-                state.current_task(),
-                state.current_protocol(),
-                int(st.get_option("server.maxUploadSize")) * 2**20,
+                file.name, data, view, int(st.get_option("server.maxUploadSize")) * 2**20
             )
-            entry, counts = upload.entry, upload.match(source, state.current_protocol())
+            entry, counts = upload.entry, upload.match(view)
         except MMBrightError as err:
             _report("error", str(err))
             continue
@@ -146,10 +141,7 @@ def _add_folder(folder: str) -> None:
     # The tasks of the outputs left out are offered until the next folder is read.
     st.session_state[OFFERS_KEY] = (folder, ())
     try:
-        source = loaders.get_source(state.source_spec())
-        found = workspace.entries_from_folder(
-            folder, source, state.current_task(), state.current_protocol()
-        )
+        found = workspace.entries_from_folder(folder, loaders.current_view())
     except (MMBrightError, OSError) as err:
         _report("error", str(err))
         return

@@ -19,12 +19,11 @@ from mmbright_core.analysis.compare import Comparison
 from mmbright_core.analysis.rankdiff import judgment_gap
 from mmbright_core.analysis.slices import slice_effect
 from mmbright_core.analysis.table import query_image_features
-from mmbright_core.data.ids import check_protocol
+from mmbright_core.data.view import QueryRef, TaskView
 from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.notes import DEFAULT_TAGS, NotesStore, default_path, scope_tags
 from mmbright_core.ranking import top_k
 from mmbright_core.retrieval.cache.store import default_cache_dir
-from mmbright_core.types import Task
 from mmbright_core.ui import loaders, state
 from mmbright_core.ui.literal import visible
 from mmbright_core.ui.state import Compared, RunEntry
@@ -35,9 +34,12 @@ IMAGE_SLICES = ("ocr-words", "image-size", "aspect")
 GAP_FILTERS = ("show all", "hide possible judgment gaps", "only judgment gaps")
 
 
-def query_tags(spec: str, task: Task, protocol: str) -> dict[tuple[str, str], list[str]]:
-    """(domain, query_id) -> the query's failure tags, from the notes file if there is one."""
-    return scope_tags(spec, task, protocol)[1]
+def query_tags(view: TaskView) -> dict[tuple[str, str], list[str]]:
+    """(domain, query_id) -> the query's failure tags, from the notes file if there is one.
+
+    The notes file names a view by the source spec the sidebar shows.
+    """
+    return scope_tags(state.source_spec(), view.task, view.protocol)[1]
 
 
 def tag_names() -> list[str]:
@@ -69,38 +71,31 @@ def gap_flags(compared: Compared, rows: pd.DataFrame) -> list[bool]:
     )
     pair = (compared.entries[compared.run_a], compared.entries[compared.run_b])
     names = tuple((e.name, e.fingerprint, e.negatives) for e in pair)
-    return _gap_flags(compared.spec, compared.task, compared.protocol, names, keys, pair)
+    return _gap_flags(compared.view, names, keys, pair)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_data(max_entries=32, show_spinner=False, hash_funcs=loaders.VIEWS)
 def _gap_flags(
-    spec: str,
-    task: Task,
-    protocol: str,
+    view: TaskView,
     names: tuple[tuple[str, str, str], ...],
     keys: tuple[tuple[str, str, float], ...],
     _pair: tuple[RunEntry, RunEntry],
 ) -> list[bool]:
     flags = []
     for domain, query_id, delta in keys:
-        qrels = loaders.qrels(spec, task, domain, protocol).get(query_id, {})
-        tops = [_top(spec, task, protocol, entry, domain, query_id) for entry in _pair]
-        flags.append(judgment_gap(qrels, tops[0], tops[1], delta))
+        ref = view.query(domain, query_id)
+        tops = [_top(ref, entry) for entry in _pair]
+        flags.append(judgment_gap(ref.qrels, tops[0], tops[1], delta))
     return flags
 
 
-def _top(
-    spec: str, task: Task, protocol: str, entry: RunEntry, domain: str, query_id: str
-) -> Sequence[str]:
-    excluded = loaders.excluded(spec, task, domain, protocol, entry.negatives)
-    scores = entry.runs.get(domain, {}).get(query_id, {})
-    return list(top_k(scores, 10, excluded.get(query_id, frozenset())))
+def _top(ref: QueryRef, entry: RunEntry) -> Sequence[str]:
+    scores = entry.runs.get(ref.domain, {}).get(ref.query_id, {})
+    return list(top_k(scores, 10, ref.excluded(entry.negatives)))
 
 
 def slice_table(
-    spec: str,
-    task: Task,
-    protocol: str,
+    view: TaskView,
     comparison: Comparison,
     by: str,
     tags: Mapping[tuple[str, str], Sequence[str]],
@@ -112,7 +107,7 @@ def slice_table(
         entry = recorded_words_entry(comparison)
         words = None if entry is None else entry.ocr_words
         key = "" if entry is None else entry.fingerprint
-        features = image_features(spec, task, protocol, domains, key, words)
+        features = image_features(view, domains, key, words)
     if by != "tag":
         return _slice(comparison, by, features)
     return slice_effect(comparison, by, tags=tags)
@@ -133,11 +128,11 @@ def recorded_words_entry(comparison: Comparison) -> RunEntry | None:
     return None
 
 
-@st.cache_data(max_entries=8, show_spinner="Reading the query images' headers…")
+@st.cache_data(
+    max_entries=8, show_spinner="Reading the query images' headers…", hash_funcs=loaders.VIEWS
+)
 def image_features(
-    spec: str,
-    task: Task,
-    protocol: str,
+    view: TaskView,
     domains: tuple[str, ...],
     words_key: str = "",
     _words: OcrWords | None = None,
@@ -147,12 +142,9 @@ def image_features(
     The words are those a run recorded (``_words``, named by ``words_key``: the run's
     fingerprint, as the cache does not hash them), else those the OCR cache holds.
     """
-    source = loaders.get_source(spec)
     return query_image_features(
-        source,
-        task,
+        view,
         domains,
-        protocol=check_protocol(protocol),
         ocr_cache=default_cache_dir(),
         ocr_words=_words,
     )

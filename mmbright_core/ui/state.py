@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, cast
 
 import streamlit as st
 
+from mmbright_core.data.view import TaskView
 from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.io.rewrites import Rewrite
 from mmbright_core.types import Run, Task
@@ -144,17 +145,13 @@ class Compared:
     """Runs A and B of one task, as the Compare page compares them.
 
     Attributes:
-        spec: The data source spec.
-        task: The task.
-        protocol: The Task 4 protocol.
+        view: The source, the task and its protocol.
         entries: The task's runs by name (A and B among them).
         run_a: The name of run A.
         run_b: The name of run B.
     """
 
-    spec: str
-    task: Task
-    protocol: str
+    view: TaskView
     entries: Mapping[str, RunEntry]
     run_a: str
     run_b: str

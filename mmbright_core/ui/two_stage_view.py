@@ -21,12 +21,10 @@ import streamlit as st
 from mmbright_core.analysis.rewrite_stage import RewriteStage, Scorer, find_rewrite
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.analysis.two_stage import MEASURE, TwoStage, find_first_stage
-from mmbright_core.data.ids import check_protocol
-from mmbright_core.data.sources import Source
+from mmbright_core.data.view import TaskView
 from mmbright_core.present.report_tables import shown_table
 from mmbright_core.rerank.first_stage import runs_fingerprint
-from mmbright_core.types import Task
-from mmbright_core.ui import loaders, render
+from mmbright_core.ui import loaders
 from mmbright_core.ui.literal import literal
 from mmbright_core.ui.state import Compared, RunEntry
 
@@ -48,9 +46,7 @@ def _fingerprint(entry: RunEntry, domains: tuple[str, ...]) -> str:
 
 
 def find_two_stage(
-    source: Source,
-    task: Task,
-    protocol: str,
+    view: TaskView,
     entries: Mapping[str, RunEntry],
     run_a: str,
     run_b: str,
@@ -60,15 +56,13 @@ def find_two_stage(
         (run_a, run_b),
         {name: entry.runs for name, entry in entries.items()},
         {name: entry.lineage for name, entry in entries.items()},
-        lambda domain: source.judgments(task, domain, protocol).qrels,
+        view.qrels,
         lambda name, domains: _fingerprint(entries[name], tuple(domains)),
     )
 
 
 def find_rewrite_stage(
-    source: Source,
-    task: Task,
-    protocol: str,
+    view: TaskView,
     entries: Mapping[str, RunEntry],
     pair: tuple[str, str],
     two_stage: TwoStage | None = None,
@@ -77,9 +71,7 @@ def find_rewrite_stage(
     """Return B (else A) as a rewritten run with its plain run among ``entries``, or None.
 
     Args:
-        source: The data source.
-        task: The task.
-        protocol: The Task 4 protocol.
+        view: The data source, the task and its protocol.
         entries: Every loaded run of the task.
         pair: Runs A and B.
         two_stage: The pair's reranked run with its first stage (a rewritten first stage
@@ -91,10 +83,8 @@ def find_rewrite_stage(
     def scored(plain: str, rewritten: str) -> pd.DataFrame:
         frames = [
             source_results_table(
-                source,
-                task,
+                view,
                 {name: entries[name].runs},
-                protocol=check_protocol(protocol),
                 measures=(MEASURE,),
                 check_images=False,
                 negatives=entries[name].negatives,
@@ -109,27 +99,19 @@ def find_rewrite_stage(
 
 def show_two_stage(compared: Compared) -> None:
     """Draw what each stage of A or B changed: the rerank block, then the rewrite block."""
-    spec, task, protocol, entries = (
-        compared.spec,
-        compared.task,
-        compared.protocol,
-        compared.entries,
-    )
+    view, entries = compared.view, compared.entries
     pair = (compared.run_a, compared.run_b)
     reranked = any(entries[n].lineage.reranks is not None for n in pair)
     if not reranked and not any(entries[n].lineage.queries is not None for n in pair):
         return
-    source = render.attempt(loaders.get_source, spec)
-    if source is None:
-        return
-    stages = find_two_stage(source, task, protocol, entries, *pair) if reranked else None
+    stages = find_two_stage(view, entries, *pair) if reranked else None
     if stages is not None:
         _show_rerank(stages)
 
     def cached(plain: str, rewritten: str) -> pd.DataFrame:
-        return loaders.table_for(spec, task, protocol, {n: entries[n] for n in (plain, rewritten)})
+        return loaders.table_for(view, {n: entries[n] for n in (plain, rewritten)})
 
-    rewrite = find_rewrite_stage(source, task, protocol, entries, pair, stages, cached)
+    rewrite = find_rewrite_stage(view, entries, pair, stages, cached)
     if rewrite is not None:
         _show_rewrite(rewrite)
 

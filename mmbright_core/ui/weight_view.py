@@ -19,9 +19,9 @@ from mmbright_core.retrieval.backends.ocr_reader import OcrReader, engine_instal
 from mmbright_core.retrieval.cache.store import default_cache_dir
 from mmbright_core.retrieval.dual.regions import Case, case, query_weights, weight_groups
 from mmbright_core.retrieval.explanation import GRID, Unavailable
-from mmbright_core.ui import explain_cache, inspector_view, loaders, render
+from mmbright_core.ui import explain_cache, inspector_view, render
 from mmbright_core.ui.literal import literal
-from mmbright_core.ui.state import Compared, InspectTarget
+from mmbright_core.ui.state import Compared
 
 #: Session state: (run B fingerprint, queries, grid, OCR installed) -> (per-query table,
 #: skipped cases).
@@ -70,11 +70,9 @@ def show_weights(compared: Compared, comparison: Comparison) -> None:
             found = render.attempt(
                 query_weights,
                 retriever,
-                loaders.get_source(compared.spec),
+                compared.view.source,
                 cases,
-                lambda domain: explain_cache.task_data(
-                    compared.spec, compared.task, domain, compared.protocol
-                ),
+                lambda domain: explain_cache.task_data(compared.view, domain),
                 grid=cells,
                 progress=bar,
                 text_boxes=OcrReader(default_cache_dir()).text_boxes if ocr else None,
@@ -108,18 +106,10 @@ def _cases(compared: Compared, comparison: Comparison, limit: int) -> list[Case]
     rows = rows.loc[pd.to_numeric(rows["n_images"], errors="coerce").fillna(0) > 0]
     out = []
     for domain, query_id in zip(rows["domain"], rows["query_id"], strict=True):
-        target = InspectTarget(str(domain), str(query_id))
-        spec, task, protocol = compared.spec, compared.task, compared.protocol
-        excluded = loaders.excluded(spec, task, target.domain, protocol, entry.negatives)
-        order = [
-            d
-            for d, _ in ranked(
-                inspector_view.scored(entry, target, excluded.get(target.query_id, frozenset()))
-            )
-        ]
+        ref = compared.view.query(str(domain), str(query_id))
+        order = [d for d, _ in ranked(inspector_view.scored(entry, ref))]
         if order:
-            qrels = loaders.qrels(spec, task, target.domain, protocol).get(target.query_id, {})
-            out.append(case(target.domain, target.query_id, order, qrels))
+            out.append(case(ref.domain, ref.query_id, order, ref.qrels))
         if len(out) == limit:
             break
     return out

@@ -11,10 +11,9 @@ import dataclasses
 from pathlib import Path
 
 from mmbright_core.analysis.lineage import recorded_config
-from mmbright_core.data.ids import check_protocol
 from mmbright_core.data.matching import MatchCounts, match_counts
-from mmbright_core.data.sources import Source
 from mmbright_core.data.tasks import check_negatives
+from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError
 from mmbright_core.io.ocr_words import OCR_FILE
 from mmbright_core.io.official import read_outputs
@@ -36,22 +35,15 @@ RUN_SUFFIXES = (".trec", ".run", ".txt", ".json", ".parquet", ".gz", ".tsv")
 
 
 def entry_from_bytes(
-    name: str,
-    data: bytes,
-    source: Source,
-    task: Task,
-    protocol: str,
-    *,
-    max_bytes: int | None = None,
+    name: str, data: bytes, view: TaskView, *, max_bytes: int | None = None
 ) -> RunEntry:
     """Read an uploaded run file (TREC, JSON, parquet or MTEB predictions) for the task.
 
     Args:
         name: The file's name (it names the run and, by its ending, the format).
         data: The file's bytes.
-        source: The data source (to file queries under domains).
-        task: The current task.
-        protocol: The Task 4 protocol.
+        view: The data source (to file queries under domains), the current task and its
+            protocol.
         max_bytes: The most bytes the content may take once decompressed and decoded (the
             upload limit), counted by the reader as it reads: a small gzip or parquet file
             may otherwise expand a thousandfold.
@@ -60,7 +52,7 @@ def entry_from_bytes(
         InputError: The file is malformed, expands past ``max_bytes``, or answers another
             task (by its query ids or by the shape of its doc ids).
     """
-    return read_upload(name, data, source, task, protocol, max_bytes).entry
+    return read_upload(name, data, view, max_bytes).entry
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,28 +68,24 @@ class Upload:
     entry: RunEntry
     queries_in_file: int
 
-    def match(self, source: Source, protocol: str) -> MatchCounts:
+    def match(self, view: TaskView) -> MatchCounts:
         """What of the run the task knows, so a page can ask before adding a weak match."""
-        runs, task = self.entry.runs, self.entry.task
-        return match_counts(source, task, runs, run_queries=self.queries_in_file, protocol=protocol)
+        return match_counts(view, self.entry.runs, run_queries=self.queries_in_file)
 
 
-def read_upload(
-    name: str, data: bytes, source: Source, task: Task, protocol: str, max_bytes: int | None
-) -> Upload:
+def read_upload(name: str, data: bytes, view: TaskView, max_bytes: int | None) -> Upload:
     """Read an upload for the task as :func:`entry_from_bytes` does (see there).
 
     What the reader warned about (text after a TREC run's tag...) travels with the run as
     its warnings, which the page shows when it adds the run.
     """
-    found = read_upload_runs(
-        name, data, source, Scope(task, protocol=check_protocol(protocol)), max_bytes
-    )
+    scope = Scope(view.task, protocol=view.checked_protocol)
+    found = read_upload_runs(name, data, view.source, scope, max_bytes)
     stem = Path(name).stem
     entry = RunEntry(
         stem,
-        source.name,
-        task,
+        view.source.name,
+        view.task,
         found.runs,
         f"upload: {name}",
         fingerprint(name, data),
@@ -121,22 +109,22 @@ class FolderRuns:
     other_tasks: tuple[Task, ...] = ()
 
 
-def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) -> FolderRuns:
+def entries_from_folder(folder: str, view: TaskView) -> FolderRuns:
     """Read every run in a folder: official outputs (docs/protocol.md) or run files.
 
     Args:
         folder: An official ``<subdir>``, an ``outputs`` folder holding several (those of
             other tasks are skipped, as ``mmbright run --out outputs`` leaves one per task),
             or a folder of TREC/JSON/parquet run files.
-        source: The data source (to file queries under domains).
-        task: The current task; a run of another task is refused.
-        protocol: The Task 4 protocol.
+        view: The data source (to file queries under domains), the current task (a run
+            of another task is refused) and its protocol.
 
     Raises:
         InputError: Nothing readable is there, nothing there answers the task, the folder
             (or an entry of it) lies outside the server's data root, or a run answers
             another task.
     """
+    task = view.task
     confinement = Confinement.from_env()
     root = confinement.typed(folder, "runs folder")
     if not root.is_dir():
@@ -161,7 +149,7 @@ def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) 
                 hint="Choose that task in the sidebar",
             )
         entries_read = [
-            _checked(outputs_entry(path, source.name, task), source, protocol)
+            _checked(outputs_entry(path, view.source.name, task), view)
             for path in (found.folders if found is not None else official)
         ]
         if found is None:
@@ -175,14 +163,12 @@ def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) 
             expected="official outputs (<domain>/scores.json, summary.json) or run files "
             f"ending in {', '.join(RUN_SUFFIXES)}",
         )
-    return FolderRuns(
-        [entry_from_bytes(p.name, p.read_bytes(), source, task, protocol) for p in files]
-    )
+    return FolderRuns([entry_from_bytes(p.name, p.read_bytes(), view) for p in files])
 
 
-def _checked(entry: RunEntry, source: Source, protocol: str) -> RunEntry:
+def _checked(entry: RunEntry, view: TaskView) -> RunEntry:
     """``entry`` refused if it answers another task, and with what of its ids matches nothing."""
-    found = check_task_runs(source, entry.task, entry.runs, protocol=protocol, name=entry.origin)
+    found = check_task_runs(view, entry.runs, name=entry.origin)
     return dataclasses.replace(entry, warnings=(*entry.warnings, *found))
 
 

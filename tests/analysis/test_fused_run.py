@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mmbright_core.analysis.fused_run import fuse_task
 from mmbright_core.data.sources import open_source
+from mmbright_core.data.view import TaskView
 from mmbright_core.fusion import fuse
 from mmbright_core.io.official import read_outputs
 from mmbright_core.rerank.first_stage import load_first_stage
@@ -18,7 +19,7 @@ DOMAIN = "gis"
 def test_a_weighted_sum_keeps_no_excluded_document_and_records_each_input(tmp_path: Path):
     source = open_source("demo")
     inputs = [
-        load_first_stage(source, 2, DEMO_RUNS / name, domains=[DOMAIN])
+        load_first_stage(TaskView(source, 2), DEMO_RUNS / name, domains=[DOMAIN])
         for name in ("run_it2t_bm25", "run_it2t_ocr-bm25")
     ]
     # An excluded document planted at the top of one input must not reach the fused run.
@@ -30,7 +31,7 @@ def test_a_weighted_sum_keeps_no_excluded_document_and_records_each_input(tmp_pa
         inputs[0].path, inputs[0].label, {DOMAIN: planted}, inputs[0].config
     )
     outcome = fuse_task(
-        source, 2, inputs, tmp_path, method="wsum", weights=[0.7, 0.3], norm="min-max"
+        TaskView(source, 2), inputs, tmp_path, method="wsum", weights=[0.7, 0.3], norm="min-max"
     )
     fused = read_outputs(outcome.task_dir).runs[DOMAIN]
     assert banned not in fused[query]

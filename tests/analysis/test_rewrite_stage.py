@@ -18,6 +18,7 @@ from mmbright_core.analysis.two_stage import ALL_DOMAINS
 from mmbright_core.benchmark import apply_protocol
 from mmbright_core.cli import main
 from mmbright_core.data.sources import open_source
+from mmbright_core.data.view import TaskView
 from mmbright_core.io.official import read_outputs
 from mmbright_core.metrics import evaluate
 from mmbright_core.ui import reports, workspace
@@ -185,7 +186,7 @@ def test_a_reranked_rewritten_run_shows_the_chain(made: dict[str, Path]):
 def _entries(folder: Path) -> dict:
     # The demo's runs and the run of ``folder``.
     found = workspace.entries_from_folder(
-        str(folder.parent), open_source("demo"), 2, "paper"
+        str(folder.parent), TaskView(open_source("demo"), 2, "paper")
     ).entries
     return {e.name: e for e in (*workspace.demo_entries(2), *found)}
 
@@ -194,21 +195,21 @@ def test_the_report_carries_the_plain_and_the_rewritten_run(made: dict[str, Path
     source = open_source("demo")
     entries = _entries(made["rewritten"])
     name = _name(made["rewritten"])
-    table = source_results_table(source, 2, {n: entries[n].runs for n in ("bm25", name)})
+    table = source_results_table(TaskView(source, 2), {n: entries[n].runs for n in ("bm25", name)})
     html = reports.comparison_html(
-        source, 2, "paper", entries, compare_runs(table, "bm25", name, "nDCG@10")
+        TaskView(source, 2, "paper"), entries, compare_runs(table, "bm25", name, "nDCG@10")
     )
     assert "Rewritten queries: plain, rewritten" in html
-    found = find_rewrite_stage(source, 2, "paper", entries, ("bm25", name))
+    found = find_rewrite_stage(TaskView(source, 2, "paper"), entries, ("bm25", name))
     assert found is not None and found.plain == "bm25" and found.table is not None
     _check_table(found.table, made["rewritten"])
     assert f'<td class="num">{found.table.iloc[-1]["rewritten"]:.3f}</td>' in html
 
     other = _name(made["k20"])  # the same name: its k is not in it
     apart = _entries(made["k20"])
-    missing = find_rewrite_stage(source, 2, "paper", apart, ("ocr-bm25", other))
+    missing = find_rewrite_stage(TaskView(source, 2, "paper"), apart, ("ocr-bm25", other))
     assert missing is not None and missing.plain is None and missing.table is None
-    assert find_two_stage(source, 2, "paper", apart, "ocr-bm25", other) is None
+    assert find_two_stage(TaskView(source, 2, "paper"), apart, "ocr-bm25", other) is None
 
 
 def test_compare_report_from_the_command_line_carries_the_plain_run(

@@ -8,6 +8,7 @@ import pytest
 from mmbright_core.analysis.leaderboard import leaderboard
 from mmbright_core.analysis.table import results_table, source_results_table
 from mmbright_core.benchmark import apply_protocol, score_task
+from mmbright_core.data.view import TaskView
 from mmbright_core.io.runs import run_to_frame
 from mmbright_core.measures import parse_measure
 from mmbright_core.types import ImageRef, Query, TaskData
@@ -136,8 +137,10 @@ FIXTURE_RUN = {
 
 
 def test_source_table_agrees_with_score_task(source):
-    table = source_results_table(source, 2, {"run": FIXTURE_RUN}, measures=["nDCG@10", "AP"])
-    scores = score_task(source, 2, FIXTURE_RUN, measures=["nDCG@10", "AP"])
+    table = source_results_table(
+        TaskView(source, 2), {"run": FIXTURE_RUN}, measures=["nDCG@10", "AP"]
+    )
+    scores = score_task(TaskView(source, 2), FIXTURE_RUN, measures=["nDCG@10", "AP"])
     for domain, result in scores.per_domain.items():
         rows = table[table["domain"] == domain].set_index("query_id")
         for measure in ("nDCG@10", "AP"):
@@ -150,7 +153,7 @@ def test_source_table_agrees_with_score_task(source):
 
 
 def test_source_table_counts_decodable_query_images(source):
-    table = source_results_table(source, 2, {"run": FIXTURE_RUN}, domains=["academia"])
+    table = source_results_table(TaskView(source, 2), {"run": FIXTURE_RUN}, domains=["academia"])
     rows = table.set_index("query_id")
     # a1: two good images; a2: a corrupt one and a good one; a4: missing, SVG and a 1x1 (kept).
     assert rows.loc["a1", ["n_images", "n_decodable_images"]].tolist() == [2, 2]

@@ -14,6 +14,7 @@ from mmbright_core.analysis.table import source_results_table
 from mmbright_core.analysis.two_stage import ALL_DOMAINS, headroom, oracle_run
 from mmbright_core.cli import main
 from mmbright_core.data.sources import open_source
+from mmbright_core.data.view import TaskView
 from mmbright_core.io.official import read_outputs
 from mmbright_core.metrics import evaluate
 from mmbright_core.ui import reports, workspace
@@ -97,25 +98,26 @@ def test_the_report_carries_the_two_stages_and_says_when_the_first_is_missing(re
     source = open_source("demo")
     entries = {e.name: e for e in workspace.demo_entries(2)}
     entries |= {
-        e.name: e for e in workspace.entries_from_folder(str(reranked), source, 2, "paper").entries
+        e.name: e
+        for e in workspace.entries_from_folder(str(reranked), TaskView(source, 2, "paper")).entries
     }
-    table = source_results_table(source, 2, {n: e.runs for n, e in entries.items()})
+    table = source_results_table(TaskView(source, 2), {n: e.runs for n, e in entries.items()})
     comparison = compare_runs(table, "bm25", RERANKED, "nDCG@10")
-    html = reports.comparison_html(source, 2, "paper", entries, comparison)
+    html = reports.comparison_html(TaskView(source, 2, "paper"), entries, comparison)
     assert "Two stages: first stage, reranked, oracle" in html
-    found = find_two_stage(source, 2, "paper", entries, "bm25", RERANKED)
+    found = find_two_stage(TaskView(source, 2, "paper"), entries, "bm25", RERANKED)
     assert found is not None and found.first == "bm25" and found.table is not None
     assert f"{found.table.iloc[-1]['oracle']:.3f}" in html
 
     alone = {n: e for n, e in entries.items() if n != "bm25"}
-    missing = find_two_stage(source, 2, "paper", alone, "ocr-bm25", RERANKED)
+    missing = find_two_stage(TaskView(source, 2, "paper"), alone, "ocr-bm25", RERANKED)
     assert missing is not None and missing.first is None and missing.table is None
     assert "bm25 (" in missing.first_label
 
 
 def test_the_runs_list_says_what_a_reranked_run_reranks(reranked: Path):
     source = open_source("demo")
-    (entry,) = workspace.entries_from_folder(str(reranked), source, 2, "paper").entries
+    (entry,) = workspace.entries_from_folder(str(reranked), TaskView(source, 2, "paper")).entries
     assert entry.provenance.endswith(f"· negatives exclude · reranks the top {DEPTH} of bm25")
     (first,) = [e for e in workspace.demo_entries(2) if e.name == "bm25"]
     assert "reranks" not in first.provenance

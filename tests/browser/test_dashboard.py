@@ -16,6 +16,7 @@ import pytest
 import serving
 
 from mmbright_core.data.sources import open_source
+from mmbright_core.data.view import TaskView
 from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.runner.task_run import run_task
 from mmbright_core.ui.navigation import PAGE_DIR
@@ -45,7 +46,7 @@ def demo_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("demo-runs")
     source = open_source("demo")
     for name in ("bm25", "random"):
-        run_task(source, 2, get_retriever(name), out, k=100)
+        run_task(TaskView(source, 2), get_retriever(name), out, k=100)
     return out
 
 

@@ -8,6 +8,7 @@ import pytest
 from locations import ROOT
 
 from mmbright_core.cli import main
+from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.io import read_outputs
 from mmbright_core.io.mteb import (
@@ -118,10 +119,14 @@ def test_the_dashboard_takes_an_mteb_upload():
     source = open_source("demo")
     runs = {d: dict(r) for d, r in read_outputs(DEMO_RUNS / "run_it2t_bm25").runs.items()}
     data = _predictions(runs).encode()
-    entry = entry_from_bytes("MMBrightIT2TRetrieval_predictions.json", data, source, 2, "paper")
+    entry = entry_from_bytes(
+        "MMBrightIT2TRetrieval_predictions.json", data, TaskView(source, 2, "paper")
+    )
     assert entry.runs == runs and entry.name == "MMBrightIT2TRetrieval_predictions"
     with pytest.raises(InputError, match="answer task 2"):
-        entry_from_bytes("MMBrightIT2TRetrieval_predictions.json", data, source, 4, "paper")
+        entry_from_bytes(
+            "MMBrightIT2TRetrieval_predictions.json", data, TaskView(source, 4, "paper")
+        )
 
 
 def test_run_writes_mteb_predictions_that_score_as_its_outputs(tmp_path, capsys):

@@ -19,6 +19,7 @@ from mmbright_core.analysis.attribution import (
 )
 from mmbright_core.analysis.table import query_image_features
 from mmbright_core.data.sources import open_source
+from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError
 from mmbright_core.io.ocr_words import OCR_FILE, ImageRead, ocr_words_json, read_ocr_words
 from mmbright_core.io.official import read_outputs
@@ -55,7 +56,7 @@ def _fake_ocr(tmp_path: Path) -> OcrAugmented:
 def test_a_run_writes_each_query_image_read_and_its_words_beside_its_scores(tmp_path: Path):
     source = open_source("demo")
     ocr = _fake_ocr(tmp_path)
-    outcome = run_task(source, 2, ocr, tmp_path / "out", domains=["gis"])
+    outcome = run_task(TaskView(source, 2), ocr, tmp_path / "out", domains=["gis"])
     words = read_outputs(outcome.task_dir).ocr_words
     assert words is not None and words.image_policy == "first"
     assert dict(words.engine) == ocr.reader.settings  # the engine that read them
@@ -73,10 +74,10 @@ def test_a_run_writes_each_query_image_read_and_its_words_beside_its_scores(tmp_
 def test_a_domain_without_its_words_runs_again(tmp_path: Path):
     source = open_source("demo")
     ocr = _fake_ocr(tmp_path)
-    run_task(source, 2, ocr, tmp_path, domains=["gis"])
-    assert run_task(source, 2, ocr, tmp_path, domains=["gis"]).domains[0].reused
+    run_task(TaskView(source, 2), ocr, tmp_path, domains=["gis"])
+    assert run_task(TaskView(source, 2), ocr, tmp_path, domains=["gis"]).domains[0].reused
     (tmp_path / "run_it2t_ocr-bm25" / "gis" / OCR_FILE).unlink()
-    again = run_task(source, 2, ocr, tmp_path, domains=["gis"])
+    again = run_task(TaskView(source, 2), ocr, tmp_path, domains=["gis"])
     assert (
         not again.domains[0].reused
         and (tmp_path / "run_it2t_ocr-bm25" / "gis" / OCR_FILE).is_file()
@@ -88,7 +89,7 @@ def test_a_domain_without_its_words_runs_again(tmp_path: Path):
 def test_the_shipped_words_are_what_the_ocr_engine_reads(tmp_path: Path):
     pytest.importorskip("rapidocr_onnxruntime")
     ocr = get_retriever("ocr-bm25", cache_dir=str(tmp_path / "cache"))
-    outcome = run_task(open_source("demo"), 2, ocr, tmp_path, domains=["gis"])
+    outcome = run_task(TaskView(open_source("demo"), 2), ocr, tmp_path, domains=["gis"])
     written = json.loads((outcome.task_dir / "gis" / OCR_FILE).read_text(encoding="utf-8"))
     shipped = json.loads((SHIPPED / "run_it2t_ocr-bm25" / "gis" / OCR_FILE).read_text("utf-8"))
     assert written == shipped and written["texts"]
@@ -152,8 +153,8 @@ def test_the_ocr_words_slice_counts_the_recorded_words(no_ocr_engine, tmp_path: 
     domains = source.domains()
     cache = tmp_path / "empty-cache"
     words = outputs.ocr_words
-    recorded = query_image_features(source, 2, domains, ocr_cache=cache, ocr_words=words)
-    alone = query_image_features(source, 2, domains, ocr_cache=cache)
+    recorded = query_image_features(TaskView(source, 2), domains, ocr_cache=cache, ocr_words=words)
+    alone = query_image_features(TaskView(source, 2), domains, ocr_cache=cache)
     assert alone["ocr_words"].isna().all()  # nothing cached, and OCR is never run here
     assert words is not None
     for row in recorded.itertuples(index=False):

@@ -12,6 +12,7 @@ from locations import ROOT, SUPPORT
 
 from mmbright_core.cli import main
 from mmbright_core.data.sources import open_source
+from mmbright_core.data.view import TaskView
 from mmbright_core.io.official import read_outputs
 from mmbright_core.ranking import ranked
 from mmbright_core.rerank.answers import checked_order, reranked_run
@@ -116,7 +117,7 @@ def test_tied_candidates_reach_the_reranker_in_the_runs_own_order(tmp_path: Path
 def test_the_configuration_records_first_stage_depth_and_reranker(tmp_path: Path):
     folder = rerank(tmp_path, "rerank_plugins:reverse")
     options = json.loads((folder / "config.json").read_text())["config"]["options"]
-    stage = load_first_stage(open_source("demo"), 2, FIRST, domains=[DOMAIN])
+    stage = load_first_stage(TaskView(open_source("demo"), 2), FIRST, domains=[DOMAIN])
     recorded = json.loads((FIRST / "config.json").read_text())["config"]
     assert options["first_stage"] == {
         "path": str(FIRST),
@@ -175,9 +176,9 @@ def batch_sizes(reranker: Any) -> list[int]:
 def rerank_gis(reranker: Any, out: Path, cache: Path, depth: int = DEPTH) -> Path:
     """Rerank the demo's gis domain in process; return the domain's output folder."""
     source = open_source("demo")
-    first = load_first_stage(source, 2, FIRST)
+    first = load_first_stage(TaskView(source, 2), FIRST)
     done = rerank_task(
-        source, 2, first, reranker, out, depth=depth, domains=[DOMAIN], cache_dir=cache
+        TaskView(source, 2), first, reranker, out, depth=depth, domains=[DOMAIN], cache_dir=cache
     )
     return done.task_dir / DOMAIN
 

@@ -28,6 +28,7 @@ from PIL import Image
 
 from mmbright_core.data.images import ImageDecodeError, decode_image
 from mmbright_core.data.sources import open_source
+from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError
 from mmbright_core.io.official import read_outputs, write_domain_outputs, write_summary
 from mmbright_core.ui import workspace
@@ -215,7 +216,7 @@ def test_upload_path(fixture_dir: Path, name: str, data: bytes):
     source = open_source(str(fixture_dir))
 
     def check() -> None:
-        entry = workspace.entry_from_bytes(name, data, source, 2, "paper")
+        entry = workspace.entry_from_bytes(name, data, TaskView(source, 2, "paper"))
         assert set(entry.runs) <= set(source.domains())
         for run in entry.runs.values():
             _finite_run(run)

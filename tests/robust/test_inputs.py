@@ -22,6 +22,7 @@ import pytest
 
 from mmbright_core.data.images import ImageDecodeError, decode_image
 from mmbright_core.data.sources import open_source
+from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError
 from mmbright_core.io.official import read_outputs, write_domain_outputs, write_summary
 from mmbright_core.ui import workspace
@@ -175,17 +176,19 @@ def test_image_that_is_text() -> None:
 
 def test_upload_empty_file(source) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InputError, match=r"^run\.trec: empty input"):
-        workspace.entry_from_bytes("run.trec", b"", source, 1, "paper")
+        workspace.entry_from_bytes("run.trec", b"", TaskView(source, 1, "paper"))
 
 
 def test_upload_binary_file(source) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InputError, match=r"^photo\.trec:1: the content is not UTF-8"):
-        workspace.entry_from_bytes("photo.trec", _png_header(4, 4), source, 1, "paper")
+        workspace.entry_from_bytes("photo.trec", _png_header(4, 4), TaskView(source, 1, "paper"))
 
 
 def test_upload_of_unknown_queries(source) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InputError, match=r"^other\.trec: no query of the run belongs to this task"):
-        workspace.entry_from_bytes("other.trec", b"q77 Q0 d 1 1.0 t\n", source, 1, "paper")
+        workspace.entry_from_bytes(
+            "other.trec", b"q77 Q0 d 1 1.0 t\n", TaskView(source, 1, "paper")
+        )
 
 
 def test_upload_gzip_bomb(source) -> None:  # type: ignore[no-untyped-def]
@@ -193,8 +196,12 @@ def test_upload_gzip_bomb(source) -> None:  # type: ignore[no-untyped-def]
     bomb = gzip.compress(line + b" " * 4_000_000, mtime=0)  # 4 MB of blanks in about 4 kB
     assert len(bomb) < 10_000
     with pytest.raises(InputError, match=r"^bomb\.trec\.gz: the file expands past the upload"):
-        workspace.entry_from_bytes("bomb.trec.gz", bomb, source, 1, "paper", max_bytes=2**20)
-    entry = workspace.entry_from_bytes("ok.trec.gz", bomb, source, 1, "paper", max_bytes=2**23)
+        workspace.entry_from_bytes(
+            "bomb.trec.gz", bomb, TaskView(source, 1, "paper"), max_bytes=2**20
+        )
+    entry = workspace.entry_from_bytes(
+        "ok.trec.gz", bomb, TaskView(source, 1, "paper"), max_bytes=2**23
+    )
     assert entry.runs == {"academia": {"a1": {A1: 1.0}}}
 
 
@@ -207,5 +214,5 @@ def test_upload_parquet_bomb(source) -> None:  # type: ignore[no-untyped-def]
     frame.to_parquet(buffer, index=False)
     with pytest.raises(InputError, match=r"^bomb\.parquet: the file expands past the upload"):
         workspace.entry_from_bytes(
-            "bomb.parquet", buffer.getvalue(), source, 1, "paper", max_bytes=2**20
+            "bomb.parquet", buffer.getvalue(), TaskView(source, 1, "paper"), max_bytes=2**20
         )

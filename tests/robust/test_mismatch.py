@@ -9,6 +9,7 @@ import pytest
 from mmbright_core.benchmark import check_doc_ids, doc_id_shape, score_task
 from mmbright_core.cli import main
 from mmbright_core.data.sources import Source
+from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError
 from mmbright_core.io.runs import write_trec_run
 from mmbright_core.metrics import evaluate
@@ -61,7 +62,7 @@ def test_a_run_of_another_task_is_refused(
     source: Source, task: int, run: dict, found: str, hint: str
 ) -> None:
     with pytest.raises(InputError, match="do not fit task") as caught:
-        score_task(source, task, {"academia": run}, run_name="mine.trec")
+        score_task(TaskView(source, task), {"academia": run}, run_name="mine.trec")
     err = caught.value
     assert err.source == "mine.trec"
     assert f"task {task} (domain 'academia')" in err.problem
@@ -74,16 +75,16 @@ def test_a_run_of_another_task_is_refused(
 
 def test_ids_of_no_known_shape_are_refused_too(source: Source) -> None:
     with pytest.raises(InputError, match="ids of no MM-BRIGHT shape such as '1', '2'"):
-        score_task(source, 1, {"academia": {"a1": {"1": 2.0, "2": 1.0}}})
+        score_task(TaskView(source, 1), {"academia": {"a1": {"1": 2.0, "2": 1.0}}})
 
 
 def test_a_weak_but_honest_run_still_scores(source: Source) -> None:
     # One passage id among junk is enough: the run is scored (0 here), not refused.
     run = {"a1": {"junk": 3.0, PAIR_TEXT: 2.0, "academia/deadbeef_501.txt": 1.0}}
-    scores = score_task(source, 1, {"academia": run})
+    scores = score_task(TaskView(source, 1), {"academia": run})
     assert scores.macro["nDCG@10"] == 0.0
     # Task 4: text-only and image pairs both count as pairs.
-    scores = score_task(source, 4, {"academia": {"a1": {PAIR_TEXT: 2.0, A1: 1.0}}})
+    scores = score_task(TaskView(source, 4), {"academia": {"a1": {PAIR_TEXT: 2.0, A1: 1.0}}})
     assert scores.macro["nDCG@10"] > 0
 
 
@@ -98,7 +99,7 @@ def test_empty_runs_and_unknown_conventions_are_not_judged() -> None:
 def test_each_domain_is_checked(source: Source) -> None:
     runs = {"academia": {"a1": {A1: 1.0}}, "biology": {"b1": {AI1: 1.0}}}
     with pytest.raises(InputError, match="domain 'biology'"):
-        score_task(source, 1, runs)
+        score_task(TaskView(source, 1), runs)
 
 
 def test_command_line_says_so_with_exit_status_2(
@@ -115,6 +116,6 @@ def test_command_line_says_so_with_exit_status_2(
 def test_upload_of_a_run_for_another_task(source: Source) -> None:
     data = f"academia/a1 Q0 {PAIR_IMAGE} 1 2.0 t\nacademia/a1 Q0 {PAIR_TEXT} 2 1.0 t\n".encode()
     with pytest.raises(InputError, match=r"^pairs\.trec: the run's doc ids do not fit task 2"):
-        workspace.entry_from_bytes("pairs.trec", data, source, 2, "paper")
-    entry = workspace.entry_from_bytes("pairs.trec", data, source, 4, "paper")
+        workspace.entry_from_bytes("pairs.trec", data, TaskView(source, 2, "paper"))
+    entry = workspace.entry_from_bytes("pairs.trec", data, TaskView(source, 4, "paper"))
     assert entry.runs["academia"]["a1"][PAIR_TEXT] == 1.0

@@ -22,6 +22,7 @@ from streamlit import config
 from streamlit.testing.v1 import AppTest
 
 from mmbright_core.data.sources import open_source
+from mmbright_core.data.view import TaskView
 from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.runner.task_run import run_task
 from mmbright_core.ui.render import escape_md, escape_message
@@ -242,7 +243,9 @@ def _without_a_task(config: dict) -> str:
 def test_a_run_folder_whose_config_is_no_run_configuration_is_one_message(
     fixture_dir: Path, tmp_path: Path, edit
 ):
-    outcome = run_task(open_source(str(fixture_dir)), 2, get_retriever("random"), tmp_path)
+    outcome = run_task(
+        TaskView(open_source(str(fixture_dir)), 2), get_retriever("random"), tmp_path
+    )
     folder = outcome.task_dir
     said = ""
     for path in folder.rglob("config.json"):  # the run's and each domain's, alike

@@ -8,6 +8,7 @@ import pytest
 from fixture_dataset import A1, A_HARD, A_NEG
 
 from mmbright_core.data.sources import open_source
+from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError
 from mmbright_core.ui import loaders
 from mmbright_core.ui.confine import ROOT_ENV
@@ -20,7 +21,8 @@ def test_a_keep_run_is_scored_with_its_negatives_in_place(fixture_dir):
     run = {"academia": {"a1": {A_HARD: 3.0, A_NEG: 2.0, A1: 1.0}}}
     exclude = RunEntry("ex", str(fixture_dir), 1, run, "test", "ex")
     keep = RunEntry("kp", str(fixture_dir), 1, run, "test", "kp", "keep")
-    frame = loaders.table_for(str(fixture_dir), 1, "paper", {"ex": exclude, "kp": keep})
+    view = TaskView(loaders.get_source(str(fixture_dir)), 1, "paper")
+    frame = loaders.table_for(view, {"ex": exclude, "kp": keep})
     frame = frame.loc[frame["query_id"] == "a1"]
     values = dict(zip(frame["run"], frame["nDCG@10"], strict=True))
     assert values == pytest.approx({"ex": 1.0, "kp": 1 / math.log2(4)})  # A1 first, or third
@@ -31,9 +33,10 @@ def test_shown_documents_are_the_corpus_documents(fixture_dir, task):
     source = open_source(str(fixture_dir))
     corpus = {doc.doc_id: doc for doc in source.task(task, "academia").corpus}
     picked = [*sorted(corpus)[:3], "academia/absent_1.txt"]
-    shown = loaders.shown_documents(str(fixture_dir), task, "academia", "paper", picked)
+    view = TaskView(loaders.get_source(str(fixture_dir)), task, "paper")
+    shown = view.shown_documents("academia", picked)
     assert shown == {d: corpus[d] for d in picked[:3]}
-    assert loaders.shown_documents(str(fixture_dir), task, "academia", "paper", []) == {}
+    assert view.shown_documents("academia", []) == {}
 
 
 def test_only_the_compared_pair_is_scored(fixture_dir):
@@ -43,7 +46,8 @@ def test_only_the_compared_pair_is_scored(fixture_dir):
         "broken": {"academia": {"a1": {"academia/x_1.txt": math.nan}}},
     }
     entries = {n: RunEntry(n, str(fixture_dir), 2, r, "test", n) for n, r in runs.items()}
-    comparison = loaders.comparison_for(str(fixture_dir), 2, "paper", entries, "a", "b")
+    view = TaskView(loaders.get_source(str(fixture_dir)), 2, "paper")
+    comparison = loaders.comparison_for(view, entries, "a", "b")
     assert (comparison.run_a, comparison.run_b) == ("a", "b")
     assert set(comparison.per_query["query_id"]) == {"a1"}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from mmbright_core.analysis.compare import compare_runs
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.data.sources import open_source
+from mmbright_core.data.view import TaskView
 from mmbright_core.ui import reports
 from mmbright_core.ui.state import RunEntry
 
@@ -16,9 +17,9 @@ def test_comparison_report_is_escaped_html(fixture_dir):
         "multi": {"academia": {"a1": {"<b>x</b>": 2.0, "academia/a1b2c3d4_101.txt": 1.0}}},
     }
     entries = {n: RunEntry(n, str(fixture_dir), 2, r, "test", n) for n, r in runs.items()}
-    table = source_results_table(source, 2, runs)
+    table = source_results_table(TaskView(source, 2), runs)
     comparison = compare_runs(table, "text", "multi", n_resamples=200)
-    html = reports.comparison_html(source, 2, "paper", entries, comparison)
+    html = reports.comparison_html(TaskView(source, 2, "paper"), entries, comparison)
     assert html.startswith("<!DOCTYPE html>")
     assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
     assert "How do I cite a preprint?" in html
@@ -37,7 +38,7 @@ def test_comparison_report_from_the_page_carries_failure_tags(fixture_dir, tmp_p
     with NotesStore(default_path()) as store:
         store.set_tags(QueryKey(source.name, 2, "paper", "academia", "a1"), ["OCR noise"])
     comparison = compare_runs(
-        source_results_table(source, 2, runs), "text", "multi", n_resamples=200
+        source_results_table(TaskView(source, 2), runs), "text", "multi", n_resamples=200
     )
-    html = reports.comparison_html(source, 2, "paper", entries, comparison)
+    html = reports.comparison_html(TaskView(source, 2, "paper"), entries, comparison)
     assert "OCR noise" in html

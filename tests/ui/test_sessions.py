@@ -9,6 +9,7 @@ from apptest import fresh
 from streamlit.testing.v1 import AppTest
 
 from mmbright_core.analysis import leaderboard as leaderboard_module
+from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError
 from mmbright_core.types import Task
 from mmbright_core.ui import loaders, sessions, workspace
@@ -89,7 +90,8 @@ def test_an_upload_no_open_session_holds_loses_its_cached_score_tables(
     assert _runs(at) == ["shared"] and not at.exception
     key = fingerprint("shared.trec", data)
     (owner,) = sessions._uploaders[key]
-    args = (str(fixture_dir), 1, "paper", "exclude", "shared")
+    view = TaskView(loaders.get_source(str(fixture_dir)), 1, "paper")
+    args = (view, "exclude", "shared")
     assert args in loaders._tables[key]
     cached = loaders._run_table(*args, key, None)  # the cache's table, not computed again
 

@@ -50,6 +50,7 @@ from mmbright_core.data.choices import PROTOCOLS
 from mmbright_core.data.ids import domain_query_id
 from mmbright_core.data.sources import Source
 from mmbright_core.data.tasks import negatives_for
+from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError
 from mmbright_core.io.atomic import atomic_write_text
 from mmbright_core.io.claims import Claimant, claimed
@@ -125,13 +126,11 @@ class RunOutcome:
 
 
 def run_task(
-    source: Source,
-    task: int,
+    view: TaskView,
     retriever: Retriever,
     out_dir: str | os.PathLike[str],
     *,
     domains: Sequence[str] | None = None,
-    protocol: str = "paper",
     k: int = RUN_DEPTH,
     negatives: str = "exclude",
     progress: ProgressHook | None = None,
@@ -140,15 +139,14 @@ def run_task(
     claimant: Claimant | None = None,
     finish: Callable[[RunOutcome], None] | None = None,
 ) -> RunOutcome:
-    """Run ``retriever`` on ``task`` for each domain and write the output folders.
+    """Run ``retriever`` on the view's task for each domain and write the output folders.
 
     Args:
-        source: The data source.
-        task: The task number.
-        retriever: The retriever (it must support ``task``).
+        view: The data source, the task and its Task 4 judgment protocol (tasks 1-3 record
+            ``paper``: it has no effect).
+        retriever: The retriever (it must support the task).
         out_dir: The output root; the official ``<subdir>`` is created inside it.
         domains: The domains to run (default: every domain of the source).
-        protocol: The Task 4 judgment protocol (tasks 1-3 record ``paper``: it has no effect).
         k: The per-query cut.
         negatives: ``"exclude"`` (official) or ``"keep"`` each query's ``negative_ids``
             (tasks 1-2; tasks 3-4 record ``exclude``: it has no effect there).
@@ -173,15 +171,15 @@ def run_task(
             none recorded, and ``new_folder`` is False; nothing was written.
         OutputBusyError: Another job is writing the folder; nothing was written.
     """
-    config, chosen = _configure(source, task, retriever, domains, protocol, k, negatives)
+    config, chosen = _configure(view, retriever, domains, k, negatives)
     check = guard or _no_guard
     check(Path(out_dir))
-    subdir = official_subdir(task, retriever.label())
+    subdir = official_subdir(view.task, retriever.label())
     # The folder is chosen under the claim: no other job can write there between the
     # check of what it holds and this run's writes (mmbright_core.io.claims).
     with claimed(Path(out_dir) / subdir, claimant, check):
         choice = choose_folder(Path(out_dir), subdir, config, new_folder=new_folder, guard=check)
-        outcome = _run_domains(source, retriever, choice, chosen, config, progress, check)
+        outcome = _run_domains(view.source, retriever, choice, chosen, config, progress, check)
         if finish is not None:
             finish(outcome)
         return outcome
@@ -218,16 +216,11 @@ def _run_domains(
 
 
 def _configure(
-    source: Source,
-    task: int,
-    retriever: Retriever,
-    domains: Sequence[str] | None,
-    protocol: str,
-    k: int,
-    negatives: str,
+    view: TaskView, retriever: Retriever, domains: Sequence[str] | None, k: int, negatives: str
 ) -> tuple[RunConfig, tuple[str, ...]]:
     # Everything is checked before a folder is looked at; the settings a task ignores are
     # recorded as the ones it follows (docs/protocol.md, Per-task protocol).
+    source, task, protocol = view.source, view.task, view.protocol
     check_task(retriever, task)
     check_k(k)
     if protocol not in PROTOCOLS:

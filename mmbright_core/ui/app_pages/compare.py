@@ -38,7 +38,6 @@ def _p(text: str) -> str:
 
 
 st.title("Compare two runs")
-spec, task, protocol = state.source_spec(), state.current_task(), state.current_protocol()
 names = list(state.task_runs())
 if len(names) < 2:
     st.info("Comparing needs two runs of this task: add them on the Home page.")
@@ -57,10 +56,12 @@ if run_a == run_b:
     st.warning("Choose two different runs.")
     st.stop()
 entries = state.task_runs()
-compared = state.Compared(spec, task, protocol, entries, run_a, run_b)
-comparison = render.attempt(loaders.comparison_for, spec, task, protocol, entries, run_a, run_b)
-if comparison is None:
+view = render.attempt(loaders.current_view)
+comparison = render.attempt(loaders.comparison_for, view, entries, run_a, run_b) if view else None
+if view is None or comparison is None:
     st.stop()
+task = view.task
+compared = state.Compared(view, entries, run_a, run_b)
 
 pooled = comparison.summary.loc[comparison.summary["scope"] == POOLED].iloc[0]
 wins, ties, losses, delta = st.columns(4)
@@ -124,7 +125,7 @@ if pair_tab.open:
 if hurt_tab.open:
     with hurt_tab:
         st.subheader(f"Where {literal(run_b)} (B) loses most against {literal(run_a)} (A)")
-        tags = render.attempt(slices.query_tags, spec, task, protocol) or {}
+        tags = render.attempt(slices.query_tags, view) or {}
         tag_col, gap_col = st.columns(2)
         # The tab's widgets keep their values while another tab is open (widgets.sticky).
         chosen = slices.tag_choice(tag_col, widgets.sticky("cmp_tags", []))
@@ -146,7 +147,7 @@ if hurt_tab.open:
         if GAP not in hurt.columns:
             hurt[GAP] = slices.gap_flags(compared, hurt)
         hurt = with_tags(hurt, tags)
-        texts = render.attempt(queries.query_texts, spec, task, protocol, hurt["domain"].unique())
+        texts = render.attempt(queries.query_texts, view, hurt["domain"].unique())
         shown = views.with_text(hurt, texts or {})
         # The tags column only when some listed query has a tag: at 1000 px every column must fit.
         has_tags = "tags" in shown.columns and shown["tags"].astype(bool).any()
@@ -200,8 +201,8 @@ if slice_tab.open:
             "retrievers cached ('not read' when neither has them); "
             "size and aspect come from the first image's file header.",
         )
-        tags = render.attempt(slices.query_tags, spec, task, protocol) or {}
-        sliced = render.attempt(slices.slice_table, spec, task, protocol, comparison, by, tags)
+        tags = render.attempt(slices.query_tags, view) or {}
+        sliced = render.attempt(slices.slice_table, view, comparison, by, tags)
         if sliced is not None:
             st.plotly_chart(
                 comparison_figures.slice_deltas(sliced, comparison, by), key="cmp_images"
@@ -212,16 +213,12 @@ if slice_tab.open:
 
 if export_tab.open:
     with export_tab:
-        source = render.attempt(loaders.get_source, spec)
-        if source is not None:
-            st.download_button(
-                "Download the comparison report (HTML)",
-                functools.partial(
-                    reports.comparison_html, source, task, protocol, entries, comparison
-                ),
-                file_name=f"compare_task{task}_{run_a}_vs_{run_b}.html",
-                mime="text/html",
-                key="cmp_report",
-                icon=":material/download:",
-                on_click="ignore",  # a download changes nothing on the page: no rerun
-            )
+        st.download_button(
+            "Download the comparison report (HTML)",
+            functools.partial(reports.comparison_html, view, entries, comparison),
+            file_name=f"compare_task{task}_{run_a}_vs_{run_b}.html",
+            mime="text/html",
+            key="cmp_report",
+            icon=":material/download:",
+            on_click="ignore",  # a download changes nothing on the page: no rerun
+        )

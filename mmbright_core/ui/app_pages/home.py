@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import streamlit as st
 
@@ -31,7 +33,7 @@ st.caption(f"Source: {literal(shown_spec)} · {TASK_LABELS[task]} · protocol {l
 # A dataset folder that is missing, unreadable, outside the server's root or not in the
 # published layout says why here, where the user looks first: the runs panel below would
 # only say that the task has no run yet.
-render.attempt(loaders.get_source, spec)
+view = render.attempt(loaders.current_view)
 
 # Open while the task has no run, and once used, to show what a load added or refused.
 with st.expander("Add or remove runs", expanded=not state.task_runs() or runs_panel.used()):
@@ -39,9 +41,9 @@ with st.expander("Add or remove runs", expanded=not state.task_runs() or runs_pa
 
 chosen = {name: state.task_runs()[name] for name in selected_runs()}
 st.subheader("Headline numbers")
-table = render.attempt(loaders.table_for, spec, task, protocol, chosen) if chosen else None
-board = loaders.board_for(spec, task, protocol, chosen) if table is not None else None
-counts = render.attempt(queries.task_counts, spec, task, protocol) if board is not None else None
+table = render.attempt(loaders.table_for, view, chosen) if view and chosen else None
+board = loaders.board_for(view, chosen) if view and table is not None else None
+counts = render.attempt(queries.task_counts, view) if view and board is not None else None
 if table is None or board is None or counts is None:
     st.info("Choose runs in the sidebar (or add some above) to see their scores.")
 else:
@@ -113,21 +115,25 @@ boards = {task: board} if board is not None and len(board) else {}
 # and the page is about the chosen task.
 others = sorted({task_of for task_of, _ in state.all_runs()} - {task})
 others = [t for t in others if state.task_runs(t)]
-if others and st.toggle(
-    "Add the other tasks' runs",
-    key="home_other_tasks",
-    help="Score the runs loaded for " + ", ".join(f"task {t}" for t in others),
+if (
+    view
+    and others
+    and st.toggle(
+        "Add the other tasks' runs",
+        key="home_other_tasks",
+        help="Score the runs loaded for " + ", ".join(f"task {t}" for t in others),
+    )
 ):
     for each_task in others:
         other = render.attempt(
-            loaders.board_for, spec, each_task, protocol, state.task_runs(each_task)
+            loaders.board_for, replace(view, task=each_task), state.task_runs(each_task)
         )
         if other is not None and len(other):
             boards[each_task] = other
 totals: dict[int, int] = {
     each: task_domain_count(found)
     for each in boards
-    if (found := render.attempt(queries.task_counts, spec, each, protocol)) is not None
+    if view and (found := render.attempt(queries.task_counts, replace(view, task=each)))
 }
 # One tab shown at a time: the browser draws only the open tab's charts and tables.
 board_tab, published_tab = st.tabs(["Your runs", f"Published: {TASK_LABELS[task]}"])

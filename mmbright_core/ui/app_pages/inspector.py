@@ -27,12 +27,12 @@ from mmbright_core.ui.literal import literal, visible
 TOP = 10
 
 st.title("Query inspector")
-spec, task, protocol = state.source_spec(), state.current_task(), state.current_protocol()
-source = render.attempt(loaders.get_source, spec)
-if source is None or not inspector_view.readable(source, spec, task, protocol):
+view = render.attempt(loaders.current_view)
+if view is None or not inspector_view.readable(view):
     st.stop()
-order = inspector_view.hurt_order(spec, task, protocol)
-target = inspector_view.sync_target(source, task, protocol, order)
+task, source = view.task, view.source
+order = inspector_view.hurt_order(view)
+target = inspector_view.sync_target(view, order)
 if target is None:
     st.info("This source has no query for this task.")
     st.stop()
@@ -41,7 +41,7 @@ pick_domain, pick_query = st.columns([2, 3], vertical_alignment="bottom")
 pick_domain.selectbox(
     "Domain", source.domains(), key=inspector_view.DOMAIN_KEY, on_change=inspector_view.on_pick
 )
-ids = list(loaders.queries(spec, task, target.domain, protocol))
+ids = list(view.queries(target.domain))
 pick_query.selectbox(
     "Query",
     ids,
@@ -71,8 +71,7 @@ with st.container(horizontal=True, vertical_alignment="center", key="insp_nav"):
     if order:
         st.caption(literal(inspector_view.order_caption(order, target)))
 
-query = loaders.queries(spec, task, target.domain, protocol)[target.query_id]
-qrels = loaders.qrels(spec, task, target.domain, protocol).get(target.query_id, {})
+query, qrels = target.query, target.qrels
 runs = state.task_runs()
 runs_key = widgets.sticky_runs(
     state.INSPECT_RUNS_KEY, list(runs), inspector_view.default_runs(runs)
@@ -85,12 +84,7 @@ shown = st.multiselect(
     args=(runs_key,),
     format_func=visible,
 )
-excluded = {  # each run under its own policy for negative_ids
-    name: loaders.excluded(spec, task, target.domain, protocol, runs[name].negatives).get(
-        target.query_id, frozenset()
-    )
-    for name in shown
-}
+excluded = {name: target.excluded(runs[name].negatives) for name in shown}  # each its policy
 rankings = {
     name: scores
     for name in shown
@@ -103,22 +97,12 @@ pending = {
 for number, (plugin, name) in enumerate(pending.items()):
     explain_cache.ask_import(plugin, name, key=f"insp_allow_{number}")
 found = {
-    name: render.attempt(
-        explain_cache.explanations,
-        spec,
-        task,
-        target.domain,
-        protocol,
-        runs[name],
-        target.query_id,
-        list(top["doc_id"]),
-    )
-    or {}
+    name: render.attempt(explain_cache.explanations, target, runs[name], list(top["doc_id"])) or {}
     for name, (top, _) in tops.items()
 }
-words = inspector_view.image_words(spec, task, protocol, target, {n: runs[n] for n in rankings})
+words = inspector_view.image_words(target, {n: runs[n] for n in rankings})
 wanted = {doc for top, _ in tops.values() for doc in top["doc_id"]} | set(qrels)
-documents = loaders.shown_documents(spec, task, target.domain, protocol, wanted)
+documents = view.shown_documents(target.domain, wanted)
 items = explain_view.Items(source, target.domain, documents)
 origins = inspector_view.origins(task, {name: runs[name] for name in shown})  # those words can have
 
@@ -134,7 +118,7 @@ with query_col:
     for name, fusion in inspector_view.fusions(found).items():
         explain_view.show_fusion(name, fusion, key=f"insp_fusion_{shown.index(name)}")
 with notes_col:
-    notes_panel.show_notes(target.domain, target.query_id)
+    notes_panel.show_notes(target)
 with st.expander(f"Relevant items ({sum(v > 0 for v in qrels.values())})", expanded=not tops):
     explain_view.show_relevant(items, qrels, key="insp_rel")
 if any(isinstance(f, LexicalAttribution) for a in found.values() for f in a.values()):
@@ -145,27 +129,20 @@ if aligned_runs is not None:
     a, b = aligned_runs
     diff = rank_diff(
         qrels,
-        inspector_view.scored(runs[a], target, excluded[a]),
-        inspector_view.scored(runs[b], target, excluded[b]),
+        inspector_view.scored(runs[a], target),
+        inspector_view.scored(runs[b], target),
         k=TOP,
     )
     explain_view.show_displacing(items, b, tops[b][0], diff.docs, found[b], key="insp_push")
 
 if tops:
     regions_view.show_regions(
-        spec,
-        task,
-        target.domain,
-        protocol,
+        target,
         {name: runs[name] for name in tops},
         {
-            name: [
-                doc for doc, _ in ranked(inspector_view.scored(runs[name], target, excluded[name]))
-            ]
+            name: [doc for doc, _ in ranked(inspector_view.scored(runs[name], target))]
             for name in tops
         },
-        qrels,
-        query,
     )
 
 run_cols = st.columns(max(len(shown), 1))

@@ -30,7 +30,6 @@ CHOICES_KEY = "pq_choices"
 # "Open in inspector" leaves the page: go before the table is scored and sent again.
 inspector_view.open_clicked("pq_open", "pq_query", CHOICES_KEY)
 st.title("Per-query scores")
-spec, task, protocol = state.source_spec(), state.current_task(), state.current_protocol()
 names = selected_runs()
 if not names:
     st.info("Choose runs in the sidebar (or add some on the Home page).")
@@ -50,19 +49,20 @@ run_b = widgets.pick_run(
 )
 paired = run_b != state.NO_RUN
 entries = state.task_runs()
+view = render.attempt(loaders.current_view)
 # Only the runs shown are scored (each run's scores are cached on their own).
-table = render.attempt(loaders.table_for, spec, task, protocol, {run: entries[run]})
-if table is None:
+table = render.attempt(loaders.table_for, view, {run: entries[run]}) if view else None
+if view is None or table is None:
     st.stop()
 rows = views.run_rows(table, run, MEASURE)
 if paired:
-    deltas = render.attempt(loaders.deltas_for, spec, task, protocol, entries, run, run_b)
+    deltas = render.attempt(loaders.deltas_for, view, entries, run, run_b)
     if deltas is None:
         st.stop()
     rows = views.with_pair(rows, deltas, MEASURE)
-texts = render.attempt(queries.query_texts, spec, task, protocol, rows["domain"].unique())
+texts = render.attempt(queries.query_texts, view, rows["domain"].unique())
 rows = views.with_text(rows, texts or {}, limit=None)  # whole in the CSV, cut in the table
-tags = render.attempt(slices.query_tags, spec, task, protocol) or {}
+tags = render.attempt(slices.query_tags, view) or {}
 rows = with_tags(rows, tags)
 
 # The filters keep their values from page to page (widgets.sticky).

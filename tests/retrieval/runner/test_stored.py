@@ -10,13 +10,14 @@ import pytest
 
 from mmbright_core.cli import main
 from mmbright_core.data.layout import CONFIGS
+from mmbright_core.data.view import TaskView
 from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.runner.stored import DOMAIN_FILES, reuse_domain
 from mmbright_core.retrieval.runner.task_run import run_task
 
 
 def test_a_domain_is_reused_under_its_own_config_only(source, tmp_path: Path):
-    outcome = run_task(source, 2, get_retriever("bm25"), tmp_path)
+    outcome = run_task(TaskView(source, 2), get_retriever("bm25"), tmp_path)
     first = outcome.domains[0]
     stored = reuse_domain(outcome.task_dir, first.domain, outcome.config, DOMAIN_FILES)
     assert stored is not None and stored.reused
@@ -26,7 +27,7 @@ def test_a_domain_is_reused_under_its_own_config_only(source, tmp_path: Path):
 
 
 def test_a_domain_missing_a_file_it_should_hold_is_run_again(source, tmp_path: Path):
-    outcome = run_task(source, 2, get_retriever("bm25"), tmp_path)
+    outcome = run_task(TaskView(source, 2), get_retriever("bm25"), tmp_path)
     domain = outcome.domains[0].domain
     names = (*DOMAIN_FILES, "ocr.json")  # a retriever that records OCR words writes it too
     assert reuse_domain(outcome.task_dir, domain, outcome.config, names) is None

@@ -18,6 +18,7 @@ from streamlit.testing.v1 import AppTest
 import mmbright_core.data
 from mmbright_core.benchmark import score_task
 from mmbright_core.data.sources import open_source
+from mmbright_core.data.view import TaskView
 from mmbright_core.present import palette
 from mmbright_core.task_runs import Scope, load_task_runs
 from mmbright_core.ui import render, state
@@ -153,7 +154,7 @@ def test_the_sidebars_release_protocol_scores_task4_as_the_release_code():
     folder = Path(mmbright_core.data.__file__).parent / "demo" / "runs" / f"it2it_{A}"
     for protocol in ("release", "paper"):
         runs = load_task_runs(demo, Scope(4, None, protocol, "exclude"), str(folder))
-        scores = score_task(demo, 4, runs, protocol=protocol)
+        scores = score_task(TaskView(demo, 4, protocol), runs)
         expected = {
             (domain, query): value
             for domain, result in scores.per_domain.items()

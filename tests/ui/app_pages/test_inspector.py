@@ -21,6 +21,7 @@ from streamlit.testing.v1.element_tree import Block, Node
 import mmbright_core.data
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.data.sources import open_source
+from mmbright_core.data.view import TaskView
 from mmbright_core.errors import NotesError
 from mmbright_core.io.official import read_outputs
 from mmbright_core.notes import NotesStore
@@ -89,7 +90,7 @@ def _stored(name: str) -> dict:
 def _hurt_queries() -> list[InspectTarget]:
     """The Task 2 demo queries on which ocr-bm25 scores a lower nDCG@10 than bm25."""
     runs = {A: _stored("run_it2t_bm25"), B: _stored("run_it2t_ocr-bm25")}
-    table = source_results_table(open_source("demo"), 2, runs, measures=("nDCG@10",))
+    table = source_results_table(TaskView(open_source("demo"), 2), runs, measures=("nDCG@10",))
     wide = table.pivot_table(index=["domain", "query_id"], columns="run", values="nDCG@10")
     worse = wide.loc[wide[B] < wide[A]]
     return [InspectTarget(str(d), str(q)) for d, q in worse.index]
@@ -302,7 +303,9 @@ def test_a_fusion_run_shows_the_text_and_image_split_of_every_hit(tiny_clip, tmp
     clip = get_retriever(
         "clip", model=tiny_clip, pretrained="none", image_policy="concat", cache_dir=str(tmp_path)
     )
-    outcome = run_task(open_source("demo"), 2, clip, tmp_path / "out", domains=["biology"])
+    outcome = run_task(
+        TaskView(open_source("demo"), 2), clip, tmp_path / "out", domains=["biology"]
+    )
     stored = read_outputs(outcome.task_dir).runs["biology"]
     at = fresh(timeout=120)
     at.selectbox(key="task").set_value(2).run()

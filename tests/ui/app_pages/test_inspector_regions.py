@@ -20,12 +20,12 @@ from streamlit.testing.v1 import AppTest
 
 from mmbright_core.analysis.attribution import retriever_from_config
 from mmbright_core.data.sources import open_source
+from mmbright_core.data.view import TaskView
 from mmbright_core.io.official import read_outputs
 from mmbright_core.present.region_overlay import sentence
 from mmbright_core.retrieval.dual.regions import explain_regions
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Task
-from mmbright_core.ui import loaders
 from mmbright_core.ui.literal import literal
 from mmbright_core.ui.regions_view import CANCELLED_KEY, SIDE_LABELS, sides
 from mmbright_core.ui.state import InspectTarget
@@ -234,12 +234,12 @@ def test_on_a_task_whose_items_are_images_the_hits_own_image_is_occluded_when_ch
 def test_a_query_without_an_image_offers_the_hits_own_image_where_items_have_images(
     corner_images_run: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    real = loaders.queries
+    real = TaskView.queries
 
-    def without_images(*args: object) -> dict:
-        return {qid: dataclasses.replace(q, images=()) for qid, q in real(*args).items()}
+    def without_images(view: TaskView, domain: str) -> dict:
+        return {qid: dataclasses.replace(q, images=()) for qid, q in real(view, domain).items()}
 
-    monkeypatch.setattr(loaders, "queries", without_images)  # as the inspector reads them
+    monkeypatch.setattr(TaskView, "queries", without_images)  # as the inspector reads them
     at = _open(corner_images_run, _hurt(corner_images_run, IMAGES), IMAGES)
     assert at.radio(key="insp_regions_side").options == [SIDE_LABELS["document"]]
     assert "no image to occlude" not in _says(at)

@@ -38,6 +38,7 @@ from mmbright_core.analysis.compare import POOLED, compare_runs, most_hurt
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.benchmark import score_task
 from mmbright_core.data.sources import open_source
+from mmbright_core.data.view import TaskView
 from mmbright_core.io.official import read_outputs, write_domain_outputs, write_summary
 from mmbright_core.io.runs import read_run, write_trec_run
 from mmbright_core.present import comparison_figures
@@ -83,7 +84,7 @@ def test_home_headlines_match_the_core(app: AppTest, fixture_dir: Path, runs_dir
     lines = headline_rows(app)
     for name in ("multi", "text"):
         by_domain = _by_domain(read_run(runs_dir / f"{name}.trec"))
-        expected = score_task(source, TASK, by_domain).macro["nDCG@10"]
+        expected = score_task(TaskView(source, TASK), by_domain).macro["nDCG@10"]
         assert lines.loc[name, HEADLINE] == round(100 * expected, 1)
     assert list(lines["coverage"]) == [100.0, 100.0]
     heatmap = chart_traces(app, "leaderboard_heatmap")[0]
@@ -96,14 +97,14 @@ def test_home_shows_and_scores_each_run_by_its_negatives_policy(
     app: AppTest, fixture_dir: Path, tmp_path: Path
 ):
     source = open_source(str(fixture_dir))
-    keep = run_task(source, TASK, get_retriever("random"), tmp_path, negatives="keep")
+    keep = run_task(TaskView(source, TASK), get_retriever("random"), tmp_path, negatives="keep")
     add_folder(app, keep.task_dir)
     assert not app.exception and not error_messages(app)
     lines = headline_rows(app)
     assert lines.loc["random", "negatives"] == "keep"
     assert lines.loc["text", "negatives"] == "exclude"
     runs = {o.domain: o.run for o in keep.domains}
-    expected = score_task(source, TASK, runs, negatives="keep").macro["nDCG@10"]
+    expected = score_task(TaskView(source, TASK), runs, negatives="keep").macro["nDCG@10"]
     assert lines.loc["random", HEADLINE] == round(100 * expected, 1)
 
 
@@ -160,8 +161,7 @@ def test_compare_numbers_come_from_the_core(app: AppTest, fixture_dir: Path, run
     app.selectbox(key="cmp_b").set_value("multi").run()
     assert not app.exception
     table = source_results_table(
-        open_source(str(fixture_dir)),
-        TASK,
+        TaskView(open_source(str(fixture_dir)), TASK),
         {name: _by_domain(read_run(runs_dir / f"{name}.trec")) for name in ("text", "multi")},
     )
     expected = compare_runs(table, "text", "multi")
@@ -288,7 +288,7 @@ def test_the_demo_opens_with_its_shipped_runs_of_every_task():
         at.selectbox(key="task").set_value(task).run()
         shown = list(headline_rows(at)[HEADLINE])
         runs = [read_outputs(shipped / f"{prefix}{name}").runs for name in ("bm25", "ocr-bm25")]
-        macros = [score_task(source, task, run).macro["nDCG@10"] for run in runs]
+        macros = [score_task(TaskView(source, task), run).macro["nDCG@10"] for run in runs]
         expected = [round(100 * macro, 1) for macro in macros]
         assert shown == expected, task
 
@@ -301,8 +301,7 @@ def _compare(at: AppTest) -> None:
 
 def _hurt(fixture_dir: Path, runs_dir: Path):  # type: ignore[no-untyped-def]
     table = source_results_table(
-        open_source(str(fixture_dir)),
-        TASK,
+        TaskView(open_source(str(fixture_dir)), TASK),
         {name: _by_domain(read_run(runs_dir / f"{name}.trec")) for name in ("text", "multi")},
     )
     return compare_runs(table, "text", "multi")

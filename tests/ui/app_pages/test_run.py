@@ -12,6 +12,7 @@ from apptest import error_messages, fresh, goto, use_folder
 from raising_plugin import ESCAPED, MESSAGE
 from streamlit.testing.v1 import AppTest
 
+from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError, is_hidden
 from mmbright_core.retrieval import registry
 from mmbright_core.retrieval.catalogue.presets import presets
@@ -177,7 +178,9 @@ def test_task1_then_task2_on_the_page_leaves_both_runs_loadable(
     folders = sorted(tmp_path.iterdir())
     assert [f.name for f in folders] == ["run_it2t_bm25", "run_t2t_bm25"]
     for task, folder in zip((2, 1), folders, strict=True):
-        (entry,) = workspace.entries_from_folder(str(folder), source, task, "paper").entries
+        (entry,) = workspace.entries_from_folder(
+            str(folder), TaskView(source, task, "paper")
+        ).entries
         assert set(entry.runs) == set(source.domains()) and entry.task == task
 
 
