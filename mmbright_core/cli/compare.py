@@ -223,9 +223,9 @@ def _names(path_a: str, path_b: str) -> tuple[str, str]:
 
 def _read_tags(args: argparse.Namespace) -> dict[tuple[str, str], list[str]]:
     """The failure tags of the task's queries, from the notes file when there is one."""
-    from mmbright_core.notes import scope_tags
+    from mmbright_core.notes import ScopeKey, scope_tags
 
-    path, tags = scope_tags(args.source, args.task, args.protocol)
+    path, tags = scope_tags(ScopeKey(args.source, args.task, args.protocol))
     if path is not None:
         print(f"failure tags read from {path} ({len(tags)} annotated queries)", file=sys.stderr)
     return tags

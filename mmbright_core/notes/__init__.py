@@ -13,7 +13,7 @@ from mmbright_core.notes.database import (
     data_dir,
     default_path,
 )
-from mmbright_core.notes.records import Conflict, ImportReport, QueryKey, QueryNotes, Tag
+from mmbright_core.notes.records import Conflict, ImportReport, QueryKey, QueryNotes, ScopeKey, Tag
 from mmbright_core.notes.store import NotesStore, scope_tags
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "NotesStore",
     "QueryKey",
     "QueryNotes",
+    "ScopeKey",
     "Tag",
     "data_dir",
     "default_path",

@@ -38,6 +38,21 @@ from mmbright_core.io.reading import MAX_ID_CHARS, decode, load
 TAG_SEPARATOR = "; "
 
 
+class ScopeKey(NamedTuple):
+    """Which task view notes are about, as the notes file names it.
+
+    Attributes:
+        source: The data source as the dashboard and CLI name it (``"demo"``,
+            ``"hf@<revision>"``, a folder).
+        task: The task number (1-4).
+        protocol: The protocol the queries were judged under.
+    """
+
+    source: str
+    task: int
+    protocol: str
+
+
 class QueryKey(NamedTuple):
     """Which query a note is about.
 

@@ -34,6 +34,7 @@ from mmbright_core.notes.records import (
     ImportReport,
     Parsed,
     QueryNotes,
+    ScopeKey,
     Tag,
 )
 from mmbright_core.notes.tables import KeyLike, Mode
@@ -201,10 +202,10 @@ class NotesStore:
         )
 
     def for_scope(
-        self, source: str, task: int, protocol: str, domain: str | None = None
+        self, scope: ScopeKey, domain: str | None = None
     ) -> dict[tuple[str, str], QueryNotes]:
         """Return the annotated queries of one task view, keyed by ``(domain, query_id)``."""
-        found = self.records(source=source, task=task, protocol=protocol, domain=domain)
+        found = self.records(**scope._asdict(), domain=domain)
         return {(n.key.domain, n.key.query_id): n for n in found}
 
     def records(
@@ -293,18 +294,14 @@ class NotesStore:
         return self._run(lambda conn: tables.apply(conn, parsed, mode, force), write=True)
 
 
-def scope_tags(
-    source: str, task: int, protocol: str
-) -> tuple[Path | None, dict[tuple[str, str], list[str]]]:
+def scope_tags(scope: ScopeKey) -> tuple[Path | None, dict[tuple[str, str], list[str]]]:
     """The failure tags of a task's queries, read from the notes file when it exists.
 
     The file is the notes store's (``MMBRIGHT_NOTES``, else the data folder's); it is never
     created here, so a reader without notes gets ``(None, {})``.
 
     Args:
-        source: The data source as the notes key it (``"demo"``, ``"hf@<revision>"``...).
-        task: The task number.
-        protocol: The judgment protocol.
+        scope: The task view, as the notes file names it.
 
     Returns:
         The file read (None when there is none) and (domain, query_id) -> tags.
@@ -313,5 +310,5 @@ def scope_tags(
     if not path.is_file():
         return None, {}
     with NotesStore(path) as store:
-        found = store.for_scope(source, task, protocol)
+        found = store.for_scope(scope)
     return path, {key: list(notes.tags) for key, notes in found.items()}

@@ -17,9 +17,9 @@ import functools
 
 import streamlit as st
 
-from mmbright_core.data.view import QueryRef
+from mmbright_core.data.view import QueryRef, TaskView
 from mmbright_core.errors import NotesError
-from mmbright_core.notes import NotesStore, QueryKey, QueryNotes
+from mmbright_core.notes import NotesStore, QueryKey, QueryNotes, ScopeKey
 from mmbright_core.notes.database import default_path
 from mmbright_core.notes.records import Conflict
 from mmbright_core.notes.store import Format
@@ -53,10 +53,14 @@ def store() -> NotesStore:
     return _store(str(default_path()))
 
 
+def notes_scope(view: TaskView) -> ScopeKey:
+    """The notes key of a view: the notes file names it by the sidebar's source spec."""
+    return ScopeKey(state.source_spec(), view.task, view.protocol)
+
+
 def query_key(ref: QueryRef) -> QueryKey:
-    """The notes key of a query: the notes file names its view by the sidebar's source spec."""
-    view = ref.view
-    return QueryKey(state.source_spec(), view.task, view.protocol, ref.domain, ref.query_id)
+    """The notes key of a query: its view's (:func:`notes_scope`), its domain and id."""
+    return QueryKey(*notes_scope(ref.view), ref.domain, ref.query_id)
 
 
 def _drafts() -> dict[QueryKey, tuple[str, int]]:

@@ -14,7 +14,7 @@ from mmbright_core.analysis.compare import Comparison, most_hurt
 from mmbright_core.analysis.rankdiff import rank_diff
 from mmbright_core.benchmark import apply_protocol
 from mmbright_core.data.view import QueryRef, TaskView
-from mmbright_core.notes import scope_tags
+from mmbright_core.notes import ScopeKey, scope_tags
 from mmbright_core.present.report import QueryDetail, comparison_report
 from mmbright_core.ui.state import RunEntry
 from mmbright_core.ui.two_stage_view import find_rewrite_stage, find_two_stage
@@ -61,7 +61,7 @@ def comparison_html(
         (row.domain, row.query_id): query_detail(view.query(row.domain, row.query_id), pair)
         for row in most_hurt(comparison, REPORT_QUERIES).itertuples(index=False)
     }
-    tags = scope_tags(view.source.name, view.task, view.protocol)[1]
+    tags = scope_tags(ScopeKey(view.source.name, view.task, view.protocol))[1]
     names = comparison.run_a, comparison.run_b
     stages = find_two_stage(view, entries, *names)
     rewrite = find_rewrite_stage(view, entries, names, stages)

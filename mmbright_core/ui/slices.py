@@ -26,6 +26,7 @@ from mmbright_core.ranking import top_k
 from mmbright_core.retrieval.cache.store import default_cache_dir
 from mmbright_core.ui import loaders, state
 from mmbright_core.ui.literal import visible
+from mmbright_core.ui.notes_panel import notes_scope
 from mmbright_core.ui.state import Compared, RunEntry
 from mmbright_core.ui.widgets import Kept
 
@@ -35,11 +36,8 @@ GAP_FILTERS = ("show all", "hide possible judgment gaps", "only judgment gaps")
 
 
 def query_tags(view: TaskView) -> dict[tuple[str, str], list[str]]:
-    """(domain, query_id) -> the query's failure tags, from the notes file if there is one.
-
-    The notes file names a view by the source spec the sidebar shows.
-    """
-    return scope_tags(state.source_spec(), view.task, view.protocol)[1]
+    """(domain, query_id) -> the query's failure tags, from the notes file if there is one."""
+    return scope_tags(notes_scope(view))[1]
 
 
 def tag_names() -> list[str]:

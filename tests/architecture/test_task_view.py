@@ -26,9 +26,8 @@ ALLOWED = {
     # A run's configuration records the source's name, the task and the protocol as its
     # fields: strings read back from config.json, with no source to view.
     "retrieval/base.py:build",
-    # The notes file names a view by its source spec; converted with the notes modules.
-    "notes/store.py:scope_tags",
-    "notes/store.py:for_scope",
+    # The notes' filter on any of a key's fields, each optional (``mmbright notes export
+    # --task 2``): a selection, not a view.
     "notes/store.py:records",
 }
 

@@ -21,6 +21,7 @@ from mmbright_core.notes import (
     NotesStore,
     QueryKey,
     QueryNotes,
+    ScopeKey,
     default_path,
 )
 
@@ -128,10 +129,10 @@ def test_for_scope_filters_one_task_view(store):
     store.set_note(K1, "a")
     store.set_note(K2, "b")
     store.set_note(K3, "c")
-    scope = store.for_scope("demo", 1, "paper")
+    scope = store.for_scope(ScopeKey("demo", 1, "paper"))
     assert sorted(scope) == [("biology", "q1"), ("economics", "q2")]
-    assert list(store.for_scope("demo", 1, "paper", "economics")) == [("economics", "q2")]
-    assert store.for_scope("demo", 4, "paper") == {}
+    assert list(store.for_scope(ScopeKey("demo", 1, "paper"), "economics")) == [("economics", "q2")]
+    assert store.for_scope(ScopeKey("demo", 4, "paper")) == {}
 
 
 # The taxonomy.
