@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from mmbright_core.errors import InputError, MMBrightError, show
-from mmbright_core.retrieval.backends import BACKENDS
+from mmbright_core.retrieval.backend_table import BACKENDS
 from mmbright_core.retrieval.backends.instructions import DEFAULT_INSTRUCTIONS
 from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.catalogue.preset_run import Resolved, resolve

@@ -21,7 +21,7 @@ import numpy.typing as npt
 from PIL import Image
 
 from mmbright_core.errors import InputError
-from mmbright_core.retrieval.backends import BACKENDS
+from mmbright_core.retrieval.backend_table import BACKENDS
 from mmbright_core.retrieval.backends.api_client import (
     DEFAULT_KEY_ENV,
     EmbeddingClient,

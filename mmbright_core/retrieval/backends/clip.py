@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mmbright_core.retrieval.backends import BACKENDS
+from mmbright_core.retrieval.backend_table import BACKENDS
 from mmbright_core.retrieval.backends.open_clip_model import (
     AUTO_PRETRAINED,
     OpenClipEmbedder,

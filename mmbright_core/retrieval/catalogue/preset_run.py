@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mmbright_core.errors import InputError
-from mmbright_core.retrieval.backends import BACKENDS
+from mmbright_core.retrieval.backend_table import BACKENDS
 from mmbright_core.retrieval.backends.code_gate import gate, needs_opt_in
 from mmbright_core.retrieval.backends.instructions import DEFAULT_INSTRUCTIONS, INSTRUCTION_SETS
 from mmbright_core.retrieval.backends.mteb_registry import model_meta

@@ -1,5 +1,5 @@
 """One record per built-in backend, and every consumer reading it
-(retrieval/backends/__init__.py)."""
+(retrieval/backend_table.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import mmbright_core
 from mmbright_core.cli import main
 from mmbright_core.retrieval import get_retriever
-from mmbright_core.retrieval.backends import BACKENDS, PRESET_BACKENDS, canonical_name
+from mmbright_core.retrieval.backend_table import BACKENDS, PRESET_BACKENDS, canonical_name
 from mmbright_core.retrieval.catalogue.presets import load_catalogue
 from mmbright_core.retrieval.registry import (
     NOT_REBUILDABLE,
