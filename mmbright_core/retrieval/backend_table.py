@@ -3,10 +3,12 @@
 A :class:`Backend` says where its factory lives (imported on first use, so a backend's heavy
 dependencies load only when it is asked for), how a run of it is rebuilt from ``config.json``
 or why it cannot be, how a catalogue preset becomes its options and how it takes instruction
-texts, the model fields the Run page shows for it and whether the page offers it, and what it
-imports beyond the ``app`` extra. The registry, the catalogue's checks, the preset runner, the
-Run page and the command line's help all read :data:`BACKENDS`; none names a backend
-otherwise. A new built-in backend is its module, its record here and its tests.
+texts, the model fields the Run page shows for it (and the pretrained tags that name no file)
+and whether the page offers it, what it imports beyond the ``app`` extra, whether the Ray
+engine encodes for it, and how it runs a model's own hub code. The registry, the catalogue's
+checks and its page, the preset runner, the engines, the Run page and the command line's
+help all read :data:`BACKENDS`; none names a backend otherwise. A new built-in backend is its
+module, its record here and its tests.
 
 This module imports nothing of the package but the task table, so every layer may read it.
 """
@@ -14,7 +16,7 @@ This module imports nothing of the package but the task table, so every layer ma
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from mmbright_core.task_table import (
@@ -24,21 +26,42 @@ from mmbright_core.task_table import (
     TEXT_CORPUS_TASKS,
 )
 
-PresetRecipe = Literal["none", "model", "dense", "zoo", "zoo-by-characters"]
-"""How a preset becomes a backend's options (``retrieval/catalogue/preset_run.py``): ``none`` takes
-no options (BM25's parameters are the official ones by default); ``model`` takes the checkpoint and
-the preset's own options; ``dense`` takes sentence-transformers' names (the instructions as
-prefixes or prompts, ``max_length``); ``zoo`` takes the model zoo's names (``model``,
-``revision``, ``pooling``, ``max_length``, the instructions, the hub-code ``interface``);
-``zoo-by-characters`` the same less ``pooling`` and ``max_length`` (an endpoint cuts by
-characters, ``max_chars``)."""
+PresetOption = Literal[
+    "interface", "model", "revision", "pooling", "max_length", "instructions", "options"
+]
+"""What of a catalogue preset becomes a backend's options (``retrieval/catalogue/preset_run.py``),
+in this order, a value the preset leaves unset left out: a field of the preset under its own
+name (``interface``, ``model``, ``revision``, ``pooling``, ``max_length``), ``instructions`` the
+instruction set's texts under the backend's names (:data:`InstructionOptions`; as prompts where
+the preset pools without them), ``options`` the preset's further recipe options."""
 InstructionOptions = Literal["prefix", "instruction"]
 """How a backend takes instruction texts: ``query_prefix`` / ``document_prefix``, or
 ``query_instruction`` / ``document_instruction``."""
+Needs = tuple[tuple[str, str], ...]
+"""What a backend imports beyond the ``app`` extra, as ``(extra, module)`` pairs in the order
+its code asks for them (``retrieval.base.require``)."""
 Page = Literal["offered", "presets", "command-line"]
 """Where the Run page offers a backend: as a retriever with its fields, through its presets
 only (with the opt-in to hub code beside them), or not at all (``api`` would spend the key in
 the server's environment: docs/safety.md)."""
+
+
+@dataclass(frozen=True)
+class HubCode:
+    """How a backend (or one of its interfaces) runs a model's own code from the hub.
+
+    ``docs/models.md`` says it for each preset that runs hub code
+    (``retrieval/catalogue/doc.py``).
+
+    Attributes:
+        tested: What the tests run offline, on a local stand-in offering the same call.
+        hub_only: What only the hub's code does, which no test here runs.
+        needs: What it imports beyond its backend's needs.
+    """
+
+    tested: str
+    hub_only: str
+    needs: Needs = ()
 
 
 @dataclass(frozen=True)
@@ -52,16 +75,24 @@ class Backend:
         rebuild: The rebuild recipe's attribute in ``module`` (``retrieval/runner/rebuild.py``), or
             None.
         not_rebuildable: Why its runs cannot be rebuilt, where ``rebuild`` is None.
-        preset_recipe: How a catalogue preset becomes its options; None: no preset runs on it.
+        preset_options: What of a catalogue preset becomes its options, in order; None: no
+            preset runs on it.
         instructions: How it takes instruction texts; None: it takes none.
         fields: The model options the Run page shows as fields (``checkpoint``: open_clip's
             ``pretrained`` given as a file).
+        pretrained_tags: Where its ``pretrained`` field takes a tag or a file: the attribute
+            of ``module`` that lists the tags its library knows for a model.
+        pretrained_words: The ``pretrained`` values that name no file (random weights, the
+            model's own).
         page: Where the Run page offers it.
-        needs: What it imports beyond the ``app`` extra, as ``(extra, module)`` pairs in the
-            order its code asks for them (``retrieval.base.require``).
+        needs: What it imports beyond the ``app`` extra.
         default_model: The model it runs when none is given; empty where it has none.
+        distributed: Whether the Ray engine encodes its corpus, bit for bit as a local run
+            (``--engine ray``; tested so).
+        hub_code: How it runs a model's own hub code (``trust_remote_code``), where a preset
+            of it does so.
         interfaces: The calls into a model's hub code a preset of it names (``interface``),
-            where it runs hub code through one of several
+            each with how it runs, where it runs hub code through one of several
             (``retrieval/backends/hub_code/interfaces.py``).
         takes_model: Whether it runs a model named by ``--model`` (``model``).
         scaled: Whether its scores are a cosine it can write at a preset's scale (a vector
@@ -75,13 +106,17 @@ class Backend:
     factory: str
     rebuild: str | None = None
     not_rebuildable: str | None = None
-    preset_recipe: PresetRecipe | None = None
+    preset_options: tuple[PresetOption, ...] | None = None
     instructions: InstructionOptions | None = None
     fields: tuple[str, ...] = ()
+    pretrained_tags: str | None = None
+    pretrained_words: tuple[str, ...] = ()
     page: Page = "offered"
-    needs: tuple[tuple[str, str], ...] = ()
+    needs: Needs = ()
     default_model: str = ""
-    interfaces: tuple[str, ...] = ()
+    distributed: bool = False
+    hub_code: HubCode | None = None
+    interfaces: Mapping[str, HubCode] = field(default_factory=dict)
     takes_model: bool = True
     scaled: bool = True
     tasks: frozenset[int] = frozenset(TASKS)
@@ -91,6 +126,15 @@ _PACKAGE = "mmbright_core.retrieval"
 _TEXT = (("text", "torch"), ("text", "sentence_transformers"))
 _HF = (("hf", "torch"), ("hf", "transformers"))
 _OCR = (("ocr", "rapidocr_onnxruntime"),)
+_ZOO: tuple[PresetOption, ...] = (
+    "interface",
+    "model",
+    "revision",
+    "pooling",
+    "max_length",
+    "instructions",
+    "options",
+)
 
 BACKENDS: Mapping[str, Backend] = {
     backend.name: backend
@@ -100,7 +144,7 @@ BACKENDS: Mapping[str, Backend] = {
             f"{_PACKAGE}.lexical.bm25",
             "BM25Retriever",
             rebuild="rebuild",
-            preset_recipe="none",
+            preset_options=(),  # BM25's parameters are the official ones by default
             takes_model=False,
             scaled=False,
             tasks=TEXT_CORPUS_TASKS,
@@ -110,10 +154,16 @@ BACKENDS: Mapping[str, Backend] = {
             f"{_PACKAGE}.backends.dense",
             "DenseRetriever",
             rebuild="rebuild",
-            preset_recipe="dense",
+            preset_options=("model", "revision", "instructions", "max_length", "options"),
             instructions="prefix",
             fields=("model",),
             needs=_TEXT,
+            distributed=True,
+            hub_code=HubCode(
+                "SentenceTransformer loaded with trust_remote_code, encode(strings, "
+                "normalize_embeddings=True)",
+                "the model's modules (NomicBERT)",
+            ),
             tasks=TEXT_CORPUS_TASKS,
         ),
         Backend(
@@ -121,20 +171,29 @@ BACKENDS: Mapping[str, Backend] = {
             f"{_PACKAGE}.backends.clip",
             "ClipRetriever",
             rebuild="rebuild",
-            preset_recipe="model",
+            preset_options=("model", "options"),
             fields=("model", "pretrained", "checkpoint"),
+            pretrained_tags="pretrained_tags",
+            pretrained_words=("none", "auto"),
             needs=(("clip", "torch"), ("clip", "open_clip")),
             default_model="ViT-L-14",
+            distributed=True,
         ),
         Backend(
             "hf",
             f"{_PACKAGE}.backends.hf",
             "hf_retriever",
             rebuild="rebuild",
-            preset_recipe="zoo",
+            preset_options=_ZOO,
             instructions="instruction",
             fields=("model",),
             needs=_HF,
+            hub_code=HubCode(
+                "transformers' AutoModel loaded with trust_remote_code, its last_hidden_state "
+                "pooled and normalised by this package "
+                "(tests/retrieval/backends/hub_code/test_interfaces.py, a causal stand-in)",
+                "the model's forward pass",
+            ),
         ),
         Backend(
             "mteb",
@@ -179,7 +238,8 @@ BACKENDS: Mapping[str, Backend] = {
             "ApiRetriever",
             not_rebuildable="its vectors come from a remote endpoint, with a key and request "
             "budget of its own",
-            preset_recipe="zoo-by-characters",
+            # An endpoint cuts by characters (max_chars), and pools as it does.
+            preset_options=("interface", "model", "revision", "instructions", "options"),
             instructions="instruction",
             page="command-line",
             tasks=PASSAGE_TASKS,
@@ -190,21 +250,51 @@ BACKENDS: Mapping[str, Backend] = {
             "hub_code_retriever",
             not_rebuildable="its models run their own hub code, which is not run again to "
             "explain a run",
-            preset_recipe="zoo",
+            preset_options=_ZOO,
             instructions="instruction",
             page="presets",
             needs=_HF,
             # Jina-CLIP's encode_text / encode_image, Nomic's text and vision models side by
-            # side, BGE-VL's encode(images=, text=), GME's sentence-transformers dicts,
-            # ReasonIR's encode(instruction=) and M2's sentence_embedding output.
-            interfaces=(
-                "encode-text-image",
-                "text-vision-pair",
-                "encode-images-text",
-                "st-dicts",
-                "encode-instruction",
-                "sentence-embedding",
-            ),
+            # side, BGE-VL's encode(images=, text=), GME's sentence-transformers dicts (which
+            # need that package too), ReasonIR's encode(instruction=) and M2's
+            # sentence_embedding output.
+            interfaces={
+                "encode-text-image": HubCode(
+                    "AutoModel with trust_remote_code, encode_text(texts) and "
+                    "encode_image(images), the zero-image fusion",
+                    "the towers, their tokenisation, truncation and image preprocessing",
+                ),
+                "text-vision-pair": HubCode(
+                    "two AutoModels with trust_remote_code: the text model's states mean-pooled, "
+                    "layer-normalised, the vision model's first token, the normalised mean",
+                    "both forward passes; the image processor is transformers' own",
+                ),
+                "encode-images-text": HubCode(
+                    "AutoModel with trust_remote_code, set_processor(model), encode(images=PNG "
+                    "path, text=text cut at 150 characters), the shorter cuts while the model "
+                    "raises 'size of tensor'",
+                    "the joint encoding itself, its processor and 77-token limit",
+                ),
+                "st-dicts": HubCode(
+                    "SentenceTransformer with trust_remote_code, encode of strings, {'text', "
+                    "'image'} and {'image'} dicts (a query with an image alone), normalised",
+                    "the Qwen2-VL module: its chat template, image resizing and pooling; "
+                    "sentence-transformers 6 refuses image dicts for a module that does not list "
+                    "its modalities, which only the hub's module can tell",
+                    needs=(("text", "sentence_transformers"),),
+                ),
+                "encode-instruction": HubCode(
+                    "AutoModel with trust_remote_code in the checkpoint's dtype, encode(texts, "
+                    "instruction=, batch_size=, max_length=32768), the cosine",
+                    "the tokenisation, instruction template and pooling (its encode)",
+                ),
+                "sentence-embedding": HubCode(
+                    "AutoModelForSequenceClassification with trust_remote_code, the tokenizer of "
+                    "a second id (option tokenizer), padded batches cut at 32,768 tokens, the "
+                    "output's sentence_embedding normalised",
+                    "the Monarch-mixer forward pass and its sentence_embedding",
+                ),
+            },
         ),
         Backend(
             "gritlm",
@@ -212,9 +302,15 @@ BACKENDS: Mapping[str, Backend] = {
             "gritlm_retriever",
             not_rebuildable="gritlm loads its model with the hub's code, which is not run "
             "again to explain",
-            preset_recipe="zoo",
+            preset_options=_ZOO,
             instructions="instruction",
             page="presets",
+            hub_code=HubCode(
+                "gritlm.GritLM(mode='embedding') loading AutoModel with trust_remote_code, "
+                "encode(texts, instruction=, batch_size=1, max_length=) as retrieval_grit calls "
+                "it (tests/retrieval/backends/test_gritlm.py, a tiny transformers Mistral)",
+                "the bidirectional attention (is_causal=False) of GritLM-7B's modeling code",
+            ),
         ),
     )
 }
@@ -230,6 +326,6 @@ def canonical_name(name: str) -> str:
     return ALIASES.get(name, name)
 
 
-PRESET_BACKENDS = tuple(name for name, b in BACKENDS.items() if b.preset_recipe is not None)
+PRESET_BACKENDS = tuple(name for name, b in BACKENDS.items() if b.preset_options is not None)
 """The backends a catalogue preset may name. MTEB's implementation of a model is a preset's
 ``mteb`` instruction set, not a backend of its own."""

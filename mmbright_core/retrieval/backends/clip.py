@@ -57,6 +57,7 @@ from mmbright_core.retrieval.backends.open_clip_model import (
     OpenClipEmbedder,
     resolve_pretrained,
 )
+from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.dual.embedder import Role
 from mmbright_core.retrieval.dual.encoder import (
     DualEncoderRetriever,
@@ -153,3 +154,14 @@ def rebuild(config: RunConfig, options: dict[str, Any], context: RebuildContext)
         "cache_dir": context.cache_dir,
         "device": context.device,
     }
+
+
+def pretrained_tags(model: str) -> list[str]:
+    """Return the pretrained tags open_clip's registry knows for ``model`` (``openai``...).
+
+    Raises:
+        MissingDependencyError: open_clip is not installed (the ``clip`` extra).
+    """
+    open_clip = require("open_clip", "the clip retriever", "clip")
+    tags: list[str] = open_clip.list_pretrained_tags_by_model(model)
+    return tags

@@ -251,7 +251,7 @@ def _check_choices(preset: Preset) -> None:
         ("score scale", (1, 100) if backend.scaled else (None,), [preset.score_scale]),
     ]
     if backend.interfaces:
-        choices.append(("interface", backend.interfaces, [preset.interface]))
+        choices.append(("interface", tuple(backend.interfaces), [preset.interface]))
     for kind, known, values in choices:
         for value in values:
             if value not in known:

@@ -15,6 +15,7 @@ from typing import Any
 
 from mmbright_core.data.images import ImageSource
 from mmbright_core.errors import InputError
+from mmbright_core.retrieval.backend_table import BACKENDS
 from mmbright_core.retrieval.base import Retriever
 from mmbright_core.retrieval.dual.encoders import CorpusEncoder
 from mmbright_core.retrieval.registry import get_retriever
@@ -22,8 +23,8 @@ from mmbright_core.retrieval.runner.ray_engine import EncoderSpec, RayEngine, en
 from mmbright_core.types import TaskData
 
 ENGINES = ("local", "ray")
-#: The built-in retrievers whose corpus encoding the Ray engine distributes.
-DISTRIBUTED = ("dense", "clip")
+#: The built-in retrievers whose corpus encoding the Ray engine distributes (their records).
+DISTRIBUTED = tuple(name for name, backend in BACKENDS.items() if backend.distributed)
 
 Job = tuple[EncoderSpec, list[str], list[Any], list[str] | None]
 
