@@ -116,7 +116,7 @@ class Backend:
     default_model: str = ""
     distributed: bool = False
     hub_code: HubCode | None = None
-    interfaces: Mapping[str, HubCode] = field(default_factory=dict)
+    interfaces: Mapping[str, HubCode] = field(default_factory=dict, hash=False)
     takes_model: bool = True
     scaled: bool = True
     tasks: frozenset[int] = frozenset(TASKS)
