@@ -33,9 +33,9 @@ sys.path.insert(0, str(HERE.parent / "tests" / "support"))  # the loopback serve
 
 from openai_server import CHAT_MODEL, KEY, serving  # noqa: E402
 
+from mmbright_core.endpoints.client import Limits  # noqa: E402
 from mmbright_core.llm.cache import ChatCache  # noqa: E402
 from mmbright_core.llm.chat import ChatClient  # noqa: E402
-from mmbright_core.retrieval.backends.api_client import Limits  # noqa: E402
 
 CONCURRENCY = (1, 8, 32)
 

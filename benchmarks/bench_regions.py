@@ -21,9 +21,10 @@ from pathlib import Path
 
 from common import TINY_CLIP, tiny_clip_folder, torch_threads
 
-from mmbright_core.analysis.attribution import RegionAttribution, explain_regions
 from mmbright_core.data.sources import open_source
 from mmbright_core.retrieval.backends.clip import ClipRetriever
+from mmbright_core.retrieval.dual.regions import explain_regions
+from mmbright_core.retrieval.explanation import RegionAttribution
 
 QUERY = "biology_1"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import errno
+import importlib
 import unicodedata
 from collections.abc import Iterable
 from typing import Any
@@ -169,6 +170,30 @@ class MissingDependencyError(MMBrightError, ImportError):
             f"{what} needs the optional package {module!r}, which is not installed; "
             f"install it with: pip install 'mmbright[{extra}]'"
         )
+
+
+def require(module: str, what: str, extra: str) -> Any:
+    """Import ``module`` or raise :class:`MissingDependencyError` naming the pip extra.
+
+    Args:
+        module: The importable module name (``open_clip``).
+        what: What needs it, for the message (``the clip retriever``).
+        extra: The ``mmbright`` extra that installs it (``clip``).
+
+    Returns:
+        The imported module.
+
+    Raises:
+        MissingDependencyError: ``module``, or a package it imports, is not installed (the
+            extra installs both); the message names the one missing.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        missing = (err.name or module).split(".")[0]
+        if missing != module.split(".")[0] and not isinstance(err, ModuleNotFoundError):
+            raise  # a real bug inside an installed package, not a missing one
+        raise MissingDependencyError(what, extra, missing) from err
 
 
 class InputTooLargeError(InputError):

@@ -19,9 +19,9 @@ offer:
   words read from the images.
 
 Where in an image a score came from (occlusion over a grid of the query image, or of an
-item's own image) is ``explain(..., regions=True)``, one :func:`explain_regions`
-(:mod:`~mmbright_core.analysis.regions`) per document, for every retriever that encodes
-images.
+item's own image) is ``explain(..., regions=True)``, one
+:func:`~mmbright_core.retrieval.dual.regions.explain_regions` per document, for every retriever
+that encodes images.
 
 Everything is computed on demand from the retriever that made the run (one index look-up or
 one batch of encodings per call), so the parts add up to the run's stored score. A run read
@@ -43,24 +43,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, overload
 
-from mmbright_core.analysis.regions import (
-    GRID,
-    ImageRegions,
-    Progress,
-    RegionAttribution,
-    explain_regions,
-)
 from mmbright_core.data.images import ImageSource
 from mmbright_core.errors import InputError, MissingDependencyError
 from mmbright_core.retrieval.base import Retriever, RunConfig, check_task
+from mmbright_core.retrieval.dual.regions import explain_regions
 from mmbright_core.retrieval.explanation import (
+    GRID,
     NO_RETRIEVER,
     Attribution,
     DenseAttribution,
     ExplainsScores,
     FusionAttribution,
     LexicalAttribution,
+    Progress,
     Question,
+    RegionAttribution,
     Span,
     TermContribution,
     Unavailable,
@@ -77,16 +74,13 @@ __all__ = [
     "DenseAttribution",
     "ExplainsScores",
     "FusionAttribution",
-    "ImageRegions",
     "LexicalAttribution",
     "Question",
-    "RegionAttribution",
     "RegionOptions",
     "Span",
     "TermContribution",
     "Unavailable",
     "explain",
-    "explain_regions",
     "retriever_from_config",
 ]
 

@@ -18,23 +18,19 @@ from typing import Any
 
 import pandas as pd
 
+from mmbright_core.analysis.lineage import Lineage, RewrittenQueries
 from mmbright_core.analysis.two_stage import ALL_DOMAINS, MEASURE, TwoStage
 from mmbright_core.io.recorded import config_differences
+from mmbright_core.retrieval.base import RunConfig
 from mmbright_core.retrieval.runner.rewritten import SET_KEY, is_set_setting
 
 COLUMNS = ["domain", "queries", "plain", "rewritten", "gain", "helped", "hurt"]
 
-Configs = Mapping[str, Mapping[str, Any] | None]
+Configs = Mapping[str, RunConfig | None]
 """name -> the run's recorded configuration (None: it has none)."""
 Scorer = Callable[[str, str], pd.DataFrame]
 """(plain, rewritten) -> the results table of the two runs (``run``, ``domain``,
 ``query_id`` and ``nDCG@10`` columns, scored the benchmark's way)."""
-
-
-def is_rewritten(config: Mapping[str, Any] | None) -> bool:
-    """Whether a recorded configuration is that of a run on a rewritten query set."""
-    options = (config or {}).get("options")
-    return isinstance(options, Mapping) and SET_KEY in options
 
 
 def plain_config(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -52,20 +48,26 @@ def is_plain_run_of(candidate: Mapping[str, Any] | None, rewritten: Mapping[str,
             match).
         rewritten: The rewritten run's recorded configuration.
     """
-    if not candidate or is_rewritten(candidate):
-        return False
+    options = (candidate or {}).get("options")
+    if not candidate or (isinstance(options, Mapping) and SET_KEY in options):
+        return False  # none recorded, or a rewritten run
     return not config_differences(candidate, plain_config(rewritten))
 
 
 def find_plain(rewritten: str, configs: Configs, prefer: str | None = None) -> str | None:
     """The loaded run that is the plain run of ``rewritten``, ``prefer`` looked at first."""
     recorded = configs.get(rewritten)
-    if not recorded:
+    if recorded is None:
         return None
     names = [n for n in configs if n not in (prefer, rewritten)]
     if prefer is not None and prefer in configs:
         names.insert(0, prefer)
-    return next((n for n in names if is_plain_run_of(configs[n], recorded)), None)
+    wanted = recorded.to_dict()
+    return next((n for n in names if is_plain_run_of(_recorded(configs[n]), wanted)), None)
+
+
+def _recorded(config: RunConfig | None) -> dict[str, Any] | None:
+    return None if config is None else config.to_dict()
 
 
 def rewrite_table(scores: pd.DataFrame, plain: str, rewritten: str) -> pd.DataFrame:
@@ -174,19 +176,17 @@ def find_rewrite(
     found = _rewritten_of(pair, configs, two_stage)
     if found is None:
         return None
-    rewritten, reranked = found
-    recorded = configs[rewritten] or {}
-    options = recorded["options"]
+    rewritten, reranked, recorded, queries = found
     other = next((n for n in pair if n not in (rewritten, reranked)), None)
     plain = find_plain(rewritten, configs, prefer=other)
     table = None if plain is None else rewrite_table(score(plain, rewritten), plain, rewritten)
     return RewriteStage(
         rewritten,
         plain,
-        str(recorded.get("model") or recorded.get("retriever")),
-        str(options.get("rewrite_model")),
-        str(options.get("rewrite_prompt")),
-        str(options[SET_KEY]),
+        str(recorded.model or recorded.retriever),
+        str(queries.model),
+        str(queries.prompt),
+        queries.sha256,
         reranked,
         table,
     )
@@ -194,12 +194,15 @@ def find_rewrite(
 
 def _rewritten_of(
     pair: tuple[str, str], configs: Configs, two_stage: TwoStage | None
-) -> tuple[str, str | None] | None:
-    # (the rewritten run, the run of the pair reranking it or None), or None.
-    for name in (pair[1], pair[0]):
-        if is_rewritten(configs.get(name)):
-            return name, None
-    first = None if two_stage is None else two_stage.first
-    if two_stage is not None and first is not None and is_rewritten(configs.get(first)):
-        return first, two_stage.reranked
+) -> tuple[str, str | None, RunConfig, RewrittenQueries] | None:
+    # (the rewritten run, the run of the pair reranking it or None, its configuration and
+    # queries), or None: B, else A, else the first stage the pair's reranked run reorders.
+    candidates: list[tuple[str | None, str | None]] = [(pair[1], None), (pair[0], None)]
+    if two_stage is not None:
+        candidates.append((two_stage.first, two_stage.reranked))
+    for name, reranked in candidates:
+        config = None if name is None else configs.get(name)
+        queries = Lineage.of(config).queries
+        if name is not None and config is not None and queries is not None:
+            return name, reranked, config, queries
     return None

@@ -16,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 
+from mmbright_core.analysis.lineage import Lineage
 from mmbright_core.metrics import evaluate
-from mmbright_core.rerank.base import first_stage_record
 from mmbright_core.rerank.first_stage import runs_fingerprint
 from mmbright_core.task_table import MAIN_SCORE
 from mmbright_core.types import Qrels, Run
@@ -130,7 +130,7 @@ Fingerprint = Callable[[str, Sequence[str]], str]
 def find_first_stage(
     pair: tuple[str, str],
     runs: Mapping[str, Mapping[str, Run]],
-    configs: Mapping[str, Mapping[str, Any] | None],
+    lineages: Mapping[str, Lineage],
     judgments: Callable[[str], Qrels],
     fingerprint: Fingerprint | None = None,
 ) -> TwoStage | None:
@@ -143,7 +143,7 @@ def find_first_stage(
     Args:
         pair: The names of runs A and B.
         runs: name -> domain -> run, for every run that may be the first stage.
-        configs: name -> the run's recorded configuration (None: it has none).
+        lineages: name -> the run's lineage (a run missing here has none).
         judgments: domain -> the task's qrels.
         fingerprint: How a run's fingerprint is had (default: computed each time).
     """
@@ -153,18 +153,17 @@ def find_first_stage(
         )
     )
     for reranked, other in ((pair[1], pair[0]), (pair[0], pair[1])):
-        record = first_stage_record(configs.get(reranked))
+        record = lineages.get(reranked, Lineage()).reranks
         if record is None:
             continue
-        options = (configs.get(reranked) or {})["options"]
-        depth, domains = int(options.get("depth", 0)), sorted(runs[reranked])
+        depth, domains = int(record.depth or 0), sorted(runs[reranked])
         names = [other, *(n for n in runs if n not in (other, reranked))]
-        wanted = record.get("fingerprint")
-        first = next((n for n in names if digest(n, domains) == wanted), None)
+        first = next((n for n in names if digest(n, domains) == record.fingerprint), None)
         table = None
         if first is not None:
             qrels = {d: judgments(d) for d in domains}
             table = headroom(qrels, runs[first], runs[reranked], depth)
-        label = f"{record.get('label', '?')} ({record.get('path', 'not recorded')})"
-        return TwoStage(reranked, first, label, str(options.get("reranker")), depth, table)
+        where = "not recorded" if record.path is None else record.path
+        label = f"{'?' if record.label is None else record.label} ({where})"
+        return TwoStage(reranked, first, label, str(record.reranker), depth, table)
     return None

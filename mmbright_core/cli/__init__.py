@@ -128,7 +128,7 @@ def _out_of_memory(command: str) -> str:
             "out of memory while the retriever ran (its model and a batch of inputs); "
             "lower the batch size (--option batch_size=8) or use a machine with more memory"
         )
-    from mmbright_core.io.limits import MAX_INPUT_ENV
+    from mmbright_core.io.reading import MAX_INPUT_ENV
 
     return (
         f"out of memory reading the input; set {MAX_INPUT_ENV}=<bytes> below the memory "

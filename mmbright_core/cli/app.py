@@ -89,7 +89,7 @@ def streamlit_command(args: argparse.Namespace) -> list[str]:
 
 def run_app(args: argparse.Namespace) -> int:
     """Replace this process with the streamlit server (its signals and exit status)."""
-    from mmbright_core.retrieval.base import require
+    from mmbright_core.errors import require
 
     require("streamlit", "the dashboard", "app")
     require("plotly", "the dashboard", "app")

@@ -191,17 +191,19 @@ def _stages(
 
     Only the two runs compared are loaded: each is found only when it is the other one.
     """
+    from mmbright_core.analysis.lineage import Lineage, recorded_config
     from mmbright_core.analysis.rewrite_stage import find_rewrite
     from mmbright_core.analysis.two_stage import find_first_stage
     from mmbright_core.task_runs import read_task_outputs
 
     paths = (args.run_a, args.run_b)
     configs = {
-        n: read_task_outputs(p, args.task).run_config if Path(p).is_dir() else None
+        n: recorded_config(read_task_outputs(p, args.task)) if Path(p).is_dir() else None
         for n, p in zip(names, paths, strict=True)
     }
+    lineages = {n: Lineage.of(c) for n, c in configs.items()}
     stages = find_first_stage(
-        names, runs, configs, lambda d: source.judgments(args.task, d, args.protocol).qrels
+        names, runs, lineages, lambda d: source.judgments(args.task, d, args.protocol).qrels
     )
     return stages, find_rewrite(names, configs, lambda plain, rewritten: table, stages)
 

@@ -65,7 +65,7 @@ def register(subparsers: Any) -> None:
 
 
 def _region_options(parser: argparse.ArgumentParser) -> None:
-    from mmbright_core.analysis.regions import FILLS, GRID, MAX_GRID, SIDES
+    from mmbright_core.retrieval.explanation import FILLS, GRID, MAX_GRID, SIDES
 
     parser.add_argument(
         "--grid", type=int, default=GRID, help=f"cells per side, 1 to {MAX_GRID} (default {GRID})"
@@ -96,7 +96,8 @@ def handle(args: argparse.Namespace) -> int:
     if not args.regions:
         _print_json(_attributions(retriever, data, source, args), args.out)
         return 0
-    from mmbright_core.analysis.attribution import Unavailable, explain_regions
+    from mmbright_core.retrieval.dual.regions import explain_regions
+    from mmbright_core.retrieval.explanation import Unavailable
 
     result = explain_regions(
         retriever,

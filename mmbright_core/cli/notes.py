@@ -118,7 +118,7 @@ def run_import(args: argparse.Namespace) -> int:
     """Read an export into the notes and print what it did."""
     from mmbright_core.errors import InputError, InputWarning
     from mmbright_core.notes import NotesStore
-    from mmbright_core.notes.exchange import read
+    from mmbright_core.notes.records import read
 
     if args.force and args.mode != "replace":
         raise InputError("--force only goes with --mode replace", hint="Add --mode replace")

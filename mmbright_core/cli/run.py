@@ -23,8 +23,12 @@ from mmbright_core.data.choices import POLICIES
 from mmbright_core.errors import InputError, printable
 
 if TYPE_CHECKING:
+    from mmbright_core.data.sources import Source
+    from mmbright_core.io.claims import Claimant
+    from mmbright_core.retrieval.base import Retriever
     from mmbright_core.retrieval.catalogue.preset_run import Resolved
-    from mmbright_core.retrieval.runner.task_run import RunOutcome
+    from mmbright_core.retrieval.runner.folders import Guard
+    from mmbright_core.retrieval.runner.task_run import ProgressHook, RunOutcome
 
 
 RUN_COMMAND = Command(
@@ -266,8 +270,47 @@ def on_rewritten_queries(retriever: Any, path: str, task: int, source: str) -> A
     return Rewritten.of(retriever, queries)
 
 
-def handle(args: argparse.Namespace) -> int:
-    """Run the subcommand and print each domain's nDCG@10."""
+@dataclasses.dataclass(frozen=True)
+class Executed:
+    """What one ``mmbright run`` did: the retriever and preset it ran, what it wrote.
+
+    Attributes:
+        chosen: The retriever (or preset) and options the command chose.
+        retriever: The retriever run (its ``label()`` names the run).
+        outcome: What the runner wrote.
+        written: Other files written beside the outputs (MTEB's predictions).
+    """
+
+    chosen: Resolved
+    retriever: Retriever
+    outcome: RunOutcome
+    written: tuple[Path, ...] = ()
+
+
+def execute(
+    args: argparse.Namespace,
+    *,
+    claimant: Claimant,
+    source: Source | None = None,
+    build: Callable[[str, dict[str, Any]], Retriever] | None = None,
+    warn: Callable[[str], None] | None = None,
+    progress: ProgressHook | None = None,
+    guard: Guard | None = None,
+    new_folder: bool = False,
+) -> Executed:
+    """Run ``mmbright run`` as parsed into ``args``: the one path of the command and the Run page.
+
+    Args:
+        args: The parsed command line.
+        claimant: Who claims the output folder while it is written.
+        source: The data source ``--source`` names, when it is open already.
+        build: How the retriever is built from its name and options (default: for the
+            engine of ``--engine``).
+        warn: Told the warning for a hub model no commit pins, before the run starts.
+        progress: The runner's progress hook.
+        guard: Shown every folder and file before it is read or written.
+        new_folder: Write beside a folder holding another configuration, not refuse it.
+    """
     from mmbright_core.cli.engine_options import with_engine
     from mmbright_core.data.sources import open_source
     from mmbright_core.retrieval.catalogue.pinning import unpinned
@@ -275,15 +318,18 @@ def handle(args: argparse.Namespace) -> int:
     from mmbright_core.retrieval.runner.task_run import run_task
 
     chosen = chosen_retriever(args)
-    retriever = with_engine(chosen.retriever, chosen.options, args)
+    if build is None:
+        retriever = with_engine(chosen.retriever, chosen.options, args)
+    else:
+        retriever = build(chosen.retriever, chosen.options)
     if chosen.preset is not None or chosen.instructions is not None:
         retriever = Chosen(retriever, chosen.preset, chosen.instructions)
     if args.score_scale is not None:  # over the preset's own
         set_score_scale(retriever, args.score_scale)
     warning = unpinned(chosen.retriever, retriever.settings())
-    if warning is not None:  # recorded as it is: revision null, or the moving name
-        print(f"mmbright run: warning: {printable(warning)}", file=sys.stderr)
-    source = open_source(args.source)
+    if warning is not None and warn is not None:  # recorded as it is: null, or the moving name
+        warn(warning)
+    source = source if source is not None else open_source(args.source)
     if args.queries is not None:
         retriever = on_rewritten_queries(retriever, args.queries, args.task, source.name)
     written: list[Path] = []
@@ -293,10 +339,20 @@ def handle(args: argparse.Namespace) -> int:
         retriever,
         args.out,
         k=args.k,
-        claimant=claimant(args),
+        claimant=claimant,
         finish=_mteb_writer(args.task, written) if args.mteb else None,
+        progress=progress,
+        guard=guard,
+        new_folder=new_folder,
         **task_settings(args),
     )
+    return Executed(chosen, retriever, outcome, tuple(written))
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Run the subcommand and print each domain's nDCG@10."""
+    done = execute(args, claimant=claimant(args), warn=_warn)
+    outcome = done.outcome
     for domain in outcome.domains:
         note = " (reused)" if domain.reused else ""
         print(f"{domain.domain}\tnDCG@10 {100 * domain.metrics['NDCG@10']:.1f}{note}")
@@ -313,9 +369,13 @@ def handle(args: argparse.Namespace) -> int:
         mean = sum(d.metrics["NDCG@10"] for d in every) / len(every)
         print(f"Avg.\tnDCG@10 {100 * mean:.1f}")
     print(f"wrote {outcome.task_dir}")
-    for path in written:
+    for path in done.written:
         print(f"wrote {path}")
     return 0
+
+
+def _warn(text: str) -> None:
+    print(f"mmbright run: warning: {printable(text)}", file=sys.stderr)
 
 
 def _mteb_writer(task: int, written: list[Path]) -> Callable[[RunOutcome], None]:

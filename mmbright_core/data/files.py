@@ -19,8 +19,8 @@ import pyarrow.parquet as pq
 
 from mmbright_core.data.layout import CONFIGS, DOMAINS, PINNED_REVISION, REPO_ID, parquet_name
 from mmbright_core.errors import InputError, MissingFileError, UnknownNameError
-from mmbright_core.io.limits import MAX_INPUT_ENV, max_input_bytes, size_text, too_large
 from mmbright_core.io.official import check_name
+from mmbright_core.io.reading import MAX_INPUT_ENV, max_input_bytes, size_text, too_large
 
 # Scalar columns of the published schema and the Arrow types they may have (docs/protocol.md, The
 # data as published); list columns are checked where they are read (``ids.as_str_list``,

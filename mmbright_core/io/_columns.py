@@ -28,8 +28,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from mmbright_core.errors import InputError, show
-from mmbright_core.io.limits import MAX_ID_CHARS, long_id_error, max_input_bytes, too_large
-from mmbright_core.io.reading import PARQUET_MAGIC
+from mmbright_core.io.reading import (
+    MAX_ID_CHARS,
+    PARQUET_MAGIC,
+    long_id_error,
+    max_input_bytes,
+    too_large,
+)
 
 _REQUIRED = ("query_id", "doc_id", "score")
 
@@ -39,8 +44,8 @@ def read_parquet_table(data: bytes, name: str, max_bytes: int | None = None) -> 
 
     Only the run's columns are read, batch by batch: a 4 kB file may hold a column that
     decodes to gigabytes, and its metadata's sizes are the writer's word. Each batch is
-    counted against ``max_bytes`` (:func:`~mmbright_core.io.limits.max_input_bytes`) and its
-    ids against :data:`~mmbright_core.io.limits.MAX_ID_CHARS` as it is decoded, so such a
+    counted against ``max_bytes`` (:func:`~mmbright_core.io.reading.max_input_bytes`) and its
+    ids against :data:`~mmbright_core.io.reading.MAX_ID_CHARS` as it is decoded, so such a
     file is refused after one batch instead of being read whole.
     """
     if data[:4] != PARQUET_MAGIC:

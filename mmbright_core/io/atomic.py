@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 from mmbright_core.errors import InputError, WriteError
-from mmbright_core.io.source_kind import kind_of
+from mmbright_core.io.reading import kind_of
 
 # mkstemp creates files readable by the owner only; a written file should get the same
 # permissions as one made by ``open(path, "w")``. The umask can only be read by setting it.

@@ -20,8 +20,7 @@ from typing import Any
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.io.atomic import atomic_write_text
 from mmbright_core.io.json_shapes import json_score, object_pairs, parse_json
-from mmbright_core.io.limits import check_id_lengths
-from mmbright_core.io.reading import Readable, decode, load
+from mmbright_core.io.reading import Readable, check_id_lengths, decode, load
 from mmbright_core.task_table import TASK_TABLE, task_info
 from mmbright_core.types import Run
 

@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from mmbright_core.errors import InputError, UnknownNameError
-from mmbright_core.io._tables import parse_table
 from mmbright_core.io.atomic import write_file
 from mmbright_core.io.json_shapes import bad_leaf, json_path
-from mmbright_core.io.reading import Readable, load
+from mmbright_core.io.reading import Readable, load, parse_table
 from mmbright_core.io.trec import (
     INTEGER,
     bad_column,

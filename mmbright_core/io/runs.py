@@ -30,10 +30,9 @@ from mmbright_core.io._columns import (
     read_parquet_table,
     run_columns,
 )
-from mmbright_core.io._tables import parse_table
 from mmbright_core.io.atomic import atomic_write_bytes, write_file
 from mmbright_core.io.json_shapes import json_path, json_score
-from mmbright_core.io.reading import PARQUET_MAGIC, Loaded, Readable, load
+from mmbright_core.io.reading import PARQUET_MAGIC, Loaded, Readable, load, parse_table
 from mmbright_core.io.trec import (
     INTEGER,
     TREC_LAYOUTS,

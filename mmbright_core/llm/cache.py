@@ -1,13 +1,11 @@
-"""Answers kept on disk, keyed by everything that made them: the chat client's and the rerankers'.
+"""The chat client's answers on disk, keyed by everything that made them.
 
-:class:`AnswerCache` keeps each answer as one small JSON file,
-``<root>/<folder>/<key[:2]>/<key>.json`` (two levels, so no folder holds millions of files),
-written atomically (:mod:`mmbright_core.io.atomic`, without fsync: an answer can be asked
-again) as soon as it arrives, so a job killed at any point keeps every answer received before
-the kill and loses at most the requests in flight. An entry that cannot be read or decoded is
-asked again, never trusted. What an entry holds is its user's: :class:`ChatCache` keeps the
-chat answers under ``chat/``, :class:`~mmbright_core.rerank.cache.RerankCache` the rerankers'
-under ``rerank/``.
+:class:`ChatCache` keeps each answer as one entry of the package's answer cache
+(:class:`~mmbright_core.retrieval.cache.answers.AnswerCache`: a small JSON file under
+``chat/``, written atomically without fsync, an answer can be asked again) as soon as it
+arrives, so a job killed at any point keeps every answer received before the kill and loses at
+most the requests in flight. An entry that cannot be read or decoded is asked again, never
+trusted.
 
 A chat answer's key is the sha256 of the endpoint, the model, the sampling parameters and the
 whole message list (prompt, query text and the images' data URLs): two models, two prompts or
@@ -17,59 +15,17 @@ that produced it.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from mmbright_core.io.atomic import atomic_write_text
+from mmbright_core.retrieval.cache.answers import AnswerCache
 from mmbright_core.retrieval.cache.store import settings_key
 
 #: The chat answers' folder under the cache root.
 FOLDER = "chat"
 FORMAT = "mmbright-chat-answer/1"
-
-Answer = TypeVar("Answer")
-
-
-class AnswerCache:
-    """Answers as JSON files under ``<root>/<folder>/<key[:2]>/<key>.json``.
-
-    Args:
-        root: The cache root, or None to keep nothing.
-        folder: The answers' folder under the root.
-        sort_keys: Whether an entry's fields are written sorted (else in the order given).
-    """
-
-    def __init__(self, root: Path | None, folder: str, *, sort_keys: bool) -> None:
-        self.folder = None if root is None else root / folder
-        self.sort_keys = sort_keys
-
-    def get(self, key: str, decode: Callable[[Any], Answer | None]) -> Answer | None:
-        """Return ``decode`` of the entry of ``key`` (its JSON), or None.
-
-        None also when there is no root, no entry, or an entry that cannot be read, is not
-        JSON, or that ``decode`` refuses (returns None, or raises ``ValueError``,
-        ``KeyError`` or ``TypeError``): such an answer is asked again rather than trusted.
-        """
-        path = self._path(key)
-        if path is None:
-            return None
-        try:
-            return decode(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-
-    def put(self, key: str, entry: dict[str, Any]) -> None:
-        """Store ``entry`` under ``key``, atomically (nothing without a root)."""
-        path = self._path(key)
-        if path is not None:
-            text = json.dumps(entry, sort_keys=self.sort_keys) + "\n"
-            atomic_write_text(path, text, sync=False)
-
-    def _path(self, key: str) -> Path | None:
-        return None if self.folder is None else self.folder / key[:2] / f"{key}.json"
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 :class:`ChatClient` sends ``POST {endpoint}/chat/completions`` through the real ``openai``
 client (vLLM, Ollama, llama.cpp's server, LiteLLM, OpenAI all speak it) with what
-:class:`~mmbright_core.retrieval.backends.api_client.EndpointClient` gives every endpoint client:
+:class:`~mmbright_core.endpoints.client.EndpointClient` gives every endpoint client:
 a timeout per call, retries with exponential backoff on 429/5xx, timeouts and dropped
 connections, a request budget, and one-line messages for an unreachable endpoint, a refused
 key or an unknown model. On top of that it keeps at most ``concurrency`` requests in flight,
@@ -31,11 +31,11 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from mmbright_core.endpoints.client import DEFAULT_KEY_ENV, EndpointClient, Limits
 from mmbright_core.errors import EndpointError, RequestBudgetError
 from mmbright_core.io.json_shapes import json_kind
 from mmbright_core.io.rewrites import MOST_TOKENS
 from mmbright_core.llm.cache import ChatAnswer, ChatCache, request_key
-from mmbright_core.retrieval.backends.api_client import DEFAULT_KEY_ENV, EndpointClient, Limits
 
 Message = Mapping[str, Any]
 """One chat message as the API takes it: ``{"role": ..., "content": str | [parts]}``."""

@@ -12,10 +12,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from mmbright_core.endpoints.client import DEFAULT_KEY_ENV, Limits, whole_option
 from mmbright_core.errors import InputError, cut
 from mmbright_core.llm.cache import ChatCache
 from mmbright_core.llm.chat import DEFAULT_PARAMETERS, SAMPLING, ChatClient
-from mmbright_core.retrieval.backends.api_client import DEFAULT_KEY_ENV, Limits, whole_option
 from mmbright_core.retrieval.cache.store import default_cache_dir
 
 #: ``--option`` names that set the client's limits, with their types.

@@ -13,9 +13,8 @@ from mmbright_core.notes.database import (
     data_dir,
     default_path,
 )
-from mmbright_core.notes.lookup import scope_tags
 from mmbright_core.notes.records import Conflict, ImportReport, QueryKey, QueryNotes, Tag
-from mmbright_core.notes.store import NotesStore
+from mmbright_core.notes.store import NotesStore, scope_tags
 
 __all__ = [
     "DEFAULT_TAGS",

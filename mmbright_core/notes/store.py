@@ -6,8 +6,13 @@ every read sees every committed write, and writes queue behind one another (see
 :class:`~mmbright_core.errors.NotesError` carrying the text it would have stored.
 
 Each method opens one transaction; what it does to the tables is written in
-:mod:`~mmbright_core.notes.taxonomy` (the tags), :mod:`~mmbright_core.notes.labels` (a
-query's note and labels) and :mod:`~mmbright_core.notes.merge` (an import).
+:mod:`~mmbright_core.notes.tables` (the tags, a query's note and labels, an import).
+
+:func:`scope_tags` reads the failure tags of one task view without ever creating the notes
+file: the comparison, its slices and the report take tags as data
+(``(domain, query_id) -> tags``); this is where the command line and the dashboard read
+them from the notes store. A reader without notes gets none, and no empty database is left
+behind.
 """
 
 from __future__ import annotations
@@ -21,11 +26,17 @@ from typing import IO, Literal, TypeVar
 
 from mmbright_core.errors import NotesError, show
 from mmbright_core.io.atomic import atomic_write_text
-from mmbright_core.notes import exchange, labels, merge, taxonomy
+from mmbright_core.notes import records, tables
 from mmbright_core.notes.database import DEFAULT_TIMEOUT, connect, default_path, run
-from mmbright_core.notes.labels import KeyLike
-from mmbright_core.notes.merge import Mode
-from mmbright_core.notes.records import TAG_SEPARATOR, Conflict, ImportReport, QueryNotes, Tag
+from mmbright_core.notes.records import (
+    TAG_SEPARATOR,
+    Conflict,
+    ImportReport,
+    Parsed,
+    QueryNotes,
+    Tag,
+)
+from mmbright_core.notes.tables import KeyLike, Mode
 
 T = TypeVar("T")
 Format = Literal["csv", "json"]
@@ -90,7 +101,7 @@ class NotesStore:
 
     def tags(self) -> list[Tag]:
         """Return the taxonomy in its order, each tag with the number of queries using it."""
-        return self._run(taxonomy.tags, write=False)
+        return self._run(tables.tags, write=False)
 
     def add_tag(self, name: str, description: str = "") -> Tag:
         """Append a tag to the taxonomy.
@@ -98,8 +109,8 @@ class NotesStore:
         Raises:
             NotesError: The name is empty, holds ``;`` or a line break, or is taken.
         """
-        name = taxonomy.checked_name(name)
-        return self._run(lambda conn: taxonomy.add(conn, name, description), write=True)
+        name = tables.checked_name(name)
+        return self._run(lambda conn: tables.add(conn, name, description), write=True)
 
     def rename_tag(self, old: str, new: str) -> Tag:
         """Rename a tag; every query labelled ``old`` is labelled ``new`` afterwards.
@@ -107,8 +118,8 @@ class NotesStore:
         Raises:
             NotesError: ``old`` is unknown, or ``new`` is invalid or already taken.
         """
-        new = taxonomy.checked_name(new)
-        return self._run(lambda conn: taxonomy.rename(conn, old, new), write=True)
+        new = tables.checked_name(new)
+        return self._run(lambda conn: tables.rename(conn, old, new), write=True)
 
     def remove_tag(self, name: str, force: bool = False) -> int:
         """Remove a tag from the taxonomy and return how many labels went with it.
@@ -116,14 +127,14 @@ class NotesStore:
         Raises:
             NotesError: The tag is unknown, or still labels queries and ``force`` is false.
         """
-        return self._run(lambda conn: taxonomy.remove(conn, name, force), write=True)
+        return self._run(lambda conn: tables.remove(conn, name, force), write=True)
 
     # Notes and labels of queries.
 
     def get(self, key: KeyLike) -> QueryNotes:
         """Return a query's tags and note (empty ones if it has none)."""
-        qkey = labels.query_key(key)
-        return self._run(lambda conn: labels.get(conn, qkey), write=False)
+        qkey = tables.query_key(key)
+        return self._run(lambda conn: tables.get(conn, qkey), write=False)
 
     def set_note(self, key: KeyLike, text: str, author: str | None = None) -> QueryNotes:
         """Store ``text`` as the query's note (an empty text clears it) and return the notes.
@@ -131,9 +142,9 @@ class NotesStore:
         Raises:
             NotesError: The write failed; ``error.unsaved`` holds ``text``.
         """
-        qkey = labels.query_key(key, unsaved=text)
+        qkey = tables.query_key(key, unsaved=text)
         return self._run(
-            lambda conn: labels.set_note(conn, qkey, text, author), write=True, unsaved=text
+            lambda conn: tables.set_note(conn, qkey, text, author), write=True, unsaved=text
         )
 
     def save(
@@ -158,9 +169,9 @@ class NotesStore:
                 and ``error.unsaved`` holds ``note``.
         """
         wanted = list(dict.fromkeys(tags))
-        qkey = labels.query_key(key, unsaved=note)
+        qkey = tables.query_key(key, unsaved=note)
         return self._run(
-            lambda conn: labels.save(conn, qkey, note, wanted, author, based_on),
+            lambda conn: tables.save(conn, qkey, note, wanted, author, based_on),
             write=True,
             unsaved=note,
         )
@@ -173,9 +184,9 @@ class NotesStore:
         """
         wanted = list(dict.fromkeys(tags))
         unsaved = TAG_SEPARATOR.join(wanted)
-        qkey = labels.query_key(key, unsaved=unsaved)
+        qkey = tables.query_key(key, unsaved=unsaved)
         return self._run(
-            lambda conn: labels.set_tags(conn, qkey, wanted, author), write=True, unsaved=unsaved
+            lambda conn: tables.set_tags(conn, qkey, wanted, author), write=True, unsaved=unsaved
         )
 
     def add_tag_to(self, key: KeyLike, tag: str, author: str | None = None) -> QueryNotes:
@@ -184,9 +195,9 @@ class NotesStore:
         Raises:
             NotesError: The tag is not in the taxonomy or the write failed.
         """
-        qkey = labels.query_key(key, unsaved=tag)
+        qkey = tables.query_key(key, unsaved=tag)
         return self._run(
-            lambda conn: labels.add_tag_to(conn, qkey, tag, author), write=True, unsaved=tag
+            lambda conn: tables.add_tag_to(conn, qkey, tag, author), write=True, unsaved=tag
         )
 
     def for_scope(
@@ -210,7 +221,7 @@ class NotesStore:
         """
         values = {"source": source, "task": task, "protocol": protocol, "domain": domain}
         where = {name: value for name, value in values.items() if value is not None}
-        return self._run(lambda conn: labels.select(conn, where), write=False)
+        return self._run(lambda conn: tables.select(conn, where), write=False)
 
     # Exchange with files.
 
@@ -241,7 +252,7 @@ class NotesStore:
                 found=", ".join(map(show, unknown)),
             )
         selected = self.records(**filters)  # type: ignore[arg-type]
-        text = exchange.render(format, self.tags(), selected)
+        text = records.render(format, self.tags(), selected)
         if isinstance(file, (str, os.PathLike)):
             # Atomic: an export that fails midway leaves the previous file as it was.
             atomic_write_text(file, text)
@@ -265,18 +276,42 @@ class NotesStore:
         version of them: they are kept and counted as conflicts, unless ``force``
         overwrites them too (counted as overwritten newer notes).
         Tags the taxonomy lacks are added to it. The file is read and checked whole first
-        (:func:`~mmbright_core.notes.exchange.read`): a fault anywhere stores nothing.
+        (:func:`~mmbright_core.notes.records.read`): a fault anywhere stores nothing.
 
         Raises:
             InputError: The file cannot be read or is malformed (naming the file and the
                 record); nothing changed.
         """
-        merge.check_mode(mode)
-        return self.import_parsed(exchange.read(file, format), mode, force=force)
+        tables.check_mode(mode)
+        return self.import_parsed(records.read(file, format), mode, force=force)
 
     def import_parsed(
-        self, parsed: exchange.Parsed, mode: Mode = "merge", *, force: bool = False
+        self, parsed: Parsed, mode: Mode = "merge", *, force: bool = False
     ) -> ImportReport:
-        """Store what :func:`~mmbright_core.notes.exchange.read` read, as :meth:`import_` does."""
-        merge.check_mode(mode)
-        return self._run(lambda conn: merge.apply(conn, parsed, mode, force), write=True)
+        """Store what :func:`~mmbright_core.notes.records.read` read, as :meth:`import_` does."""
+        tables.check_mode(mode)
+        return self._run(lambda conn: tables.apply(conn, parsed, mode, force), write=True)
+
+
+def scope_tags(
+    source: str, task: int, protocol: str
+) -> tuple[Path | None, dict[tuple[str, str], list[str]]]:
+    """The failure tags of a task's queries, read from the notes file when it exists.
+
+    The file is the notes store's (``MMBRIGHT_NOTES``, else the data folder's); it is never
+    created here, so a reader without notes gets ``(None, {})``.
+
+    Args:
+        source: The data source as the notes key it (``"demo"``, ``"hf@<revision>"``...).
+        task: The task number.
+        protocol: The judgment protocol.
+
+    Returns:
+        The file read (None when there is none) and (domain, query_id) -> tags.
+    """
+    path = default_path()
+    if not path.is_file():
+        return None, {}
+    with NotesStore(path) as store:
+        found = store.for_scope(source, task, protocol)
+    return path, {key: list(notes.tags) for key, notes in found.items()}

@@ -17,9 +17,9 @@ import plotly.graph_objects as go
 from PIL import Image, ImageColor, ImageDraw
 from PIL.PngImagePlugin import PngInfo
 
-from mmbright_core.analysis.regions import ImageRegions, RegionAttribution
 from mmbright_core.present.figure_parts import MARGIN
 from mmbright_core.present.palette import REGION_LOWERED, REGION_RAISED
+from mmbright_core.retrieval.explanation import ImageRegions, RegionAttribution
 
 #: The opacity of the strongest cell (0-255).
 STRONGEST = 160
@@ -92,7 +92,7 @@ def heat_figure(
     """The image with the grid as a heatmap over it: red raised, blue lowered, values on hover.
 
     The image is sent scaled down to ``width`` pixels at most; the axes stay in the image's
-    own pixels, the cells' edges where :func:`~mmbright_core.analysis.regions.cell_boxes`
+    own pixels, the cells' edges where :func:`~mmbright_core.retrieval.explanation.cell_boxes`
     puts them.
 
     Raises:

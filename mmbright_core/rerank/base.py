@@ -176,14 +176,3 @@ def answers(
 
 #: The key of the first stage in a reranked run's recorded options.
 FIRST_STAGE = "first_stage"
-
-
-def first_stage_record(config: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """Return what a reranked run's configuration records of its first stage, or None.
-
-    Args:
-        config: A run's recorded configuration (``config.json``'s ``"config"``), or None.
-    """
-    options = (config or {}).get("options")
-    found = options.get(FIRST_STAGE) if isinstance(options, Mapping) else None
-    return found if isinstance(found, Mapping) else None

@@ -1,8 +1,9 @@
 """Reranker answers on disk, keyed by everything that changes them.
 
-Each answer is one entry of an :class:`~mmbright_core.llm.cache.AnswerCache` (a small JSON
-file, written atomically without fsync once the reranker has answered) named by the sha256 of
-the reranker's settings, the query (task, domain, text, the sha256 of each of its images) and
+Each answer is one entry of the package's answer cache
+(:class:`~mmbright_core.retrieval.cache.answers.AnswerCache`: a small JSON file, written
+atomically without fsync once the reranker has answered) named by the sha256 of the
+reranker's settings, the query (task, domain, text, the sha256 of each of its images) and
 its candidates in order (doc id, text, the sha256 of each image). A job killed at any point
 therefore resumes with every answered query read back and nothing asked twice, and two
 models, two prompts or two candidate lists never share an answer. An unreadable entry is
@@ -16,8 +17,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mmbright_core.llm.cache import AnswerCache
 from mmbright_core.rerank.base import Reranked
+from mmbright_core.retrieval.cache.answers import AnswerCache
 from mmbright_core.retrieval.cache.store import content_key, default_cache_dir, settings_key
 
 #: The cache's folder under the package's cache root (``$MMBRIGHT_CACHE``, ``--cache-dir``).

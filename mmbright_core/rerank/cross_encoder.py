@@ -21,11 +21,11 @@ from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, require
 from mmbright_core.rerank.base import Asked, Candidate, ImageStore, Reranked, RerankQuery
 from mmbright_core.retrieval.backends.code_gate import gate, load_keyword, no_prompt
 from mmbright_core.retrieval.backends.sentence_models import cannot_load, model_identity
-from mmbright_core.retrieval.base import model_label, require
+from mmbright_core.retrieval.base import model_label
 from mmbright_core.retrieval.dual.textcap import DEFAULT_TOKEN_BOUND, cap_text
 from mmbright_core.task_table import TEXT_CORPUS_TASKS
 

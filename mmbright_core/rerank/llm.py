@@ -40,13 +40,13 @@ from functools import partial
 from typing import Any
 
 from mmbright_core.data.images import ImageDecodeError, decode_image
+from mmbright_core.endpoints.client import whole_option
 from mmbright_core.errors import InputError, show
 from mmbright_core.llm.chat import ChatClient, Message
 from mmbright_core.llm.images import DEFAULT_SIDE, data_url, user_message
 from mmbright_core.llm.options import chat_client, option_number
 from mmbright_core.llm.prompts import BRIGHT_PARAMETERS, BRIGHT_SYSTEM
 from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, RerankQuery
-from mmbright_core.retrieval.backends.api_client import whole_option
 from mmbright_core.task_table import TASK_TABLE, task_info
 
 MODES = ("pointwise", "listwise", "bright")

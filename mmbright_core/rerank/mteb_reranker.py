@@ -21,7 +21,7 @@ from typing import Any
 from PIL import Image
 
 from mmbright_core.data.images import ImageDecodeError, decode_image
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, require
 from mmbright_core.rerank.base import Candidate, ImageStore, Reranked, RerankQuery
 from mmbright_core.retrieval.backends.mteb_registry import gated_meta, load_model
 from mmbright_core.retrieval.backends.mteb_tasks import (
@@ -30,7 +30,6 @@ from mmbright_core.retrieval.backends.mteb_tasks import (
     task_metadata,
     task_rows,
 )
-from mmbright_core.retrieval.base import require
 from mmbright_core.task_table import TASK_TABLE
 
 _WHAT = "the mteb reranker"

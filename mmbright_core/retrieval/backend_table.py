@@ -39,7 +39,7 @@ InstructionOptions = Literal["prefix", "instruction"]
 ``query_instruction`` / ``document_instruction``."""
 Needs = tuple[tuple[str, str], ...]
 """What a backend imports beyond the ``app`` extra, as ``(extra, module)`` pairs in the order
-its code asks for them (``retrieval.base.require``)."""
+its code asks for them (``errors.require``)."""
 Page = Literal["offered", "presets", "command-line"]
 """Where the Run page offers a backend: as a retriever with its fields, through its presets
 only (with the opt-in to hub code beside them), or not at all (``api`` would spend the key in

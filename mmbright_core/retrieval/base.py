@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from mmbright_core.data.ids import passage_id as passage_id
-from mmbright_core.errors import InputError, MissingDependencyError
+from mmbright_core.errors import InputError
 from mmbright_core.io.json_shapes import json_kind
 from mmbright_core.types import TaskData
 
@@ -83,30 +83,6 @@ def check_k(k: int) -> None:
 def model_label(model: str, local: bool) -> str:
     """Return a model's short name: a local folder's name, or a hub id's last part."""
     return Path(model).name if local else model.rsplit("/", 1)[-1]
-
-
-def require(module: str, what: str, extra: str) -> Any:
-    """Import ``module`` or raise :class:`MissingDependencyError` naming the pip extra.
-
-    Args:
-        module: The importable module name (``open_clip``).
-        what: What needs it, for the message (``the clip retriever``).
-        extra: The ``mmbright`` extra that installs it (``clip``).
-
-    Returns:
-        The imported module.
-
-    Raises:
-        MissingDependencyError: ``module``, or a package it imports, is not installed (the
-            extra installs both); the message names the one missing.
-    """
-    try:
-        return importlib.import_module(module)
-    except ImportError as err:
-        missing = (err.name or module).split(".")[0]
-        if missing != module.split(".")[0] and not isinstance(err, ModuleNotFoundError):
-            raise  # a real bug inside an installed package, not a missing one
-        raise MissingDependencyError(what, extra, missing) from err
 
 
 def package_version() -> str:

@@ -7,6 +7,12 @@ answers on. Each formula sits with the retriever it explains: BM25's per-term sh
 :mod:`~mmbright_core.retrieval.dual.encoder`, a dense similarity in
 :mod:`~mmbright_core.retrieval.backends.dense`.
 
+Where in an image a score came from is the occlusion capability of the retrievers that encode
+images (:class:`~mmbright_core.retrieval.dual.regions.EncodesImages`, computed in
+:mod:`~mmbright_core.retrieval.dual.regions`); its records are here beside the others: a
+:class:`RegionAttribution` of one :class:`ImageRegions` grid per image occluded, with the
+options' vocabulary (:data:`FILLS`, :data:`SIDES`, :data:`GRID`, :func:`check_options`).
+
 Every record but :class:`Unavailable` carries the score recomputed from its parts, which
 equals the run's stored score where the run was made by this package with the same
 retriever: lexical contributions sum to the BM25 score (float64), the text and image parts of
@@ -16,13 +22,21 @@ a fused query sum to the CLIP score (float32 precision, as the vectors are store
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Literal, NamedTuple, Protocol, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Literal,
+    NamedTuple,
+    Protocol,
+    runtime_checkable,
+)
 
 from PIL import Image
 
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.types import Query, TaskData
 
 if TYPE_CHECKING:
@@ -189,6 +203,163 @@ class Unavailable:
 
     kind: ClassVar[str] = "unavailable"
     reason: str
+
+
+# --- where in an image: occlusion over a grid (retrieval/dual/regions.py computes it) ----------
+
+#: How an occluded cell is filled: the image's mean colour, mid grey, or the image blurred.
+FILLS: tuple[str, ...] = ("mean", "grey", "blur")
+#: Which image is occluded: the query's, or the item's own (tasks 3 and 4).
+SIDES: tuple[str, ...] = ("query", "document")
+#: The default grid: 7 x 7 cells, 50 forward passes per image.
+GRID = 7
+#: The largest grid accepted (1,025 passes per image).
+MAX_GRID = 32
+#: Progress callback: ``(passes done, passes in all)``; raising from it cancels the work.
+Progress = Callable[[int, int], None]
+#: A cell's pixel box ``(left, top, right, bottom)``.
+Box = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class ImageRegions:
+    """One image's grid of values.
+
+    Attributes:
+        image: The image occluded: a query image's path (``concat``: the paths joined by
+            ``" + "``), or the item's image path.
+        width: The image's width in pixels, as encoded.
+        height: Its height.
+        values: One row per grid row, top to bottom, each left to right: the score (or
+            margin) with the image whole minus with the cell filled.
+        picture: The image as encoded (not stored in the cache; read again on reopening).
+    """
+
+    image: str
+    width: int
+    height: int
+    values: tuple[tuple[float, ...], ...]
+    picture: Image.Image | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def grid(self) -> int:
+        """Cells per side."""
+        return len(self.values)
+
+    def boxes(self) -> tuple[tuple[Box, ...], ...]:
+        """Each cell's pixel box ``(left, top, right, bottom)``, laid out as ``values``."""
+        flat = cell_boxes(self.width, self.height, self.grid)
+        return tuple(flat[row * self.grid : (row + 1) * self.grid] for row in range(self.grid))
+
+
+@dataclass(frozen=True)
+class RegionAttribution:
+    """Occlusion over a grid: which regions of an image raised or lowered an item's score.
+
+    Attributes:
+        query_id: The query.
+        doc_id: The item scored (the wrong hit, when ``versus`` is given).
+        versus: The item it is compared with (a relevant one ranked below), or None.
+        side: ``query`` (the query image occluded) or ``document`` (the item's image).
+        grid: Cells per side.
+        fill: How a cell was filled (``mean``, ``grey``, ``blur``).
+        score: ``doc_id``'s score with the image whole, recomputed here as the run computed
+            it (from float32 vectors: it equals the run's ``scores.json`` to float32 precision).
+        versus_score: ``versus``'s score, or None.
+        images: One grid per image occluded (``all`` policy: each of the query's images
+            in turn, the others whole).
+        retriever: The retriever's registered name.
+        model: Its label (the output folder's model part).
+        settings_key: The sha256 of the retriever's settings: the model's identity.
+        passes: Forward passes of the image encoder the result took (``grid**2 + 1`` per
+            image), counted whether or not the embedding cache answered some.
+        cached: Whether this result was read from the results cache.
+    """
+
+    kind: ClassVar[str] = "regions"
+    query_id: str
+    doc_id: str
+    versus: str | None
+    side: str
+    grid: int
+    fill: str
+    score: float
+    versus_score: float | None
+    images: tuple[ImageRegions, ...]
+    retriever: str
+    model: str
+    settings_key: str
+    passes: int
+    cached: bool = field(default=False, compare=False)
+
+    @property
+    def target(self) -> float:
+        """What each cell's value is a change of: the score, or the margin over ``versus``."""
+        return self.score - (self.versus_score or 0.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as JSON-ready values (pictures left out)."""
+        out = {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in ("images", "cached")
+        }
+        out["images"] = [
+            {"image": i.image, "width": i.width, "height": i.height, "values": i.values}
+            for i in self.images
+        ]
+        return {"kind": self.kind, **out}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RegionAttribution:
+        """Read :meth:`to_dict`'s form back.
+
+        Raises:
+            KeyError, TypeError, ValueError: Not that form.
+        """
+        images = tuple(
+            ImageRegions(
+                str(i["image"]),
+                int(i["width"]),
+                int(i["height"]),
+                tuple(tuple(float(v) for v in row) for row in i["values"]),
+            )
+            for i in data["images"]
+        )
+        names = [f.name for f in dataclasses.fields(cls) if f.name not in ("images", "cached")]
+        return cls(**{name: data[name] for name in names}, images=images)
+
+
+def cell_boxes(width: int, height: int, grid: int) -> tuple[Box, ...]:
+    """The ``grid x grid`` cells of a ``width x height`` image, row by row.
+
+    Cell edges are at ``width * i // grid`` (and likewise down), so the cells tile the
+    image and differ in size by at most one pixel.
+    """
+    xs = [width * i // grid for i in range(grid + 1)]
+    ys = [height * i // grid for i in range(grid + 1)]
+    return tuple(
+        (xs[col], ys[row], xs[col + 1], ys[row + 1]) for row in range(grid) for col in range(grid)
+    )
+
+
+def check_options(grid: int, fill: str, side: str) -> None:
+    """Refuse a grid outside 1..MAX_GRID, an unknown fill or side.
+
+    Raises:
+        InputError: A grid that is not a whole number in range.
+        UnknownNameError: An unknown fill or side.
+    """
+    if isinstance(grid, bool) or not isinstance(grid, int) or not 1 <= grid <= MAX_GRID:
+        raise InputError(
+            "invalid grid size",
+            expected=f"a whole number of cells per side, 1 to {MAX_GRID}",
+            found=repr(grid),
+        )
+    if fill not in FILLS:
+        raise UnknownNameError("fill", fill, FILLS)
+    if side not in SIDES:
+        raise UnknownNameError("side", side, SIDES)
 
 
 Attribution = LexicalAttribution | FusionAttribution | DenseAttribution | Unavailable

@@ -16,7 +16,6 @@ entry-point plugins need no consent (docs/safety.md).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 
 import streamlit as st
@@ -31,9 +30,9 @@ from mmbright_core.errors import MissingDependencyError
 from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.io.rewrites import Rewrite
 from mmbright_core.retrieval.backends.ocr import OcrAugmented
-from mmbright_core.retrieval.base import Retriever
+from mmbright_core.retrieval.base import Retriever, RunConfig
 from mmbright_core.retrieval.cache.store import content_key
-from mmbright_core.retrieval.runner.rebuild import ImportNotAllowed, as_config, plugin_module
+from mmbright_core.retrieval.runner.rebuild import ImportNotAllowed, plugin_module
 from mmbright_core.types import Task, TaskData
 from mmbright_core.ui.confine import data_root
 from mmbright_core.ui.literal import literal
@@ -62,20 +61,20 @@ def task_data(spec: str, task: Task, domain: str, protocol: str) -> TaskData:
 
 @st.cache_resource(max_entries=8, show_spinner="Rebuilding the run's retriever…")
 def retriever_for(
-    config_text: str,
+    config: RunConfig,
     key: str = "",
     _words: OcrWords | None = None,
     _rewrites: Mapping[tuple[str, str], Rewrite] | None = None,
     modules: tuple[str, ...] = (),
 ) -> Retriever | Unavailable:
-    """The retriever a run's configuration (its ``config.json``, as text) rebuilds, or why not.
+    """The retriever a run's configuration rebuilds, or why not.
 
     ``key`` names the run's content (its fingerprint) when its recorded OCR words
     (``_words``) or rewritten queries (``_rewrites``) are handed over, which the cache does
     not hash; ``modules`` are the plugin specs the rebuild may import.
     """
     return retriever_from_config(
-        json.loads(config_text), ocr_words=_words, rewrites=_rewrites, import_modules=modules
+        config, ocr_words=_words, rewrites=_rewrites, import_modules=modules
     )
 
 
@@ -100,7 +99,7 @@ def plugin_call(entry: RunEntry) -> str | None:
     spec = _plugin_spec(entry)
     if spec is None or entry.config is None:
         return None
-    given = dict(as_config(entry.config).options).get("plugin_options") or {}
+    given = dict(entry.config.options).get("plugin_options") or {}
     if not isinstance(given, Mapping):
         return f"{spec}(**{given!r})"
     return f"{spec}({', '.join(f'{name}={value!r}' for name, value in given.items())})"
@@ -128,7 +127,7 @@ def _allowed(call: str) -> bool:
 
 
 def _plugin_spec(entry: RunEntry) -> str | None:
-    # A folder's configuration was checked when it was loaded (ui/workspace.py).
+    # A folder's configuration was read and checked when it was loaded (ui/workspace.py).
     return None if entry.config is None else plugin_module(entry.config)
 
 
@@ -153,9 +152,7 @@ def entry_retriever(entry: RunEntry) -> Retriever | Unavailable:
     words = entry.ocr_words
     key = "" if words is None and not entry.rewrites else entry.fingerprint
     modules = () if spec is None else (spec,)
-    return retriever_for(
-        json.dumps(config, sort_keys=True), key, words, entry.rewrites or None, modules
-    )
+    return retriever_for(config, key, words, entry.rewrites or None, modules)
 
 
 def explanations(

@@ -20,9 +20,9 @@ import streamlit as st
 from mmbright_core.errors import NotesError
 from mmbright_core.notes import NotesStore, QueryKey, QueryNotes
 from mmbright_core.notes.database import default_path
-from mmbright_core.notes.merge import keep_both
 from mmbright_core.notes.records import Conflict
 from mmbright_core.notes.store import Format
+from mmbright_core.notes.tables import keep_both
 from mmbright_core.ui import state, widgets
 from mmbright_core.ui.literal import literal, visible
 

@@ -94,8 +94,8 @@ def reproducing(entries: Mapping[str, RunEntry], task: int) -> dict[str, str]:
 
 
 def _preset_of(entry: RunEntry) -> Preset | None:
-    name = (entry.config or {}).get("preset")
-    if not isinstance(name, str):
+    name = None if entry.config is None else entry.config.preset
+    if name is None:
         return None
     try:
         return get_preset(name)

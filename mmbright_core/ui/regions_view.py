@@ -3,7 +3,7 @@
 The image occluded is the query's, or, where the task's items carry images (TASK_TABLE's
 ``corpus``: tasks 3 and 4), the hit's own, as the choice of side says (:func:`sides`); a query
 without an image still has the hit's image to occlude. The grid is
-:func:`~mmbright_core.analysis.attribution.explain_regions` of the run's own retriever (rebuilt
+:func:`~mmbright_core.retrieval.dual.regions.explain_regions` of the run's own retriever (rebuilt
 as the text/image split rebuilds it, :mod:`~mmbright_core.ui.explain_cache`), computed only
 when the button is pressed, with a progress bar. Pressing Cancel (or any other widget of the
 page) while it runs stops it at its next batch: Streamlit stops a running script when the page
@@ -20,12 +20,12 @@ from typing import NamedTuple
 import pandas as pd
 import streamlit as st
 
-from mmbright_core.analysis.attribution import RegionAttribution, Unavailable, explain_regions
-from mmbright_core.analysis.regions import GRID, EncodesImages
 from mmbright_core.data.ids import display_id
 from mmbright_core.data.sources import Source
 from mmbright_core.present.region_overlay import heat_figure, legend, sentence
 from mmbright_core.retrieval.base import Retriever
+from mmbright_core.retrieval.dual.regions import EncodesImages, explain_regions
+from mmbright_core.retrieval.explanation import GRID, RegionAttribution, Unavailable
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Document, Query, Task, TaskData
 from mmbright_core.ui import explain_cache, loaders, render
@@ -38,7 +38,7 @@ RESULTS_KEY = "insp_regions_results"
 CANCELLED_KEY = "insp_regions_cancelled"
 #: The deepest rank offered in the pickers.
 PICK_DEPTH = 100
-#: How each side of :data:`~mmbright_core.analysis.regions.SIDES` reads in the choice.
+#: How each side of :data:`~mmbright_core.retrieval.explanation.SIDES` reads in the choice.
 SIDE_LABELS = {"query": "the query image", "document": "the hit's own image"}
 
 

@@ -4,8 +4,9 @@ The retrievers offered for a task are those whose own ``tasks`` include it (read
 building a model), less ``api``: with it a visitor would spend the key in the server's
 environment (docs/safety.md); its owner runs it from the command line. Model fields become
 ``get_retriever`` options, each local path confined to the server's root (:mod:`.confine`).
-A catalogue preset resolves as ``mmbright run --model-preset`` resolves it, a preset that
-runs hub code only with the page's opt-in (off by default; :mod:`.remote_code` of retrieval).
+What the page chose becomes the retriever part of the ``mmbright run`` command it runs, a
+preset that runs hub code only with the page's opt-in (off by default; :mod:`.remote_code`
+of retrieval).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from mmbright_core.errors import InputError, MMBrightError, show
 from mmbright_core.retrieval.backend_table import BACKENDS, Backend
 from mmbright_core.retrieval.backends.instructions import DEFAULT_INSTRUCTIONS
-from mmbright_core.retrieval.catalogue.preset_run import Resolved, resolve
 from mmbright_core.retrieval.catalogue.presets import get_preset
 from mmbright_core.retrieval.registry import available_retrievers, declared_tasks
 from mmbright_core.types import Task
@@ -34,7 +34,7 @@ RETRIEVER_FIELDS: Mapping[str, tuple[str, ...]] = {
     n: b.fields for n, b in BACKENDS.items() if b.fields
 }
 # What each built-in retriever imports beyond the ``app`` extra: (extra, module) pairs, as
-# its code asks for them (``retrieval.base.require``). A preset runs its backend's, and a
+# its code asks for them (``errors.require``). A preset runs its backend's, and a
 # hub-code preset also what its interface needs (the sentence-transformers one, that package).
 NEEDS: Mapping[str, tuple[tuple[str, str], ...]] = {
     n: b.needs for n, b in BACKENDS.items() if b.needs
@@ -208,15 +208,15 @@ def _offered(name: str, task: Task) -> None:
         )
 
 
-def choose(
+def retriever_arguments(
     name: str,
     fields: Mapping[str, str],
     task: Task,
     preset: str | None = None,
     instructions: str | None = None,
     trust_remote_code: bool = False,
-) -> Resolved:
-    """The retriever and options a run from the page uses: a preset's, else the fields'.
+) -> list[str]:
+    """The retriever part of the ``mmbright run`` command the page runs: a preset, else the fields.
 
     Args:
         name: The retriever chosen (ignored when a preset is).
@@ -228,16 +228,17 @@ def choose(
             ``MMBRIGHT_ALLOW_REMOTE_CODE=0`` still forbids it.
 
     Raises:
-        InputError: A bad field, or a preset or instruction set that cannot run ``task``.
+        InputError: A bad field, or a retriever or preset the page does not run.
     """
     if preset is None:
         _offered(name, task)
-        return Resolved(name, retriever_options(name, fields, Confinement.from_env()))
-    chosen = get_preset(preset)
-    if chosen.backend in COMMAND_LINE_ONLY:
+        options = retriever_options(name, fields, Confinement.from_env())
+        return ["--retriever", name, *(a for o, v in options.items() for a in (f"--{o}", v))]
+    if get_preset(preset).backend in COMMAND_LINE_ONLY:
         raise InputError(
-            f"the Run page does not run {chosen.backend} presets",
+            f"the Run page does not run {get_preset(preset).backend} presets",
             found=repr(preset),
             hint="Run it from the command line: mmbright run --model-preset NAME",
         )
-    return resolve(chosen, task, instructions or DEFAULT_INSTRUCTIONS, trust_remote_code)
+    chosen = ["--model-preset", preset, "--instructions", instructions or DEFAULT_INSTRUCTIONS]
+    return [*chosen, "--trust-remote-code"] if trust_remote_code else chosen

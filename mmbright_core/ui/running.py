@@ -1,9 +1,11 @@
-"""Running a retriever from the dashboard: progress within each domain, cancel, reuse.
+"""Running a retriever from the dashboard: the ``mmbright run`` command, with progress and cancel.
 
-The run goes through the core's runner (:func:`mmbright_core.retrieval.runner.task_run.run_task`) in
-one call, which writes the official outputs and reuses a domain whose stored configuration
-matches; its ``progress`` hook moves the bar per batch of queries, and its ``guard`` checks
-every folder and file it reads or writes against the server's data root. Cancelling reruns
+What the page chose becomes the arguments of ``mmbright run`` (:func:`command`), shown as a
+command line one can copy, and the page runs that command through the command line's own
+path (:func:`mmbright_core.cli.run.execute`), which writes the official outputs and reuses a
+domain whose stored configuration matches; its ``progress`` hook moves the bar per batch of
+queries, and its ``guard`` checks every folder and file it reads or writes against the
+server's data root. The outputs folder is then loaded as any other run's. Cancelling reruns
 the page: Streamlit stops the script at its next call (the next progress step); finished
 domains stay on disk and are reused by the next run. A folder holding another
 configuration is never written into: the run goes to the next free ``<subdir>_<n>`` and the
@@ -14,23 +16,29 @@ session's run) is not written either: the page says which job holds it
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shlex
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
+from mmbright_core.cli import build_parser
+from mmbright_core.cli.run import Executed, execute
 from mmbright_core.errors import InputError, MMBrightError, escaped_traceback
 from mmbright_core.io.claims import Claimant
 from mmbright_core.io.recorded import config_differences
 from mmbright_core.retrieval import Retriever, get_retriever
-from mmbright_core.retrieval.catalogue.preset_run import Chosen, Resolved
-from mmbright_core.retrieval.runner.task_run import Progress, RunOutcome, run_task
+from mmbright_core.retrieval.catalogue.preset_run import Resolved
+from mmbright_core.retrieval.runner.task_run import Progress, RunOutcome
 from mmbright_core.types import Task
 from mmbright_core.ui import loaders, run_choice, state
 from mmbright_core.ui.confine import Confinement, data_root
 from mmbright_core.ui.literal import literal
+from mmbright_core.ui.workspace import outputs_entry
 
 MESSAGES_KEY = "run_page_messages"
 
@@ -69,24 +77,60 @@ def default_output_folder() -> str:
 
 
 @st.cache_resource(max_entries=2, show_spinner="Loading the retriever…")
-def retriever(
-    name: str,
-    options: tuple[tuple[str, Any], ...] = (),
-    preset: str | None = None,
-    instructions: str | None = None,
-) -> Retriever:
-    """Build a retriever once (models and indexes are heavy) and share it.
+def retriever(name: str, options: tuple[tuple[str, Any], ...] = ()) -> Retriever:
+    """Build a retriever once (models and indexes are heavy) and share it."""
+    return get_retriever(name, **dict(options))
 
-    A preset or an instruction set is recorded in the run's ``config.json`` (:class:`Chosen`).
+
+def _built(name: str, options: Mapping[str, Any]) -> Retriever:
+    return retriever(name, tuple(sorted(options.items())))
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the page runs: a retriever and its model fields, or a preset.
+
+    Attributes:
+        name: The retriever chosen (ignored when a preset is).
+        fields: Its model fields as typed.
+        preset: A catalogue preset, run as the official harness runs it.
+        instructions: The preset's instruction set.
+        trusted: The page's opt-in to a preset's hub code.
     """
-    built = get_retriever(name, **dict(options))
-    if preset is None and instructions is None:
-        return built
-    return Chosen(built, preset, instructions)
+
+    name: str
+    fields: Mapping[str, str] = field(default_factory=dict)
+    preset: str | None = None
+    instructions: str | None = None
+    trusted: bool = False
 
 
-def _built(chosen: Resolved) -> Retriever:
-    return retriever(chosen.retriever, _key(chosen.options), chosen.preset, chosen.instructions)
+def command(
+    spec: str,
+    task: Task,
+    protocol: str,
+    choice: Choice,
+    domains: Sequence[str],
+    k: int,
+    out_dir: str,
+) -> list[str]:
+    """The ``mmbright run`` arguments of what the page chose (``mmbright`` itself left out).
+
+    Raises:
+        InputError: A field the page refuses (:mod:`.run_choice`), or an output folder
+            outside the server's root.
+    """
+    chosen = run_choice.retriever_arguments(
+        choice.name, choice.fields, task, choice.preset, choice.instructions, choice.trusted
+    )
+    folder = Confinement.from_env().typed(out_dir, "output folder")
+    where = ["--source", spec, "--task", str(task), "--protocol", protocol]
+    return ["run", *where, *chosen, "--domain", *domains, "--k", str(k), "--out", str(folder)]
+
+
+def shown(argv: Sequence[str]) -> str:
+    """The command line of ``argv`` as a shell reads it."""
+    return shlex.join(["mmbright", *argv])
 
 
 def cancel() -> None:
@@ -104,35 +148,19 @@ def render_messages() -> None:
         {"warning": st.warning, "success": st.success}.get(kind, st.error)(literal(text))
 
 
-def run(
-    spec: str,
-    task: Task,
-    protocol: str,
-    name: str,
-    domains: Sequence[str],
-    k: int,
-    out_dir: str,
-    fields: Mapping[str, str] | None = None,
-    preset: str | None = None,
-    instructions: str | None = None,
-    trust_remote_code: bool = False,
-) -> None:
-    """Run retriever ``name``, or ``preset``, on the chosen domains; add the run to the session.
+def run(spec: str, task: Task, argv: Sequence[str] | Exception) -> None:
+    """Run the ``mmbright run`` command ``argv`` and add its outputs to the session.
 
-    ``trust_remote_code`` is the page's opt-in to a preset's hub code.
-
-    The same configuration run again into the same folder replaces its earlier entry
-    (its domains are reused from disk) instead of adding a copy. Errors are shown on the
-    page with the core's message; nothing else changes.
+    ``argv`` is :func:`command`'s arguments, or the error that stopped it from building them.
+    The same configuration run again into the same folder replaces its earlier entry (its
+    domains are reused from disk) instead of adding a copy. Errors are shown on the page
+    with the core's message; nothing else changes.
     """
-    if not domains:
-        st.error("Choose at least one domain.")
-        return
     try:
-        chosen = run_choice.choose(
-            name, fields or {}, task, preset, instructions, trust_remote_code
-        )
-        outcome = _run_with_progress(spec, task, protocol, chosen, domains, k, out_dir)
+        if isinstance(argv, Exception):
+            raise argv
+        done = _run_with_progress(spec, argv)
+        loaded = outputs_entry(done.outcome.task_dir, spec, task)  # as any other run's folder
     except (MMBrightError, OSError) as err:
         st.error(literal(err), icon=":material/error:")
         return
@@ -143,25 +171,24 @@ def run(
             with st.expander("Details"):  # a plugin's message, its controls written out
                 st.code(escaped_traceback(err), language=None)
         return
-    _add(outcome, spec, task, chosen)
+    _add(done, loaded, task)
     st.rerun()
 
 
-def _add(outcome: RunOutcome, spec: str, task: Task, chosen: Resolved) -> None:
+def _add(executed: Executed, loaded: state.RunEntry, task: Task) -> None:
+    """Add the run, its outputs folder ``loaded``, named and filed as this page's run."""
+    outcome = executed.outcome
     done = [o.domain for o in outcome.domains]
     key = state.fingerprint(str(outcome.task_dir), outcome.config.to_json(), *done)
     same = [n for (t, n), e in state.all_runs().items() if t == task and e.fingerprint == key]
-    label = same[0] if same else _run_name(_built(chosen).label(), outcome, task)
+    label = same[0] if same else _run_name(executed.retriever.label(), outcome, task)
     state.add_run(
-        state.RunEntry(
+        dataclasses.replace(
+            loaded,
             name=label,
-            source=spec,
-            task=task,
-            runs={o.domain: o.run for o in outcome.domains},
-            origin=f"{_what(chosen)} → {outcome.task_dir}",
+            runs={domain: loaded.runs[domain] for domain in done},  # the domains it ran
+            origin=f"{_what(executed.chosen)} → {outcome.task_dir}",
             fingerprint=key,
-            negatives=outcome.config.negatives,
-            config=outcome.config.to_dict(),  # Home matches a preset run to its published row
             warnings=tuple(f"{o.domain}: {w}" for o in outcome.domains for w in o.warnings),
         )
     )
@@ -196,7 +223,8 @@ def _run_name(label: str, outcome: RunOutcome, task: Task) -> str:
         return label
     now = outcome.config.to_dict()
     # The source is the sidebar's: runs of another source are never shown beside this one.
-    differences = [d for d in config_differences(taken.config or {}, now) if d[0] != "source"]
+    before = {} if taken.config is None else taken.config.to_dict()
+    differences = [d for d in config_differences(before, now) if d[0] != "source"]
     said = ", ".join(f"{name} {_short(after)}" for name, _, after in differences[:2])
     folder = f"{outcome.task_dir.parent.name}/{outcome.task_dir.name}"
     return state.unique_name(f"{label} · {said or folder}", task)
@@ -205,10 +233,6 @@ def _run_name(label: str, outcome: RunOutcome, task: Task) -> str:
 def _short(value: Any) -> str:
     text = str(value)
     return text if len(text) <= 24 else f"{text[:23]}…"
-
-
-def _key(options: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted(options.items()))
 
 
 def _what(chosen: Resolved) -> str:
@@ -223,40 +247,24 @@ def _show_tracebacks() -> bool:
     return str(st.get_option("client.showErrorDetails")).lower() in ("full", "true")
 
 
-def _run_with_progress(
-    spec: str,
-    task: Task,
-    protocol: str,
-    chosen: Resolved,
-    domains: Sequence[str],
-    k: int,
-    out_dir: str,
-) -> RunOutcome:
-    confinement = Confinement.from_env()
-    folder = confinement.typed(out_dir, "output folder")
-    source = loaders.get_source(spec)
-    backend = _built(chosen)
-    name = chosen.preset or chosen.retriever
-    bar = st.progress(0.0, text=f"Running {literal(name)} on {len(domains):d} domain(s)…")
+def _run_with_progress(spec: str, argv: Sequence[str]) -> Executed:
+    args = build_parser().parse_args(argv)
+    name = args.model_preset or args.retriever
+    bar = st.progress(0.0, text=f"Running {literal(name)} on {len(args.domains):d} domain(s)…")
 
     def show(step: Progress) -> None:
         where = f"{literal(step.domain)} ({step.index + 1:d}/{step.domains:d})"
         bar.progress(min(step.overall, 1.0), text=f"{where}: {literal(step.step)}")
 
     try:
-        outcome = run_task(
-            source,
-            task,
-            backend,
-            folder,
-            domains=list(domains),
-            protocol=protocol,
-            k=k,
-            progress=show,
-            guard=confinement.output_guard(),
-            new_folder=True,  # never over another configuration; the page says where
+        return execute(
+            args,
             claimant=Claimant(job=PAGE_JOB),  # another job writing there: refused, said
+            source=loaders.get_source(spec),
+            build=_built,
+            progress=show,
+            guard=Confinement.from_env().output_guard(),
+            new_folder=True,  # never over another configuration; the page says where
         )
     finally:  # an error leaves its message, not a bar stuck half-way (a cancel ends the run)
         bar.empty()
-    return outcome

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from mmbright_core.errors import InputError
-from mmbright_core.io.limits import size_text
+from mmbright_core.io.reading import size_text
 from mmbright_core.ui import loaders
 
 if TYPE_CHECKING:

@@ -11,13 +11,17 @@ import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 import streamlit as st
 
 from mmbright_core.io.ocr_words import OcrWords
 from mmbright_core.io.rewrites import Rewrite
 from mmbright_core.types import Run, Task
+
+if TYPE_CHECKING:
+    from mmbright_core.analysis.lineage import Lineage
+    from mmbright_core.retrieval.base import RunConfig
 
 SOURCE_KEY = "source_spec"
 TASK_KEY = "task"
@@ -76,8 +80,8 @@ class RunEntry:
         negatives: The policy for ``negative_ids`` the run is scored by: the one its
             configuration records, else ``"exclude"`` (the official rule, docs/protocol.md, Per-task
             protocol).
-        config: The run configuration recorded beside its outputs (``config.json``),
-            checked to be one when the folder was read (``RunConfig.from_dict``), or None
+        config: The run configuration recorded beside its outputs (``config.json``), read
+            once when the folder was loaded (``analysis.lineage.recorded_config``), or None
             for a run without one (a run file, another harness's outputs).
         ocr_words: The words an OCR run recorded from its query images (``ocr.json``), or
             None where there are none.
@@ -95,25 +99,29 @@ class RunEntry:
     origin: str
     fingerprint: str = field(default="")
     negatives: str = field(default="exclude")
-    config: Mapping[str, Any] | None = field(default=None)
+    config: RunConfig | None = field(default=None)
     ocr_words: OcrWords | None = field(default=None)
     warnings: tuple[str, ...] = field(default=())
     rewrites: Mapping[tuple[str, str], Rewrite] = field(default_factory=dict)
 
     @property
+    def lineage(self) -> Lineage:
+        """What its configuration records of where it came from (nothing, without one)."""
+        from mmbright_core.analysis.lineage import Lineage
+
+        return Lineage.of(self.config)
+
+    @property
     def provenance(self) -> str:
         """One line: where the run came from, its ``negative_ids`` policy, its first stage."""
-        from mmbright_core.rerank.base import first_stage_record
-
-        first, stage = first_stage_record(self.config), ""
-        if first is not None and self.config is not None:
-            depth = self.config["options"].get("depth")
-            stage = f" · reranks the top {depth} of {first.get('label')}"
-        options = (self.config or {}).get("options") or {}
-        if "queries_sha256" in options:  # a run on rewritten queries (mmbright run --queries)
+        lineage, stage = self.lineage, ""
+        if lineage.reranks is not None:
+            stage = f" · reranks the top {lineage.reranks.depth} of {lineage.reranks.label}"
+        if lineage.queries is not None:  # a run on rewritten queries (mmbright run --queries)
+            queries = lineage.queries
             stage += (
-                f" · queries rewritten by {options.get('rewrite_model')} "
-                f"({options.get('rewrite_prompt')}, set {str(options['queries_sha256'])[:8]})"
+                f" · queries rewritten by {queries.model} "
+                f"({queries.prompt}, set {queries.sha256[:8]})"
             )
         return f"{self.origin} · negatives {self.negatives}{stage}"
 

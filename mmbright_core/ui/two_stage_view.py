@@ -18,13 +18,12 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from mmbright_core.analysis.rewrite_stage import RewriteStage, Scorer, find_rewrite, is_rewritten
+from mmbright_core.analysis.rewrite_stage import RewriteStage, Scorer, find_rewrite
 from mmbright_core.analysis.table import source_results_table
 from mmbright_core.analysis.two_stage import MEASURE, TwoStage, find_first_stage
 from mmbright_core.data.ids import check_protocol
 from mmbright_core.data.sources import Source
 from mmbright_core.present.report_tables import shown_table
-from mmbright_core.rerank.base import first_stage_record
 from mmbright_core.rerank.first_stage import runs_fingerprint
 from mmbright_core.types import Task
 from mmbright_core.ui import loaders, render
@@ -60,7 +59,7 @@ def find_two_stage(
     return find_first_stage(
         (run_a, run_b),
         {name: entry.runs for name, entry in entries.items()},
-        {name: entry.config for name, entry in entries.items()},
+        {name: entry.lineage for name, entry in entries.items()},
         lambda domain: source.judgments(task, domain, protocol).qrels,
         lambda name, domains: _fingerprint(entries[name], tuple(domains)),
     )
@@ -117,8 +116,8 @@ def show_two_stage(compared: Compared) -> None:
         compared.entries,
     )
     pair = (compared.run_a, compared.run_b)
-    reranked = any(first_stage_record(entries[n].config) is not None for n in pair)
-    if not reranked and not any(is_rewritten(entries[n].config) for n in pair):
+    reranked = any(entries[n].lineage.reranks is not None for n in pair)
+    if not reranked and not any(entries[n].lineage.queries is not None for n in pair):
         return
     source = render.attempt(loaders.get_source, spec)
     if source is None:

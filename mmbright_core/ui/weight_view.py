@@ -1,7 +1,7 @@
 """Compare's "where the image's weight lies": run B's occlusion grids over queries, on request.
 
 For at most N queries with an image (in the comparison's order), run B's top hit against its
-best-ranked relevant item is occluded (:mod:`~mmbright_core.analysis.region_weight`), and,
+best-ranked relevant item is occluded (:mod:`~mmbright_core.retrieval.dual.regions`), and,
 where the ``ocr`` extra is installed, the text in each image is found by its OCR boxes, with a
 progress bar; the grids are content-keyed in the cache (asking again reads them back) and the
 table is kept for the session. Cancel, or any other widget used while it runs, stops it at the
@@ -14,12 +14,11 @@ import pandas as pd
 import streamlit as st
 
 from mmbright_core.analysis.compare import Comparison
-from mmbright_core.analysis.region_weight import Case, case, query_weights, weight_groups
-from mmbright_core.analysis.regions import GRID
 from mmbright_core.ranking import ranked
 from mmbright_core.retrieval.backends.ocr_reader import OcrReader, engine_installed
 from mmbright_core.retrieval.cache.store import default_cache_dir
-from mmbright_core.retrieval.explanation import Unavailable
+from mmbright_core.retrieval.dual.regions import Case, case, query_weights, weight_groups
+from mmbright_core.retrieval.explanation import GRID, Unavailable
 from mmbright_core.ui import explain_cache, inspector_view, loaders, render
 from mmbright_core.ui.literal import literal
 from mmbright_core.ui.state import Compared, InspectTarget

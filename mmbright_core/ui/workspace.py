@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from mmbright_core.analysis.lineage import recorded_config
 from mmbright_core.data.ids import check_protocol
 from mmbright_core.data.matching import MatchCounts, match_counts
 from mmbright_core.data.sources import Source
@@ -17,7 +18,6 @@ from mmbright_core.data.tasks import check_negatives
 from mmbright_core.errors import InputError
 from mmbright_core.io.ocr_words import OCR_FILE
 from mmbright_core.io.official import read_outputs
-from mmbright_core.retrieval.base import RunConfig
 from mmbright_core.task_runs import (
     Scope,
     check_task_runs,
@@ -161,7 +161,7 @@ def entries_from_folder(folder: str, source: Source, task: Task, protocol: str) 
                 hint="Choose that task in the sidebar",
             )
         entries_read = [
-            _checked(_official_entry(path, source.name, task), source, protocol)
+            _checked(outputs_entry(path, source.name, task), source, protocol)
             for path in (found.folders if found is not None else official)
         ]
         if found is None:
@@ -186,10 +186,10 @@ def _checked(entry: RunEntry, source: Source, protocol: str) -> RunEntry:
     return dataclasses.replace(entry, warnings=(*entry.warnings, *found))
 
 
-def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
+def outputs_entry(path: Path, source: str, task: Task) -> RunEntry:
+    """The run of an official outputs folder of ``task``, loaded for data source ``source``."""
     outputs = read_task_outputs(path, task)
-    if outputs.run_config:  # every page reads it as one: refuse another shape here, once
-        RunConfig.from_dict(outputs.run_config, source=str(outputs.path / "config.json"))
+    config = recorded_config(outputs)  # read here, once: every page asks the typed value
     stamp = "|".join(
         f"{p}:{p.stat().st_mtime_ns}"
         for p in sorted(
@@ -202,7 +202,7 @@ def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
     )
     # A run made by ``mmbright run`` records its negative_ids policy; others used the
     # official rule (an older configuration without the field could only have, too).
-    negatives = check_negatives(str(outputs.run_config.get("negatives", "exclude")))
+    negatives = check_negatives("exclude" if config is None else config.negatives)
     return RunEntry(
         outputs.model,
         source,
@@ -211,7 +211,7 @@ def _official_entry(path: Path, source: str, task: Task) -> RunEntry:
         f"folder: {outputs.path}",
         fingerprint(str(path), stamp),
         negatives,
-        outputs.run_config or None,
+        config,
         outputs.ocr_words,
         tuple(f"{d}: {w}" for d, said in outputs.warnings.items() for w in said),
         outputs.rewrites,
@@ -240,5 +240,5 @@ def demo_entries(task: Task) -> list[RunEntry]:
     entries = []
     for path in _demo_outputs():
         if task_of_type(read_outputs(path).task_type or "") == task:
-            entries.append(dataclasses.replace(_official_entry(path, "demo", task), origin="demo"))
+            entries.append(dataclasses.replace(outputs_entry(path, "demo", task), origin="demo"))
     return entries

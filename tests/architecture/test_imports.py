@@ -30,6 +30,17 @@ def test_retrieval_imports_nothing_from_analysis() -> None:
     assert found == [], f"retrieval sits below analysis, yet: {found}"
 
 
+def test_the_endpoint_client_sits_below_every_stage_that_calls_an_endpoint() -> None:
+    # The api retriever, the chat client and the LLM rerankers share it: it imports none.
+    graph = import_graph()
+    found = [
+        edge
+        for upper in ("retrieval", "llm", "rerank", "analysis", "ui", "cli")
+        for edge in upward_imports(graph, f"{NAME}.endpoints", f"{NAME}.{upper}")
+    ]
+    assert found == [], f"endpoints sits below the stages that call an endpoint, yet: {found}"
+
+
 def test_retrieval_shows_its_parts_in_at_most_thirteen_entries() -> None:
     # The contract, the explanations, the registry with the built-ins' records and the
     # plugins, and one folder per part (docs/development.md, Structure).

@@ -1,4 +1,5 @@
-"""Each concept has one home in the package: a pair id's spelling, a task's facts.
+"""Each concept has one home in the package: a pair id's spelling, a task's facts, the answer
+cache's layout.
 
 Checked on the source (``ast``): a string constant in code (docstrings, which describe the
 format to readers, aside) spelling a pair id's separator or text-only marker, or the main
@@ -18,6 +19,7 @@ PACKAGE = Path(mmbright_core.__file__).parent
 PAIR_HOME = PACKAGE / "data" / "ids.py"
 PAIR_SPELLINGS = ("|||", "__NO_IMAGE__")
 TASK_HOME = PACKAGE / "task_table.py"
+ANSWERS_HOME = PACKAGE / "retrieval" / "cache" / "answers.py"
 
 
 def spelled_lines(
@@ -179,3 +181,60 @@ def test_every_cited_rule_is_a_section_of_the_docs() -> None:
                 unknown.append(f"{path.relative_to(PACKAGE)}: docs/{page}.md, {section}")
     assert cited > 50
     assert not unknown, unknown
+
+
+def _first_two(node: ast.AST) -> bool:
+    """Whether ``node`` is ``<something>[:2]``."""
+    return (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Slice)
+        and node.slice.lower is None
+        and node.slice.step is None
+        and isinstance(node.slice.upper, ast.Constant)
+        and node.slice.upper.value == 2
+    )
+
+
+def sharded_paths(source: str) -> list[int]:
+    """The lines building a path from a key's first two characters (``<folder>/<key[:2]>/``).
+
+    A path joined with ``/`` or ``os.path.join``, or spelled in an f-string with a ``/``,
+    one of whose parts is ``<something>[:2]``.
+    """
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        parts: list[ast.AST] = []
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            parts = [node.left, node.right]
+        elif isinstance(node, ast.Call) and ast.unparse(node.func).endswith("path.join"):
+            parts = list(node.args)
+        elif isinstance(node, ast.JoinedStr) and any(
+            isinstance(v, ast.Constant) and "/" in str(v.value) for v in node.values
+        ):
+            parts = [v.value for v in node.values if isinstance(v, ast.FormattedValue)]
+        if isinstance(node, ast.expr) and any(_first_two(part) for part in parts):
+            found.add(node.lineno)
+    return sorted(found)
+
+
+def test_the_answer_cache_layout_is_built_only_in_its_home() -> None:
+    # One answer-cache implementation: every keyed JSON answer goes through AnswerCache.
+    found = [
+        f"{path.relative_to(PACKAGE)}:{line}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path != ANSWERS_HOME
+        for line in sharded_paths(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, f"keep answers with retrieval.cache.answers.AnswerCache: {found}"
+    assert sharded_paths(ANSWERS_HOME.read_text(encoding="utf-8"))
+
+
+def test_the_check_sees_each_spelling_of_a_sharded_path() -> None:
+    source = (
+        "a = root / key[:2] / f'{key}.json'\n"
+        "b = os.path.join(root, name[:2], name)\n"
+        "c = f'{root}/{key[:2]}/{key}.json'\n"
+        "d = data[:2] == MAGIC\n"
+        "e = f'{key[:2]} and more'\n"
+    )
+    assert sharded_paths(source) == [1, 2, 3]

@@ -23,9 +23,9 @@ from corner_embedder import demo_run
 from locations import SUPPORT
 from slow_corner_embedder import DELAY, SPEC
 
-from mmbright_core.analysis.regions import FOLDER
 from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import read_outputs
+from mmbright_core.retrieval.dual.regions import FOLDER
 
 SHOTS = serving.ROOT / "test-artifacts" / "screenshots"
 TASK_LABEL = "Task 2: text+image → text"

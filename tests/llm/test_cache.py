@@ -1,13 +1,12 @@
-"""The answer cache on disk: its layout, its bytes, and what it refuses to trust."""
+"""The chat answers on disk: their layout, their bytes, and what is not trusted."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from mmbright_core.llm.cache import AnswerCache, ChatAnswer, ChatCache
+from mmbright_core.llm.cache import ChatAnswer, ChatCache
 
 KEY = "ab" + "0" * 62
 # A chat answer as the cache has always written it: sorted fields, ASCII, one line.
@@ -56,16 +55,3 @@ def test_without_a_root_nothing_is_kept(tmp_path: Path, monkeypatch: pytest.Monk
     cache.put(KEY, "m", ChatAnswer("kept nowhere"))
     assert cache.get(KEY, "m") is None
     assert not list(tmp_path.rglob("*"))
-
-
-def test_an_entry_is_what_its_decoder_accepts_and_is_written_in_the_order_given(tmp_path: Path):
-    cache = AnswerCache(tmp_path, "kind", sort_keys=False)
-    cache.put(KEY, {"b": 1, "a": [2]})
-    path = tmp_path / "kind" / "ab" / f"{KEY}.json"
-    assert path.read_text(encoding="utf-8") == '{"b": 1, "a": [2]}\n'
-    assert cache.get(KEY, lambda entry: entry["a"]) == [2]
-    assert cache.get(KEY, lambda entry: None) is None  # refused
-    assert cache.get(KEY, lambda entry: entry["missing"]) is None  # KeyError: refused
-    assert cache.get(KEY, lambda entry: int(entry["a"])) is None  # TypeError: refused
-    assert cache.get("cd" + "0" * 62, lambda entry: entry) is None  # absent
-    assert json.loads(path.read_text(encoding="utf-8")) == {"a": [2], "b": 1}

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from openai_server import CHAT_MODEL, KEY, message_text, reply_of, serving
 
+from mmbright_core.endpoints.client import Limits
 from mmbright_core.errors import EndpointError, RequestBudgetError
 from mmbright_core.llm.cache import ChatAnswer, ChatCache
 from mmbright_core.llm.chat import ChatClient
-from mmbright_core.retrieval.backends.api_client import Limits
 
 FAST = Limits(timeout=0.5, retries=2, backoff=0.0, concurrency=4)
 

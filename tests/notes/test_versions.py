@@ -17,7 +17,7 @@ import pytest
 from mmbright_core.errors import NotesError
 from mmbright_core.notes import SCHEMA_VERSION, Conflict, NotesStore, QueryKey
 from mmbright_core.notes.database import _create_1
-from mmbright_core.notes.merge import BOTH_KEPT, keep_both
+from mmbright_core.notes.tables import BOTH_KEPT, keep_both
 
 K1 = QueryKey("demo", 2, "paper", "askubuntu", "askubuntu_4")
 K2 = QueryKey("demo", 2, "paper", "askubuntu", "askubuntu_5")

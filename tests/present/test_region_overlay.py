@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from PIL import Image, ImageColor
 
-from mmbright_core.analysis.regions import ImageRegions, RegionAttribution
 from mmbright_core.present.palette import REGION_LOWERED, REGION_RAISED
 from mmbright_core.present.region_overlay import (
     STRONGEST,
@@ -14,6 +13,7 @@ from mmbright_core.present.region_overlay import (
     region_name,
     sentence,
 )
+from mmbright_core.retrieval.explanation import ImageRegions, RegionAttribution
 
 
 def _result(

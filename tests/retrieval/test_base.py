@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from mmbright_core.errors import InputError, MissingDependencyError, UnknownNameError
+from mmbright_core.errors import InputError, MissingDependencyError, UnknownNameError, require
 from mmbright_core.retrieval import RunConfig, available_retrievers, get_retriever
-from mmbright_core.retrieval.base import check_k, passage_id, require
+from mmbright_core.retrieval.base import check_k, passage_id
 from mmbright_core.retrieval.lexical.bm25 import BM25Retriever
 from mmbright_core.retrieval.registry import register_retriever
 from mmbright_core.types import TaskData

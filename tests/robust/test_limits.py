@@ -20,7 +20,7 @@ from locations import IO_SAMPLES
 
 from mmbright_core.errors import InputError, UnknownNameError, show
 from mmbright_core.io import read_qrels, read_run
-from mmbright_core.io.limits import DEFAULT_MAX_INPUT_BYTES, MAX_ID_CHARS, max_input_bytes
+from mmbright_core.io.reading import DEFAULT_MAX_INPUT_BYTES, MAX_ID_CHARS, max_input_bytes
 
 QRELS = str(IO_SAMPLES / "qrels.trec")
 CAP = int(1.5 * 2**30)  # address space of the command under test

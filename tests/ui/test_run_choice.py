@@ -159,12 +159,12 @@ def test_model_names_are_hub_ids_or_paths_inside_the_root(
 def test_the_page_runs_only_the_retrievers_and_presets_it_offers(served: Path):
     # A MODULE:FACTORY spec imports any module the server can see: never from the page.
     with pytest.raises(InputError, match="runs only the retrievers it offers"):
-        run_choice.choose("os:system", {}, 1)
+        run_choice.retriever_arguments("os:system", {}, 1)
     with pytest.raises(InputError, match="runs only the retrievers it offers"):
-        run_choice.choose("api", {}, 1)
+        run_choice.retriever_arguments("api", {}, 1)
     (api,) = [p for p in presets(1) if p.backend == "api"][:1]
     with pytest.raises(InputError, match="does not run api presets"):
-        run_choice.choose("bm25", {}, 1, preset=api.name)
+        run_choice.retriever_arguments("bm25", {}, 1, preset=api.name)
     at = _page()
     for name in at.selectbox(key="run_retriever").options:
         at.selectbox(key="run_retriever").set_value(name).run()

@@ -20,15 +20,11 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
+from mmbright_core.endpoints.bounded_http import DEFAULT_MAX_ANSWER_BYTES
+from mmbright_core.endpoints.client import DEFAULT_KEY_ENV, Limits, whole_option
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.backend_table import BACKENDS
-from mmbright_core.retrieval.backends.api_client import (
-    DEFAULT_KEY_ENV,
-    EmbeddingClient,
-    Limits,
-    whole_option,
-)
-from mmbright_core.retrieval.backends.bounded_http import DEFAULT_MAX_ANSWER_BYTES
+from mmbright_core.retrieval.backends.api_client import EmbeddingClient
 from mmbright_core.retrieval.dual.embedder import Modality, Role
 from mmbright_core.retrieval.dual.encoder import DualEncoderRetriever
 from mmbright_core.retrieval.search.index import IndexKind

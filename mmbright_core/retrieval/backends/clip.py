@@ -51,13 +51,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mmbright_core.errors import require
 from mmbright_core.retrieval.backend_table import BACKENDS
 from mmbright_core.retrieval.backends.open_clip_model import (
     AUTO_PRETRAINED,
     OpenClipEmbedder,
     resolve_pretrained,
 )
-from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.dual.embedder import Role
 from mmbright_core.retrieval.dual.encoder import (
     DualEncoderRetriever,

@@ -22,12 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, require
 from mmbright_core.retrieval.backends.code_gate import FLAG, gate
 from mmbright_core.retrieval.backends.hf_model import checkpoint_of, device_of, model_label
 from mmbright_core.retrieval.backends.instructions import DOMAIN_FIELD, fill_domain
 from mmbright_core.retrieval.backends.model_files import FOLDER_HINT, model_files
-from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.dual.embedder import Modality, Role
 from mmbright_core.retrieval.dual.encoder import DualOptions
 from mmbright_core.retrieval.dual.textcap import cap_text

@@ -15,10 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from mmbright_core.errors import InputError, UnknownNameError
+from mmbright_core.errors import InputError, UnknownNameError, require
 from mmbright_core.retrieval.backends.code_gate import gate, load_keyword, no_prompt
 from mmbright_core.retrieval.backends.model_files import FOLDER_HINT, model_files
-from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.cache.store import path_sha256
 
 DTYPES = ("float32", "bfloat16", "float16")

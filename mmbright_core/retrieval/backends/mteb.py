@@ -30,7 +30,7 @@ import numpy as np
 from PIL import Image
 
 from mmbright_core.data.images import ImageSource, QueryImages
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, require
 from mmbright_core.retrieval.backends.mteb_registry import (
     WHAT,
     gated_meta,
@@ -47,7 +47,6 @@ from mmbright_core.retrieval.backends.mteb_tasks import (
     task_name,
     task_rows,
 )
-from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.dual.embedder import Modality, Role
 from mmbright_core.retrieval.dual.encoder import DualEncoderRetriever, DualOptions
 from mmbright_core.retrieval.search.index import IndexKind

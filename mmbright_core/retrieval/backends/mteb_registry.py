@@ -18,9 +18,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from mmbright_core.errors import InputError
+from mmbright_core.errors import InputError, require
 from mmbright_core.retrieval.backends.code_gate import gate, local_files, no_prompt
-from mmbright_core.retrieval.base import require
 
 WHAT = "the mteb retriever"
 

@@ -53,9 +53,8 @@ from mmbright_core.data.images import (
     concat_vertical,
     load_image,
 )
-from mmbright_core.errors import UnknownNameError
+from mmbright_core.errors import UnknownNameError, require
 from mmbright_core.io.mteb import mteb_task_name
-from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.dual.encoder import white_image
 from mmbright_core.types import Query
 

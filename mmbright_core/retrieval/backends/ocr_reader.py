@@ -1,8 +1,9 @@
 """Reading the words in an image file with rapidocr, cached by the file's content.
 
 The OCR retrievers (:mod:`mmbright_core.retrieval.backends.ocr`) read each query image through an
-:class:`OcrReader`. What it read is cached on disk by the sha256 of the image file's bytes, each
-entry with a checksum of its text that is checked when read; a reader given a run's recorded
+:class:`OcrReader`. What it read is cached on disk by the sha256 of the image file's bytes (the
+answer cache, :mod:`~mmbright_core.retrieval.cache.answers`, under ``ocr/``), each entry with a
+checksum of its text that is checked when read; a reader given a run's recorded
 words (``ocr.json``, :mod:`mmbright_core.io.ocr_words`) answers from them first, so a run is
 explained without the engine. The same engine also says where the text lies
 (:meth:`OcrReader.text_boxes`, what the dashboard's "where the image's weight lies" groups by),
@@ -21,12 +22,10 @@ import numpy as np
 from PIL import Image
 
 from mmbright_core.data.images import decode_image
-from mmbright_core.errors import InputError, MissingDependencyError
-from mmbright_core.io.atomic import atomic_write_text
+from mmbright_core.errors import InputError, MissingDependencyError, require
 from mmbright_core.io.ocr_words import OcrWords
-from mmbright_core.retrieval.base import require
+from mmbright_core.retrieval.cache.answers import AnswerCache
 from mmbright_core.retrieval.cache.store import content_key, settings_key
-from mmbright_core.retrieval.cache.verify import bytes_match, bytes_record, remove, report_damaged
 
 #: A box ``(left, top, right, bottom)`` in an image's pixels.
 Box = tuple[float, float, float, float]
@@ -58,9 +57,14 @@ class OcrReader:
             dict(self._installed) if recorded is None else dict(recorded.engine)
         )
         self.recorded = recorded
-        self.folder = (
-            None if cache_root is None else cache_root / "ocr" / settings_key(self.settings)
+        folder = Path("ocr", settings_key(self.settings))
+        self._texts_kept = AnswerCache(
+            cache_root, folder, sort_keys=False, checked="text", sync=True
         )
+        self._boxes_kept = AnswerCache(
+            cache_root, folder / "boxes", sort_keys=False, checked="text", sync=True
+        )
+        self.folder = self._texts_kept.folder
         self._known: dict[str, str] = {} if recorded is None else dict(recorded.texts)
         self._boxes: dict[str, str] = {}
         self._engine: Any = None
@@ -83,7 +87,7 @@ class OcrReader:
         if text is None:
             lines = self._lines(image if image is not None else decode_image(data, key))
             text = "\n".join(line for _, line in lines)
-            _store(self._path(key), text)
+            self._texts_kept.put(key, {"text": text})
         self._known[key] = text
         return text
 
@@ -95,7 +99,7 @@ class OcrReader:
         """
         if key in self._known:
             return self._known[key]
-        return _stored(self._path(key))
+        return self._texts_kept.get(key, _text)
 
     def text_boxes(self, image: Image.Image) -> tuple[Box, ...]:
         """The box of each line of text the engine reads in ``image``, in reading order.
@@ -111,18 +115,12 @@ class OcrReader:
             MissingDependencyError: Not cached and the OCR engine is not installed.
         """
         key = content_key(f"{image.mode} {image.width}x{image.height}\n".encode() + image.tobytes())
-        path = self._path(key, "boxes")
-        stored = self._boxes.get(key) or _stored(path)
+        stored = self._boxes.get(key) or self._boxes_kept.get(key, _text)
         if stored is None:
             stored = json.dumps([_bounds(quad) for quad, _ in self._lines(image)])
-            _store(path, stored)
+            self._boxes_kept.put(key, {"text": stored})
         self._boxes[key] = stored
         return tuple((float(a), float(b), float(c), float(d)) for a, b, c, d in json.loads(stored))
-
-    def _path(self, key: str, kind: str = "") -> Path | None:
-        if self.folder is None:
-            return None
-        return self.folder / kind / key[:2] / f"{key}.json"
 
     def _lines(self, image: Image.Image) -> list[tuple[Any, str]]:
         """(corner points, text) of each line the engine reads and keeps, in reading order."""
@@ -155,31 +153,9 @@ def _bounds(quad: Sequence[Sequence[float]]) -> Box:
     return (min(xs), min(ys), max(xs), max(ys))
 
 
-def _store(path: Path | None, text: str) -> None:
-    """Write ``text`` with its checksum to ``path``, atomically (nothing without a path)."""
-    if path is not None:
-        checksum = bytes_record(text.encode("utf-8"))["checksum"]
-        atomic_write_text(path, json.dumps({"text": text, "checksum": checksum}) + "\n")
-
-
-def _stored(path: Path | None) -> str | None:
-    """The text of the entry at ``path``, or None when there is none.
-
-    An entry that does not match its checksum is reported, deleted and counts as absent.
-    """
-    if path is None or not path.is_file():
-        return None
-    try:
-        entry = json.loads(path.read_text(encoding="utf-8"))
-        text = entry["text"]
-        if isinstance(text, str) and bytes_match(text.encode("utf-8"), entry["checksum"]):
-            return text
-        problem = "its checksum does not match its text"
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        problem = f"unreadable ({type(err).__name__})"
-    report_damaged(path, problem)
-    remove([path])
-    return None
+def _text(entry: Any) -> str:
+    """The text of a checked entry (its checksum matched)."""
+    return str(entry["text"])
 
 
 ENGINE_USER = "the OCR engine of ocr-bm25 and ocr-dense"

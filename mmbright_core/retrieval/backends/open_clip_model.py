@@ -31,7 +31,7 @@ import numpy as np
 from PIL import Image
 
 from mmbright_core.data.image_batches import each_preprocessed
-from mmbright_core.errors import InputError, InputWarning, UnknownNameError
+from mmbright_core.errors import InputError, InputWarning, UnknownNameError, require
 from mmbright_core.retrieval.backends.code_gate import gate, no_prompt
 from mmbright_core.retrieval.backends.hf_model import as_float32
 from mmbright_core.retrieval.backends.model_files import (
@@ -41,7 +41,6 @@ from mmbright_core.retrieval.backends.model_files import (
     looks_like_file,
     model_files,
 )
-from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.cache.store import path_sha256
 from mmbright_core.retrieval.dual.embedder import Modality, Role
 from mmbright_core.retrieval.dual.textcap import cap_text

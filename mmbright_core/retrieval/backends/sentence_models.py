@@ -11,10 +11,9 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from mmbright_core.errors import InputError, MissingDependencyError
+from mmbright_core.errors import InputError, MissingDependencyError, require
 from mmbright_core.retrieval.backends.code_gate import gate, load_keyword, no_prompt
 from mmbright_core.retrieval.backends.model_files import FOLDER_HINT, model_files
-from mmbright_core.retrieval.base import require
 from mmbright_core.retrieval.cache.store import path_sha256
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from mmbright_core.errors import InputError
-from mmbright_core.retrieval.base import Retriever, require
+from mmbright_core.errors import InputError, require
+from mmbright_core.retrieval.base import Retriever
 from mmbright_core.retrieval.cache.shards import shard_name, write_shard
 from mmbright_core.retrieval.dual.encoders import BatchEncoder, CorpusEncoder
 from mmbright_core.retrieval.dual.textcap import cap_text

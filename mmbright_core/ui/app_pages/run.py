@@ -1,9 +1,13 @@
-"""Run a retriever on the chosen task and domains; the new run joins the others when done."""
+"""Run a retriever on the chosen task and domains; the new run joins the others when done.
+
+The page builds the ``mmbright run`` command of what is chosen, shows it, and runs it.
+"""
 
 from __future__ import annotations
 
 import streamlit as st
 
+from mmbright_core.errors import MMBrightError
 from mmbright_core.retrieval import available_retrievers
 from mmbright_core.retrieval.backends.code_gate import remote_code_allowed
 from mmbright_core.retrieval.catalogue.presets import get_preset
@@ -122,6 +126,16 @@ if missing:
         ),
         icon=":material/block:",
     )
+argv: list[str] | Exception | None = None
+if name is not None and k is not None and domains:
+    choice = running.Choice(str(name), typed, preset, instructions, trusted)
+    try:
+        argv = running.command(spec, task, protocol, choice, domains, int(k), out_dir)
+    except (MMBrightError, OSError) as err:
+        argv = err  # said when Run is clicked
+if isinstance(argv, list):
+    st.caption("The command this runs:")
+    st.code(running.shown(argv), language="bash")
 start_col, cancel_col, _ = st.columns([1, 1, 4])
 start = start_col.button(
     "Run",
@@ -133,16 +147,7 @@ start = start_col.button(
 cancel_col.button("Cancel", key="run_cancel", on_click=running.cancel, icon=":material/stop:")
 running.render_messages()
 if start and name is not None and k is not None:
-    running.run(
-        spec,
-        task,
-        protocol,
-        str(name),
-        domains,
-        int(k),
-        out_dir,
-        typed,
-        preset,
-        instructions,
-        trusted,
-    )
+    if argv is None:
+        st.error("Choose at least one domain.")
+    else:
+        running.run(spec, task, argv)

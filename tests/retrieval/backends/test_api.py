@@ -7,9 +7,10 @@ import pytest
 from openai_server import KEY, MODEL, serving, vector_of
 from PIL import Image
 
+from mmbright_core.endpoints.client import Limits
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.backends.api import ApiEmbedder
-from mmbright_core.retrieval.backends.api_client import EmbeddingClient, Limits
+from mmbright_core.retrieval.backends.api_client import EmbeddingClient
 from mmbright_core.retrieval.dual.embedder import Embedder
 
 

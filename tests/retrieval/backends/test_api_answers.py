@@ -10,9 +10,10 @@ import pytest
 from openai_server import HOSTILE, KEY, MODEL, OpenAIServer, serving, vector_of
 
 from mmbright_core.cli import main
+from mmbright_core.endpoints.client import Limits
 from mmbright_core.errors import EndpointError, InputError, printable
 from mmbright_core.retrieval.backends.api import ApiRetriever
-from mmbright_core.retrieval.backends.api_client import EmbeddingClient, Limits
+from mmbright_core.retrieval.backends.api_client import EmbeddingClient
 
 pytest.importorskip("mmbright_core.retrieval.dual.encoder")
 

@@ -6,13 +6,10 @@ import numpy as np
 import pytest
 from openai_server import KEY, MODEL, serving, vector_of
 
+from mmbright_core.endpoints.client import Limits
+from mmbright_core.endpoints.failures import public_endpoint
 from mmbright_core.errors import EndpointError, MissingDependencyError, RequestBudgetError
-from mmbright_core.retrieval.backends.api_client import (
-    EmbeddingClient,
-    Limits,
-    batches,
-    public_endpoint,
-)
+from mmbright_core.retrieval.backends.api_client import EmbeddingClient, batches
 
 FAST = Limits(batch_inputs=2, timeout=0.5, retries=2, backoff=0.0)
 

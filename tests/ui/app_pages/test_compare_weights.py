@@ -14,11 +14,11 @@ import pytest
 from apptest import choose_pair, fresh, open_tab
 from corner_embedder import SPEC, demo_run
 
-from mmbright_core.analysis.attribution import explain_regions, retriever_from_config
-from mmbright_core.analysis.region_weight import text_share
+from mmbright_core.analysis.attribution import retriever_from_config
 from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import read_outputs
 from mmbright_core.retrieval.backends.ocr_reader import OcrReader
+from mmbright_core.retrieval.dual.regions import explain_regions, text_share
 from mmbright_core.ui import state
 
 pytestmark = pytest.mark.slow  # AppTest runs and a plugin run of the demo

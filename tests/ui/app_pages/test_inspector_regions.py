@@ -18,10 +18,11 @@ from apptest import choose_pair, fresh
 from corner_embedder import SPEC, demo_run
 from streamlit.testing.v1 import AppTest
 
-from mmbright_core.analysis.attribution import explain_regions, retriever_from_config
+from mmbright_core.analysis.attribution import retriever_from_config
 from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import read_outputs
 from mmbright_core.present.region_overlay import sentence
+from mmbright_core.retrieval.dual.regions import explain_regions
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Task
 from mmbright_core.ui import loaders

@@ -11,8 +11,12 @@ import pytest
 from corner_embedder import SPEC, demo_run, quarter
 from PIL import Image
 
-from mmbright_core.analysis.attribution import explain_regions, retriever_from_config
-from mmbright_core.analysis.region_weight import (
+from mmbright_core.analysis.attribution import retriever_from_config
+from mmbright_core.data.sources import Source, open_source
+from mmbright_core.io.official import read_outputs
+from mmbright_core.present.region_overlay import region_name
+from mmbright_core.retrieval.base import Retriever
+from mmbright_core.retrieval.dual.regions import (
     CENTRE,
     EDGES,
     NO_WEIGHT,
@@ -20,6 +24,7 @@ from mmbright_core.analysis.region_weight import (
     Case,
     case,
     centre_cells,
+    explain_regions,
     query_weights,
     shares,
     text_cells,
@@ -27,11 +32,7 @@ from mmbright_core.analysis.region_weight import (
     weight_groups,
     where,
 )
-from mmbright_core.analysis.regions import ImageRegions
-from mmbright_core.data.sources import Source, open_source
-from mmbright_core.io.official import read_outputs
-from mmbright_core.present.region_overlay import region_name
-from mmbright_core.retrieval.base import Retriever
+from mmbright_core.retrieval.explanation import ImageRegions
 from mmbright_core.types import TaskData
 
 

@@ -26,10 +26,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from mmbright_core.errors import EndpointError
-from mmbright_core.io.limits import size_text
-from mmbright_core.retrieval.backends.endpoint_errors import public_endpoint
-from mmbright_core.retrieval.base import require
+from mmbright_core.endpoints.failures import public_endpoint
+from mmbright_core.errors import EndpointError, require
+from mmbright_core.io.reading import size_text
 
 #: The most bytes read of one answer unless ``max_answer_bytes`` says otherwise: 64 MiB,
 #: ten times a full batch of 64 vectors of 3,072 numbers written as JSON.

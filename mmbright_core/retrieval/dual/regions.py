@@ -1,4 +1,10 @@
-"""Where in an image a score came from: occlusion over a grid of cells.
+"""Where in an image a score came from (occlusion over a grid), and where an image's weight lies.
+
+Occlusion is a capability of the retrievers that encode images through the dual encoder API
+(:class:`EncodesImages`), as attribution is of those with ``explain_scores``; the records it
+answers (:class:`~mmbright_core.retrieval.explanation.RegionAttribution`, one
+:class:`~mmbright_core.retrieval.explanation.ImageRegions` per image) and its options sit with
+the other explanations in :mod:`~mmbright_core.retrieval.explanation`.
 
 For a query and a retrieved item, the query image (or, in tasks 3 and 4, the item's own image)
 is cut into ``grid x grid`` cells; each cell in turn is filled (the image's mean colour by
@@ -11,13 +17,14 @@ image policy) and scored against the item as the run scores it. A cell's value i
 
 With a second item (``versus``: typically a relevant item ranked below a wrong hit ``doc``),
 the value is the change in the margin ``score(doc) - score(versus)``: positive where the
-region pushed ``doc`` above ``versus``. The overlay (:func:`overlay`) draws positive cells
-red and negative ones blue.
+region pushed ``doc`` above ``versus``. The overlay draws positive cells red and negative
+ones blue (:func:`~mmbright_core.present.region_overlay.overlay`).
 
 Cost: ``grid**2 + 1`` forward passes of the image encoder per image occluded (the masked
 copies, in batches of the retriever's batch size, and the image whole, usually a cache hit),
 plus cache reads for the text and the items. Masked copies are keyed by their pixels in the
-retriever's embedding cache, and each result is stored under ``<cache>/regions/`` keyed by
+retriever's embedding cache, and each result is stored under ``<cache>/regions/`` (an entry of
+the answer cache, :mod:`~mmbright_core.retrieval.cache.answers`, with its checksum) keyed by
 the model's settings, the query, the images' pixels, the items' content and the options,
 so reopening a result costs one file read.
 
@@ -30,6 +37,30 @@ Any retriever that encodes images through the package's dual encoder API
 (:class:`EncodesImages`: ``clip``, the ``hf`` CLIP and SigLIP models, the hub-code models,
 MTEB image models, ``Embedder`` plugins) is explained, whatever its fusion (``joint`` models
 encode each masked image with the query text); others are answered :class:`Unavailable`.
+
+Where an image's weight lies, across queries (:func:`query_weights`): the centre of the
+query image or its edges. For each query with an image, the occlusion grid of the run's top
+hit against its best-ranked relevant item (the hit's score alone when the top hit is relevant
+or no relevant item is ranked) is split into the **centre** (the cells whose
+centre lies in the middle third of the image both ways, what
+:func:`~mmbright_core.present.region_overlay.region_name` calls ``centre``) and the **edges**
+(every other cell: borders and corners). A query's share of each is its part of the sum of the
+absolute cell values (over all its images, with the ``all`` policy). The edges hold most cells
+(40 of 49 in a 7 x 7 grid), so a query is grouped by weight per cell: ``edges`` when its edge
+share exceeds the edges' share of the cells, ``centre`` otherwise, ``no weight`` when no cell
+changes the score.
+
+Where the OCR engine is installed (the ``ocr`` extra), the **text** cells are those the boxes of
+the text it reads in the image (``OcrReader.text_boxes`` of
+:mod:`~mmbright_core.retrieval.backends.ocr_reader`, handed in as :data:`TextBoxes`) cover at
+least :data:`TEXT_COVER` of; a query whose text cells weigh more per cell than the others is
+grouped ``text`` before it is grouped by centre and edges. Its text share is NaN without the
+engine, and 0 for an image with no text cell.
+
+Grouped beside the comparison's per-query deltas, it says whether the queries a multimodal run
+lost concentrate on images whose weight lies on the edges (a screenshot's chrome, a diagram's
+labels) or in their text rather than at their centre. Each grid is ``grid**2 + 1`` forward
+passes, and each image one OCR pass, all cached.
 """
 
 from __future__ import annotations
@@ -38,45 +69,43 @@ import dataclasses
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+import pandas as pd
 from PIL import Image, ImageFilter, ImageStat
 
 from mmbright_core.data.image_batches import ImageLoader
 from mmbright_core.data.images import ImageSource, QueryImages, decode_image
-from mmbright_core.errors import InputError, UnknownNameError
-from mmbright_core.io.atomic import atomic_write_text
+from mmbright_core.errors import InputError
 from mmbright_core.retrieval.base import Retriever, check_task
+from mmbright_core.retrieval.cache.answers import AnswerCache
 from mmbright_core.retrieval.cache.store import content_key, default_cache_dir, settings_key
-from mmbright_core.retrieval.cache.verify import bytes_match, bytes_record, remove, report_damaged
 from mmbright_core.retrieval.dual.encoder import image_key
 from mmbright_core.retrieval.dual.encoders import document_bytes
 from mmbright_core.retrieval.dual.fusion import Fusion
-from mmbright_core.retrieval.explanation import NO_RETRIEVER, Unavailable, explained_query
+from mmbright_core.retrieval.explanation import (
+    GRID,
+    NO_RETRIEVER,
+    Box,
+    ImageRegions,
+    Progress,
+    RegionAttribution,
+    Unavailable,
+    cell_boxes,
+    check_options,
+    explained_query,
+)
 from mmbright_core.retrieval.search.index import l2_normalise
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Document, Query, TaskData
 
-Fill = Literal["mean", "grey", "blur"]
-#: How an occluded cell is filled: the image's mean colour, mid grey, or the image blurred.
-FILLS: tuple[str, ...] = ("mean", "grey", "blur")
-Side = Literal["query", "document"]
-#: Which image is occluded: the query's, or the item's own (tasks 3 and 4).
-SIDES: tuple[str, ...] = ("query", "document")
-#: The default grid: 7 x 7 cells, 50 forward passes per image.
-GRID = 7
-#: The largest grid accepted (1,025 passes per image).
-MAX_GRID = 32
 #: The results' folder under the package's cache root.
 FOLDER = "regions"
 FORMAT = "mmbright-regions/1"
-#: Progress callback: ``(passes done, passes in all)``; raising from it cancels the work.
-Progress = Callable[[int, int], None]
-Box = tuple[int, int, int, int]
 
 
 @runtime_checkable
@@ -119,147 +148,6 @@ class EncodesImages(Protocol):
     def corpus_vectors(self, data: TaskData, source: ImageSource | None) -> np.ndarray:
         """The L2-normalised vectors of ``data.corpus``, as the run ranks them."""
         ...
-
-
-@dataclass(frozen=True)
-class ImageRegions:
-    """One image's grid of values.
-
-    Attributes:
-        image: The image occluded: a query image's path (``concat``: the paths joined by
-            ``" + "``), or the item's image path.
-        width: The image's width in pixels, as encoded.
-        height: Its height.
-        values: One row per grid row, top to bottom, each left to right: the score (or
-            margin) with the image whole minus with the cell filled.
-        picture: The image as encoded (not stored in the cache; read again on reopening).
-    """
-
-    image: str
-    width: int
-    height: int
-    values: tuple[tuple[float, ...], ...]
-    picture: Image.Image | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def grid(self) -> int:
-        """Cells per side."""
-        return len(self.values)
-
-    def boxes(self) -> tuple[tuple[Box, ...], ...]:
-        """Each cell's pixel box ``(left, top, right, bottom)``, laid out as ``values``."""
-        flat = cell_boxes(self.width, self.height, self.grid)
-        return tuple(flat[row * self.grid : (row + 1) * self.grid] for row in range(self.grid))
-
-
-@dataclass(frozen=True)
-class RegionAttribution:
-    """Occlusion over a grid: which regions of an image raised or lowered an item's score.
-
-    Attributes:
-        query_id: The query.
-        doc_id: The item scored (the wrong hit, when ``versus`` is given).
-        versus: The item it is compared with (a relevant one ranked below), or None.
-        side: ``query`` (the query image occluded) or ``document`` (the item's image).
-        grid: Cells per side.
-        fill: How a cell was filled (``mean``, ``grey``, ``blur``).
-        score: ``doc_id``'s score with the image whole, recomputed here as the run computed
-            it (from float32 vectors: it equals the run's ``scores.json`` to float32 precision).
-        versus_score: ``versus``'s score, or None.
-        images: One grid per image occluded (``all`` policy: each of the query's images
-            in turn, the others whole).
-        retriever: The retriever's registered name.
-        model: Its label (the output folder's model part).
-        settings_key: The sha256 of the retriever's settings: the model's identity.
-        passes: Forward passes of the image encoder the result took (``grid**2 + 1`` per
-            image), counted whether or not the embedding cache answered some.
-        cached: Whether this result was read from the results cache.
-    """
-
-    kind: ClassVar[str] = "regions"
-    query_id: str
-    doc_id: str
-    versus: str | None
-    side: str
-    grid: int
-    fill: str
-    score: float
-    versus_score: float | None
-    images: tuple[ImageRegions, ...]
-    retriever: str
-    model: str
-    settings_key: str
-    passes: int
-    cached: bool = field(default=False, compare=False)
-
-    @property
-    def target(self) -> float:
-        """What each cell's value is a change of: the score, or the margin over ``versus``."""
-        return self.score - (self.versus_score or 0.0)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The result as JSON-ready values (pictures left out)."""
-        out = {
-            f.name: getattr(self, f.name)
-            for f in dataclasses.fields(self)
-            if f.name not in ("images", "cached")
-        }
-        out["images"] = [
-            {"image": i.image, "width": i.width, "height": i.height, "values": i.values}
-            for i in self.images
-        ]
-        return {"kind": self.kind, **out}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RegionAttribution:
-        """Read :meth:`to_dict`'s form back.
-
-        Raises:
-            KeyError, TypeError, ValueError: Not that form.
-        """
-        images = tuple(
-            ImageRegions(
-                str(i["image"]),
-                int(i["width"]),
-                int(i["height"]),
-                tuple(tuple(float(v) for v in row) for row in i["values"]),
-            )
-            for i in data["images"]
-        )
-        names = [f.name for f in dataclasses.fields(cls) if f.name not in ("images", "cached")]
-        return cls(**{name: data[name] for name in names}, images=images)
-
-
-def cell_boxes(width: int, height: int, grid: int) -> tuple[Box, ...]:
-    """The ``grid x grid`` cells of a ``width x height`` image, row by row.
-
-    Cell edges are at ``width * i // grid`` (and likewise down), so the cells tile the
-    image and differ in size by at most one pixel.
-    """
-    xs = [width * i // grid for i in range(grid + 1)]
-    ys = [height * i // grid for i in range(grid + 1)]
-    return tuple(
-        (xs[col], ys[row], xs[col + 1], ys[row + 1]) for row in range(grid) for col in range(grid)
-    )
-
-
-def check_options(grid: int, fill: str, side: str) -> None:
-    """Refuse a grid outside 1..MAX_GRID, an unknown fill or side.
-
-    Raises:
-        InputError: A grid that is not a whole number in range.
-        UnknownNameError: An unknown fill or side.
-    """
-    if isinstance(grid, bool) or not isinstance(grid, int) or not 1 <= grid <= MAX_GRID:
-        raise InputError(
-            "invalid grid size",
-            expected=f"a whole number of cells per side, 1 to {MAX_GRID}",
-            found=repr(grid),
-        )
-    if fill not in FILLS:
-        raise UnknownNameError("fill", fill, FILLS)
-    if side not in SIDES:
-        raise UnknownNameError("side", side, SIDES)
 
 
 def masked_images(picture: Image.Image, grid: int, fill: str) -> list[ImageLoader]:
@@ -401,8 +289,9 @@ class _Occlusion:
                 f"{self.grid}x{self.grid} grid: choose a smaller grid"
             )
         settings = settings_key(self.retriever.settings())  # type: ignore[attr-defined]
-        path = cache_root / FOLDER / (key := self._key(settings, pictures))[:2] / f"{key}.json"
-        found = _read(path, key)
+        key = self._key(settings, pictures)
+        results = AnswerCache(cache_root, FOLDER, sort_keys=True, checked="result")
+        found = results.get(key, partial(_result, key))
         if found is not None:
             images = tuple(
                 dataclasses.replace(i, picture=p)
@@ -411,9 +300,7 @@ class _Occlusion:
             return dataclasses.replace(found, images=images, cached=True)
         result = self._compute(pictures, settings, progress)
         text = json.dumps(result.to_dict(), sort_keys=True)
-        checksum = bytes_record(text.encode("utf-8"))["checksum"]
-        record = {"format": FORMAT, "key": key, "result": text, "checksum": checksum}
-        atomic_write_text(path, json.dumps(record, sort_keys=True) + "\n", sync=False)
+        results.put(key, {"format": FORMAT, "key": key, "result": text})
         return result
 
     # --- what is occluded ---------------------------------------------------------------------
@@ -599,24 +486,208 @@ def _chunks(items: Sequence[ImageLoader], size: int) -> Iterator[list[ImageLoade
         yield list(items[start : start + size])
 
 
-def _read(path: Path, key: str) -> RegionAttribution | None:
-    """The stored result of ``key``, or None: absent, of another format, or damaged.
+def _result(key: str, stored: Any) -> RegionAttribution | None:
+    """The result of a stored entry whose checksum matched: None when of another format or key.
 
-    A damaged entry (unreadable, or a result that does not match its checksum) is reported,
-    deleted and computed again.
+    A result that does not read back (:meth:`RegionAttribution.from_dict` refuses it) counts
+    as damaged: it is reported, deleted and computed again.
     """
-    if not path.is_file():
+    if stored.get("format") != FORMAT or stored.get("key") != key:
         return None
-    try:
-        stored = json.loads(path.read_text(encoding="utf-8"))
-        if stored.get("format") != FORMAT or stored.get("key") != key:
-            return None
-        text = stored["result"]
-        if isinstance(text, str) and bytes_match(text.encode("utf-8"), stored["checksum"]):
-            return RegionAttribution.from_dict(json.loads(text))
-        problem = "its checksum does not match its result"
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-        problem = f"unreadable ({type(err).__name__})"
-    report_damaged(path, problem)
-    remove([path])
-    return None
+    return RegionAttribution.from_dict(json.loads(stored["result"]))
+
+
+# --- where an image's weight lies, across queries ---------------------------------------------
+
+CENTRE, EDGES, TEXT, NO_WEIGHT = "centre", "edges", "text", "no weight"
+#: The part of a cell the text boxes must cover for it to count as text.
+TEXT_COVER = 0.1
+#: The per-query table's columns (:func:`query_weights`): ``text_area`` is the part of the
+#: cells that are text.
+COLUMNS = (
+    "domain",
+    "query_id",
+    "doc_id",
+    "versus",
+    "centre_share",
+    "edge_share",
+    "text_share",
+    "text_area",
+    "where",
+)
+#: A text box ``(left, top, right, bottom)`` in an image's pixels.
+TextBox = tuple[float, float, float, float]
+#: What finds the text boxes of a picture
+#: (:meth:`~mmbright_core.retrieval.backends.ocr_reader.OcrReader.text_boxes`).
+TextBoxes = Callable[[Image.Image], Sequence[TextBox]]
+
+
+def centre_cells(grid: int) -> np.ndarray:
+    """A ``grid x grid`` mask of the centre cells: their centres in the middle third both ways."""
+    centres = (np.arange(grid) + 0.5) / grid
+    middle = (centres >= 1 / 3) & (centres <= 2 / 3)
+    return np.outer(middle, middle)
+
+
+def shares(images: Sequence[ImageRegions]) -> tuple[float, float]:
+    """(centre share, edge share) of the absolute cell values summed over ``images``.
+
+    Both are NaN when every cell is zero.
+    """
+    centre = edges = 0.0
+    for image in images:
+        values = np.abs(np.asarray(image.values, dtype=np.float64))
+        mask = centre_cells(image.grid)
+        centre += float(values[mask].sum())
+        edges += float(values[~mask].sum())
+    total = centre + edges
+    if total == 0:
+        return float("nan"), float("nan")
+    return centre / total, edges / total
+
+
+def text_cells(image: ImageRegions, boxes: Sequence[TextBox]) -> np.ndarray:
+    """A mask of ``image``'s cells that ``boxes`` cover at least :data:`TEXT_COVER` of."""
+    covered = np.zeros((image.height, image.width), dtype=bool)
+    for left, top, right, bottom in boxes:
+        rows = slice(max(int(np.floor(top)), 0), max(int(np.ceil(bottom)), 0))
+        columns = slice(max(int(np.floor(left)), 0), max(int(np.ceil(right)), 0))
+        covered[rows, columns] = True
+    return np.array(
+        [[covered[t:b, x:r].mean() >= TEXT_COVER for x, t, r, b in row] for row in image.boxes()]
+    )
+
+
+def text_share(
+    images: Sequence[ImageRegions], boxes: Sequence[Sequence[TextBox]]
+) -> tuple[float, float]:
+    """(text share, text area): the text cells' part of the absolute values, and of the cells.
+
+    ``boxes`` holds each image's text boxes. The share is NaN when every cell is zero, and 0
+    when no cell is text.
+    """
+    text = total = 0.0
+    cells = texts = 0
+    for image, found in zip(images, boxes, strict=True):
+        values = np.abs(np.asarray(image.values, dtype=np.float64))
+        mask = text_cells(image, found)
+        text += float(values[mask].sum())
+        total += float(values.sum())
+        texts += int(mask.sum())
+        cells += mask.size
+    return (float("nan") if total == 0 else text / total), texts / cells
+
+
+def where(edge_share: float, grid: int, text: float = float("nan"), text_area: float = 0.0) -> str:
+    """The query's group by weight per cell: ``text``, ``edges`` or ``centre``.
+
+    ``text`` when the text cells weigh more per cell than the others (``text`` share above
+    ``text_area``, the part of the cells that are text), else ``edges`` when the edges weigh
+    more per cell than the centre, ``centre`` otherwise.
+    """
+    if np.isnan(edge_share):
+        return NO_WEIGHT
+    if 0 < text_area < 1 and text > text_area:
+        return TEXT
+    area = 1 - float(centre_cells(grid).mean())
+    return EDGES if edge_share > area else CENTRE
+
+
+@dataclass(frozen=True)
+class Case:
+    """One query to weigh: its top hit and the relevant item it is compared with (or None)."""
+
+    domain: str
+    query_id: str
+    doc_id: str
+    versus: str | None
+
+
+def case(domain: str, query_id: str, ranked: Sequence[str], qrels: Mapping[str, int]) -> Case:
+    """The top hit of ``ranked`` against its best-ranked relevant item.
+
+    ``versus`` is None when the top hit is itself relevant or no relevant item is ranked.
+    """
+    relevant = next((d for d in ranked if qrels.get(d, 0) > 0), None)
+    return Case(domain, query_id, ranked[0], None if relevant == ranked[0] else relevant)
+
+
+def query_weights(
+    retriever: Retriever | Unavailable,
+    source: ImageSource,
+    cases: Sequence[Case],
+    data: Callable[[str], TaskData],
+    *,
+    grid: int = GRID,
+    cache_dir: str | None = None,
+    progress: Progress | None = None,
+    text_boxes: TextBoxes | None = None,
+) -> tuple[pd.DataFrame, list[tuple[Case, str]]]:
+    """Each case's centre, edge and text shares, and the cases that have no grid, with why.
+
+    Args:
+        retriever: The compared run's retriever.
+        source: Where the images come from.
+        cases: The queries to weigh (:func:`case`).
+        data: domain -> the task's data for that domain.
+        grid: Cells per side.
+        cache_dir: The cache root (default: ``$MMBRIGHT_CACHE`` or ``~/.cache/mmbright``).
+        progress: Called with ``(queries done, queries in all)`` after each query; raising
+            from it stops the work.
+        text_boxes: Finds the text in an occluded picture (None: no text shares, NaN).
+
+    Returns:
+        ``(table, skipped)``: one row per case with a grid (:data:`COLUMNS`), and the
+        others with the reason they have none.
+    """
+    rows, skipped = [], []
+    for done, one in enumerate(cases, 1):
+        found = explain_regions(
+            retriever,
+            data(one.domain),
+            source,
+            one.query_id,
+            one.doc_id,
+            versus=one.versus,
+            grid=grid,
+            cache_dir=cache_dir,
+        )
+        if isinstance(found, RegionAttribution):
+            centre, edges = shares(found.images)
+            text, area = float("nan"), 0.0
+            if text_boxes is not None:
+                boxes = [text_boxes(_picture(image)) for image in found.images]
+                text, area = text_share(found.images, boxes)
+            row = (one.domain, one.query_id, one.doc_id, one.versus, centre, edges, text, area)
+            rows.append((*row, where(edges, grid, text, area)))
+        else:
+            skipped.append((one, found.reason))
+        if progress is not None:
+            progress(done, len(cases))
+    return pd.DataFrame(rows, columns=list(COLUMNS)), skipped
+
+
+def _picture(image: ImageRegions) -> Image.Image:
+    if image.picture is None:  # explain_regions always gives the picture it occluded
+        raise ValueError(f"the grid of {image.image!r} comes without its picture")
+    return image.picture
+
+
+def weight_groups(weights: pd.DataFrame, per_query: pd.DataFrame) -> pd.DataFrame:
+    """Per group of :func:`where`: queries, mean delta (B - A), losses, mean edge and text shares.
+
+    ``per_query`` is the comparison's paired rows (``domain``, ``query_id``, ``delta``).
+    """
+    merged = weights.merge(
+        per_query[["domain", "query_id", "delta"]], on=["domain", "query_id"], how="inner"
+    )
+    grouped = merged.assign(loss=merged["delta"] < 0).groupby("where", sort=False)
+    out = grouped.agg(
+        queries=("delta", "size"),
+        delta=("delta", "mean"),
+        losses=("loss", "sum"),
+        edge_share=("edge_share", "mean"),
+        text_share=("text_share", "mean"),
+    )
+    order = [g for g in (TEXT, EDGES, CENTRE, NO_WEIGHT) if g in out.index]
+    return out.loc[order].reset_index().rename(columns={"where": "group"})

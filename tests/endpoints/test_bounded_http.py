@@ -12,9 +12,10 @@ from contextlib import contextmanager
 import pytest
 from openai_server import CHAT_MODEL, KEY, MODEL, OpenAIServer, serving
 
+from mmbright_core.endpoints.client import Limits
 from mmbright_core.errors import EndpointError
 from mmbright_core.llm.chat import ChatClient
-from mmbright_core.retrieval.backends.api_client import EmbeddingClient, Limits
+from mmbright_core.retrieval.backends.api_client import EmbeddingClient
 
 
 @pytest.fixture

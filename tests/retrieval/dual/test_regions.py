@@ -20,19 +20,14 @@ from corner_embedder import quarter
 from PIL import Image, ImageFilter, ImageStat
 from toy_embedders import ToyEmbedder, ToyJoint
 
-from mmbright_core.analysis.attribution import (
-    RegionAttribution,
-    Unavailable,
-    explain,
-    explain_regions,
-    retriever_from_config,
-)
-from mmbright_core.analysis.regions import FOLDER, cell_boxes
+from mmbright_core.analysis.attribution import explain, retriever_from_config
 from mmbright_core.data.images import query_images
 from mmbright_core.data.sources import open_source
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.dual.encoder import DualEncoderRetriever
+from mmbright_core.retrieval.dual.regions import FOLDER, explain_regions
+from mmbright_core.retrieval.explanation import RegionAttribution, Unavailable, cell_boxes
 from mmbright_core.types import ImageRef
 
 CORNER = "corner_embedder:make"
