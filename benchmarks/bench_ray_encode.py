@@ -28,8 +28,7 @@ from bench_full_bm25 import CHARS_PER_WORD, MEAN_CHARS, Words
 
 from mmbright_core.retrieval.cache.store import EmbeddingCache, content_key
 from mmbright_core.retrieval.registry import get_retriever
-from mmbright_core.retrieval.runner.encoders import EncoderSpec
-from mmbright_core.retrieval.runner.ray_engine import RayEngine, encode_items
+from mmbright_core.retrieval.runner.ray_engine import EncoderSpec, RayEngine, encode_items
 
 PASSAGES = 1_000
 

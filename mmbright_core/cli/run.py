@@ -85,7 +85,7 @@ def declare_backend(parser: argparse.ArgumentParser) -> None:
 
 def _declare_model(parser: argparse.ArgumentParser) -> None:
     """Add the retriever or preset, the model and the settings that choose its vectors."""
-    from mmbright_core.retrieval.backends import BACKENDS
+    from mmbright_core.retrieval.backend_table import BACKENDS
     from mmbright_core.retrieval.backends.instructions import INSTRUCTION_SETS
     from mmbright_core.retrieval.registry import available_retrievers
 

@@ -2,7 +2,7 @@
 
 Any hub name already in the local cache, or a local folder (known then by the sha256 of its
 files, not by where it lies). Passages are capped before tokenising to what the model's
-truncation can reach (:func:`~mmbright_core.retrieval.backends.textcap.cap_text`), so a 25 MB
+truncation can reach (:func:`~mmbright_core.retrieval.dual.textcap.cap_text`), so a 25 MB
 passage costs what its first tokens cost. The reranker reads text only: Task 3, whose
 documents are images, is refused; a Task 4 pair is scored by its passage's text.
 
@@ -25,8 +25,8 @@ from mmbright_core.errors import InputError, require
 from mmbright_core.rerank.base import Asked, Candidate, ImageStore, Reranked, RerankQuery
 from mmbright_core.retrieval.backends.code_gate import gate, load_keyword, no_prompt
 from mmbright_core.retrieval.backends.sentence_models import cannot_load, model_identity
-from mmbright_core.retrieval.backends.textcap import DEFAULT_TOKEN_BOUND, cap_text
 from mmbright_core.retrieval.base import model_label
+from mmbright_core.retrieval.dual.textcap import DEFAULT_TOKEN_BOUND, cap_text
 from mmbright_core.task_table import TEXT_CORPUS_TASKS
 
 _WHAT = "the cross-encoder reranker"

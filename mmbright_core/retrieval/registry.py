@@ -4,8 +4,8 @@
 :func:`register_retriever` adds a factory (and its rebuild recipe) under a name;
 ``MODULE:FACTORY`` specs and installed ``mmbright.retrievers`` entry points are found through
 :mod:`~mmbright_core.retrieval.plugins`. The built-ins are the records of
-:mod:`~mmbright_core.retrieval.backends`; a built-in's module is imported on first use only, so
-a backend's heavy dependencies load only when that backend is asked for.
+:mod:`~mmbright_core.retrieval.backend_table`; a built-in's module is imported on first use
+only, so a backend's heavy dependencies load only when that backend is asked for.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mmbright_core.errors import InputError, UnknownNameError, cut
-from mmbright_core.retrieval.backends import BACKENDS, canonical_name
+from mmbright_core.retrieval.backend_table import BACKENDS, canonical_name
 from mmbright_core.retrieval.base import Rebuild, Retriever
 
 #: Built-in retrievers without a rebuild recipe, and why: their runs are explained only by

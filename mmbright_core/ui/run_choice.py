@@ -16,8 +16,8 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 
-from mmbright_core.errors import InputError, MMBrightError, require, show
-from mmbright_core.retrieval.backends import BACKENDS
+from mmbright_core.errors import InputError, MMBrightError, show
+from mmbright_core.retrieval.backend_table import BACKENDS, Backend
 from mmbright_core.retrieval.backends.instructions import DEFAULT_INSTRUCTIONS
 from mmbright_core.retrieval.catalogue.presets import get_preset
 from mmbright_core.retrieval.registry import available_retrievers, declared_tasks
@@ -35,21 +35,14 @@ RETRIEVER_FIELDS: Mapping[str, tuple[str, ...]] = {
 }
 # What each built-in retriever imports beyond the ``app`` extra: (extra, module) pairs, as
 # its code asks for them (``errors.require``). A preset runs its backend's, and a
-# ``remote`` preset of the sentence-transformers interface needs that package too.
+# hub-code preset also what its interface needs (the sentence-transformers one, that package).
 NEEDS: Mapping[str, tuple[tuple[str, str], ...]] = {
     n: b.needs for n, b in BACKENDS.items() if b.needs
-}
-_INTERFACE_NEEDS: Mapping[str, tuple[tuple[str, str], ...]] = {
-    "st-dicts": (("text", "sentence_transformers"),),
 }
 _LOCAL_DIR = "local-dir:"
 _HUB_PREFIX = "hf-hub:"  # open_clip's model from the hub
 # A hub id or registry name, optionally at a revision: ORG/NAME, NAME, NAME@REVISION.
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?(@[\w.-]+)?")
-# Pretrained values that name no file: random weights, the model's own (retrieval/backends/clip.py).
-_SPECIAL_TAGS = frozenset({"none", "auto"})
-CLIP_MODEL = BACKENDS["clip"].default_model
-"""The clip retriever's model when the Model field is blank (its pretrained tags apply)."""
 
 
 def runnable(names: Sequence[str], task: Task) -> list[str]:
@@ -69,7 +62,8 @@ def missing_extras(name: str, interface: str | None = None) -> tuple[str, ...]:
     A module counts as installed when the import system can find it, without importing
     it (torch takes seconds): what a run would import, it looks up the same way.
     """
-    wanted = (*NEEDS.get(name, ()), *_INTERFACE_NEEDS.get(interface or "", ()))
+    call = BACKENDS[name].interfaces.get(interface or "") if name in BACKENDS else None
+    wanted = (*NEEDS.get(name, ()), *(call.needs if call is not None else ()))
     return tuple(dict.fromkeys(extra for extra, module in wanted if not _findable(module)))
 
 
@@ -148,7 +142,7 @@ def retriever_options(
     if checkpoint is not None:
         options["pretrained"] = str(confinement.typed(checkpoint, "checkpoint file", strict=True))
     elif pretrained is not None:
-        options["pretrained"] = _pretrained(pretrained, model or CLIP_MODEL, confinement)
+        options["pretrained"] = _pretrained(pretrained, name, model, confinement)
     return options
 
 
@@ -172,16 +166,22 @@ def _model_path(model: str, confinement: Confinement) -> str:
     return str(confinement.typed(model, "model folder", strict=True))
 
 
-def _pretrained(tag: str, model: str, confinement: Confinement) -> str:
+def _pretrained(tag: str, name: str, model: str | None, confinement: Confinement) -> str:
     # open_clip loads any file path given as a tag: on a shared server only the tags it
-    # knows for this model stay tags, and anything else is a checkpoint inside the root.
-    if confinement.root is None or tag in _SPECIAL_TAGS or tag in _known_tags(model):
+    # knows for this model (the backend's default when the field is blank) stay tags, with
+    # the values that name no file, and anything else is a checkpoint inside the root.
+    backend = BACKENDS[name]
+    model = model or backend.default_model
+    if confinement.root is None or tag in backend.pretrained_words:
+        return tag
+    known = _known_tags(backend, model)
+    if tag in known:
         return tag
     path = confinement.typed(tag, "pretrained tag")
     if not path.is_file():
         raise InputError(
             f"the pretrained tag is not one open_clip knows for {model}, nor a file",
-            expected=f"one of {', '.join(_known_tags(model)) or 'none'}, or a checkpoint file "
+            expected=f"one of {', '.join(known) or 'none'}, or a checkpoint file "
             f"inside {confinement.root}",
             found=repr(tag),
             hint="Type a tag of the model (open_clip.list_pretrained()), or leave it blank",
@@ -189,9 +189,9 @@ def _pretrained(tag: str, model: str, confinement: Confinement) -> str:
     return str(path)
 
 
-def _known_tags(model: str) -> list[str]:
-    open_clip = require("open_clip", "the clip retriever", "clip")
-    tags: list[str] = open_clip.list_pretrained_tags_by_model(model)
+def _known_tags(backend: Backend, model: str) -> list[str]:
+    listed = getattr(importlib.import_module(backend.module), str(backend.pretrained_tags))
+    tags: list[str] = listed(model)
     return tags
 
 

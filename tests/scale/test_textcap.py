@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from mmbright_core.retrieval.backends.textcap import MAX_CHARS_PER_TOKEN, cap_text
+from mmbright_core.retrieval.dual.textcap import MAX_CHARS_PER_TOKEN, cap_text
 
 _PIECES = ["the", "Fermi", "level", "(eV)", "x²", "—", "naïve", "C++", "a" * 40, "3.14", "😀"]
 _SPACES = [" ", "  ", "\n", "\t", " \n\n "]

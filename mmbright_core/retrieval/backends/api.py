@@ -23,7 +23,7 @@ from PIL import Image
 from mmbright_core.endpoints.bounded_http import DEFAULT_MAX_ANSWER_BYTES
 from mmbright_core.endpoints.client import DEFAULT_KEY_ENV, Limits, whole_option
 from mmbright_core.errors import InputError
-from mmbright_core.retrieval.backends import BACKENDS
+from mmbright_core.retrieval.backend_table import BACKENDS
 from mmbright_core.retrieval.backends.api_client import EmbeddingClient
 from mmbright_core.retrieval.dual.embedder import Modality, Role
 from mmbright_core.retrieval.dual.encoder import DualEncoderRetriever

@@ -51,7 +51,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mmbright_core.retrieval.backends import BACKENDS
+from mmbright_core.errors import require
+from mmbright_core.retrieval.backend_table import BACKENDS
 from mmbright_core.retrieval.backends.open_clip_model import (
     AUTO_PRETRAINED,
     OpenClipEmbedder,
@@ -153,3 +154,14 @@ def rebuild(config: RunConfig, options: dict[str, Any], context: RebuildContext)
         "cache_dir": context.cache_dir,
         "device": context.device,
     }
+
+
+def pretrained_tags(model: str) -> list[str]:
+    """Return the pretrained tags open_clip's registry knows for ``model`` (``openai``...).
+
+    Raises:
+        MissingDependencyError: open_clip is not installed (the ``clip`` extra).
+    """
+    open_clip = require("open_clip", "the clip retriever", "clip")
+    tags: list[str] = open_clip.list_pretrained_tags_by_model(model)
+    return tags

@@ -20,7 +20,7 @@ import numpy as np
 
 from mmbright_core.data.images import ImageSource
 from mmbright_core.errors import MissingDependencyError
-from mmbright_core.retrieval.backends import BACKENDS
+from mmbright_core.retrieval.backend_table import BACKENDS
 from mmbright_core.retrieval.backends.code_gate import gate
 from mmbright_core.retrieval.backends.hf_model import DEFAULT_BATCH
 from mmbright_core.retrieval.backends.instructions import fill_domain
@@ -29,7 +29,6 @@ from mmbright_core.retrieval.backends.sentence_models import (
     load_sentence_transformer,
     model_identity,
 )
-from mmbright_core.retrieval.backends.textcap import DEFAULT_TOKEN_BOUND, cap_text
 from mmbright_core.retrieval.base import (
     check_k,
     check_task,
@@ -43,13 +42,14 @@ from mmbright_core.retrieval.cache.store import (
     default_cache_dir,
 )
 from mmbright_core.retrieval.dual.embedder import Role
-from mmbright_core.retrieval.explanation import DenseAttribution
-from mmbright_core.retrieval.runner.encoders import (
+from mmbright_core.retrieval.dual.encoders import (
     BatchEncoder,
     CallEncoder,
     EncodeJob,
     passage_jobs,
 )
+from mmbright_core.retrieval.dual.textcap import DEFAULT_TOKEN_BOUND, cap_text
+from mmbright_core.retrieval.explanation import DenseAttribution
 from mmbright_core.retrieval.search.groups import Groups
 from mmbright_core.retrieval.search.index import (
     IndexKind,

@@ -27,9 +27,9 @@ from mmbright_core.retrieval.backends.code_gate import FLAG, gate
 from mmbright_core.retrieval.backends.hf_model import checkpoint_of, device_of, model_label
 from mmbright_core.retrieval.backends.instructions import DOMAIN_FIELD, fill_domain
 from mmbright_core.retrieval.backends.model_files import FOLDER_HINT, model_files
-from mmbright_core.retrieval.backends.textcap import cap_text
 from mmbright_core.retrieval.dual.embedder import Modality, Role
 from mmbright_core.retrieval.dual.encoder import DualOptions
+from mmbright_core.retrieval.dual.textcap import cap_text
 from mmbright_core.retrieval.search.index import IndexKind
 
 WHAT = "the gritlm retriever"

@@ -42,9 +42,9 @@ from mmbright_core.retrieval.backends.hf_model import (
     torch_dtype,
 )
 from mmbright_core.retrieval.backends.instructions import DOMAIN_FIELD, fill_domain
-from mmbright_core.retrieval.backends.textcap import DEFAULT_TOKEN_BOUND, cap_text
 from mmbright_core.retrieval.dual.embedder import Modality, Role
 from mmbright_core.retrieval.dual.encoder import DualOptions
+from mmbright_core.retrieval.dual.textcap import DEFAULT_TOKEN_BOUND, cap_text
 from mmbright_core.retrieval.search.index import IndexKind
 
 if TYPE_CHECKING:

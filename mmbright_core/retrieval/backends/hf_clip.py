@@ -58,8 +58,8 @@ from mmbright_core.retrieval.backends.hf_model import (
     load_transformers,
     torch_dtype,
 )
-from mmbright_core.retrieval.backends.textcap import cap_text
 from mmbright_core.retrieval.dual.embedder import Modality, Role
+from mmbright_core.retrieval.dual.textcap import cap_text
 
 
 class Recipe(NamedTuple):

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from mmbright_core.data.images import ImageSource, images_taken
 from mmbright_core.errors import InputError, UnknownNameError
 from mmbright_core.io.ocr_words import OCR_FILE, ImageRead, OcrWords, ocr_words_json
-from mmbright_core.retrieval.backends import BACKENDS
+from mmbright_core.retrieval.backend_table import BACKENDS
 from mmbright_core.retrieval.backends.ocr_reader import OcrReader, engine_installed
 from mmbright_core.retrieval.base import Retriever, check_task
 from mmbright_core.retrieval.cache.store import content_key, default_cache_dir

@@ -41,9 +41,9 @@ from mmbright_core.retrieval.backends.model_files import (
     looks_like_file,
     model_files,
 )
-from mmbright_core.retrieval.backends.textcap import cap_text
 from mmbright_core.retrieval.cache.store import path_sha256
 from mmbright_core.retrieval.dual.embedder import Modality, Role
+from mmbright_core.retrieval.dual.textcap import cap_text
 
 _LOCAL_DIR = "local-dir:"
 _HUB_PREFIX = "hf-hub:"  # open_clip's model from the hub (its open_clip_config.json)

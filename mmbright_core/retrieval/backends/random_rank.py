@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mmbright_core.data.images import ImageSource
-from mmbright_core.retrieval.backends import BACKENDS
+from mmbright_core.retrieval.backend_table import BACKENDS
 from mmbright_core.retrieval.base import check_k, check_task
 from mmbright_core.retrieval.search.index import doc_positions, excluded_indices, top_k_array
 from mmbright_core.types import TaskData

@@ -11,7 +11,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from mmbright_core.errors import InputError
 from mmbright_core.io.atomic import atomic_write_text
+from mmbright_core.retrieval.backend_table import BACKENDS
 from mmbright_core.retrieval.catalogue.image_preprocessing import image_preprocessing
 from mmbright_core.retrieval.catalogue.presets import Preset, load_catalogue
 
@@ -31,72 +33,27 @@ _OFFLINE = {
 
 
 _STAND_IN = "the tests run this path on a local stand-in whose own code offers the same call"
-_HUB_CODE: dict[str, tuple[str, str]] = {
-    "hf": (
-        "transformers' AutoModel loaded with trust_remote_code, its last_hidden_state pooled "
-        "and normalised by this package "
-        "(tests/retrieval/backends/hub_code/test_interfaces.py, a causal stand-in)",
-        "the model's forward pass",
-    ),
-    "dense": (
-        "SentenceTransformer loaded with trust_remote_code, encode(strings, "
-        "normalize_embeddings=True)",
-        "the model's modules (NomicBERT)",
-    ),
-    "gritlm": (
-        "gritlm.GritLM(mode='embedding') loading AutoModel with trust_remote_code, "
-        "encode(texts, instruction=, batch_size=1, max_length=) as retrieval_grit calls it "
-        "(tests/retrieval/backends/test_gritlm.py, a tiny transformers Mistral)",
-        "the bidirectional attention (is_causal=False) of GritLM-7B's modeling code",
-    ),
-    "encode-text-image": (
-        "AutoModel with trust_remote_code, encode_text(texts) and encode_image(images), the "
-        "zero-image fusion",
-        "the towers, their tokenisation, truncation and image preprocessing",
-    ),
-    "text-vision-pair": (
-        "two AutoModels with trust_remote_code: the text model's states mean-pooled, "
-        "layer-normalised, the vision model's first token, the normalised mean",
-        "both forward passes; the image processor is transformers' own",
-    ),
-    "encode-images-text": (
-        "AutoModel with trust_remote_code, set_processor(model), encode(images=PNG path, "
-        "text=text cut at 150 characters), the shorter cuts while the model raises "
-        "'size of tensor'",
-        "the joint encoding itself, its processor and 77-token limit",
-    ),
-    "st-dicts": (
-        "SentenceTransformer with trust_remote_code, encode of strings, {'text', 'image'} "
-        "and {'image'} dicts (a query with an image alone), normalised",
-        "the Qwen2-VL module: its chat template, image resizing and pooling; "
-        "sentence-transformers 6 refuses image dicts for a module that does not list its "
-        "modalities, which only the hub's module can tell",
-    ),
-    "encode-instruction": (
-        "AutoModel with trust_remote_code in the checkpoint's dtype, encode(texts, "
-        "instruction=, batch_size=, max_length=32768), the cosine",
-        "the tokenisation, instruction template and pooling (its encode)",
-    ),
-    "sentence-embedding": (
-        "AutoModelForSequenceClassification with trust_remote_code, the tokenizer of a second "
-        "id (option tokenizer), padded batches cut at 32,768 tokens, the output's "
-        "sentence_embedding normalised",
-        "the Monarch-mixer forward pass and its sentence_embedding",
-    ),
-}
 
 
 def _offline(preset: Preset) -> list[str]:
     line = f"- offline: {_OFFLINE[preset.offline]} ({preset.architecture})"
     if preset.offline != "hub-code":
         return [line]
-    tested, hub_only = _HUB_CODE[preset.interface or preset.backend]
+    # The backend's record says how it runs hub code, or its interface's does.
+    backend = BACKENDS[preset.backend]
+    hub = backend.interfaces[preset.interface] if preset.interface else backend.hub_code
+    if hub is None:
+        raise InputError(
+            f"preset {preset.name!r} runs hub code its backend's record does not describe",
+            expected=f"a hub_code in the {backend.name} record (retrieval/backend_table.py)",
+            found="none",
+        )
     return [
         line,
         f"- run: `mmbright run --model-preset {preset.name} --task {preset.tasks[0]} "
         "--trust-remote-code`",
-        f"- tested offline: {tested}; {_STAND_IN}",
-        f"- only the hub code does: {hub_only}",
+        f"- tested offline: {hub.tested}; {_STAND_IN}",
+        f"- only the hub code does: {hub.hub_only}",
     ]
 
 

@@ -1,11 +1,12 @@
 """Running a catalogue preset: the retriever name and options it resolves to, and the record.
 
 :func:`resolve` turns a preset, a task and an instruction set into what ``get_retriever``
-takes. The options follow each backend's names: ``dense`` takes the instructions as
-``query_prefix`` / ``document_prefix``, or as ``query_prompt`` / ``document_prompt`` where the
-recipe pools without the prompt's tokens (``pooling_include_prompt: false``, instructor);
-``hf``, ``mteb``, ``api`` and ``gritlm`` take ``model``, ``revision``, ``pooling``, ``max_length``,
-``query_instruction``, ``document_instruction``, ``fusion`` and their recipe's further options.
+takes. What of the preset becomes options is the backend's record's (``preset_options``), under
+the backend's names: a backend taking prefixes takes the instructions as ``query_prefix`` /
+``document_prefix``, or as ``query_prompt`` / ``document_prompt`` where the recipe pools without
+the prompt's tokens (``pooling_include_prompt: false``, instructor); the others take
+``query_instruction`` / ``document_instruction``, beside ``model``, ``revision``, ``pooling``,
+``max_length`` and their recipe's further options as the record lists them.
 ``--instructions mteb`` runs the preset's model through the ``mteb`` backend, which resolves
 MTEB's own prompts; the model's registry entry is checked then, so a set the backend would
 refuse is refused at resolution. A multimodal preset gets the
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mmbright_core.errors import InputError
-from mmbright_core.retrieval.backends import BACKENDS
+from mmbright_core.retrieval.backend_table import BACKENDS
 from mmbright_core.retrieval.backends.code_gate import gate, needs_opt_in
 from mmbright_core.retrieval.backends.instructions import DEFAULT_INSTRUCTIONS, INSTRUCTION_SETS
 from mmbright_core.retrieval.backends.mteb_registry import model_meta
@@ -152,29 +153,17 @@ def _mteb_options(preset: Preset) -> dict[str, Any]:
 
 
 def _backend_options(preset: Preset, texts: Instructions) -> dict[str, Any]:
-    # The backend's record says which recipe (retrieval/backends/__init__.py, PresetRecipe).
-    recipe = BACKENDS[preset.backend].preset_recipe
-    if recipe == "none":
-        return {}
-    if recipe == "model":
-        return {"model": preset.model, **preset.options}
-    if recipe == "dense":
-        options: dict[str, Any] = {"model": preset.model, "revision": preset.revision}
-        options.update(_preset_instructions(preset, texts))
-        if preset.max_length is not None:
-            options["max_length"] = preset.max_length
-        return _set({**options, **preset.options})
-    zoo: dict[str, Any] = {
-        "interface": preset.interface,  # None but for hub-code presets (the catalogue checks)
-        "model": preset.model,
-        "revision": preset.revision,
-        "pooling": preset.pooling,
-        "max_length": preset.max_length,
-        **instruction_options(preset.backend, texts),
-    }
-    if recipe == "zoo-by-characters":
-        zoo.pop("pooling"), zoo.pop("max_length")
-    return _set({**zoo, **preset.options})
+    # The backend's record says what of the preset it takes (retrieval/backend_table.py,
+    # PresetOption), in order; an unset value is left out.
+    options: dict[str, Any] = {}
+    for given in BACKENDS[preset.backend].preset_options or ():
+        if given == "instructions":
+            options.update(_preset_instructions(preset, texts))
+        elif given == "options":
+            options.update(preset.options)
+        else:
+            options[given] = getattr(preset, given)
+    return _set(options)
 
 
 def instruction_options(backend: str, texts: Instructions) -> dict[str, str]:

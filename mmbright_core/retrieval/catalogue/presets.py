@@ -25,7 +25,7 @@ from importlib import resources
 from typing import Any
 
 from mmbright_core.errors import InputError, UnknownNameError
-from mmbright_core.retrieval.backends import BACKENDS, PRESET_BACKENDS, canonical_name
+from mmbright_core.retrieval.backend_table import BACKENDS, PRESET_BACKENDS, canonical_name
 from mmbright_core.retrieval.catalogue.pinning import COMMIT
 from mmbright_core.retrieval.catalogue.reference import load_reference
 from mmbright_core.task_table import TASKS
@@ -90,7 +90,7 @@ class Preset:
             version, entry and file), or why there is none.
         backend: The retriever name that runs it here.
         interface: For a model whose hub code encodes, the call into that code (one of
-            :attr:`.backends.Backend.interfaces`); None for the others.
+            :attr:`.backend_table.Backend.interfaces`); None for the others.
         pooling: ``last-token``, ``mean``, ``cls``, or None (the model's own code pools).
         max_length: Token truncation (None: the model's own).
         fusion: The fusion rule of text and image vectors (``text`` for text models).
@@ -251,7 +251,7 @@ def _check_choices(preset: Preset) -> None:
         ("score scale", (1, 100) if backend.scaled else (None,), [preset.score_scale]),
     ]
     if backend.interfaces:
-        choices.append(("interface", backend.interfaces, [preset.interface]))
+        choices.append(("interface", tuple(backend.interfaces), [preset.interface]))
     for kind, known, values in choices:
         for value in values:
             if value not in known:

@@ -46,19 +46,19 @@ from mmbright_core.retrieval.cache.store import (
 )
 from mmbright_core.retrieval.cache.verify import float_rows
 from mmbright_core.retrieval.dual.embedder import Embedder, JointEmbedder, Role, bind
+from mmbright_core.retrieval.dual.encoders import (
+    BatchEncoder,
+    CallEncoder,
+    EncodeJob,
+    document_bytes,
+    passage_jobs,
+)
 from mmbright_core.retrieval.dual.fusion import Fusion, get_fusion
 from mmbright_core.retrieval.explanation import (
     Attribution,
     FusionAttribution,
     Question,
     Unavailable,
-)
-from mmbright_core.retrieval.runner.encoders import (
-    BatchEncoder,
-    CallEncoder,
-    EncodeJob,
-    document_bytes,
-    passage_jobs,
 )
 from mmbright_core.retrieval.search.groups import Groups
 from mmbright_core.retrieval.search.index import (

@@ -85,6 +85,7 @@ from mmbright_core.retrieval.base import Retriever, check_task
 from mmbright_core.retrieval.cache.answers import AnswerCache
 from mmbright_core.retrieval.cache.store import content_key, default_cache_dir, settings_key
 from mmbright_core.retrieval.dual.encoder import image_key
+from mmbright_core.retrieval.dual.encoders import document_bytes
 from mmbright_core.retrieval.dual.fusion import Fusion
 from mmbright_core.retrieval.explanation import (
     GRID,
@@ -98,7 +99,6 @@ from mmbright_core.retrieval.explanation import (
     check_options,
     explained_query,
 )
-from mmbright_core.retrieval.runner.encoders import document_bytes
 from mmbright_core.retrieval.search.index import l2_normalise
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import Document, Query, TaskData

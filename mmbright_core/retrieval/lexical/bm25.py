@@ -42,7 +42,7 @@ from tqdm.auto import tqdm
 
 from mmbright_core.data.images import ImageSource
 from mmbright_core.errors import InputError, UnknownNameError
-from mmbright_core.retrieval.backends import BACKENDS
+from mmbright_core.retrieval.backend_table import BACKENDS
 from mmbright_core.retrieval.base import (
     check_k,
     check_task,

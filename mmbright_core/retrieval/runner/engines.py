@@ -4,8 +4,8 @@ The Ray engine changes where vectors are computed, never which: it fills the emb
 with the vectors a local run would compute, then the retriever ranks locally from that cache.
 A run's configuration is therefore the same under both engines, and outputs of one are
 reused by the other (docs/protocol.md, What peer tools do differently: reuse depends on the
-configuration, not on a file existing). Any retriever implementing :class:`~.encoders.CorpusEncoder`
-can be encoded on Ray.
+configuration, not on a file existing). Any retriever implementing
+:class:`~mmbright_core.retrieval.dual.encoders.CorpusEncoder` can be encoded on Ray.
 """
 
 from __future__ import annotations
@@ -15,15 +15,16 @@ from typing import Any
 
 from mmbright_core.data.images import ImageSource
 from mmbright_core.errors import InputError
+from mmbright_core.retrieval.backend_table import BACKENDS
 from mmbright_core.retrieval.base import Retriever
+from mmbright_core.retrieval.dual.encoders import CorpusEncoder
 from mmbright_core.retrieval.registry import get_retriever
-from mmbright_core.retrieval.runner.encoders import CorpusEncoder
 from mmbright_core.retrieval.runner.ray_engine import EncoderSpec, RayEngine, encode_items
 from mmbright_core.types import TaskData
 
 ENGINES = ("local", "ray")
-#: The built-in retrievers whose corpus encoding the Ray engine distributes.
-DISTRIBUTED = ("dense", "clip")
+#: The built-in retrievers whose corpus encoding the Ray engine distributes (their records).
+DISTRIBUTED = tuple(name for name, backend in BACKENDS.items() if backend.distributed)
 
 Job = tuple[EncoderSpec, list[str], list[Any], list[str] | None]
 

@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 
 from mmbright_core.errors import InputError, require
-from mmbright_core.retrieval.backends.textcap import cap_text
 from mmbright_core.retrieval.base import Retriever
 from mmbright_core.retrieval.cache.shards import shard_name, write_shard
+from mmbright_core.retrieval.dual.encoders import BatchEncoder, CorpusEncoder
+from mmbright_core.retrieval.dual.textcap import cap_text
 from mmbright_core.retrieval.registry import get_retriever
-from mmbright_core.retrieval.runner.encoders import BatchEncoder, CorpusEncoder
 
 #: Items per shard, rounded down to whole encoder calls (the local cache's shard size).
 SHARD_ITEMS = 4096

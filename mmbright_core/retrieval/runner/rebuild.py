@@ -2,7 +2,7 @@
 
 A run written by ``mmbright run`` keeps its :class:`~mmbright_core.retrieval.base.RunConfig`
 in ``config.json``: the retriever's name and what its ``settings()`` reported. Each
-retriever declares, in its backend record (:mod:`~mmbright_core.retrieval.backends`), a
+retriever declares, in its backend record (:mod:`~mmbright_core.retrieval.backend_table`), a
 :data:`~mmbright_core.retrieval.base.Rebuild` recipe that maps its settings back to the
 options the factory takes; the rebuilt retriever's own settings must then equal the recorded
 ones field by field (the analyzer's fingerprint, the weights, the OCR engine's version...), or

@@ -14,7 +14,7 @@ from locations import ROOT
 from mmbright_core.analysis.leaderboard import load_reference
 from mmbright_core.cli import main
 from mmbright_core.errors import InputError, UnknownNameError
-from mmbright_core.retrieval.backends import PRESET_BACKENDS
+from mmbright_core.retrieval.backend_table import PRESET_BACKENDS
 from mmbright_core.retrieval.backends.instructions import INSTRUCTION_SETS, fill_domain
 from mmbright_core.retrieval.catalogue import presets as catalogue
 from mmbright_core.retrieval.catalogue.doc import main as write_models_page

@@ -23,8 +23,8 @@ from locations import ROOT, SUPPORT  # noqa: E402
 
 from mmbright_core.data.sources import FolderSource, open_source  # noqa: E402
 from mmbright_core.retrieval.cache.store import EmbeddingCache, content_key  # noqa: E402
+from mmbright_core.retrieval.dual.encoders import BatchEncoder  # noqa: E402
 from mmbright_core.retrieval.registry import get_retriever  # noqa: E402
-from mmbright_core.retrieval.runner.encoders import BatchEncoder  # noqa: E402
 from mmbright_core.retrieval.runner.engines import RayEncodingRetriever  # noqa: E402
 from mmbright_core.retrieval.runner.ray_engine import (  # noqa: E402
     SHARD_PREFIX,

@@ -23,7 +23,7 @@ from mmbright_core.cli import main
 from mmbright_core.data.images import decode_image, query_images
 from mmbright_core.data.sources import open_source
 from mmbright_core.retrieval.backends.hub_code.bge import bge_cut
-from mmbright_core.retrieval.runner.encoders import document_bytes
+from mmbright_core.retrieval.dual.encoders import document_bytes
 from mmbright_core.types import TaskData
 
 transformers = pytest.importorskip("transformers")

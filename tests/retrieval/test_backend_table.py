@@ -1,5 +1,5 @@
 """One record per built-in backend, and every consumer reading it
-(retrieval/backends/__init__.py)."""
+(retrieval/backend_table.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,12 @@ import pytest
 import mmbright_core
 from mmbright_core.cli import main
 from mmbright_core.retrieval import get_retriever
-from mmbright_core.retrieval.backends import BACKENDS, PRESET_BACKENDS, canonical_name
+from mmbright_core.retrieval.backend_table import (
+    BACKENDS,
+    PRESET_BACKENDS,
+    Backend,
+    canonical_name,
+)
 from mmbright_core.retrieval.catalogue.presets import load_catalogue
 from mmbright_core.retrieval.registry import (
     NOT_REBUILDABLE,
@@ -21,7 +26,9 @@ from mmbright_core.retrieval.registry import (
     declared_tasks,
     rebuild_recipe,
 )
+from mmbright_core.retrieval.runner.engines import DISTRIBUTED
 from mmbright_core.ui import run_choice
+from mmbright_core.ui.confine import Confinement
 
 PACKAGE = Path(mmbright_core.__file__).parent
 
@@ -60,11 +67,43 @@ def test_the_hub_code_interfaces_are_the_backends_calls():
     assert {p.interface for p in load_catalogue() if p.interface} <= set(remote.INTERFACES)
 
 
-def test_the_clip_default_is_the_records():
+def test_the_clip_default_is_the_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     from mmbright_core.retrieval.backends.clip import ClipRetriever
 
     default = inspect.signature(ClipRetriever).parameters["model"].default
-    assert default == BACKENDS["clip"].default_model == run_choice.CLIP_MODEL
+    # The Run page checks a tag typed with a blank Model field against the record's default.
+    asked: list[tuple[str, str]] = []
+
+    def known_tags(backend: Backend, model: str) -> list[str]:
+        asked.append((backend.name, model))
+        return ["openai"]
+
+    monkeypatch.setattr(run_choice, "_known_tags", known_tags)
+    confined = Confinement(tmp_path)
+    assert run_choice.retriever_options("clip", {"pretrained": "openai"}, confined)
+    assert asked == [("clip", default)]
+    assert default == BACKENDS["clip"].default_model
+
+
+def test_the_engines_the_catalogue_page_and_the_run_page_read_the_records(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    assert DISTRIBUTED == ("dense", "clip")
+    assert tuple(n for n, b in BACKENDS.items() if b.distributed) == DISTRIBUTED
+    for name, backend in BACKENDS.items():  # a pretrained field takes the tags it lists
+        assert ("pretrained" in backend.fields) == (backend.pretrained_tags is not None), name
+        if backend.pretrained_tags is not None:
+            module = importlib.import_module(backend.module)
+            assert callable(getattr(module, backend.pretrained_tags))
+    for preset in load_catalogue():  # docs/models.md says how each runs hub code
+        backend = BACKENDS[preset.backend]
+        hub = backend.interfaces[preset.interface] if preset.interface else backend.hub_code
+        assert (preset.offline == "hub-code") <= (hub is not None), preset.name
+    # A preset of the sentence-transformers interface needs that package beside its backend's.
+    monkeypatch.setattr(run_choice, "_findable", lambda module: module != "sentence_transformers")
+    assert run_choice.missing_extras("hub-code", "st-dicts") == ("text",)
+    assert run_choice.missing_extras("hub-code", "encode-text-image") == ()
+    assert run_choice.missing_extras("dense") == ("text",)
 
 
 def test_the_model_flags_help_names_every_backend_that_runs_a_model(capsys):

@@ -18,13 +18,13 @@ from mmbright_core.data.images import ImageSource
 from mmbright_core.errors import InputError
 from mmbright_core.retrieval.backends.random_rank import RandomRetriever
 from mmbright_core.retrieval.cache.store import EmbeddingCache, content_key
-from mmbright_core.retrieval.registry import register_retriever
-from mmbright_core.retrieval.runner.encoders import (
+from mmbright_core.retrieval.dual.encoders import (
     BatchEncoder,
     CallEncoder,
     CorpusEncoder,
     EncodeJob,
 )
+from mmbright_core.retrieval.registry import register_retriever
 from mmbright_core.retrieval.runner.engines import RayEncodingRetriever
 from mmbright_core.retrieval.runner.ray_engine import EncoderSpec, RayEngine
 from mmbright_core.types import Document, Query, TaskData
