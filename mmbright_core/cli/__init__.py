@@ -37,6 +37,7 @@ _SUBCOMMANDS = (
     "rewrite",
     "rerank",
     "fuse",
+    "pipeline",
     "models",
     "compare",
     "explain",
