@@ -13,8 +13,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-TaskCounts = Mapping[str, tuple[int, int]]
-"""domain -> (queries, judged queries) of a task: what a run is measured against."""
+from mmbright_core.ui.queries import TaskCounts
 
 
 def headlines(table: pd.DataFrame, board: pd.DataFrame, task: TaskCounts) -> pd.DataFrame:

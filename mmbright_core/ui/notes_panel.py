@@ -17,14 +17,15 @@ import functools
 
 import streamlit as st
 
-from mmbright_core.data.view import QueryRef, TaskView
+from mmbright_core.data.view import QueryRef
 from mmbright_core.errors import NotesError
-from mmbright_core.notes import NotesStore, QueryKey, QueryNotes, ScopeKey
+from mmbright_core.notes import NotesStore, QueryKey, QueryNotes
 from mmbright_core.notes.database import default_path
 from mmbright_core.notes.records import Conflict
 from mmbright_core.notes.store import Format
 from mmbright_core.notes.tables import keep_both
 from mmbright_core.ui import state, widgets
+from mmbright_core.ui.failure_tags import notes_scope
 from mmbright_core.ui.literal import literal, visible
 
 TAGS_KEY = "insp_tags"
@@ -51,11 +52,6 @@ def _store(path: str) -> NotesStore:
 def store() -> NotesStore:
     """The notes database of this server (one shared connection per file)."""
     return _store(str(default_path()))
-
-
-def notes_scope(view: TaskView) -> ScopeKey:
-    """The notes key of a view: the notes file names it by the sidebar's source spec."""
-    return ScopeKey(state.source_spec(), view.task, view.protocol)
 
 
 def query_key(ref: QueryRef) -> QueryKey:

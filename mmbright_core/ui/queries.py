@@ -6,10 +6,12 @@ every judged query), not against what a run happens to hold (docs/protocol.md, S
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from mmbright_core.data.view import TaskView
-from mmbright_core.ui.headlines import TaskCounts
+
+TaskCounts = Mapping[str, tuple[int, int]]
+"""domain -> (queries, judged queries) of a task: what a run is measured against."""
 
 
 def task_counts(view: TaskView) -> TaskCounts:

@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
 
 from mmbright_core.analysis.compare import Comparison
 from mmbright_core.analysis.rankdiff import judgment_gap
@@ -21,40 +20,14 @@ from mmbright_core.analysis.slices import slice_effect
 from mmbright_core.analysis.table import query_image_features
 from mmbright_core.data.view import QueryRef, TaskView
 from mmbright_core.io.ocr_words import OcrWords
-from mmbright_core.notes import DEFAULT_TAGS, NotesStore, default_path, scope_tags
 from mmbright_core.ranking import top_k
 from mmbright_core.retrieval.cache.store import default_cache_dir
 from mmbright_core.ui import loaders, state
-from mmbright_core.ui.literal import visible
-from mmbright_core.ui.notes_panel import notes_scope
 from mmbright_core.ui.state import Compared, RunEntry
-from mmbright_core.ui.widgets import Kept
 
 IMAGE_SLICES = ("ocr-words", "image-size", "aspect")
 """Slices that read the query images' headers, recorded or cached OCR results."""
 GAP_FILTERS = ("show all", "hide possible judgment gaps", "only judgment gaps")
-
-
-def query_tags(view: TaskView) -> dict[tuple[str, str], list[str]]:
-    """(domain, query_id) -> the query's failure tags, from the notes file if there is one."""
-    return scope_tags(notes_scope(view))[1]
-
-
-def tag_names() -> list[str]:
-    """The taxonomy's tag names, in its order (the default taxonomy without a notes file)."""
-    path = default_path()
-    if not path.is_file():
-        return [name for name, _ in DEFAULT_TAGS]
-    with NotesStore(path) as store:
-        return [tag.name for tag in store.tags()]
-
-
-def tag_choice(where: DeltaGenerator, kept: Kept) -> list[str]:
-    """The failure tags multiselect of a page (``kept``: its sticky key, :mod:`widgets`)."""
-    chosen: list[str] = where.multiselect(
-        "Failure tags (a query with any of them)", tag_names(), **kept, format_func=visible
-    )
-    return chosen
 
 
 def gap_flags(compared: Compared, rows: pd.DataFrame) -> list[bool]:

@@ -15,9 +15,11 @@ import pandas as pd
 from mmbright_core.analysis.compare import JUDGED
 from mmbright_core.benchmark import apply_protocol
 from mmbright_core.data.ids import display_id
+from mmbright_core.data.view import QueryRef
 from mmbright_core.present.report_tables import INTEGER_COLUMNS, with_documents
 from mmbright_core.ranking import ranked
 from mmbright_core.task_table import MAIN_SCORE
+from mmbright_core.ui.state import RunEntry
 
 PER_QUERY_COLUMNS = (
     "domain",
@@ -252,3 +254,13 @@ def picked(frame: pd.DataFrame, positions: Sequence[int]) -> tuple[str, str] | N
             row = frame.iloc[position]
             return str(row["domain"]), str(row["query_id"])
     return None
+
+
+def scored(entry: RunEntry, ref: QueryRef) -> Mapping[str, float]:
+    """One query's ranking in a run as the benchmark scores it (exclusions, top-1000 cut).
+
+    The run's own policy for ``negative_ids`` says what is excluded.
+    """
+    scores = entry.runs.get(ref.domain, {}).get(ref.query_id, {})
+    excluded = {ref.query_id: ref.excluded(entry.negatives)}
+    return apply_protocol({ref.query_id: scores}, excluded)[ref.query_id]

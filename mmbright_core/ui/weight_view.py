@@ -19,7 +19,7 @@ from mmbright_core.retrieval.backends.ocr_reader import OcrReader, engine_instal
 from mmbright_core.retrieval.cache.store import default_cache_dir
 from mmbright_core.retrieval.dual.regions import Case, case, query_weights, weight_groups
 from mmbright_core.retrieval.explanation import GRID, Unavailable
-from mmbright_core.ui import explain_cache, inspector_view, render
+from mmbright_core.ui import explain_cache, render, views
 from mmbright_core.ui.literal import literal
 from mmbright_core.ui.state import Compared
 
@@ -107,7 +107,7 @@ def _cases(compared: Compared, comparison: Comparison, limit: int) -> list[Case]
     out = []
     for domain, query_id in zip(rows["domain"], rows["query_id"], strict=True):
         ref = compared.view.query(str(domain), str(query_id))
-        order = [d for d, _ in ranked(inspector_view.scored(entry, ref))]
+        order = [d for d, _ in ranked(views.scored(entry, ref))]
         if order:
             out.append(case(ref.domain, ref.query_id, order, ref.qrels))
         if len(out) == limit:

@@ -12,8 +12,9 @@ from mmbright_core.present import comparison_figures
 from mmbright_core.present.report_tables import format_value, shown_table, summary_tables
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.ui import (
-    inspector_view,
+    failure_tags,
     loaders,
+    opening,
     queries,
     render,
     reports,
@@ -105,8 +106,8 @@ if domain_tab.open:
 
 if pair_tab.open:
     # A clicked point leaves the page: open it before the figures are built and sent again.
-    inspector_view.open_query(
-        comparison.per_query, inspector_view.point_positions(st.session_state.get("cmp_scatter"))
+    opening.open_query(
+        comparison.per_query, opening.point_positions(st.session_state.get("cmp_scatter"))
     )
     with pair_tab:
         st.caption(
@@ -125,10 +126,10 @@ if pair_tab.open:
 if hurt_tab.open:
     with hurt_tab:
         st.subheader(f"Where {literal(run_b)} (B) loses most against {literal(run_a)} (A)")
-        tags = render.attempt(slices.query_tags, view) or {}
+        tags = render.attempt(failure_tags.query_tags, view) or {}
         tag_col, gap_col = st.columns(2)
         # The tab's widgets keep their values while another tab is open (widgets.sticky).
-        chosen = slices.tag_choice(tag_col, widgets.sticky("cmp_tags", []))
+        chosen = failure_tags.tag_choice(tag_col, widgets.sticky("cmp_tags", []))
         gaps = gap_col.radio(
             "Possible judgment gaps",
             slices.GAP_FILTERS,
@@ -182,14 +183,14 @@ if hurt_tab.open:
             },
         )
         st.caption(f"{len(hurt)} of {len(losing)} losing queries listed (the worst first).")
-        inspector_view.open_query(hurt, rows.selection.rows if rows is not None else [])
+        opening.open_query(hurt, rows.selection.rows if rows is not None else [])
         render.csv_download(
             views.named_columns(hurt, run_a, run_b, comparison.measure),
             f"most_hurt_{run_a}_vs_{run_b}.csv",
             key="cmp_hurt_csv",
         )
         if len(hurt) and st.button("Inspect the most hurt query", key="cmp_inspect"):
-            inspector_view.open_query(hurt, [0])
+            opening.open_query(hurt, [0])
 
 if slice_tab.open:
     with slice_tab:
@@ -201,7 +202,7 @@ if slice_tab.open:
             "retrievers cached ('not read' when neither has them); "
             "size and aspect come from the first image's file header.",
         )
-        tags = render.attempt(slices.query_tags, view) or {}
+        tags = render.attempt(failure_tags.query_tags, view) or {}
         sliced = render.attempt(slices.slice_table, view, comparison, by, tags)
         if sliced is not None:
             st.plotly_chart(

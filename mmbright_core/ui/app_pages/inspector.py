@@ -129,8 +129,8 @@ if aligned_runs is not None:
     a, b = aligned_runs
     diff = rank_diff(
         qrels,
-        inspector_view.scored(runs[a], target),
-        inspector_view.scored(runs[b], target),
+        views.scored(runs[a], target),
+        views.scored(runs[b], target),
         k=TOP,
     )
     explain_view.show_displacing(items, b, tops[b][0], diff.docs, found[b], key="insp_push")
@@ -139,10 +139,7 @@ if tops:
     regions_view.show_regions(
         target,
         {name: runs[name] for name in tops},
-        {
-            name: [doc for doc, _ in ranked(inspector_view.scored(runs[name], target))]
-            for name in tops
-        },
+        {name: [doc for doc, _ in ranked(views.scored(runs[name], target))] for name in tops},
     )
 
 run_cols = st.columns(max(len(shown), 1))

@@ -10,12 +10,12 @@ from mmbright_core.analysis.compare import JUDGED
 from mmbright_core.analysis.slices import tagged, with_tags
 from mmbright_core.present import figures
 from mmbright_core.ui import (
-    inspector_view,
+    failure_tags,
     loaders,
     navigation,
+    opening,
     queries,
     render,
-    slices,
     state,
     views,
     widgets,
@@ -28,7 +28,7 @@ Range = tuple[float, float]
 CHOICES_KEY = "pq_choices"
 
 # "Open in inspector" leaves the page: go before the table is scored and sent again.
-inspector_view.open_clicked("pq_open", "pq_query", CHOICES_KEY)
+opening.open_clicked("pq_open", "pq_query", CHOICES_KEY)
 st.title("Per-query scores")
 names = selected_runs()
 if not names:
@@ -62,7 +62,7 @@ if paired:
     rows = views.with_pair(rows, deltas, MEASURE)
 texts = render.attempt(queries.query_texts, view, rows["domain"].unique())
 rows = views.with_text(rows, texts or {}, limit=None)  # whole in the CSV, cut in the table
-tags = render.attempt(slices.query_tags, view) or {}
+tags = render.attempt(failure_tags.query_tags, view) or {}
 rows = with_tags(rows, tags)
 
 # The filters keep their values from page to page (widgets.sticky).
@@ -89,7 +89,9 @@ scores = score_col.slider(
     **widgets.sticky_range("pq_scores", 0.0, 1.0),
 )
 tag_col, loses_col = st.columns([2, 1], vertical_alignment="bottom")
-chosen = slices.tag_choice(tag_col, widgets.sticky_within("pq_tags", slices.tag_names()))
+chosen = failure_tags.tag_choice(
+    tag_col, widgets.sticky_within("pq_tags", failure_tags.tag_names())
+)
 loses = loses_col.toggle(
     "B loses only",
     **widgets.sticky("pq_loses", False),
@@ -106,7 +108,7 @@ if paired:
         shown = shown.loc[shown["delta"] < 0].reset_index(drop=True)
 
 labels = [f"{d} / {q}" for d, q in zip(shown["domain"], shown["query_id"], strict=True)]
-inspector_view.remember_choices(CHOICES_KEY, labels, shown)
+opening.remember_choices(CHOICES_KEY, labels, shown)
 st.caption(
     f"{len(shown)} of {len(rows)} queries shown (queries without a score are left out"
     + (", and those B does not score)." if paired else ").")
@@ -174,7 +176,7 @@ with table_tab:
         key="pq_csv",
     )
 # A picked row opens its query in the inspector, as on Compare.
-inspector_view.open_query(shown, picked.selection.rows if picked is not None else [])
+opening.open_query(shown, picked.selection.rows if picked is not None else [])
 
 left, right = st.columns([2, 1], vertical_alignment="bottom")
 choice = left.selectbox("Query to inspect", labels, key="pq_query") if labels else None
