@@ -25,7 +25,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from mmbright_core.data.layout import DOMAINS
-from mmbright_core.ui.state import RunEntry, fingerprint
+from mmbright_core.ui.common.state import RunEntry, fingerprint
 
 APP = Path(__file__).resolve().parent.parent / "mmbright_core" / "ui" / "app.py"
 # domain -> (Task 1 queries, Task 2 queries), docs/protocol.md, The benchmark.
@@ -125,9 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         at.session_state["runs"] = entries
         results: dict[str, float] = {}
         timed("first render (Home)", at.run, results)
-        timed(
-            "open per-query page", lambda: at.switch_page("app_pages/per_query.py").run(), results
-        )
+        timed("open per-query page", lambda: at.switch_page("per_query/page.py").run(), results)
         timed("switch run", lambda: at.selectbox(key="pq_run").set_value("t2-run1").run(), results)
         timed(
             "filter by domain",
@@ -136,9 +134,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         at.selectbox(key="pq_query").set_value("physics / physics_3")
         timed("open a query (inspector)", lambda: at.button(key="pq_open").click().run(), results)
-        at.switch_page("app_pages/inspector.py")
+        at.switch_page("inspector/page.py")
         timed("next most-hurt query", lambda: at.button(key="insp_next").click().run(), results)
-        timed("open compare page", lambda: at.switch_page("app_pages/compare.py").run(), results)
+        timed("open compare page", lambda: at.switch_page("compare/page.py").run(), results)
     for label, seconds in results.items():
         print(f"{label:28s} {seconds:7.3f} s")
     return 0

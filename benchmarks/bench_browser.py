@@ -69,7 +69,7 @@ from mmbright_core.analysis.slices import SLICES  # noqa: E402
 from mmbright_core.io.runs import write_parquet_run, write_trec_run  # noqa: E402
 from mmbright_core.present.figure_parts import plain  # noqa: E402
 from mmbright_core.ranking import top_k  # noqa: E402
-from mmbright_core.ui import workspace  # noqa: E402
+from mmbright_core.ui.common import workspace  # noqa: E402
 
 FIRST_PAGE_TARGET = 3.0
 ACTION_TARGET = 0.5

@@ -38,7 +38,7 @@ from mmbright_core.ranking import ranked  # noqa: E402
 from mmbright_core.rerank.first_stage import load_first_stage  # noqa: E402
 from mmbright_core.rerank.registry import build  # noqa: E402
 from mmbright_core.rerank.stage import rerank_task  # noqa: E402
-from mmbright_core.ui.workspace import DEMO_RUNS  # noqa: E402
+from mmbright_core.ui.common.workspace import DEMO_RUNS  # noqa: E402
 
 TASK = 2
 #: The stage's cold throughput, as a share of the model's, that the stage must reach.

@@ -54,7 +54,7 @@ from bench_session_memory import rss_mb  # noqa: E402
 from serving import CHROMIUM, RUN_FINISHED, RUN_NUMBER, launch, streamlit_server  # noqa: E402
 
 from mmbright_core.cli.app import SERVER_ENV  # noqa: E402
-from mmbright_core.ui.confine import ROOT_ENV  # noqa: E402
+from mmbright_core.ui.common.confine import ROOT_ENV  # noqa: E402
 
 RATIO_TARGET = 3.0
 TRIVIAL_APP = 'import streamlit as st\nst.write("hello from a trivial app")\n'

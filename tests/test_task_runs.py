@@ -21,8 +21,8 @@ from mmbright_core.data.sources import open_source
 from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError
 from mmbright_core.rerank.first_stage import load_first_stage
-from mmbright_core.ui import workspace
-from mmbright_core.ui.workspace import DEMO_RUNS
+from mmbright_core.ui.common import workspace
+from mmbright_core.ui.common.workspace import DEMO_RUNS
 
 TASK4_OUTPUTS = DEMO_RUNS / "it2it_bm25"  # the demo's Task 4 run, summary.json says text_pair
 MISMATCH = "these outputs answer task 4, not task 2; expected task_type 'multimodal_text'"

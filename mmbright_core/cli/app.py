@@ -93,7 +93,7 @@ def run_app(args: argparse.Namespace) -> int:
 
     require("streamlit", "the dashboard", "app")
     require("plotly", "the dashboard", "app")
-    from mmbright_core.ui.state import SOURCE_ENV  # imports streamlit: only once it is there
+    from mmbright_core.ui.common.state import SOURCE_ENV  # imports streamlit: only once it is there
 
     if args.source is not None:
         os.environ[SOURCE_ENV] = args.source

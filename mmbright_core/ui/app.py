@@ -1,7 +1,8 @@
 """MM-BRIGHT failure-analysis dashboard: the entry script (``mmbright app``).
 
 It draws the shared sidebar (data source, task, protocol, runs) and hands over to the page
-the user picked; each page lives in ``app_pages/`` and only calls the core's public API.
+the user picked; each page is the ``page.py`` of its package (``ui/inspector/``) and only
+calls the core's public API.
 The repository's ``app.py`` calls :func:`main`, so ``streamlit run app.py`` serves the same app.
 
 Every run leaves one invisible marker in the page, ``<style data-mmb-run="N"
@@ -16,8 +17,8 @@ from collections.abc import Callable
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
 
-from mmbright_core.ui import hosts, navigation, runs_panel, sessions, state
-from mmbright_core.ui.sidebar import render_sidebar
+from mmbright_core.ui.common import hosts, navigation, runs_panel, sessions, state
+from mmbright_core.ui.common.sidebar import render_sidebar
 
 # The tab's icon, drawn here: for a ":material/...:" page icon the browser fetches an SVG
 # from fonts.gstatic.com, and the dashboard asks nothing of another host. An SVG page icon

@@ -11,7 +11,7 @@ from mmbright_core.data.view import TaskView
 from mmbright_core.fusion import fuse
 from mmbright_core.io.official import read_outputs
 from mmbright_core.rerank.first_stage import load_first_stage
-from mmbright_core.ui.workspace import DEMO_RUNS
+from mmbright_core.ui.common.workspace import DEMO_RUNS
 
 DOMAIN = "gis"
 

@@ -21,8 +21,9 @@ from mmbright_core.data.sources import open_source
 from mmbright_core.data.view import TaskView
 from mmbright_core.io.official import read_outputs
 from mmbright_core.metrics import evaluate
-from mmbright_core.ui import reports, workspace
-from mmbright_core.ui.two_stage_view import find_rewrite_stage, find_two_stage
+from mmbright_core.ui.common import workspace
+from mmbright_core.ui.compare import reports
+from mmbright_core.ui.compare.two_stage_view import find_rewrite_stage, find_two_stage
 
 PLAIN = workspace.DEMO_RUNS / "run_it2t_bm25"
 ANSWER = "raster projection coordinate system elevation gene cell voltage kernel"

@@ -45,8 +45,12 @@ def test_the_check_sees_a_forbidden_import(tmp_path: Path) -> None:
     found = layering.imports_of_text(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from mmbright_core.metrics import evaluate\n"
-        "def f():\n    import mmbright_core.ui.state\n    from ..analysis import table\n",
+        "def f():\n    import mmbright_core.ui.common.state\n    from ..analysis import table\n",
         tmp_path,
         "mmbright_core.io",
     )
-    assert {"mmbright_core.metrics", "mmbright_core.ui.state", "mmbright_core.analysis"} <= found
+    assert {
+        "mmbright_core.metrics",
+        "mmbright_core.ui.common.state",
+        "mmbright_core.analysis",
+    } <= found

@@ -15,7 +15,7 @@ import write_audit
 from mmbright_core.notes import NotesStore
 from mmbright_core.notes.database import default_path
 from mmbright_core.retrieval.cache.store import default_cache_dir
-from mmbright_core.ui.running import default_output_folder
+from mmbright_core.ui.run.running import default_output_folder
 
 
 def test_every_location_the_package_writes_to_is_inside_the_test_home(test_home: Path):

@@ -59,10 +59,10 @@ def test_the_check_sees_a_test_that_is_gone() -> None:
         "| case | `robust/test_limits.py::test_messages_cut_what_they_quote`, `::test_gone` |\n"
         "| other | `test_io_errors.py::test_x`, `[param]`, `tests/io/test_errors.py` |\n"
         "| named | `test_id_check.py::test_the_report_escapes_invisible_characters` |\n"
-        "| twice | `test_run.py` |\n"
+        "| twice | `test_page.py` |\n"
     )
     assert unfound(text) == [
         "::test_gone (in robust/test_limits.py)",
         "test_io_errors.py::test_x",
-        "test_run.py",  # cli/ and ui/app_pages/ both have one
+        "test_page.py",  # ui/home/, ui/inspector/ and ui/run/ each have one
     ]

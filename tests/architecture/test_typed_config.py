@@ -14,7 +14,7 @@ from pathlib import Path
 
 import mmbright_core
 from mmbright_core.retrieval.base import RunConfig
-from mmbright_core.ui.state import RunEntry
+from mmbright_core.ui.common.state import RunEntry
 
 UI = Path(mmbright_core.__file__).parent / "ui"
 _CONFIG_NAMES = frozenset({"config", "configs", "run_config", "recorded"})

@@ -19,7 +19,7 @@ from mmbright_core.data.sources import open_source
 from mmbright_core.data.view import TaskView
 from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.runner.task_run import run_task
-from mmbright_core.ui.navigation import PAGE_DIR
+from mmbright_core.ui.common.navigation import UI_DIR
 
 SHOTS = serving.ROOT / "test-artifacts" / "screenshots"
 TASK_LABEL = "Task 2: text+image → text"
@@ -107,7 +107,7 @@ def _probes(server: str, slugs: list[str]) -> set[str]:
 
 def test_no_request_leaves_loopback_and_nothing_fails(server: str) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
-    slugs = ["", *sorted({p.stem for p in PAGE_DIR.glob("[!_]*.py")} - {"home"})]  # Home: /
+    slugs = ["", *sorted({p.parent.name for p in UI_DIR.glob("*/page.py")} - {"home"})]  # Home: /
     with sync_api.sync_playwright() as p:
         browser = serving.launch(p)
         page = serving.new_page(browser, viewport={"width": 1400, "height": 1000})

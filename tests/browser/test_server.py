@@ -24,7 +24,7 @@ import serving
 from hostile import A1, HOSTILE_NAME, HOSTILE_QUERY, SCRIPT, replace_cell
 
 from mmbright_core.data.sources import open_source
-from mmbright_core.ui.confine import ROOT_ENV
+from mmbright_core.ui.common.confine import ROOT_ENV
 
 ARTIFACTS = serving.ROOT / "test-artifacts"
 SESSIONS = 20

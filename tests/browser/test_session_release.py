@@ -3,7 +3,7 @@
 The dashboard is served as it is, by a script that also opens a probe on a loopback port.
 Asked, the probe waits until the server has seen the tab close, takes weak references to the
 uploaded runs' entries, closes the ended sessions as the app's watcher does
-(:func:`mmbright_core.ui.sessions.close_sessions`, without waiting for the TTL) and says how
+(:func:`mmbright_core.ui.common.sessions.close_sessions`, without waiting for the TTL) and says how
 many entries are still alive after a full garbage collection. Streamlit's message loop keeps
 the session it flushed last, so on a server whose only tab has closed, a session closed
 without its state emptied keeps all its runs (docs/safety.md, "Bounded memory").
@@ -42,7 +42,7 @@ import streamlit as st
 from streamlit import runtime
 
 from mmbright_core.ui import sessions
-from mmbright_core.ui.state import RunEntry
+from mmbright_core.ui.common.state import RunEntry
 
 SEEN: set[str] = set()  # the sessions the dashboard ran in
 _DISCONNECTED = threading.Condition()

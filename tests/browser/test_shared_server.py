@@ -16,7 +16,7 @@ import pytest
 import serving
 
 from mmbright_core.io.official import write_domain_outputs, write_summary
-from mmbright_core.ui.confine import ROOT_ENV
+from mmbright_core.ui.common.confine import ROOT_ENV
 
 pytestmark = serving.BROWSER_MARKS
 SHOTS = serving.ROOT / "test-artifacts" / "screenshots"

@@ -28,9 +28,9 @@ from streamlit.testing.v1 import AppTest
 from mmbright_core.cli import app as cli_app
 from mmbright_core.cli import main
 from mmbright_core.data.layout import PINNED_REVISION
-from mmbright_core.ui import navigation
-from mmbright_core.ui.sidebar import SOURCE_KINDS, initial_source
-from mmbright_core.ui.state import SOURCE_ENV
+from mmbright_core.ui.common import navigation
+from mmbright_core.ui.common.sidebar import SOURCE_KINDS, initial_source
+from mmbright_core.ui.common.state import SOURCE_ENV
 
 
 def _command(monkeypatch: pytest.MonkeyPatch, *argv: str) -> list[str]:
@@ -50,7 +50,7 @@ def test_settings_are_the_repositorys_streamlit_config() -> None:
 def test_app_serves_the_packaged_script_with_the_settings(monkeypatch: pytest.MonkeyPatch):
     command = _command(monkeypatch, "--port", "8600", "--", "--server.address", "0.0.0.0")
     assert command[:5] == [sys.executable, "-m", "streamlit", "run", str(cli_app.APP)]
-    assert cli_app.APP.is_file() and cli_app.APP.parent == navigation.PAGE_DIR.parent
+    assert cli_app.APP.is_file() and cli_app.APP.parent == navigation.UI_DIR
     flags = command[5:]
     for pair in (
         ["--server.address", "127.0.0.1"],

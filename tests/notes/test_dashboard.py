@@ -26,7 +26,7 @@ def test_add_tag_with_control_or_bidi_characters_is_refused_on_the_page(
         before = store.tags()
     at = fresh(timeout=120)
     at.selectbox(key="task").set_value(3).run()
-    at.switch_page("app_pages/inspector.py").run()
+    at.switch_page("inspector/page.py").run()
     at.text_input(key="insp_new_tag").input(name)
     at.button(key="insp_add_tag").click().run()
     assert not at.exception, at.exception

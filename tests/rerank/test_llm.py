@@ -19,7 +19,7 @@ from mmbright_core.data.sources import open_source
 from mmbright_core.io.official import read_outputs
 from mmbright_core.ranking import ranked
 from mmbright_core.rerank.llm import bright_ranking, parse_grade, parse_permutation, windows
-from mmbright_core.ui.workspace import DEMO_RUNS
+from mmbright_core.ui.common.workspace import DEMO_RUNS
 
 FIRST = DEMO_RUNS / "run_it2t_bm25"
 DOMAIN, DEPTH = "gis", 8

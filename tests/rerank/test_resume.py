@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from locations import SUPPORT
 
-from mmbright_core.ui.workspace import DEMO_RUNS
+from mmbright_core.ui.common.workspace import DEMO_RUNS
 
 HOLD_AFTER = 3
 DOMAINS = ("biology", "gis")

@@ -20,7 +20,7 @@ from mmbright_core.rerank.base import Reranked
 from mmbright_core.rerank.first_stage import load_first_stage
 from mmbright_core.rerank.registry import build
 from mmbright_core.rerank.stage import rerank_task
-from mmbright_core.ui.workspace import DEMO_RUNS
+from mmbright_core.ui.common.workspace import DEMO_RUNS
 
 FIRST = DEMO_RUNS / "run_it2t_bm25"
 DOMAIN = "gis"

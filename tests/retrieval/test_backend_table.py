@@ -27,8 +27,8 @@ from mmbright_core.retrieval.registry import (
     rebuild_recipe,
 )
 from mmbright_core.retrieval.runner.engines import DISTRIBUTED
-from mmbright_core.ui import run_choice
-from mmbright_core.ui.confine import Confinement
+from mmbright_core.ui.common.confine import Confinement
+from mmbright_core.ui.run import run_choice
 
 PACKAGE = Path(mmbright_core.__file__).parent
 

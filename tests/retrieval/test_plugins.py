@@ -335,7 +335,7 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 def test_an_installed_entry_point_is_a_retriever_name(installed: str, tmp_path: Path) -> None:
     from mmbright_core.retrieval import available_retrievers
-    from mmbright_core.ui import running
+    from mmbright_core.ui.run import running
 
     assert installed in available_retrievers() and running.installed_plugins() == [installed]
     retriever = get_retriever(installed, fusion="zero-image", cache_dir=str(tmp_path))

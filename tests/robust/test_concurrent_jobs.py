@@ -23,7 +23,7 @@ from held_jobs import job_env, let_go, start_held
 from openai_server import CHAT_MODEL, OpenAIServer
 
 from mmbright_core.io.claims import lock_path
-from mmbright_core.ui.workspace import DEMO_RUNS
+from mmbright_core.ui.common.workspace import DEMO_RUNS
 
 DOMAINS = ("academia", "biology")  # the fixture's domains, run in this order
 SUBDIR = "run_t2t_bm25"

@@ -31,7 +31,7 @@ from mmbright_core.data.sources import open_source
 from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError
 from mmbright_core.io.official import read_outputs, write_domain_outputs, write_summary
-from mmbright_core.ui import workspace
+from mmbright_core.ui.common import workspace
 
 # The default suite replays the same examples every time (derandomize); a longer search:
 # MMBRIGHT_FUZZ_EXAMPLES=5000, and MMBRIGHT_FUZZ_RANDOM=1 for fresh random examples.

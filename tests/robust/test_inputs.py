@@ -25,7 +25,7 @@ from mmbright_core.data.sources import open_source
 from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError
 from mmbright_core.io.official import read_outputs, write_domain_outputs, write_summary
-from mmbright_core.ui import workspace
+from mmbright_core.ui.common import workspace
 
 A1 = "academia/a1b2c3d4_101.txt"
 METRICS = {"NDCG@10": 0.5}

@@ -13,7 +13,7 @@ from mmbright_core.data.view import TaskView
 from mmbright_core.errors import InputError
 from mmbright_core.io.runs import write_trec_run
 from mmbright_core.metrics import evaluate
-from mmbright_core.ui import workspace
+from mmbright_core.ui.common import workspace
 
 A1 = "academia/a1b2c3d4_101.txt"
 A3 = "academia/e5f6a7b8_201.txt"

@@ -68,13 +68,13 @@ def choose_pair(at: AppTest, a: str, b: str) -> None:
 
 
 def goto(at: AppTest, page: str) -> AppTest:
-    return at.switch_page(f"app_pages/{page}.py").run()
+    return at.switch_page(f"{page}/page.py").run()
 
 
 def stay(at: AppTest, page: str) -> None:
     # AppTest re-requests the page last given to switch_page() on every run; after the
     # app itself switched pages, point it at the page the app is now on.
-    at.switch_page(f"app_pages/{page}.py")
+    at.switch_page(f"{page}/page.py")
 
 
 def open_tab(at: AppTest, key: str, label: str) -> AppTest:

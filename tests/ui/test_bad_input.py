@@ -25,7 +25,7 @@ from mmbright_core.data.sources import open_source
 from mmbright_core.data.view import TaskView
 from mmbright_core.retrieval import get_retriever
 from mmbright_core.retrieval.runner.task_run import run_task
-from mmbright_core.ui.render import escape_md, escape_message
+from mmbright_core.ui.common.render import escape_md, escape_message
 
 PAGES = ("home", "per_query", "compare", "inspector", "run")
 

@@ -24,7 +24,7 @@ from streamlit.proto.Block_pb2 import Block as BlockProto
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Block, Node
 
-from mmbright_core.ui import state
+from mmbright_core.ui.common import state
 
 LINK = "[lnk](http://127.0.0.1:9/x) ![t](http://127.0.0.1:9/t.png)"
 BIG = "\n\n# BIG\n\nwww.evil.example"

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from mmbright_core.errors import InputError
 from mmbright_core.io.runs import write_trec_run
-from mmbright_core.ui.confine import ROOT_ENV, confine, data_root
+from mmbright_core.ui.common.confine import ROOT_ENV, confine, data_root
 
 A1 = "academia/a1b2c3d4_101.txt"
 
@@ -122,9 +122,9 @@ _UNPICKLING = re.compile(
 def test_nothing_is_ever_unpickled() -> None:
     for bad in ("pickle.loads(data)", "np.load(f, allow_pickle=True)", "torch.load(p)", "exec(s)"):
         assert _UNPICKLING.search(bad), bad
-    # The package holds the app and its pages (mmbright_core/ui/app.py, ui/app_pages/).
+    # The package holds the app and its pages (mmbright_core/ui/app.py, ui/<page>/page.py).
     files = [*sorted((ROOT / "mmbright_core").rglob("*.py")), ROOT / "app.py"]
-    assert ROOT / "mmbright_core" / "ui" / "app_pages" / "home.py" in files
+    assert ROOT / "mmbright_core" / "ui" / "home" / "page.py" in files
     found = [
         f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
         for path in files

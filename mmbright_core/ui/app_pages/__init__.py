@@ -1,1 +1,0 @@
-"""The dashboard's pages, one script each, run by ``st.navigation`` (never imported)."""

@@ -1,0 +1,1 @@
+"""What every page shares: session state, the sidebar, the cached loaders, rendering, the guards."""

@@ -1,0 +1,1 @@
+"""The Compare page: two runs paired, where B wins and loses, the report."""
