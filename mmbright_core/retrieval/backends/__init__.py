@@ -207,6 +207,15 @@ BACKENDS: Mapping[str, Backend] = {
             ),
         ),
         Backend(
+            "late-interaction",
+            f"{_PACKAGE}.backends.late_interaction",
+            "LateInteractionRetriever",
+            rebuild="rebuild",
+            fields=("model",),
+            needs=_HF,
+            tasks=TEXT_CORPUS_TASKS,
+        ),
+        Backend(
             "gritlm",
             f"{_PACKAGE}.backends.gritlm",
             "gritlm_retriever",
