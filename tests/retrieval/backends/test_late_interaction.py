@@ -103,3 +103,16 @@ def test_a_folder_pylate_did_not_save_is_refused(tmp_path):
 
     with pytest.raises(InputError, match="not a PyLate ColBERT model folder"):
         LateInteractionRetriever(str(tmp_path))
+
+
+def test_a_run_is_rebuilt_from_its_configuration(tmp_path):
+    from mmbright_core.retrieval.backends.late_interaction import LateInteractionRetriever
+    from mmbright_core.retrieval.base import RunConfig
+    from mmbright_core.retrieval.runner.rebuild import rebuild_retriever
+
+    data = open_source("demo").task(2, "biology")
+    made = LateInteractionRetriever(str(FOLDER), query_length=10, cache_dir=str(tmp_path))
+    config = RunConfig.build(made, task=2, protocol="paper", source="demo", k=10)
+    rebuilt = rebuild_retriever(config.to_dict(), cache_dir=str(tmp_path), device="cpu")
+    assert rebuilt.settings() == made.settings()
+    assert rebuilt.retrieve(data, None, 10) == made.retrieve(data, None, 10)
