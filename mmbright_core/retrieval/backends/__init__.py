@@ -213,7 +213,6 @@ BACKENDS: Mapping[str, Backend] = {
             rebuild="rebuild",
             fields=("model",),
             needs=_HF,
-            tasks=TEXT_CORPUS_TASKS,
         ),
         Backend(
             "gritlm",

@@ -1,31 +1,37 @@
-"""Late-interaction text retrieval: ColBERT-style models as PyLate saves them (tasks 1, 2 and 4).
+"""Late-interaction retrieval: ColBERT as PyLate saves it, ColPali and ColQwen2 as transformers.
 
-A PyLate model folder is a sentence-transformers folder: the transformer at its root, one or
-more ``Dense`` projections (``modules.json``; each a folder with ``config.json`` and
-``model.safetensors`` holding ``linear.weight``), and ``config_sentence_transformers.json``
-with the ColBERT settings. Texts are encoded as PyLate's ``ColBERT.encode`` encodes them
-(pylate 1.6.0, ``pylate/models/colbert.py``): tokenised to one token less than the query or
-document length, the prefix token (``[Q] `` / ``[D] ``) inserted after the first; queries padded
-to their length with the mask token (query expansion), attended to where
-``attend_to_expansion_tokens`` says, every position kept; documents without padding and
-without the skiplist's tokens (punctuation); every kept token projected and L2-normalised.
+Two kinds of multi-vector model, told apart by their folder. A PyLate model folder (tasks 1, 2
+and 4) is a sentence-transformers folder: the transformer at its root, one or more ``Dense``
+projections (``modules.json``; each a folder with ``config.json`` and ``model.safetensors``
+holding ``linear.weight``), and ``config_sentence_transformers.json`` with the ColBERT settings.
+Texts are encoded as PyLate's ``ColBERT.encode`` encodes them (pylate 1.6.0,
+``pylate/models/colbert.py``): tokenised to one token less than the query or document length,
+the prefix token (``[Q] `` / ``[D] ``) inserted after the first; queries padded to their length
+with the mask token (query expansion), attended to where ``attend_to_expansion_tokens`` says,
+every position kept; documents without padding and without the skiplist's tokens
+(punctuation); every kept token projected and L2-normalised. A folder whose ``config.json``
+names ``colpali`` or ``colqwen2`` runs through transformers (:mod:`.colvision`): Task 3, the
+query's text against every image's patches.
 
 A query's score of a document is their MaxSim, exact, in float32
 (:mod:`mmbright_core.retrieval.search.maxsim`). Document token vectors go through the
-content-keyed embedding cache, one zero-padded row per document, and are scored a block at a
-time, so a domain's tokens are never all in memory. Task 4 pairs share their passage's row.
+content-keyed embedding cache, one zero-padded row per document (a passage keyed by its text,
+an image by its bytes), and are scored a block at a time, so a domain's tokens are never all in
+memory. Task 4 pairs share their passage's row.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mmbright_core.data.images import decode_image
 from mmbright_core.errors import InputError
-from mmbright_core.retrieval.backends import BACKENDS
+from mmbright_core.retrieval.backends.colvision import ColVision, model_type
 from mmbright_core.retrieval.backends.hf_model import load_torch, load_transformers
 from mmbright_core.retrieval.backends.sentence_models import cannot_load, model_identity
 from mmbright_core.retrieval.base import check_k, check_task, model_label, passage_id
@@ -38,6 +44,10 @@ from mmbright_core.retrieval.cache.store import (
 from mmbright_core.retrieval.search.groups import Groups
 from mmbright_core.retrieval.search.index import doc_positions, excluded_indices
 from mmbright_core.retrieval.search.maxsim import maxsim_top_k, pack_tokens
+from mmbright_core.task_table import TEXT_CORPUS_TASKS, tasks_where
+
+#: The tasks a ColPali or ColQwen2 model runs: those ranking the domain's images.
+IMAGE_CORPUS_TASKS = tasks_where(lambda t: t.corpus == "images")
 
 if TYPE_CHECKING:
     from mmbright_core.data.images import ImageSource
@@ -64,7 +74,6 @@ class LateInteractionRetriever:
     """
 
     name = "late-interaction"
-    tasks = BACKENDS["late-interaction"].tasks
 
     def __init__(
         self,
@@ -84,11 +93,22 @@ class LateInteractionRetriever:
         self.cache_root = default_cache_dir(cache_dir)
         self.cache_dtype = check_dtype(cache_dtype)
         self.folder = self._folder()
-        self.config = _colbert_settings(self.folder)
-        self.query_length = query_length or int(self.config["query_length"])
-        self.document_length = document_length or int(self.config["document_length"])
+        kind = model_type(self.folder)
+        self.vision = (
+            None if kind is None else ColVision(self.folder, kind, self.device, batch_size)
+        )
+        self.tasks: frozenset[int] = TEXT_CORPUS_TASKS
+        if self.vision is not None:
+            self.tasks = IMAGE_CORPUS_TASKS
+            self.config: dict[str, Any] = {"architecture": kind}
+            self.query_length = query_length
+            self.document_length = document_length or self.vision.width()
+        else:
+            self.config = _colbert_settings(self.folder)
+            self.query_length = query_length or int(self.config["query_length"])
+            self.document_length = document_length or int(self.config["document_length"])
         for option, value in (
-            ("query_length", self.query_length),
+            ("query_length", self.query_length or 2),
             ("document_length", self.document_length),
         ):
             if value < 2:
@@ -102,7 +122,7 @@ class LateInteractionRetriever:
             return Path(self.model).expanduser()
         hub = load_transformers().utils.hub
         try:
-            found = hub.cached_file(self.model, _SETTINGS_FILE, revision=self.revision)
+            found = hub.cached_file(self.model, "config.json", revision=self.revision)
         except OSError as err:
             raise cannot_load("the late-interaction model", self.model, err) from err
         return Path(found).parent
@@ -113,12 +133,15 @@ class LateInteractionRetriever:
 
     def settings(self) -> dict[str, Any]:
         """Return the model's identity and the ColBERT settings its token vectors depend on."""
+        colbert = ("query_prefix", "document_prefix", "attend_to_expansion_tokens")
         return {
             **model_identity(self.model, self.revision, self.local, self.document_length),
             "query_length": self.query_length,
-            "query_prefix": self.config["query_prefix"],
-            "document_prefix": self.config["document_prefix"],
-            "attend_to_expansion_tokens": self.config["attend_to_expansion_tokens"],
+            **{
+                key: value
+                for key, value in self.config.items()
+                if key in (*colbert, "architecture")
+            },
             "scoring": "maxsim",
             "cache_dtype": self.cache_dtype,
         }
@@ -140,7 +163,7 @@ class LateInteractionRetriever:
         torch = load_torch()
         tokenizer, encoder, layers = self._load()
         prefix = self.config["query_prefix" if is_query else "document_prefix"]
-        length = self.query_length if is_query else self.document_length
+        length = self.query_length if is_query and self.query_length else self.document_length
         pad = (
             tokenizer.mask_token_id
             if tokenizer.mask_token_id is not None
@@ -189,9 +212,12 @@ class LateInteractionRetriever:
             set() if self.local else {"model"}
         )
         settings = {key: value for key, value in self.settings().items() if key in keys}
+        encoder = {"encoder": "pylate-colbert", "prefix": self.config.get("document_prefix")}
+        if self.vision is not None:
+            encoder = {"encoder": "transformers", "architecture": self.vision.kind}
         return EmbeddingCache(
             self.cache_root,
-            {"encoder": "pylate-colbert", "prefix": self.config["document_prefix"], **settings},
+            {**encoder, **settings},
             dtype=self.cache_dtype,
         )
 
@@ -213,28 +239,80 @@ class LateInteractionRetriever:
         query_ids = [q.query_id for q in data.queries]
         if not data.corpus or not query_ids:
             return {query_id: {} for query_id in query_ids}
+        if self.vision is not None:
+            return self._retrieve_images(data, _image_source(data, source), k)
         groups = Groups.from_keys([passage_id(d.doc_id) for d in data.corpus])
         texts = [data.corpus[i].text for i in groups.members[groups.offsets[:-1]]]
         keys = [content_key(text) for text in texts]
         cache, width = self._cache(), self.document_length
 
         def rows(units: np.ndarray) -> np.ndarray:
-            asked = [texts[u] for u in units.tolist()]
             return cache.encode(
-                asked,
+                [texts[u] for u in units.tolist()],
                 [keys[u] for u in units.tolist()],
                 lambda chunk: pack_tokens(self.encode(chunk, is_query=False), width),
                 self.batch_size,
                 desc="passages",
             )
 
+        queries = self.encode([q.text for q in data.queries], is_query=True)
+        return self._ranked(data, queries, rows, k, groups)
+
+    def _retrieve_images(
+        self, data: TaskData, source: ImageSource, k: int
+    ) -> dict[str, dict[str, float]]:
+        # Task 3: the query's text against every image's patches (the model cards' usage).
+        assert self.vision is not None
+        vision, cache, width = self.vision, self._cache(), self.document_length
+        paths = [d.doc_id for d in data.corpus]
+
+        def image(path: str) -> Any:
+            return decode_image(source.document_image_bytes(data.domain, path), path)
+
+        def rows(units: np.ndarray) -> np.ndarray:
+            asked = [paths[u] for u in units.tolist()]
+            raw = [source.document_image_bytes(data.domain, path) or b"" for path in asked]
+            return cache.encode(
+                asked,
+                [content_key(content) for content in raw],
+                lambda chunk: pack_tokens(vision.encode_images([image(p) for p in chunk]), width),
+                self.batch_size,
+                desc="images",
+            )
+
+        queries = vision.encode_queries([q.text for q in data.queries])
+        return self._ranked(data, queries, rows, k, None)
+
+    def _ranked(
+        self,
+        data: TaskData,
+        queries: list[np.ndarray],
+        rows: Callable[[np.ndarray], np.ndarray],
+        k: int,
+        groups: Groups | None,
+    ) -> dict[str, dict[str, float]]:
+        query_ids = [q.query_id for q in data.queries]
         doc_ids = np.array([d.doc_id for d in data.corpus])
         exclude = excluded_indices(query_ids, data.excluded, doc_positions(doc_ids.tolist()))
-        queries = self.encode([q.text for q in data.queries], is_query=True)
         found = maxsim_top_k(
-            queries, rows, doc_ids, k, exclude, groups, width=width, device=self.device
+            queries,
+            rows,
+            doc_ids,
+            k,
+            exclude,
+            groups,
+            width=self.document_length,
+            device=self.device,
         )
         return dict(zip(query_ids, found, strict=True))
+
+
+def _image_source(data: TaskData, source: ImageSource | None) -> ImageSource:
+    if source is None:
+        raise InputError(
+            f"task {data.task} needs image bytes", found="no source", hint="Pass the source."
+        )
+    return source
 
 
 def _insert(torch: Any, values: Any, token: int) -> Any:
@@ -300,7 +378,7 @@ def rebuild(config: RunConfig, options: dict[str, Any], context: RebuildContext)
     return {
         "model": config.model,
         "revision": config.revision,
-        "query_length": options["query_length"],
+        "query_length": options.get("query_length"),
         "document_length": config.truncation,
         "cache_dtype": options["cache_dtype"],
         "cache_dir": context.cache_dir,

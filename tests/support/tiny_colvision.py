@@ -1,0 +1,63 @@
+"""A tiny random-weight ColQwen2 and its processor, built offline from their configs.
+
+The tokenizer is ``tiny_hf.py``'s word-level one with Qwen2-VL's vision tokens added; the image
+processor is Qwen2-VL's with a small pixel budget (at most 16 merged patches an image); the
+model is transformers' ``ColQwen2ForRetrieval`` with seeded random weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from tiny_hf import tokenizer
+
+VISION_TOKENS = ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
+
+
+def colqwen2_model(folder: Path, texts: Iterable[str]) -> Path:
+    """Save a tiny ColQwen2 (8-wide vectors) and its processor to ``folder``."""
+    import torch
+    import transformers as tf
+
+    tok = tokenizer(texts, max_length=64)
+    tok.add_special_tokens({"additional_special_tokens": VISION_TOKENS})
+    images = tf.Qwen2VLImageProcessor(min_pixels=56 * 56, max_pixels=112 * 112)
+    processor = tf.ColQwen2Processor(image_processor=images, tokenizer=tok)
+    text = {
+        "model_type": "qwen2_vl_text",
+        "hidden_size": 16,
+        "intermediate_size": 32,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "vocab_size": len(tok),
+        "rope_scaling": {"type": "mrope", "mrope_section": [1, 1, 2]},
+    }
+    vlm = tf.Qwen2VLConfig(
+        text_config=text,
+        vision_config={"depth": 1, "embed_dim": 16, "hidden_size": 16, "num_heads": 2},
+        image_token_id=tok.convert_tokens_to_ids("<|image_pad|>"),
+        vision_start_token_id=tok.convert_tokens_to_ids("<|vision_start|>"),
+    )
+    torch.manual_seed(0)
+    model = tf.ColQwen2ForRetrieval(tf.ColQwen2Config(vlm_config=vlm, embedding_dim=8))
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
+
+
+def token_vectors(folder: Path, **inputs: Any) -> Any:
+    """Return one input's token vectors (``text=[...]`` or ``images=[...]``), straight from
+    transformers: the model's embeddings at the positions the attention mask keeps."""
+    import torch
+    import transformers as tf
+
+    processor = tf.AutoProcessor.from_pretrained(folder)
+    model = tf.ColQwen2ForRetrieval.from_pretrained(folder).eval()
+    batch = processor(**inputs, return_tensors="pt")
+    with torch.inference_mode():
+        vectors = model(**batch).embeddings[0]
+    return vectors[batch["attention_mask"][0].bool()].float().numpy()
