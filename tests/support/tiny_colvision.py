@@ -8,7 +8,7 @@ and ``ColPaliForRetrieval`` with seeded random weights.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,6 @@ VISION_TOKENS = ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video
 
 def colqwen2_model(folder: Path, texts: Iterable[str]) -> Path:
     """Save a tiny ColQwen2 (8-wide vectors) and its processor to ``folder``."""
-    import torch
     import transformers as tf
 
     tok = tokenizer(texts, max_length=64)
@@ -42,17 +41,15 @@ def colqwen2_model(folder: Path, texts: Iterable[str]) -> Path:
         image_token_id=tok.convert_tokens_to_ids("<|image_pad|>"),
         vision_start_token_id=tok.convert_tokens_to_ids("<|vision_start|>"),
     )
-    torch.manual_seed(0)
-    model = tf.ColQwen2ForRetrieval(tf.ColQwen2Config(vlm_config=vlm, embedding_dim=8))
-    folder.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(folder)
-    processor.save_pretrained(folder)
-    return folder
+    return _saved(
+        folder,
+        lambda: tf.ColQwen2ForRetrieval(tf.ColQwen2Config(vlm_config=vlm, embedding_dim=8)),
+        processor,
+    )
 
 
 def colpali_model(folder: Path, texts: Iterable[str]) -> Path:
     """Save a tiny ColPali (8-wide vectors) and its processor to ``folder``."""
-    import torch
     import transformers as tf
 
     tok = tokenizer(texts, max_length=64)
@@ -70,10 +67,20 @@ def colpali_model(folder: Path, texts: Iterable[str]) -> Path:
         projection_dim=16,
         image_token_index=tok.convert_tokens_to_ids("<image>"),
     )
+    return _saved(
+        folder,
+        lambda: tf.ColPaliForRetrieval(tf.ColPaliConfig(vlm_config=vlm, embedding_dim=8)),
+        processor,
+    )
+
+
+def _saved(folder: Path, build: Callable[[], Any], processor: Any) -> Path:
+    # The model built with seeded random weights, saved beside its processor.
+    import torch
+
     torch.manual_seed(0)
-    model = tf.ColPaliForRetrieval(tf.ColPaliConfig(vlm_config=vlm, embedding_dim=8))
     folder.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(folder)
+    build().save_pretrained(folder)
     processor.save_pretrained(folder)
     return folder
 
