@@ -111,6 +111,13 @@ def maxsim(
         the block.
     """
     torch: Any = require("torch", "late-interaction scoring", "hf")
+    if torch.get_float32_matmul_precision() != "highest":
+        # TF32 or bfloat16 products break the error bound the candidates are chosen within.
+        raise InputError(
+            "float32 matrix products are set below full precision",
+            expected="torch.set_float32_matmul_precision('highest') (torch's default)",
+            found=torch.get_float32_matmul_precision(),
+        )
     q, q_tokens, dim = queries.shape
     n = len(documents)
     with torch.inference_mode():

@@ -113,3 +113,15 @@ def test_exclusions_come_before_the_cut_and_pairs_share_their_passage() -> None:
     assert list(found[0]) == ["p0|||a", "p1|||c"]
     with pytest.raises(InputError, match="missing"):
         maxsim_top_k(queries, _blocks(rows[:2]), doc_ids, 2, [np.array([1])], groups, width=1)
+
+
+def test_products_below_float32_precision_are_refused() -> None:
+    import torch
+
+    query, document = pad_queries([np.ones((1, 2))]), pack_tokens([np.ones((1, 2))], 1)
+    torch.set_float32_matmul_precision("high")  # TF32 where the hardware has it
+    try:
+        with pytest.raises(InputError, match="below full precision"):
+            maxsim(query, document)
+    finally:
+        torch.set_float32_matmul_precision("highest")
