@@ -297,6 +297,14 @@ BACKENDS: Mapping[str, Backend] = {
             },
         ),
         Backend(
+            "late-interaction",
+            f"{_PACKAGE}.backends.late_interaction",
+            "LateInteractionRetriever",
+            rebuild="rebuild",
+            fields=("model",),
+            needs=_HF,
+        ),
+        Backend(
             "gritlm",
             f"{_PACKAGE}.backends.gritlm",
             "gritlm_retriever",
