@@ -41,7 +41,7 @@ import weakref
 import streamlit as st
 from streamlit import runtime
 
-from mmbright_core.ui import sessions
+from mmbright_core.ui.common import sessions
 from mmbright_core.ui.common.state import RunEntry
 
 SEEN: set[str] = set()  # the sessions the dashboard ran in
