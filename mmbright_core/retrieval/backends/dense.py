@@ -43,6 +43,7 @@ from mmbright_core.retrieval.cache.store import (
 )
 from mmbright_core.retrieval.dual.embedder import Role
 from mmbright_core.retrieval.dual.encoders import (
+    ONE_CALL,
     BatchEncoder,
     CallEncoder,
     EncodeJob,
@@ -265,7 +266,7 @@ class DenseRetriever:
         tokens = self.max_length or DEFAULT_TOKEN_BOUND
         return CallEncoder(
             self._cache(prefix, "document"),
-            self.chunk,
+            ONE_CALL if self.one_call else self.chunk,
             tokens,
             lambda items, _: self.encode_batch(list(items), prefix),
         )

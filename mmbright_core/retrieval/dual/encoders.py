@@ -10,6 +10,7 @@ transformer outputs may change in the last bits with the batch they were compute
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -21,6 +22,10 @@ from mmbright_core.retrieval.base import Retriever, passage_id
 from mmbright_core.retrieval.cache.store import EmbeddingCache, content_key
 from mmbright_core.task_table import TASK_TABLE
 from mmbright_core.types import TaskData
+
+ONE_CALL = sys.maxsize
+"""Items per call of a retriever whose one call holds every item its cache lacks: the local
+path and the Ray engine's one shard alike hand the model every text at once."""
 
 
 class BatchEncoder(Protocol):

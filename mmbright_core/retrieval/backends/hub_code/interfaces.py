@@ -34,7 +34,6 @@ gives (:mod:`.remote_code`).
 
 from __future__ import annotations
 
-import sys
 from typing import Any, NamedTuple
 
 from mmbright_core.errors import InputError, UnknownNameError
@@ -44,6 +43,7 @@ from mmbright_core.retrieval.backends.hub_code.st import SentenceDicts
 from mmbright_core.retrieval.backends.hub_code.text import EncodeInstruction, SentenceEmbedding
 from mmbright_core.retrieval.backends.hub_code.towers import EncodeTextImage, TextVisionPair
 from mmbright_core.retrieval.dual.encoder import DualOptions
+from mmbright_core.retrieval.dual.encoders import ONE_CALL
 from mmbright_core.retrieval.search.index import IndexKind
 
 
@@ -78,10 +78,6 @@ INTERFACES: dict[str, Interface] = {
     ),
 }
 """Each interface the ``remote`` backend calls: its embedder and the options of its recipe."""
-
-
-ONE_CALL = sys.maxsize
-"""Items per call of a retriever whose one call holds every item its cache lacks."""
 
 
 def hub_embedder(interface: str, model: str, options: dict[str, Any]) -> Any:
